@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod error;
+pub mod format;
 pub mod model;
 pub mod tiering;
 

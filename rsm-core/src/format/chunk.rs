@@ -1,0 +1,345 @@
+//! The chunk entry: SR-32's remoteLogIndex entry, and the RDI (remote data identifier) it carries.
+//!
+//! Entry layout (big-endian): magic i16 (0), length i16 (bytes after this field), crc u32 (CRC-32C of the
+//! bytes after the crc field), firstOffset i64, lastOffset i64, firstTimestamp i64, lastTimestamp i64,
+//! dataLength i32, rdiLength i16, rdi.
+//!
+//! Our RDI (44 bytes) names the object and the byte range: version u8 (0), object u8 (0 = a segment's
+//! `.log` object), transform u8 (0 = none; compression and encryption come later), reserved u8, the
+//! segment's start offset i64 and id (16 bytes) (which with the partition give the object key), position
+//! u64 (in the object), stored length u32, CRC-32C u32 of the chunk's original bytes.
+
+use crate::error::{Error, Result};
+use crate::format::batch::{ATTRIBUTES_OFFSET, Batch};
+use crate::format::codec::Reader;
+use crate::model::Uuid;
+
+/// Current entry magic.
+pub const ENTRY_MAGIC: i16 = 0;
+/// Size of an entry before its RDI.
+pub const ENTRY_FIXED_LEN: usize = 46;
+/// Size of our RDI.
+pub const RDI_LEN: usize = 44;
+
+/// Which object of a segment holds a chunk.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum RdiObject {
+    /// The segment's `.log` object.
+    Log = 0,
+}
+
+/// How a chunk's bytes were transformed before storing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Transform {
+    /// Stored as is.
+    None = 0,
+}
+
+/// Where a chunk lives, and its checksum.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Rdi {
+    /// The object holding the chunk.
+    pub object: RdiObject,
+    /// Transformation applied.
+    pub transform: Transform,
+    /// Start offset of the segment owning the object.
+    pub segment_start_offset: i64,
+    /// Id of the segment owning the object.
+    pub segment_id: Uuid,
+    /// Byte position of the stored chunk in the object.
+    pub position: u64,
+    /// Stored length (equals the data length when untransformed).
+    pub stored_length: u32,
+    /// CRC-32C of the chunk's original bytes.
+    pub crc32c: u32,
+}
+
+impl Rdi {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[0, self.object as u8, self.transform as u8, 0]);
+        out.extend_from_slice(&self.segment_start_offset.to_be_bytes());
+        out.extend_from_slice(&self.segment_id.to_bytes());
+        out.extend_from_slice(&self.position.to_be_bytes());
+        out.extend_from_slice(&self.stored_length.to_be_bytes());
+        out.extend_from_slice(&self.crc32c.to_be_bytes());
+    }
+
+    fn decode(b: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(b, "chunk RDI");
+        let version = r.u8()?;
+        if version != 0 || b.len() != RDI_LEN {
+            return Err(Error::corrupt(format!("chunk RDI: version {version}, length {} unsupported", b.len())));
+        }
+        let object = match r.u8()? {
+            0 => RdiObject::Log,
+            o => return Err(Error::corrupt(format!("chunk RDI: unknown object {o}"))),
+        };
+        let transform = match r.u8()? {
+            0 => Transform::None,
+            t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t}"))),
+        };
+        let _reserved = r.u8()?;
+        let segment_start_offset = r.i64()?;
+        let segment_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
+        Ok(Rdi {
+            object,
+            transform,
+            segment_start_offset,
+            segment_id,
+            position: r.u64()?,
+            stored_length: r.u32()?,
+            crc32c: r.u32()?,
+        })
+    }
+}
+
+/// One chunk: a run of whole record batches, indexed as a remoteLogIndex entry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ChunkEntry {
+    /// Base offset of the first batch.
+    pub first_offset: i64,
+    /// Last offset of the last batch.
+    pub last_offset: i64,
+    /// Base timestamp of the first batch.
+    pub first_timestamp: i64,
+    /// Largest max timestamp of the chunk's batches.
+    pub last_timestamp: i64,
+    /// Length of the chunk's original bytes.
+    pub data_length: u32,
+    /// Where it is stored.
+    pub rdi: Rdi,
+}
+
+impl ChunkEntry {
+    /// Byte position of the chunk in the original `.log` file (chunks are stored in place).
+    pub fn position(&self) -> u64 {
+        self.rdi.position
+    }
+
+    /// One past the chunk's last byte in the original `.log` file.
+    pub fn end(&self) -> u64 {
+        self.rdi.position + self.data_length as u64
+    }
+
+    /// Encoded size of this entry.
+    pub fn encoded_len(&self) -> usize {
+        ENTRY_FIXED_LEN + RDI_LEN
+    }
+
+    /// Appends the SR-32 encoding.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&ENTRY_MAGIC.to_be_bytes());
+        out.extend_from_slice(&((self.encoded_len() - 4) as i16).to_be_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&self.first_offset.to_be_bytes());
+        out.extend_from_slice(&self.last_offset.to_be_bytes());
+        out.extend_from_slice(&self.first_timestamp.to_be_bytes());
+        out.extend_from_slice(&self.last_timestamp.to_be_bytes());
+        out.extend_from_slice(&(self.data_length as i32).to_be_bytes());
+        out.extend_from_slice(&(RDI_LEN as i16).to_be_bytes());
+        self.rdi.encode(out);
+        let crc = crc32c::crc32c(&out[start + 8..]);
+        out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
+    }
+
+    /// Decodes one entry from the front of `r`, checking magic, length and CRC.
+    pub fn decode(r: &mut Reader<'_>) -> Result<Self> {
+        let at = r.position();
+        let magic = r.i16()?;
+        if magic != ENTRY_MAGIC {
+            return Err(Error::corrupt(format!("remote log index entry at byte {at}: unknown magic {magic}")));
+        }
+        let length = r.i16()?;
+        if length < (ENTRY_FIXED_LEN - 4) as i16 {
+            return Err(Error::corrupt(format!("remote log index entry at byte {at}: length {length} too small")));
+        }
+        let body = r.bytes(length as usize)?;
+        let stored_crc = u32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+        let computed = crc32c::crc32c(&body[4..]);
+        if stored_crc != computed {
+            return Err(Error::corrupt(format!(
+                "remote log index entry at byte {at}: CRC {stored_crc:#010x}, computed {computed:#010x}"
+            )));
+        }
+        let mut b = Reader::new(&body[4..], "remote log index entry");
+        let first_offset = b.i64()?;
+        let last_offset = b.i64()?;
+        let first_timestamp = b.i64()?;
+        let last_timestamp = b.i64()?;
+        let data_length = b.i32()?;
+        let rdi_len = b.i16()?;
+        if data_length < 0 || rdi_len < 0 || b.remaining() != rdi_len as usize {
+            return Err(Error::corrupt(format!(
+                "remote log index entry at byte {at}: data length {data_length}, RDI length {rdi_len} inconsistent"
+            )));
+        }
+        let rdi = Rdi::decode(b.bytes(rdi_len as usize)?)?;
+        Ok(ChunkEntry { first_offset, last_offset, first_timestamp, last_timestamp, data_length: data_length as u32, rdi })
+    }
+
+    /// Checks `data` (the chunk's original bytes) against this entry's length and CRC.
+    pub fn verify(&self, data: &[u8], what: &str) -> Result<()> {
+        if data.len() != self.data_length as usize {
+            return Err(Error::corrupt(format!(
+                "{what}: chunk at position {} has {} bytes, its entry says {}",
+                self.position(),
+                data.len(),
+                self.data_length
+            )));
+        }
+        let crc = crc32c::crc32c(data);
+        if crc != self.rdi.crc32c {
+            return Err(Error::corrupt(format!(
+                "{what}: chunk at position {} (offsets {}..={}) has CRC-32C {crc:#010x}, its entry says {:#010x}",
+                self.position(),
+                self.first_offset,
+                self.last_offset,
+                self.rdi.crc32c
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Cuts a stream of batches into chunks of about `target` bytes, on batch boundaries.
+#[derive(Debug)]
+pub struct Chunker {
+    target: u64,
+    segment_start_offset: i64,
+    segment_id: Uuid,
+    chunks: Vec<ChunkEntry>,
+    open: Option<ChunkEntry>,
+}
+
+impl Chunker {
+    /// A chunker for the segment (`segment_start_offset`, `segment_id`) aiming at `target` bytes a chunk
+    /// (a batch larger than that is a chunk of its own).
+    pub fn new(target: u64, segment_start_offset: i64, segment_id: Uuid) -> Self {
+        Chunker { target: target.max(1), segment_start_offset, segment_id, chunks: Vec::new(), open: None }
+    }
+
+    /// Adds the next batch. `batch_crc` is the batch's verified CRC-32C (covering bytes from attributes on),
+    /// or `None` when it was not checked; the chunk CRC is then computed from the bytes.
+    pub fn push(&mut self, batch: &Batch<'_>, batch_crc: Option<u32>) {
+        let size = batch.size() as u64;
+        if let Some(open) = &self.open
+            && open.data_length as u64 + size > self.target
+        {
+            self.chunks.push(self.open.take().expect("open chunk"));
+        }
+        let open = self.open.get_or_insert(ChunkEntry {
+            first_offset: batch.base_offset(),
+            last_offset: batch.last_offset(),
+            first_timestamp: batch.base_timestamp(),
+            last_timestamp: batch.max_timestamp(),
+            data_length: 0,
+            rdi: Rdi {
+                object: RdiObject::Log,
+                transform: Transform::None,
+                segment_start_offset: self.segment_start_offset,
+                segment_id: self.segment_id,
+                position: batch.position(),
+                stored_length: 0,
+                crc32c: 0,
+            },
+        });
+        let bytes = batch.bytes();
+        open.rdi.crc32c = match batch_crc {
+            // CRC of the header part, then splice in the verified CRC of the rest without rereading it.
+            Some(c) => {
+                let head = crc32c::crc32c_append(open.rdi.crc32c, &bytes[..ATTRIBUTES_OFFSET]);
+                crc32c::crc32c_combine(head, c, bytes.len() - ATTRIBUTES_OFFSET)
+            }
+            None => crc32c::crc32c_append(open.rdi.crc32c, bytes),
+        };
+        open.last_offset = batch.last_offset();
+        open.last_timestamp = open.last_timestamp.max(batch.max_timestamp());
+        open.data_length += size as u32;
+        open.rdi.stored_length = open.data_length;
+    }
+
+    /// The chunks, in order.
+    pub fn finish(mut self) -> Vec<ChunkEntry> {
+        if let Some(open) = self.open.take() {
+            self.chunks.push(open);
+        }
+        self.chunks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::batch::BatchIter;
+    use crate::format::writer::{Record, encode_batch};
+
+    fn batches(n: usize) -> Vec<u8> {
+        let mut log = Vec::new();
+        for i in 0..n {
+            let recs: Vec<Record> = (0..3)
+                .map(|j| Record { value: Some(vec![b'x'; 100 + i]), timestamp: 1000 + (i * 3 + j) as i64, ..Default::default() })
+                .collect();
+            log.extend(encode_batch(i as i64 * 3, 0, &recs));
+        }
+        log
+    }
+
+    #[test]
+    fn chunks_cover_the_log_on_batch_boundaries_with_true_crcs() {
+        let log = batches(20);
+        for verify in [true, false] {
+            let mut c = Chunker::new(1000, 0, Uuid::ONE);
+            for b in BatchIter::new(&log, 0, verify) {
+                let b = b.unwrap();
+                c.push(&b, verify.then(|| b.computed_crc()));
+            }
+            let chunks = c.finish();
+            assert!(chunks.len() > 3, "{}", chunks.len());
+            let mut pos = 0;
+            for ch in &chunks {
+                assert_eq!(ch.position(), pos);
+                let data = &log[pos as usize..ch.end() as usize];
+                ch.verify(data, "t").unwrap();
+                assert_eq!(crc32c::crc32c(data), ch.rdi.crc32c);
+                assert!(ch.data_length <= 1000 || ch.first_offset == ch.last_offset - 2);
+                pos = ch.end();
+            }
+            assert_eq!(pos, log.len() as u64);
+            assert_eq!(chunks[0].first_offset, 0);
+            assert_eq!(chunks.last().unwrap().last_offset, 59);
+        }
+    }
+
+    #[test]
+    fn entry_round_trip_and_crc_check() {
+        let e = ChunkEntry {
+            first_offset: 10,
+            last_offset: 20,
+            first_timestamp: 5,
+            last_timestamp: 9,
+            data_length: 300,
+            rdi: Rdi {
+                object: RdiObject::Log,
+                transform: Transform::None,
+                segment_start_offset: 10,
+                segment_id: Uuid::new(5, 6),
+                position: 77,
+                stored_length: 300,
+                crc32c: 0xdead,
+            },
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(buf.len(), 90);
+        assert_eq!(&buf[..4], &[0, 0, 0, 86]); // magic 0, length 86
+        assert_eq!(ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap(), e);
+        buf[20] ^= 1;
+        let err = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap_err();
+        assert!(err.to_string().contains("CRC"), "{err}");
+        let err = e.verify(&[0u8; 300], "seg").unwrap_err();
+        assert!(err.to_string().contains("offsets 10..=20"), "{err}");
+    }
+}

@@ -1,0 +1,306 @@
+//! The segment manifest: the commit point of a copy. Written last; a segment without one does not exist.
+//!
+//! Versioned binary, big-endian, ending in a CRC-32C of everything before it:
+//! magic `RSMM`, version u16 (1); the segment metadata (topic, partition, topic id, segment id, offsets,
+//! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty); the log object's
+//! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
+//! position and length in the index bundle and a CRC-32C; the chunk count and the chunk table in SR-32
+//! remoteLogIndex entry format; the CRC.
+
+use crate::error::{Error, Result};
+use crate::format::chunk::ChunkEntry;
+use crate::format::codec::Reader;
+use crate::model::{
+    CustomMetadata, IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition,
+    TopicPartition, Uuid,
+};
+use std::collections::BTreeMap;
+
+/// The manifest magic.
+pub const MAGIC: &[u8; 4] = b"RSMM";
+/// The version this code writes and reads.
+pub const VERSION: u16 = 1;
+
+/// Where one index lies in the bundle object.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct IndexLocation {
+    /// Byte position in the bundle.
+    pub position: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// CRC-32C of the index bytes.
+    pub crc32c: u32,
+}
+
+/// Everything a reader needs to serve a segment, from this object alone.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Manifest {
+    /// The segment's metadata as given to the copy.
+    pub metadata: RemoteLogSegmentMetadata,
+    /// Length of the `.log` object.
+    pub log_length: u64,
+    /// The chunk target size used by the copy.
+    pub chunk_target: u32,
+    /// Each index type's place in the bundle, by [`IndexType::ordinal`]; `None` when absent.
+    pub indexes: [Option<IndexLocation>; 5],
+    /// The chunk table, tiling `[0, log_length)` in order.
+    pub chunks: Vec<ChunkEntry>,
+}
+
+impl Manifest {
+    /// The location of `index` in the bundle.
+    pub fn index(&self, index: IndexType) -> Option<IndexLocation> {
+        self.indexes[index.ordinal()]
+    }
+
+    /// Index of the chunk holding byte `position`.
+    pub fn chunk_at_position(&self, position: u64) -> Option<usize> {
+        let i = self.chunks.partition_point(|c| c.end() <= position);
+        (i < self.chunks.len() && self.chunks[i].position() <= position).then_some(i)
+    }
+
+    /// Index of the first chunk holding an offset at or after `offset`.
+    pub fn chunk_for_offset(&self, offset: i64) -> Option<usize> {
+        let i = self.chunks.partition_point(|c| c.last_offset < offset);
+        (i < self.chunks.len()).then_some(i)
+    }
+
+    /// Index of the first chunk holding a timestamp at or after `timestamp`.
+    pub fn chunk_for_timestamp(&self, timestamp: i64) -> Option<usize> {
+        self.chunks.iter().position(|c| c.last_timestamp >= timestamp)
+    }
+
+    /// Encodes the manifest.
+    pub fn encode(&self) -> Vec<u8> {
+        let m = &self.metadata;
+        let id = &m.remote_log_segment_id;
+        let mut out = Vec::with_capacity(256 + self.chunks.len() * 90);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_be_bytes());
+        let topic = id.topic_id_partition.topic_partition.topic.as_bytes();
+        out.extend_from_slice(&(topic.len() as u16).to_be_bytes());
+        out.extend_from_slice(topic);
+        out.extend_from_slice(&id.topic_id_partition.topic_partition.partition.to_be_bytes());
+        out.extend_from_slice(&id.topic_id_partition.topic_id.to_bytes());
+        out.extend_from_slice(&id.id.to_bytes());
+        out.extend_from_slice(&m.start_offset.to_be_bytes());
+        out.extend_from_slice(&m.end_offset.to_be_bytes());
+        out.extend_from_slice(&m.max_timestamp_ms.to_be_bytes());
+        out.extend_from_slice(&m.broker_id.to_be_bytes());
+        out.extend_from_slice(&m.event_timestamp_ms.to_be_bytes());
+        out.extend_from_slice(&m.segment_size_in_bytes.to_be_bytes());
+        out.extend_from_slice(&(m.segment_leader_epochs.len() as u32).to_be_bytes());
+        for (e, o) in &m.segment_leader_epochs {
+            out.extend_from_slice(&e.to_be_bytes());
+            out.extend_from_slice(&o.to_be_bytes());
+        }
+        match &m.custom_metadata {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(c) => {
+                out.extend_from_slice(&(c.0.len() as i32).to_be_bytes());
+                out.extend_from_slice(&c.0);
+            }
+        }
+        out.push(m.state as i8 as u8);
+        out.push(m.txn_idx_empty as u8);
+        out.extend_from_slice(&self.log_length.to_be_bytes());
+        out.extend_from_slice(&self.chunk_target.to_be_bytes());
+        for loc in &self.indexes {
+            match loc {
+                None => out.extend_from_slice(&[0; 21]),
+                Some(l) => {
+                    out.push(1);
+                    out.extend_from_slice(&l.position.to_be_bytes());
+                    out.extend_from_slice(&l.length.to_be_bytes());
+                    out.extend_from_slice(&l.crc32c.to_be_bytes());
+                }
+            }
+        }
+        out.extend_from_slice(&(self.chunks.len() as u32).to_be_bytes());
+        for c in &self.chunks {
+            c.encode(&mut out);
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// Decodes and checks a manifest; `what` (the object key) appears in every error.
+    pub fn decode(bytes: &[u8], what: &str) -> Result<Self> {
+        Self::decode_inner(bytes).map_err(|e| e.context(format!("manifest {what}")))
+    }
+
+    fn decode_inner(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() < 10 || &bytes[..4] != MAGIC {
+            return Err(Error::corrupt("not a manifest (bad magic or too short)"));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        let stored = u32::from_be_bytes(crc.try_into().expect("4 bytes"));
+        let computed = crc32c::crc32c(body);
+        if stored != computed {
+            return Err(Error::corrupt(format!("CRC {stored:#010x}, computed {computed:#010x}")));
+        }
+        let mut r = Reader::new(&body[4..], "manifest");
+        let version = r.u16()?;
+        if version != VERSION {
+            return Err(Error::corrupt(format!("version {version} is not supported (this build reads {VERSION})")));
+        }
+        let topic_len = r.u16()? as usize;
+        let topic = std::str::from_utf8(r.bytes(topic_len)?)
+            .map_err(|_| Error::corrupt("topic name is not UTF-8"))?
+            .to_string();
+        let partition = r.i32()?;
+        let topic_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
+        let seg_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
+        let start_offset = r.i64()?;
+        let end_offset = r.i64()?;
+        let max_timestamp_ms = r.i64()?;
+        let broker_id = r.i32()?;
+        let event_timestamp_ms = r.i64()?;
+        let segment_size_in_bytes = r.i32()?;
+        let n_epochs = r.u32()?;
+        let mut segment_leader_epochs = BTreeMap::new();
+        for _ in 0..n_epochs {
+            let e = r.i32()?;
+            segment_leader_epochs.insert(e, r.i64()?);
+        }
+        let custom_len = r.i32()?;
+        let custom_metadata = match custom_len {
+            -1 => None,
+            n if n >= 0 => Some(CustomMetadata(r.bytes(n as usize)?.to_vec())),
+            n => return Err(Error::corrupt(format!("custom metadata length {n}"))),
+        };
+        let state = RemoteLogSegmentState::for_id(r.u8()? as i8).map_err(|e| Error::corrupt(e.to_string()))?;
+        let txn_idx_empty = r.u8()? != 0;
+        let log_length = r.u64()?;
+        let chunk_target = r.u32()?;
+        let mut indexes = [None; 5];
+        for slot in indexes.iter_mut() {
+            let present = r.u8()?;
+            let loc = IndexLocation { position: r.u64()?, length: r.u64()?, crc32c: r.u32()? };
+            *slot = (present == 1).then_some(loc);
+        }
+        let n_chunks = r.u32()? as usize;
+        if n_chunks > r.remaining() / 46 {
+            return Err(Error::corrupt(format!("chunk count {n_chunks} exceeds the manifest's size")));
+        }
+        let mut chunks = Vec::with_capacity(n_chunks);
+        let mut expected_position = 0;
+        for i in 0..n_chunks {
+            let c = ChunkEntry::decode(&mut r)?;
+            if c.rdi.segment_id != seg_id || c.rdi.segment_start_offset != start_offset {
+                return Err(Error::corrupt(format!("chunk {i} names another segment ({})", c.rdi.segment_id)));
+            }
+            if c.position() != expected_position {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} starts at {}, expected {expected_position}",
+                    c.position()
+                )));
+            }
+            expected_position = c.end();
+            chunks.push(c);
+        }
+        if expected_position != log_length || r.remaining() != 0 {
+            return Err(Error::corrupt(format!(
+                "chunks cover {expected_position} of {log_length} log bytes; {} trailing bytes",
+                r.remaining()
+            )));
+        }
+        let metadata = RemoteLogSegmentMetadata {
+            remote_log_segment_id: RemoteLogSegmentId::new(
+                TopicIdPartition::new(topic_id, TopicPartition::new(topic, partition)),
+                seg_id,
+            ),
+            start_offset,
+            end_offset,
+            max_timestamp_ms,
+            broker_id,
+            event_timestamp_ms,
+            segment_size_in_bytes,
+            segment_leader_epochs,
+            custom_metadata,
+            state,
+            txn_idx_empty,
+        };
+        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::chunk::{Rdi, RdiObject, Transform};
+
+    pub(crate) fn sample() -> Manifest {
+        let id = RemoteLogSegmentId::new(
+            TopicIdPartition::new(Uuid::new(1, 2), TopicPartition::new("orders", 3)),
+            Uuid::new(3, 4),
+        );
+        let mut metadata =
+            RemoteLogSegmentMetadata::new(id, 100, 299, 5_000, 7, 6_000, 2_000, BTreeMap::from([(0, 100), (2, 250)]))
+                .unwrap();
+        metadata.custom_metadata = Some(CustomMetadata(vec![1, 2, 3]));
+        let chunk = |p: u64, len: u32, first: i64, last: i64| ChunkEntry {
+            first_offset: first,
+            last_offset: last,
+            first_timestamp: first * 10,
+            last_timestamp: last * 10,
+            data_length: len,
+            rdi: Rdi {
+                object: RdiObject::Log,
+                transform: Transform::None,
+                segment_start_offset: 100,
+                segment_id: Uuid::new(3, 4),
+                position: p,
+                stored_length: len,
+                crc32c: 9,
+            },
+        };
+        Manifest {
+            metadata,
+            log_length: 2_000,
+            chunk_target: 1_000,
+            indexes: [
+                Some(IndexLocation { position: 0, length: 80, crc32c: 1 }),
+                Some(IndexLocation { position: 80, length: 120, crc32c: 2 }),
+                Some(IndexLocation { position: 200, length: 10, crc32c: 3 }),
+                None,
+                Some(IndexLocation { position: 210, length: 12, crc32c: 4 }),
+            ],
+            chunks: vec![chunk(0, 1_000, 100, 199), chunk(1_000, 1_000, 200, 299)],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_lookups() {
+        let m = sample();
+        let bytes = m.encode();
+        assert_eq!(&bytes[..6], b"RSMM\0\x01");
+        let d = Manifest::decode(&bytes, "k").unwrap();
+        assert_eq!(d, m);
+        assert_eq!(d.chunk_at_position(0), Some(0));
+        assert_eq!(d.chunk_at_position(999), Some(0));
+        assert_eq!(d.chunk_at_position(1_000), Some(1));
+        assert_eq!(d.chunk_at_position(2_000), None);
+        assert_eq!(d.chunk_for_offset(150), Some(0));
+        assert_eq!(d.chunk_for_offset(200), Some(1));
+        assert_eq!(d.chunk_for_offset(300), None);
+        assert_eq!(d.chunk_for_timestamp(1_995), Some(1));
+        assert_eq!(d.index(IndexType::Transaction), None);
+    }
+
+    #[test]
+    fn every_corruption_is_detected() {
+        let bytes = sample().encode();
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x40;
+            let e = Manifest::decode(&b, "seg.manifest").unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "byte {i}");
+            assert!(e.to_string().contains("manifest seg.manifest"), "byte {i}: {e}");
+        }
+        for len in [0, 5, bytes.len() - 1] {
+            assert_eq!(Manifest::decode(&bytes[..len], "k").unwrap_err().kind(), crate::ErrorKind::Corrupt);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! On-disk and remote formats: Kafka's own (record batches, `.index`, `.timeindex`, a partition directory)
+//! and ours (the chunk entry of SR-32, the segment manifest, the SR-32 remote index files).
+
+pub mod batch;
+pub mod chunk;
+pub mod codec;
+pub mod index;
+pub mod manifest;
+pub mod partition;
+pub mod remote_index;
+pub mod writer;
