@@ -13,11 +13,19 @@
 
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod config;
 pub mod error;
 pub mod format;
 pub mod model;
+pub mod rsm;
+pub mod tiered;
 pub mod tiering;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 pub use error::{Error, ErrorKind, Result};
+pub use backend::StorageBackend;
 pub use model::*;
+pub use rsm::RemoteStorageManager;
+pub use tiered::{TieredConfig, TieredStorage};

@@ -1,0 +1,99 @@
+//! The storage contract each backend implements, with an in-memory backend and a request counter.
+//!
+//! Keys are `/`-separated relative paths (`topic-id/0/00000000000000000000-id.log`). A backend never makes
+//! a partial object visible: an upload either replaces the object whole or leaves it as it was.
+
+mod counting;
+mod memory;
+
+pub use counting::{CountingBackend, OpCounts, RequestCounts};
+pub use memory::MemoryBackend;
+
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+/// A stream of bytes, pulled in order; memory is bounded by what the consumer holds.
+pub type ByteStream = BoxStream<'static, Result<Bytes>>;
+
+/// One listed object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectMeta {
+    /// The full key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// The contract of a store. Async on tokio; every method may be called concurrently.
+#[async_trait]
+pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
+    /// Uploads the first `len` bytes of the local file `path` as `key`, replacing any earlier object,
+    /// with memory bounded independently of `len`. Fails if the file is shorter than `len`.
+    async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()>;
+
+    /// Uploads the bytes of `data` as `key`, replacing any earlier object, holding a bounded number of
+    /// the stream's items at a time. A failed stream leaves no object behind.
+    async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()>;
+
+    /// Reads bytes `range` of `key`. A range reaching past the end is cut at the end; a range starting past
+    /// the end is an invalid argument; a missing key is not found.
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
+
+    /// Deletes `key`; deleting a missing key succeeds.
+    async fn delete(&self, key: &str) -> Result<()>;
+
+    /// Deletes many keys, in as few requests as the store allows; missing keys are not errors.
+    async fn delete_many(&self, keys: &[String]) -> Result<()> {
+        for k in keys {
+            self.delete(k).await?;
+        }
+        Ok(())
+    }
+
+    /// Every object whose key starts with `prefix`, sorted by key.
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>>;
+
+    /// Uploads `bytes` as `key` (a convenience over [`StorageBackend::put_stream`]).
+    async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
+        self.put_stream(key, Box::pin(futures::stream::once(async { Ok(bytes) }))).await
+    }
+}
+
+/// Checks a range against an object of `size` bytes and cuts it at the end, as
+/// [`StorageBackend::get_range`] requires. Shared by the backends.
+pub fn clamp_range(key: &str, range: Range<u64>, size: u64) -> Result<Range<u64>> {
+    if range.start > range.end {
+        return Err(Error::invalid(format!("object {key}: range {}..{} is reversed", range.start, range.end)));
+    }
+    if range.start > size {
+        return Err(Error::invalid(format!(
+            "object {key}: range {}..{} starts past its end ({size} bytes)",
+            range.start, range.end
+        )));
+    }
+    Ok(range.start..range.end.min(size))
+}
+
+/// Checks that a key is a relative `/`-separated path with no empty, `.` or `..` part and no NUL, so no
+/// backend can be led outside its root. Shared by the backends.
+pub fn validate_key(key: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::invalid(format!("object key `{}`: {why}", key.escape_debug())));
+    if key.is_empty() {
+        return bad("empty");
+    }
+    if key.contains('\0') {
+        return bad("contains NUL");
+    }
+    if key.starts_with('/') || key.starts_with('\\') {
+        return bad("absolute");
+    }
+    if key.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+        return bad("has an empty, `.` or `..` part");
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Contract suites every backend runs with one call, and fixtures (feature `testkit`).
+//!
+//! A backend crate's test:
+//! ```text
+//! rsm_core::backend_contract_tests!(async { std::sync::Arc::new(MyBackend::new(...)) as Arc<dyn StorageBackend> });
+//! ```
+//! generates one `#[tokio::test]` per check, each given a fresh backend from the expression. Each check
+//! works under a unique key prefix, so backends that share a bucket do not interfere.
+
+pub mod backend_contract;
+pub mod faults;
+pub mod rsm_contract;
+
+use crate::format::partition::LocalPartition;
+use crate::format::writer::{PartitionSpec, generate_partition};
+use crate::model::Uuid;
+use std::path::Path;
+
+/// A unique key prefix for one check.
+pub fn unique_prefix(name: &str) -> String {
+    format!("contract-{name}-{}/", Uuid::random())
+}
+
+/// Writes a partition of several closed segments with many chunks each (at a 64 KiB chunk size), and
+/// returns it opened.
+pub fn fixture_partition(root: &Path, segment_bytes: usize, records: u64) -> LocalPartition {
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes,
+        records,
+        records_per_batch: 20,
+        value_bytes: 200,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 400,
+        seed: 42,
+    };
+    let dir = generate_partition(&root.join("fixture-0"), &spec).expect("generate fixture partition");
+    LocalPartition::open(&dir).expect("open fixture partition")
+}
+
+/// Generates the backend contract tests for a backend made by `$make` (an async expression giving an
+/// `Arc<dyn StorageBackend>`).
+#[macro_export]
+macro_rules! backend_contract_tests {
+    ($make:expr) => {
+        $crate::backend_contract_tests!(@tests $make;
+            round_trip, ranges, missing_keys, deletes, bulk_deletes, list, large_object, overwrite,
+            concurrent_readers_and_writers, bad_keys, failed_stream_leaves_nothing);
+    };
+    (@tests $make:expr; $($name:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $make.await;
+                $crate::testkit::backend_contract::$name(backend).await;
+            }
+        )*
+    };
+}
+
+/// Generates the RemoteStorageManager contract tests over `TieredStorage` on a backend made by `$make`.
+#[macro_export]
+macro_rules! rsm_contract_tests {
+    ($make:expr) => {
+        $crate::rsm_contract_tests!(@tests $make;
+            copy_then_fetch_everything, fetch_ranges, fetch_by_offset_and_timestamp, copy_twice,
+            delete_then_not_found, failed_copy_leaves_no_segment, corrupt_batch_fails_copy,
+            bad_positions_are_invalid, corruption_is_never_returned);
+    };
+    (@tests $make:expr; $($name:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $make.await;
+                $crate::testkit::rsm_contract::$name(backend).await;
+            }
+        )*
+    };
+}

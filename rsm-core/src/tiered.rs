@@ -1,0 +1,510 @@
+//! [`TieredStorage`]: the one [`RemoteStorageManager`] implementation, over any [`StorageBackend`].
+//!
+//! Remote layout of a segment (three objects, so a copy costs three uploads):
+//! `{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.log` (the `.log` file as is),
+//! `….indexes` (the five indexes back to back) and `….manifest` (written last: the commit point).
+
+use crate::backend::{ByteStream, StorageBackend};
+use crate::config::ConfigReader;
+use crate::error::{Error, Result};
+use crate::format::batch::{BatchIter, batch_size_at};
+use crate::format::chunk::{ChunkEntry, Chunker};
+use crate::format::index::{read_offset_index, read_time_index};
+use crate::format::manifest::{IndexLocation, Manifest};
+use crate::model::{CustomMetadata, IndexType, LogSegmentData, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use crate::rsm::RemoteStorageManager;
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Settings of [`TieredStorage`], read from the keys named on each field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TieredConfig {
+    /// `key.prefix`: prepended to every object key (default empty).
+    pub key_prefix: String,
+    /// `chunk.size`: target chunk size in bytes, 64 KiB to 256 MiB (default 4 MiB).
+    pub chunk_size: u32,
+    /// `fetch.concurrency`: ranged reads in flight per fetch, 1 to 64 (default 4).
+    pub fetch_concurrency: usize,
+    /// `copy.verify.checksums`: check every batch's CRC-32C while copying (default true).
+    pub verify_checksums: bool,
+    /// `manifest.cache.entries`: manifests kept in memory, 0 to 1,000,000 (default 1000).
+    pub manifest_cache_entries: usize,
+}
+
+impl Default for TieredConfig {
+    fn default() -> Self {
+        TieredConfig {
+            key_prefix: String::new(),
+            chunk_size: 4 << 20,
+            fetch_concurrency: 4,
+            verify_checksums: true,
+            manifest_cache_entries: 1000,
+        }
+    }
+}
+
+impl TieredConfig {
+    /// Reads the settings from `r`, with defaults for absent keys.
+    pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
+        let d = TieredConfig::default();
+        let key_prefix = r.string("key.prefix").unwrap_or("").to_string();
+        if !key_prefix.is_empty() {
+            crate::backend::validate_key(&format!("{key_prefix}x"))
+                .map_err(|e| Error::config("key.prefix", e.to_string()))?;
+        }
+        Ok(TieredConfig {
+            key_prefix,
+            chunk_size: r.int_in("chunk.size", d.chunk_size, 64 << 10..=256 << 20)?,
+            fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
+            verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
+            manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
+        })
+    }
+}
+
+/// The object keys of one segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentKeys {
+    /// The `.log` data.
+    pub log: String,
+    /// The index bundle.
+    pub indexes: String,
+    /// The manifest.
+    pub manifest: String,
+}
+
+/// The key prefix of a partition: `{prefix}{topic}-{topicId}/{partition}/`.
+pub fn partition_prefix(key_prefix: &str, tp: &TopicIdPartition) -> String {
+    format!("{key_prefix}{}-{}/{}/", tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition)
+}
+
+/// The keys of the segment `metadata` describes.
+pub fn segment_keys(key_prefix: &str, metadata: &RemoteLogSegmentMetadata) -> SegmentKeys {
+    let id = &metadata.remote_log_segment_id;
+    let base = format!(
+        "{}{:020}-{}",
+        partition_prefix(key_prefix, &id.topic_id_partition),
+        metadata.start_offset,
+        id.id
+    );
+    SegmentKeys { log: format!("{base}.log"), indexes: format!("{base}.indexes"), manifest: format!("{base}.manifest") }
+}
+
+/// A small LRU of decoded manifests. Only successes are cached.
+#[derive(Debug, Default)]
+struct ManifestCache {
+    capacity: usize,
+    inner: Mutex<(u64, HashMap<Uuid, (Arc<Manifest>, u64)>)>,
+}
+
+impl ManifestCache {
+    fn get(&self, id: &Uuid) -> Option<Arc<Manifest>> {
+        let mut g = self.inner.lock().expect("manifest cache lock");
+        g.0 += 1;
+        let tick = g.0;
+        g.1.get_mut(id).map(|e| {
+            e.1 = tick;
+            e.0.clone()
+        })
+    }
+
+    fn put(&self, id: Uuid, m: Arc<Manifest>) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut g = self.inner.lock().expect("manifest cache lock");
+        g.0 += 1;
+        let tick = g.0;
+        if g.1.len() >= self.capacity && !g.1.contains_key(&id) {
+            let oldest = g.1.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k);
+            if let Some(k) = oldest {
+                g.1.remove(&k);
+            }
+        }
+        g.1.insert(id, (m, tick));
+    }
+
+    fn remove(&self, id: &Uuid) {
+        self.inner.lock().expect("manifest cache lock").1.remove(id);
+    }
+}
+
+/// Kafka's remote storage contract over any backend.
+#[derive(Debug)]
+pub struct TieredStorage {
+    backend: Arc<dyn StorageBackend>,
+    config: TieredConfig,
+    manifests: ManifestCache,
+}
+
+/// What [`TieredStorage::verify`] checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Chunks read and checked.
+    pub chunks: usize,
+    /// Log bytes read.
+    pub bytes: u64,
+    /// Index files read and checked.
+    pub indexes: usize,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::from_io(path.display(), e)
+}
+
+/// Reads the first `len` bytes of the log at `path` in blocks, checks every batch (CRC-32C when `verify`)
+/// and cuts the chunk table. Memory: one block, or one batch when a batch is larger.
+fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Result<()> {
+    const BLOCK: usize = 1 << 20;
+    let mut file = std::fs::File::open(path).map_err(io_err(path))?.take(len);
+    let mut buf = vec![0u8; BLOCK];
+    let (mut filled, mut file_pos, mut read_total) = (0usize, 0u64, 0u64);
+    loop {
+        while filled < buf.len() && read_total < len {
+            let n = file.read(&mut buf[filled..]).map_err(io_err(path))?;
+            if n == 0 {
+                return Err(Error::invalid(format!(
+                    "{}: ended after {read_total} bytes, expected {len}",
+                    path.display()
+                )));
+            }
+            filled += n;
+            read_total += n as u64;
+        }
+        let mut it = BatchIter::new(&buf[..filled], file_pos, verify);
+        while let Some(b) = it.next_complete()? {
+            chunker.push(&b, verify.then(|| b.stored_crc()));
+        }
+        let consumed = it.consumed();
+        if consumed == 0 && filled == buf.len() {
+            // One batch larger than the buffer: grow to hold it.
+            let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
+            buf.resize(need, 0);
+            continue;
+        }
+        buf.copy_within(consumed..filled, 0);
+        filled -= consumed;
+        file_pos += consumed as u64;
+        if read_total == len {
+            if filled > 0 {
+                return Err(Error::corrupt(format!("truncated record batch at position {file_pos}")));
+            }
+            return Ok(());
+        }
+    }
+}
+
+impl TieredStorage {
+    /// A storage manager over `backend`.
+    pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
+        let manifests = ManifestCache { capacity: config.manifest_cache_entries, ..Default::default() };
+        TieredStorage { backend, config, manifests }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn StorageBackend> {
+        &self.backend
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TieredConfig {
+        &self.config
+    }
+
+    /// The keys of a segment.
+    pub fn keys(&self, metadata: &RemoteLogSegmentMetadata) -> SegmentKeys {
+        segment_keys(&self.config.key_prefix, metadata)
+    }
+
+    /// Reads and decodes the manifest at `key`.
+    pub async fn read_manifest(&self, key: &str) -> Result<Manifest> {
+        let bytes = self.backend.get_range(key, 0..u64::MAX).await?;
+        Manifest::decode(&bytes, key)
+    }
+
+    /// The manifest of a segment (cached); not found when the segment was never committed or was deleted.
+    pub async fn manifest(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
+        metadata.validate()?;
+        let id = metadata.remote_log_segment_id.id;
+        if let Some(m) = self.manifests.get(&id) {
+            return Ok(m);
+        }
+        let key = self.keys(metadata).manifest;
+        let m = self.read_manifest(&key).await.map_err(|e| match e {
+            Error::NotFound(_) => Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id)),
+            e => e,
+        })?;
+        if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
+            return Err(Error::corrupt(format!("manifest {key} describes segment {}", m.metadata.remote_log_segment_id)));
+        }
+        let m = Arc::new(m);
+        self.manifests.put(id, m.clone());
+        Ok(m)
+    }
+
+    /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key.
+    pub async fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
+        let prefix = match tp {
+            Some(tp) => partition_prefix(&self.config.key_prefix, tp),
+            None => self.config.key_prefix.clone(),
+        };
+        let mut out = Vec::new();
+        for o in self.backend.list(&prefix).await? {
+            if o.key.ends_with(".manifest") {
+                out.push(self.read_manifest(&o.key).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn upload_indexes(&self, key: &str, data: &LogSegmentData, base_offset: i64, log_len: u64) -> Result<[Option<IndexLocation>; 5]> {
+        async fn read(p: &PathBuf) -> Result<Bytes> {
+            Ok(Bytes::from(tokio::fs::read(p).await.map_err(io_err(p))?))
+        }
+        let offset = read(&data.offset_index).await?;
+        read_offset_index(&data.offset_index.display().to_string(), base_offset, &offset, log_len)?;
+        let time = read(&data.time_index).await?;
+        read_time_index(&data.time_index.display().to_string(), base_offset, &time)?;
+        let snapshot = read(&data.producer_snapshot_index).await?;
+        let txn = match &data.transaction_index {
+            Some(p) => Some(read(p).await?),
+            None => None,
+        };
+        let parts: [Option<Bytes>; 5] = [Some(offset), Some(time), Some(snapshot), txn, Some(data.leader_epoch_index.clone())];
+        let mut locations = [None; 5];
+        let mut position = 0u64;
+        for (slot, part) in locations.iter_mut().zip(&parts) {
+            if let Some(b) = part {
+                *slot = Some(IndexLocation { position, length: b.len() as u64, crc32c: crc32c::crc32c(b) });
+                position += b.len() as u64;
+            }
+        }
+        let stream = futures::stream::iter(parts.into_iter().flatten().map(Ok));
+        self.backend.put_stream(key, Box::pin(stream)).await?;
+        Ok(locations)
+    }
+
+    async fn copy_inner(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData, keys: &SegmentKeys) -> Result<()> {
+        let log_path = data.log_segment.clone();
+        let log_len = tokio::fs::metadata(&log_path).await.map_err(io_err(&log_path))?.len();
+        if log_len > i32::MAX as u64 {
+            return Err(Error::invalid(format!("{}: {log_len} bytes, above Kafka's 2 GiB segment limit", log_path.display())));
+        }
+        if log_len != md.segment_size_in_bytes as u64 {
+            tracing::warn!(segment = %md.remote_log_segment_id, log_len, metadata_size = md.segment_size_in_bytes,
+                "log file size differs from the metadata's segment size; copying the file as it is");
+        }
+        let verify = self.config.verify_checksums;
+        let mut chunker = Chunker::new(self.config.chunk_size as u64, md.start_offset, md.remote_log_segment_id.id);
+        let scan_path = log_path.clone();
+        let scan = tokio::task::spawn_blocking(move || scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish()));
+        // The scan and both uploads run at once; all three finish before any result is judged, so a
+        // cleanup never races an upload still in flight.
+        let (scan, log_up, idx_up) = tokio::join!(
+            scan,
+            self.backend.put_file(&keys.log, &log_path, log_len),
+            self.upload_indexes(&keys.indexes, data, md.start_offset, log_len)
+        );
+        let chunks: Vec<ChunkEntry> = scan
+            .map_err(|e| Error::storage("log scan task failed", e))?
+            .map_err(|e| e.context(log_path.display()))?;
+        log_up?;
+        let indexes = idx_up?;
+        if let (Some(first), Some(last)) = (chunks.first(), chunks.last())
+            && (first.first_offset < md.start_offset || last.last_offset > md.end_offset)
+        {
+            return Err(Error::invalid(format!(
+                "{}: holds offsets {}..={}, outside the metadata's {}..={}",
+                log_path.display(),
+                first.first_offset,
+                last.last_offset,
+                md.start_offset,
+                md.end_offset
+            )));
+        }
+        let manifest =
+            Manifest { metadata: md.clone(), log_length: log_len, chunk_target: self.config.chunk_size, indexes, chunks };
+        self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
+        self.manifests.put(md.remote_log_segment_id.id, Arc::new(manifest));
+        Ok(())
+    }
+
+    /// Streams the bytes `start..end` of a committed segment's log: one ranged read per chunk, up to
+    /// `fetch.concurrency` in flight after the first, yielded in order. Whole chunks are checked against
+    /// their CRC-32C before any of their bytes are yielded; every read is checked for length.
+    pub fn stream_range(&self, manifest: Arc<Manifest>, key: String, start: u64, end: u64) -> ByteStream {
+        let first = manifest.chunk_at_position(start).unwrap_or(manifest.chunks.len());
+        let pieces: Vec<(usize, u64, u64)> = manifest.chunks[first..]
+            .iter()
+            .enumerate()
+            .take_while(|(_, c)| c.position() < end)
+            .map(|(i, c)| (first + i, start.max(c.position()), end.min(c.end())))
+            .collect();
+        let backend = self.backend.clone();
+        let read = move |(i, s, e): (usize, u64, u64)| {
+            let backend = backend.clone();
+            let manifest = manifest.clone();
+            let key = key.clone();
+            async move {
+                let bytes = backend.get_range(&key, s..e).await?;
+                let chunk = &manifest.chunks[i];
+                if s == chunk.position() && e == chunk.end() {
+                    chunk.verify(&bytes, &key)?;
+                } else if bytes.len() as u64 != e - s {
+                    return Err(Error::corrupt(format!(
+                        "object {key}: read {s}..{e} returned {} bytes",
+                        bytes.len()
+                    )));
+                }
+                Ok(bytes)
+            }
+        };
+        let mut pieces = pieces.into_iter();
+        let head = pieces.next();
+        let concurrency = self.config.fetch_concurrency;
+        // The first read alone (a reader may stop after a header), then the rest with read-ahead.
+        let head = futures::stream::iter(head).then(read.clone());
+        let rest = futures::stream::iter(pieces).map(read).buffered(concurrency);
+        Box::pin(head.chain(rest))
+    }
+
+    /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk.
+    pub async fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u32> {
+        let m = self.manifest(md).await?;
+        let Some(i) = m.chunk_for_offset(offset) else {
+            return Err(Error::invalid(format!(
+                "offset {offset} is past the end of segment {} (last offset {})",
+                md.remote_log_segment_id, md.end_offset
+            )));
+        };
+        self.find_in_chunk(&m, i, |b| b.last_offset() >= offset).await?.ok_or_else(|| {
+            Error::corrupt(format!("segment {}: chunk {i} has no batch reaching offset {offset}", md.remote_log_segment_id))
+        })
+    }
+
+    /// Byte position of the first batch with a timestamp at or after `timestamp`, or `None` when no record
+    /// in the segment is that late.
+    pub async fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
+        let m = self.manifest(md).await?;
+        let Some(i) = m.chunk_for_timestamp(timestamp) else { return Ok(None) };
+        self.find_in_chunk(&m, i, |b| b.max_timestamp() >= timestamp).await
+    }
+
+    async fn find_in_chunk(
+        &self,
+        m: &Arc<Manifest>,
+        i: usize,
+        pred: impl Fn(&crate::format::batch::Batch<'_>) -> bool,
+    ) -> Result<Option<u32>> {
+        let c = m.chunks[i];
+        let key = self.keys(&m.metadata).log;
+        let bytes = self.backend.get_range(&key, c.position()..c.end()).await?;
+        c.verify(&bytes, &key)?;
+        for b in BatchIter::new(&bytes, c.position(), false) {
+            let b = b.map_err(|e| e.context(&key))?;
+            if pred(&b) {
+                return Ok(Some(b.position() as u32));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads every chunk and index of a segment and checks them against the manifest.
+    pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
+        let m = self.manifest(md).await?;
+        let key = self.keys(md).log;
+        let mut report = VerifyReport::default();
+        let mut s = self.stream_range(m.clone(), key, 0, m.log_length);
+        while let Some(b) = s.next().await {
+            report.bytes += b?.len() as u64;
+            report.chunks += 1;
+        }
+        for t in IndexType::ALL {
+            if m.index(t).is_some() {
+                self.fetch_index(md, t).await?;
+                report.indexes += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl RemoteStorageManager for TieredStorage {
+    async fn copy_log_segment_data(
+        &self,
+        metadata: &RemoteLogSegmentMetadata,
+        data: &LogSegmentData,
+    ) -> Result<Option<CustomMetadata>> {
+        metadata.validate()?;
+        let keys = self.keys(metadata);
+        self.manifests.remove(&metadata.remote_log_segment_id.id);
+        let result = self.copy_inner(metadata, data, &keys).await;
+        if let Err(e) = &result {
+            tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
+            let all = [keys.manifest, keys.log, keys.indexes];
+            if let Err(ce) = self.backend.delete_many(&all).await {
+                tracing::warn!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
+                    "cleanup after a failed copy failed; the objects are garbage without a manifest");
+            }
+        }
+        result.map(|_| None).map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
+    }
+
+    async fn fetch_log_segment(
+        &self,
+        metadata: &RemoteLogSegmentMetadata,
+        start_position: i32,
+        end_position: Option<i32>,
+    ) -> Result<ByteStream> {
+        let m = self.manifest(metadata).await?;
+        let id = &metadata.remote_log_segment_id;
+        if start_position < 0 || start_position as u64 >= m.log_length {
+            return Err(Error::invalid(format!(
+                "start position {start_position} is outside segment {id} of {} bytes",
+                m.log_length
+            )));
+        }
+        let end = match end_position {
+            Some(e) if e < start_position => {
+                return Err(Error::invalid(format!(
+                    "end position {e} is before start position {start_position} in segment {id}"
+                )));
+            }
+            Some(e) => (e as u64 + 1).min(m.log_length),
+            None => m.log_length,
+        };
+        let key = self.keys(metadata).log;
+        Ok(self.stream_range(m, key, start_position as u64, end))
+    }
+
+    async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {
+        let m = self.manifest(metadata).await?;
+        let id = &metadata.remote_log_segment_id;
+        let loc = m.index(index_type).ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
+        let key = self.keys(metadata).indexes;
+        let bytes = self.backend.get_range(&key, loc.position..loc.position + loc.length).await?;
+        if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
+            return Err(Error::corrupt(format!(
+                "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",
+                bytes.len(),
+                loc.length
+            )));
+        }
+        Ok(bytes)
+    }
+
+    async fn delete_log_segment_data(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
+        metadata.validate()?;
+        let keys = self.keys(metadata);
+        self.manifests.remove(&metadata.remote_log_segment_id.id);
+        // The manifest first: from then on the segment does not exist for readers.
+        self.backend.delete(&keys.manifest).await?;
+        self.backend.delete_many(&[keys.log, keys.indexes]).await
+    }
+}
