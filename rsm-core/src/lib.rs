@@ -19,13 +19,13 @@ pub mod error;
 pub mod format;
 pub mod model;
 pub mod rsm;
-pub mod tiered;
-pub mod tiering;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod tiered;
+pub mod tiering;
 
-pub use error::{Error, ErrorKind, Result};
 pub use backend::StorageBackend;
+pub use error::{Error, ErrorKind, Result};
 pub use model::*;
 pub use rsm::RemoteStorageManager;
 pub use tiered::{TieredConfig, TieredStorage};

@@ -11,7 +11,9 @@ use crate::format::batch::{BatchIter, batch_size_at};
 use crate::format::chunk::{ChunkEntry, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
-use crate::model::{CustomMetadata, IndexType, LogSegmentData, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use crate::model::{
+    CustomMetadata, IndexType, LogSegmentData, RemoteLogSegmentMetadata, TopicIdPartition, Uuid,
+};
 use crate::rsm::RemoteStorageManager;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -62,7 +64,11 @@ impl TieredConfig {
             chunk_size: r.int_in("chunk.size", d.chunk_size, 64 << 10..=256 << 20)?,
             fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
             verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
-            manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
+            manifest_cache_entries: r.int_in(
+                "manifest.cache.entries",
+                d.manifest_cache_entries,
+                0..=1_000_000,
+            )?,
         })
     }
 }
@@ -80,7 +86,10 @@ pub struct SegmentKeys {
 
 /// The key prefix of a partition: `{prefix}{topic}-{topicId}/{partition}/`.
 pub fn partition_prefix(key_prefix: &str, tp: &TopicIdPartition) -> String {
-    format!("{key_prefix}{}-{}/{}/", tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition)
+    format!(
+        "{key_prefix}{}-{}/{}/",
+        tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition
+    )
 }
 
 /// The keys of the segment `metadata` describes.
@@ -92,14 +101,21 @@ pub fn segment_keys(key_prefix: &str, metadata: &RemoteLogSegmentMetadata) -> Se
         metadata.start_offset,
         id.id
     );
-    SegmentKeys { log: format!("{base}.log"), indexes: format!("{base}.indexes"), manifest: format!("{base}.manifest") }
+    SegmentKeys {
+        log: format!("{base}.log"),
+        indexes: format!("{base}.indexes"),
+        manifest: format!("{base}.manifest"),
+    }
 }
+
+/// Cached manifests with the tick of their last use.
+type CacheMap = HashMap<Uuid, (Arc<Manifest>, u64)>;
 
 /// A small LRU of decoded manifests. Only successes are cached.
 #[derive(Debug, Default)]
 struct ManifestCache {
     capacity: usize,
-    inner: Mutex<(u64, HashMap<Uuid, (Arc<Manifest>, u64)>)>,
+    inner: Mutex<(u64, CacheMap)>,
 }
 
 impl ManifestCache {
@@ -183,7 +199,8 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         let consumed = it.consumed();
         if consumed == 0 && filled == buf.len() {
             // One batch larger than the buffer: grow to hold it.
-            let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
+            let need =
+                batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
             buf.resize(need, 0);
             continue;
         }
@@ -192,7 +209,9 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         file_pos += consumed as u64;
         if read_total == len {
             if filled > 0 {
-                return Err(Error::corrupt(format!("truncated record batch at position {file_pos}")));
+                return Err(Error::corrupt(format!(
+                    "truncated record batch at position {file_pos}"
+                )));
             }
             return Ok(());
         }
@@ -202,8 +221,15 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
 impl TieredStorage {
     /// A storage manager over `backend`.
     pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
-        let manifests = ManifestCache { capacity: config.manifest_cache_entries, ..Default::default() };
-        TieredStorage { backend, config, manifests }
+        let manifests = ManifestCache {
+            capacity: config.manifest_cache_entries,
+            ..Default::default()
+        };
+        TieredStorage {
+            backend,
+            config,
+            manifests,
+        }
     }
 
     /// The backend.
@@ -236,11 +262,17 @@ impl TieredStorage {
         }
         let key = self.keys(metadata).manifest;
         let m = self.read_manifest(&key).await.map_err(|e| match e {
-            Error::NotFound(_) => Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id)),
+            Error::NotFound(_) => Error::not_found(format!(
+                "segment {} (manifest {key})",
+                metadata.remote_log_segment_id
+            )),
             e => e,
         })?;
         if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
-            return Err(Error::corrupt(format!("manifest {key} describes segment {}", m.metadata.remote_log_segment_id)));
+            return Err(Error::corrupt(format!(
+                "manifest {key} describes segment {}",
+                m.metadata.remote_log_segment_id
+            )));
         }
         let m = Arc::new(m);
         self.manifests.put(id, m.clone());
@@ -262,12 +294,23 @@ impl TieredStorage {
         Ok(out)
     }
 
-    async fn upload_indexes(&self, key: &str, data: &LogSegmentData, base_offset: i64, log_len: u64) -> Result<[Option<IndexLocation>; 5]> {
+    async fn upload_indexes(
+        &self,
+        key: &str,
+        data: &LogSegmentData,
+        base_offset: i64,
+        log_len: u64,
+    ) -> Result<[Option<IndexLocation>; 5]> {
         async fn read(p: &PathBuf) -> Result<Bytes> {
             Ok(Bytes::from(tokio::fs::read(p).await.map_err(io_err(p))?))
         }
         let offset = read(&data.offset_index).await?;
-        read_offset_index(&data.offset_index.display().to_string(), base_offset, &offset, log_len)?;
+        read_offset_index(
+            &data.offset_index.display().to_string(),
+            base_offset,
+            &offset,
+            log_len,
+        )?;
         let time = read(&data.time_index).await?;
         read_time_index(&data.time_index.display().to_string(), base_offset, &time)?;
         let snapshot = read(&data.producer_snapshot_index).await?;
@@ -275,12 +318,22 @@ impl TieredStorage {
             Some(p) => Some(read(p).await?),
             None => None,
         };
-        let parts: [Option<Bytes>; 5] = [Some(offset), Some(time), Some(snapshot), txn, Some(data.leader_epoch_index.clone())];
+        let parts: [Option<Bytes>; 5] = [
+            Some(offset),
+            Some(time),
+            Some(snapshot),
+            txn,
+            Some(data.leader_epoch_index.clone()),
+        ];
         let mut locations = [None; 5];
         let mut position = 0u64;
         for (slot, part) in locations.iter_mut().zip(&parts) {
             if let Some(b) = part {
-                *slot = Some(IndexLocation { position, length: b.len() as u64, crc32c: crc32c::crc32c(b) });
+                *slot = Some(IndexLocation {
+                    position,
+                    length: b.len() as u64,
+                    crc32c: crc32c::crc32c(b),
+                });
                 position += b.len() as u64;
             }
         }
@@ -289,20 +342,37 @@ impl TieredStorage {
         Ok(locations)
     }
 
-    async fn copy_inner(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData, keys: &SegmentKeys) -> Result<()> {
+    async fn copy_inner(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        data: &LogSegmentData,
+        keys: &SegmentKeys,
+    ) -> Result<()> {
         let log_path = data.log_segment.clone();
-        let log_len = tokio::fs::metadata(&log_path).await.map_err(io_err(&log_path))?.len();
+        let log_len = tokio::fs::metadata(&log_path)
+            .await
+            .map_err(io_err(&log_path))?
+            .len();
         if log_len > i32::MAX as u64 {
-            return Err(Error::invalid(format!("{}: {log_len} bytes, above Kafka's 2 GiB segment limit", log_path.display())));
+            return Err(Error::invalid(format!(
+                "{}: {log_len} bytes, above Kafka's 2 GiB segment limit",
+                log_path.display()
+            )));
         }
         if log_len != md.segment_size_in_bytes as u64 {
             tracing::warn!(segment = %md.remote_log_segment_id, log_len, metadata_size = md.segment_size_in_bytes,
                 "log file size differs from the metadata's segment size; copying the file as it is");
         }
         let verify = self.config.verify_checksums;
-        let mut chunker = Chunker::new(self.config.chunk_size as u64, md.start_offset, md.remote_log_segment_id.id);
+        let mut chunker = Chunker::new(
+            self.config.chunk_size as u64,
+            md.start_offset,
+            md.remote_log_segment_id.id,
+        );
         let scan_path = log_path.clone();
-        let scan = tokio::task::spawn_blocking(move || scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish()));
+        let scan = tokio::task::spawn_blocking(move || {
+            scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish())
+        });
         // The scan and both uploads run at once; all three finish before any result is judged, so a
         // cleanup never races an upload still in flight.
         let (scan, log_up, idx_up) = tokio::join!(
@@ -327,18 +397,34 @@ impl TieredStorage {
                 md.end_offset
             )));
         }
-        let manifest =
-            Manifest { metadata: md.clone(), log_length: log_len, chunk_target: self.config.chunk_size, indexes, chunks };
-        self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
-        self.manifests.put(md.remote_log_segment_id.id, Arc::new(manifest));
+        let manifest = Manifest {
+            metadata: md.clone(),
+            log_length: log_len,
+            chunk_target: self.config.chunk_size,
+            indexes,
+            chunks,
+        };
+        self.backend
+            .put_bytes(&keys.manifest, Bytes::from(manifest.encode()))
+            .await?;
+        self.manifests
+            .put(md.remote_log_segment_id.id, Arc::new(manifest));
         Ok(())
     }
 
     /// Streams the bytes `start..end` of a committed segment's log: one ranged read per chunk, up to
     /// `fetch.concurrency` in flight after the first, yielded in order. Whole chunks are checked against
     /// their CRC-32C before any of their bytes are yielded; every read is checked for length.
-    pub fn stream_range(&self, manifest: Arc<Manifest>, key: String, start: u64, end: u64) -> ByteStream {
-        let first = manifest.chunk_at_position(start).unwrap_or(manifest.chunks.len());
+    pub fn stream_range(
+        &self,
+        manifest: Arc<Manifest>,
+        key: String,
+        start: u64,
+        end: u64,
+    ) -> ByteStream {
+        let first = manifest
+            .chunk_at_position(start)
+            .unwrap_or(manifest.chunks.len());
         let pieces: Vec<(usize, u64, u64)> = manifest.chunks[first..]
             .iter()
             .enumerate()
@@ -369,12 +455,18 @@ impl TieredStorage {
         let concurrency = self.config.fetch_concurrency;
         // The first read alone (a reader may stop after a header), then the rest with read-ahead.
         let head = futures::stream::iter(head).then(read.clone());
-        let rest = futures::stream::iter(pieces).map(read).buffered(concurrency);
+        let rest = futures::stream::iter(pieces)
+            .map(read)
+            .buffered(concurrency);
         Box::pin(head.chain(rest))
     }
 
     /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk.
-    pub async fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u32> {
+    pub async fn position_of_offset(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        offset: i64,
+    ) -> Result<u32> {
         let m = self.manifest(md).await?;
         let Some(i) = m.chunk_for_offset(offset) else {
             return Err(Error::invalid(format!(
@@ -382,17 +474,29 @@ impl TieredStorage {
                 md.remote_log_segment_id, md.end_offset
             )));
         };
-        self.find_in_chunk(&m, i, |b| b.last_offset() >= offset).await?.ok_or_else(|| {
-            Error::corrupt(format!("segment {}: chunk {i} has no batch reaching offset {offset}", md.remote_log_segment_id))
-        })
+        self.find_in_chunk(&m, i, |b| b.last_offset() >= offset)
+            .await?
+            .ok_or_else(|| {
+                Error::corrupt(format!(
+                    "segment {}: chunk {i} has no batch reaching offset {offset}",
+                    md.remote_log_segment_id
+                ))
+            })
     }
 
     /// Byte position of the first batch with a timestamp at or after `timestamp`, or `None` when no record
     /// in the segment is that late.
-    pub async fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
+    pub async fn position_of_timestamp(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        timestamp: i64,
+    ) -> Result<Option<u32>> {
         let m = self.manifest(md).await?;
-        let Some(i) = m.chunk_for_timestamp(timestamp) else { return Ok(None) };
-        self.find_in_chunk(&m, i, |b| b.max_timestamp() >= timestamp).await
+        let Some(i) = m.chunk_for_timestamp(timestamp) else {
+            return Ok(None);
+        };
+        self.find_in_chunk(&m, i, |b| b.max_timestamp() >= timestamp)
+            .await
     }
 
     async fn find_in_chunk(
@@ -453,7 +557,12 @@ impl RemoteStorageManager for TieredStorage {
                     "cleanup after a failed copy failed; the objects are garbage without a manifest");
             }
         }
-        result.map(|_| None).map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
+        result.map(|_| None).map_err(|e| {
+            e.context(format!(
+                "copy of segment {}",
+                metadata.remote_log_segment_id
+            ))
+        })
     }
 
     async fn fetch_log_segment(
@@ -483,12 +592,21 @@ impl RemoteStorageManager for TieredStorage {
         Ok(self.stream_range(m, key, start_position as u64, end))
     }
 
-    async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {
+    async fn fetch_index(
+        &self,
+        metadata: &RemoteLogSegmentMetadata,
+        index_type: IndexType,
+    ) -> Result<Bytes> {
         let m = self.manifest(metadata).await?;
         let id = &metadata.remote_log_segment_id;
-        let loc = m.index(index_type).ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
+        let loc = m
+            .index(index_type)
+            .ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
         let key = self.keys(metadata).indexes;
-        let bytes = self.backend.get_range(&key, loc.position..loc.position + loc.length).await?;
+        let bytes = self
+            .backend
+            .get_range(&key, loc.position..loc.position + loc.length)
+            .await?;
         if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
             return Err(Error::corrupt(format!(
                 "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",

@@ -70,7 +70,10 @@ impl Rdi {
         let mut r = Reader::new(b, "chunk RDI");
         let version = r.u8()?;
         if version != 0 || b.len() != RDI_LEN {
-            return Err(Error::corrupt(format!("chunk RDI: version {version}, length {} unsupported", b.len())));
+            return Err(Error::corrupt(format!(
+                "chunk RDI: version {version}, length {} unsupported",
+                b.len()
+            )));
         }
         let object = match r.u8()? {
             0 => RdiObject::Log,
@@ -150,11 +153,15 @@ impl ChunkEntry {
         let at = r.position();
         let magic = r.i16()?;
         if magic != ENTRY_MAGIC {
-            return Err(Error::corrupt(format!("remote log index entry at byte {at}: unknown magic {magic}")));
+            return Err(Error::corrupt(format!(
+                "remote log index entry at byte {at}: unknown magic {magic}"
+            )));
         }
         let length = r.i16()?;
         if length < (ENTRY_FIXED_LEN - 4) as i16 {
-            return Err(Error::corrupt(format!("remote log index entry at byte {at}: length {length} too small")));
+            return Err(Error::corrupt(format!(
+                "remote log index entry at byte {at}: length {length} too small"
+            )));
         }
         let body = r.bytes(length as usize)?;
         let stored_crc = u32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
@@ -177,7 +184,14 @@ impl ChunkEntry {
             )));
         }
         let rdi = Rdi::decode(b.bytes(rdi_len as usize)?)?;
-        Ok(ChunkEntry { first_offset, last_offset, first_timestamp, last_timestamp, data_length: data_length as u32, rdi })
+        Ok(ChunkEntry {
+            first_offset,
+            last_offset,
+            first_timestamp,
+            last_timestamp,
+            data_length: data_length as u32,
+            rdi,
+        })
     }
 
     /// Checks `data` (the chunk's original bytes) against this entry's length and CRC.
@@ -218,7 +232,13 @@ impl Chunker {
     /// A chunker for the segment (`segment_start_offset`, `segment_id`) aiming at `target` bytes a chunk
     /// (a batch larger than that is a chunk of its own).
     pub fn new(target: u64, segment_start_offset: i64, segment_id: Uuid) -> Self {
-        Chunker { target: target.max(1), segment_start_offset, segment_id, chunks: Vec::new(), open: None }
+        Chunker {
+            target: target.max(1),
+            segment_start_offset,
+            segment_id,
+            chunks: Vec::new(),
+            open: None,
+        }
     }
 
     /// Adds the next batch. `batch_crc` is the batch's verified CRC-32C (covering bytes from attributes on),
@@ -280,7 +300,11 @@ mod tests {
         let mut log = Vec::new();
         for i in 0..n {
             let recs: Vec<Record> = (0..3)
-                .map(|j| Record { value: Some(vec![b'x'; 100 + i]), timestamp: 1000 + (i * 3 + j) as i64, ..Default::default() })
+                .map(|j| Record {
+                    value: Some(vec![b'x'; 100 + i]),
+                    timestamp: 1000 + (i * 3 + j) as i64,
+                    ..Default::default()
+                })
                 .collect();
             log.extend(encode_batch(i as i64 * 3, 0, &recs));
         }

@@ -1,0 +1,60 @@
+//! Format micro-benchmarks: scanning record batches (with and without the CRC-32C check) over 256 MiB of
+//! realistic v2 batches in memory, and encoding and decoding the manifest of a 1 GiB segment (256 chunks
+//! of 4 MiB).
+
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+use rsm_benches::{DataShape, MIB, batch_buffer, synthetic_manifest};
+use rsm_core::format::batch::BatchIter;
+use rsm_core::format::manifest::Manifest;
+use std::hint::black_box;
+
+/// Size of the in-memory log scanned per iteration.
+const SCAN_BYTES: usize = 256 * MIB;
+
+/// Walks every batch of `buf`, checking CRCs when `verify`, and returns the record count.
+fn scan(buf: &[u8], verify: bool) -> u64 {
+    let mut records = 0u64;
+    for b in BatchIter::new(buf, 0, verify) {
+        records += b.expect("generated batches are valid").record_count() as u64;
+    }
+    records
+}
+
+fn batch_scan(c: &mut Criterion) {
+    let buf = batch_buffer(SCAN_BYTES, DataShape::default());
+    let batches = BatchIter::new(&buf, 0, false).count();
+    eprintln!(
+        "batch_scan: {} bytes, {batches} batches of about {} bytes",
+        buf.len(),
+        buf.len() / batches
+    );
+    let mut g = c.benchmark_group("batch_scan_256MiB");
+    // One iteration takes about 0.1 s: flat sampling keeps a 3 s measurement possible.
+    g.sampling_mode(SamplingMode::Flat);
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(buf.len() as u64));
+    for (name, verify) in [("crc32c", true), ("no_crc", false)] {
+        g.bench_with_input(BenchmarkId::from_parameter(name), &verify, |b, &verify| {
+            b.iter(|| scan(black_box(&buf), verify))
+        });
+    }
+    g.finish();
+}
+
+fn manifest(c: &mut Criterion) {
+    let m = synthetic_manifest(1 << 30, 4 << 20);
+    assert_eq!(m.chunks.len(), 256);
+    let bytes = m.encode();
+    let mut g = c.benchmark_group("manifest_1GiB_256_chunks");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("encode", |b| b.iter(|| black_box(&m).encode()));
+    g.bench_function("decode", |b| {
+        b.iter(|| Manifest::decode(black_box(&bytes), "bench.manifest").expect("valid manifest"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, batch_scan, manifest);
+criterion_main!(benches);
