@@ -626,3 +626,97 @@ impl RemoteStorageManager for TieredStorage {
         self.backend.delete_many(&[keys.log, keys.indexes]).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{CountingBackend, MemoryBackend, ObjectMeta};
+    use crate::testkit::rsm_contract::{Fixture, collect};
+    use std::ops::Range;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Tracks how many ranged reads are in flight at once.
+    #[derive(Debug)]
+    struct InFlight {
+        inner: Arc<dyn StorageBackend>,
+        now: AtomicUsize,
+        max: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl StorageBackend for InFlight {
+        async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
+            self.inner.put_file(key, path, len).await
+        }
+        async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
+            self.inner.put_stream(key, data).await
+        }
+        async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+            let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max.fetch_max(n, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let r = self.inner.get_range(key, range).await;
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            r
+        }
+        async fn delete(&self, key: &str) -> Result<()> {
+            self.inner.delete(key).await
+        }
+        async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+            self.inner.list(prefix).await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_run_concurrently_but_bounded_and_in_order() {
+        let tracker = Arc::new(InFlight {
+            inner: Arc::new(MemoryBackend::new()),
+            now: 0.into(),
+            max: 0.into(),
+        });
+        let f = Fixture::new(tracker.clone(), "in-flight");
+        let (_, md, data) = f.segment(0);
+        f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        for concurrency in [1, 3] {
+            tracker.max.store(0, Ordering::SeqCst);
+            let cfg = TieredConfig {
+                fetch_concurrency: concurrency,
+                ..f.config.clone()
+            };
+            let rsm = TieredStorage::new(tracker.clone(), cfg);
+            let got = collect(rsm.fetch_log_segment(&md, 0, None).await.unwrap())
+                .await
+                .unwrap();
+            assert!(
+                got == std::fs::read(&data.log_segment).unwrap(),
+                "concurrency {concurrency}: bytes in order"
+            );
+            assert_eq!(
+                tracker.max.load(Ordering::SeqCst),
+                concurrency,
+                "reads in flight at most and at least {concurrency}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_early_close_reads_one_chunk() {
+        let counting = Arc::new(CountingBackend::new(Arc::new(MemoryBackend::new())));
+        let counts = counting.counts();
+        let f = Fixture::new(counting, "early-close");
+        let (_, md, data) = f.segment(0);
+        f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        let (before, bytes_before) = (counts.get.requests(), counts.get.bytes());
+        let mut s = f.rsm.fetch_log_segment(&md, 0, None).await.unwrap();
+        let first = s.next().await.unwrap().unwrap();
+        assert!(first.len() >= 17, "a batch header is there");
+        drop(s);
+        tokio::task::yield_now().await;
+        assert_eq!(
+            counts.get.requests() - before,
+            1,
+            "one ranged read for the header, not the segment"
+        );
+        assert!(counts.get.bytes() - bytes_before <= f.config.chunk_size as u64 + 1024);
+    }
+}
