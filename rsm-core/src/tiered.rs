@@ -294,6 +294,43 @@ impl TieredStorage {
         Ok(out)
     }
 
+    /// Deletes the objects of segments that have no manifest (the leftovers of failed copies whose
+    /// cleanup did not finish) and were last written more than `min_age` ago, so copies still in flight
+    /// are left alone. Returns the deleted keys. Covers one partition, or the whole prefix when `None`.
+    pub async fn sweep_orphans(
+        &self,
+        tp: Option<&TopicIdPartition>,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<String>> {
+        let prefix = match tp {
+            Some(tp) => partition_prefix(&self.config.key_prefix, tp),
+            None => self.config.key_prefix.clone(),
+        };
+        let objects = self.backend.list(&prefix).await?;
+        let committed: std::collections::HashSet<&str> = objects
+            .iter()
+            .filter_map(|o| o.key.strip_suffix(".manifest"))
+            .collect();
+        let now = std::time::SystemTime::now();
+        let orphans: Vec<String> = objects
+            .iter()
+            .filter(|o| {
+                let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
+                let is_segment_object = o.key.ends_with(".log") || o.key.ends_with(".indexes");
+                let old = o
+                    .last_modified
+                    .is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
+                is_segment_object && old && !committed.contains(stem)
+            })
+            .map(|o| o.key.clone())
+            .collect();
+        if !orphans.is_empty() {
+            tracing::info!(count = orphans.len(), prefix = %prefix, "deleting objects of uncommitted segments");
+            self.backend.delete_many(&orphans).await?;
+        }
+        Ok(orphans)
+    }
+
     async fn upload_indexes(
         &self,
         key: &str,
@@ -697,6 +734,59 @@ mod tests {
                 "reads in flight at most and at least {concurrency}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn sweep_removes_only_old_uncommitted_objects() {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let f = Fixture::new(backend.clone(), "sweep");
+        let (_, md0, data0) = f.segment(0);
+        let (_, md1, _) = f.segment(1);
+        f.rsm.copy_log_segment_data(&md0, &data0).await.unwrap();
+        // The leftovers of a copy of segment 1 that died before its manifest.
+        let orphan = f.rsm.keys(&md1);
+        backend
+            .put_bytes(&orphan.log, Bytes::from_static(b"partial"))
+            .await
+            .unwrap();
+        backend
+            .put_bytes(&orphan.indexes, Bytes::from_static(b"partial"))
+            .await
+            .unwrap();
+        let tp = md0.remote_log_segment_id.topic_id_partition.clone();
+        let young = f
+            .rsm
+            .sweep_orphans(Some(&tp), std::time::Duration::from_secs(3600))
+            .await
+            .unwrap();
+        assert!(
+            young.is_empty(),
+            "a copy that may be in flight is left alone: {young:?}"
+        );
+        let mut swept = f
+            .rsm
+            .sweep_orphans(Some(&tp), std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        swept.sort();
+        let mut want = vec![orphan.log.clone(), orphan.indexes.clone()];
+        want.sort();
+        assert_eq!(swept, want);
+        let left = backend
+            .list(&partition_prefix(&f.config.key_prefix, &tp))
+            .await
+            .unwrap();
+        assert_eq!(left.len(), 3, "the committed segment stays whole: {left:?}");
+        assert!(
+            collect(
+                f.fresh_rsm()
+                    .fetch_log_segment(&md0, 0, None)
+                    .await
+                    .unwrap()
+            )
+            .await
+            .is_ok()
+        );
     }
 
     #[tokio::test]

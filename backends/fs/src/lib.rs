@@ -203,8 +203,12 @@ impl FsBackend {
                         stack.push(path);
                     }
                 } else if ft.is_file() && rel.starts_with(prefix) {
-                    let size = e.metadata().map_err(io_err(path.display()))?.len();
-                    out.push(ObjectMeta { key: rel, size });
+                    let meta = e.metadata().map_err(io_err(path.display()))?;
+                    out.push(ObjectMeta {
+                        key: rel,
+                        size: meta.len(),
+                        last_modified: meta.modified().ok(),
+                    });
                 }
             }
         }

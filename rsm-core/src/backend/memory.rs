@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::RwLock;
+use std::time::SystemTime;
 
 /// Objects held in a map; uploads become visible whole when complete.
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
-    objects: RwLock<BTreeMap<String, Bytes>>,
+    objects: RwLock<BTreeMap<String, (Bytes, SystemTime)>>,
 }
 
 impl MemoryBackend {
@@ -26,7 +27,7 @@ impl MemoryBackend {
         self.objects
             .write()
             .expect("memory backend lock")
-            .insert(key.to_string(), bytes);
+            .insert(key.to_string(), (bytes, SystemTime::now()));
     }
 }
 
@@ -66,7 +67,7 @@ impl StorageBackend for MemoryBackend {
             .read()
             .expect("memory backend lock")
             .get(key)
-            .cloned();
+            .map(|(b, _)| b.clone());
         let obj = obj.ok_or_else(|| Error::not_found(format!("object {key}")))?;
         let r = clamp_range(key, range, obj.len() as u64)?;
         Ok(obj.slice(r.start as usize..r.end as usize))
@@ -86,9 +87,10 @@ impl StorageBackend for MemoryBackend {
         Ok(objects
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, v)| ObjectMeta {
+            .map(|(k, (v, t))| ObjectMeta {
                 key: k.clone(),
                 size: v.len() as u64,
+                last_modified: Some(*t),
             })
             .collect())
     }

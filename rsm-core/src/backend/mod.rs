@@ -27,6 +27,8 @@ pub struct ObjectMeta {
     pub key: String,
     /// Size in bytes.
     pub size: u64,
+    /// When the object was last written, if the store says.
+    pub last_modified: Option<std::time::SystemTime>,
 }
 
 /// The contract of a store. Async on tokio; every method may be called concurrently.
