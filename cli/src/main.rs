@@ -17,11 +17,7 @@ use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Parser)]
-#[command(
-    name = "rsm",
-    version,
-    about = "Kafka tiered storage: copy, list, fetch and verify segments"
-)]
+#[command(name = "rsm", version, about = "Kafka tiered storage: copy, list, fetch and verify segments")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,9 +44,8 @@ impl StoreArgs {
             settings = parse_properties(&text)?;
         }
         for kv in &self.set {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| Error::invalid(format!("--set `{kv}`: expected key=value")))?;
+            let (k, v) =
+                kv.split_once('=').ok_or_else(|| Error::invalid(format!("--set `{kv}`: expected key=value")))?;
             settings.insert(k.trim().to_string(), v.trim().to_string());
         }
         Store::open(&self.store, &settings)
@@ -127,10 +122,7 @@ enum Command {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 fn mib(b: u64) -> f64 {
@@ -155,10 +147,7 @@ fn copy_partition(
     broker_id: i32,
 ) -> Result<Vec<rsm_core::RemoteLogSegmentMetadata>> {
     let closed = partition.closed_segments();
-    let total: u64 = closed
-        .iter()
-        .map(|s| std::fs::metadata(&s.log).map(|m| m.len()).unwrap_or(0))
-        .sum();
+    let total: u64 = closed.iter().map(|s| std::fs::metadata(&s.log).map(|m| m.len()).unwrap_or(0)).sum();
     let pb = progress(total, "copy");
     let mut done = Vec::new();
     for seg in closed {
@@ -174,10 +163,7 @@ fn copy_partition(
 
 fn read_all(store: &Store, md: &rsm_core::RemoteLogSegmentMetadata, start: i32) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    store
-        .fetch(md, start, None)?
-        .read_to_end(&mut out)
-        .map_err(|e| Error::from_io("fetch stream", e))?;
+    store.fetch(md, start, None)?.read_to_end(&mut out).map_err(|e| Error::from_io("fetch stream", e))?;
     Ok(out)
 }
 
@@ -187,14 +173,9 @@ fn mismatch(what: String) -> Error {
 
 fn demo(store_url: Option<String>, segments: u64, segment_mib: u64, keep: bool) -> Result<()> {
     if segments == 0 || segment_mib == 0 {
-        return Err(Error::invalid(
-            "--segments and --segment-mib must be at least 1",
-        ));
+        return Err(Error::invalid("--segments and --segment-mib must be at least 1"));
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("rsm-demo-")
-        .tempdir()
-        .map_err(|e| Error::from_io("temp dir", e))?;
+    let tmp = tempfile::Builder::new().prefix("rsm-demo-").tempdir().map_err(|e| Error::from_io("temp dir", e))?;
     let url = store_url.unwrap_or_else(|| format!("file://{}", tmp.path().join("store").display()));
     let segment_bytes = (segment_mib << 20) as usize;
     let value_bytes = 512;
@@ -238,52 +219,31 @@ fn demo(store_url: Option<String>, segments: u64, segment_mib: u64, keep: bool) 
         // By position: the whole segment, and the tail from the middle.
         let whole = read_all(&store, md, 0)?;
         if whole != local {
-            return Err(mismatch(format!(
-                "segment {} by position 0",
-                md.start_offset
-            )));
+            return Err(mismatch(format!("segment {} by position 0", md.start_offset)));
         }
         let mid = (local.len() / 2) as i32;
         if read_all(&store, md, mid)? != local[mid as usize..] {
-            return Err(mismatch(format!(
-                "segment {} from position {mid}",
-                md.start_offset
-            )));
+            return Err(mismatch(format!("segment {} from position {mid}", md.start_offset)));
         }
         fetched_bytes += (whole.len() + local.len() - mid as usize) as u64;
         // By offset and by timestamp, checked against an independent walk of the local file.
         let batches: Vec<_> = BatchIter::new(&local, 0, true).collect::<Result<Vec<_>>>()?;
-        for b in [
-            batches[0],
-            batches[batches.len() / 3],
-            batches[batches.len() - 1],
-        ] {
+        for b in [batches[0], batches[batches.len() / 3], batches[batches.len() - 1]] {
             let o = (b.base_offset() + b.last_offset()) / 2;
             let pos = store.position_of_offset(md, o)?;
             if pos as u64 != b.position() {
-                return Err(mismatch(format!(
-                    "offset {o}: position {pos}, expected {}",
-                    b.position()
-                )));
+                return Err(mismatch(format!("offset {o}: position {pos}, expected {}", b.position())));
             }
             let from = read_all(&store, md, pos as i32)?;
             if from != local[pos as usize..] {
-                return Err(mismatch(format!(
-                    "segment {} from offset {o}",
-                    md.start_offset
-                )));
+                return Err(mismatch(format!("segment {} from offset {o}", md.start_offset)));
             }
             fetched_bytes += from.len() as u64;
             let ts = b.max_timestamp();
-            let want = batches
-                .iter()
-                .find(|x| x.max_timestamp() >= ts)
-                .map(|x| x.position() as u32);
+            let want = batches.iter().find(|x| x.max_timestamp() >= ts).map(|x| x.position() as u32);
             let got = store.position_of_timestamp(md, ts)?;
             if got != want {
-                return Err(mismatch(format!(
-                    "timestamp {ts}: position {got:?}, expected {want:?}"
-                )));
+                return Err(mismatch(format!("timestamp {ts}: position {got:?}, expected {want:?}")));
             }
         }
         for (t, path) in [
@@ -292,10 +252,7 @@ fn demo(store_url: Option<String>, segments: u64, segment_mib: u64, keep: bool) 
         ] {
             let want = std::fs::read(&path).map_err(|e| Error::from_io(path.display(), e))?;
             if store.fetch_index(md, t)? != want {
-                return Err(mismatch(format!(
-                    "{t} index of segment {}",
-                    md.start_offset
-                )));
+                return Err(mismatch(format!("{t} index of segment {}", md.start_offset)));
             }
         }
     }
@@ -308,23 +265,11 @@ fn demo(store_url: Option<String>, segments: u64, segment_mib: u64, keep: bool) 
     println!("{:<24} {:>14.1}", "log MiB", mib(total_bytes));
     println!("{:<24} {:>14}", "chunks", chunks);
     println!("{:<24} {:>14}", "copy requests (PUT)", copy_counts.0);
-    println!(
-        "{:<24} {:>14.2}",
-        "PUT per segment",
-        copy_counts.0 as f64 / copied.len() as f64
-    );
+    println!("{:<24} {:>14.2}", "PUT per segment", copy_counts.0 as f64 / copied.len() as f64);
     println!("{:<24} {:>14}", "GET requests", c.get.requests());
     println!("{:<24} {:>14}", "all requests", c.total());
-    println!(
-        "{:<24} {:>14.1}",
-        "copy MiB/s",
-        mib(total_bytes) / copy_secs
-    );
-    println!(
-        "{:<24} {:>14.1}",
-        "fetch MiB/s",
-        mib(fetched_bytes) / fetch_secs
-    );
+    println!("{:<24} {:>14.1}", "copy MiB/s", mib(total_bytes) / copy_secs);
+    println!("{:<24} {:>14.1}", "fetch MiB/s", mib(fetched_bytes) / fetch_secs);
     println!("{:<24} {:>14}", "byte-identical", "yes");
     if keep {
         let kept = tmp.keep();
@@ -348,17 +293,8 @@ fn find_segment(store: &Store, id: &str) -> Result<Manifest> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Demo {
-            store,
-            segments,
-            segment_mib,
-            keep,
-        } => demo(store, segments, segment_mib, keep),
-        Command::Copy {
-            dir,
-            store,
-            broker_id,
-        } => {
+        Command::Demo { store, segments, segment_mib, keep } => demo(store, segments, segment_mib, keep),
+        Command::Copy { dir, store, broker_id } => {
             let store = store.open()?;
             let partition = LocalPartition::open(&dir)?;
             let t = Instant::now();
@@ -367,10 +303,7 @@ fn run(cli: Cli) -> Result<()> {
             for m in &done {
                 println!(
                     "{}\t{}..={}\t{} bytes",
-                    m.remote_log_segment_id.id,
-                    m.start_offset,
-                    m.end_offset,
-                    m.segment_size_in_bytes
+                    m.remote_log_segment_id.id, m.start_offset, m.end_offset, m.segment_size_in_bytes
                 );
             }
             let c = store.counts();
@@ -402,23 +335,12 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Fetch {
-            store,
-            segment,
-            offset,
-            timestamp,
-            position,
-            bytes,
-            index,
-            output,
-        } => {
+        Command::Fetch { store, segment, offset, timestamp, position, bytes, index, output } => {
             let store = store.open()?;
             let m = find_segment(&store, &segment)?;
             let md = &m.metadata;
             let mut out: Box<dyn Write> = match &output {
-                Some(p) => {
-                    Box::new(std::fs::File::create(p).map_err(|e| Error::from_io(p.display(), e))?)
-                }
+                Some(p) => Box::new(std::fs::File::create(p).map_err(|e| Error::from_io(p.display(), e))?),
                 None => Box::new(std::io::stdout().lock()),
             };
             let werr = |e| Error::from_io("output", e);
@@ -429,9 +351,7 @@ fn run(cli: Cli) -> Result<()> {
             let start = match (offset, timestamp, position) {
                 (Some(o), _, _) => store.position_of_offset(md, o)? as i32,
                 (_, Some(ts), _) => store.position_of_timestamp(md, ts)?.ok_or_else(|| {
-                    Error::not_found(format!(
-                        "a record at or after timestamp {ts} in segment {segment}"
-                    ))
+                    Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}"))
                 })? as i32,
                 (_, _, Some(p)) => p,
                 _ => 0,
@@ -452,13 +372,9 @@ fn run(cli: Cli) -> Result<()> {
                 let report = store.verify(&m.metadata)?;
                 bytes += report.bytes;
                 if let Some(p) = &local
-                    && let Some(seg) = p
-                        .segments
-                        .iter()
-                        .find(|s| s.base_offset == m.metadata.start_offset)
+                    && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
                 {
-                    let want = std::fs::read(&seg.log)
-                        .map_err(|e| Error::from_io(seg.log.display(), e))?;
+                    let want = std::fs::read(&seg.log).map_err(|e| Error::from_io(seg.log.display(), e))?;
                     if read_all(&store, &m.metadata, 0)? != want {
                         return Err(Error::corrupt(format!(
                             "segment {} differs from {}",
@@ -472,11 +388,7 @@ fn run(cli: Cli) -> Result<()> {
                     m.metadata.remote_log_segment_id.id, report.chunks, report.indexes
                 );
             }
-            println!(
-                "verified {} segments, {:.1} MiB",
-                manifests.len(),
-                mib(bytes)
-            );
+            println!("verified {} segments, {:.1} MiB", manifests.len(), mib(bytes));
             Ok(())
         }
     }

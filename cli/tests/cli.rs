@@ -8,19 +8,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn rsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rsm"))
-        .args(args)
-        .output()
-        .expect("run rsm")
+    Command::new(env!("CARGO_BIN_EXE_rsm")).args(args).output().expect("run rsm")
 }
 
 fn ok(args: &[&str]) -> String {
     let out = rsm(args);
-    assert!(
-        out.status.success(),
-        "rsm {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "rsm {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -28,10 +21,7 @@ fn fails(args: &[&str], message: &str) {
     let out = rsm(args);
     assert!(!out.status.success(), "rsm {args:?} should fail");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(message),
-        "rsm {args:?}: stderr {err:?} lacks {message:?}"
-    );
+    assert!(err.contains(message), "rsm {args:?}: stderr {err:?} lacks {message:?}");
 }
 
 fn partition(root: &Path) -> std::path::PathBuf {
@@ -54,20 +44,8 @@ fn copy_ls_verify_fetch() {
     let dir = partition(tmp.path());
     let url = format!("file://{}", tmp.path().join("store").display());
     let dir_s = dir.to_str().unwrap();
-    let out = ok(&[
-        "copy",
-        "--dir",
-        dir_s,
-        "--store",
-        &url,
-        "--set",
-        "chunk.size=65536",
-    ]);
-    let ids: Vec<&str> = out
-        .lines()
-        .filter(|l| l.contains("..="))
-        .map(|l| l.split('\t').next().unwrap())
-        .collect();
+    let out = ok(&["copy", "--dir", dir_s, "--store", &url, "--set", "chunk.size=65536"]);
+    let ids: Vec<&str> = out.lines().filter(|l| l.contains("..=")).map(|l| l.split('\t').next().unwrap()).collect();
     assert!(ids.len() >= 3, "{out}");
     assert!(out.contains("PUT"), "{out}");
 
@@ -78,10 +56,7 @@ fn copy_ls_verify_fetch() {
     assert!(ls.contains("payments-1"), "{ls}");
 
     let v = ok(&["verify", "--store", &url, "--dir", dir_s]);
-    assert!(
-        v.contains(&format!("verified {} segments", ids.len())),
-        "{v}"
-    );
+    assert!(v.contains(&format!("verified {} segments", ids.len())), "{v}");
 
     // The first segment's file, fetched by position, offset, timestamp and as an index.
     let log = std::fs::read(dir.join("00000000000000000000.log")).unwrap();
@@ -89,66 +64,17 @@ fn copy_ls_verify_fetch() {
     let o = out_file.to_str().unwrap();
     ok(&["fetch", "--store", &url, "--segment", ids[0], "-o", o]);
     assert!(std::fs::read(&out_file).unwrap() == log);
-    ok(&[
-        "fetch",
-        "--store",
-        &url,
-        "--segment",
-        ids[0],
-        "--position",
-        "100",
-        "--bytes",
-        "1000",
-        "-o",
-        o,
-    ]);
+    ok(&["fetch", "--store", &url, "--segment", ids[0], "--position", "100", "--bytes", "1000", "-o", o]);
     assert!(std::fs::read(&out_file).unwrap() == log[100..1100]);
     let batches: Vec<_> = BatchIter::new(&log, 0, true).map(|b| b.unwrap()).collect();
     let b = batches[batches.len() / 2];
-    ok(&[
-        "fetch",
-        "--store",
-        &url,
-        "--segment",
-        ids[0],
-        "--offset",
-        &(b.base_offset() + 3).to_string(),
-        "-o",
-        o,
-    ]);
+    ok(&["fetch", "--store", &url, "--segment", ids[0], "--offset", &(b.base_offset() + 3).to_string(), "-o", o]);
     assert!(std::fs::read(&out_file).unwrap() == log[b.position() as usize..]);
-    ok(&[
-        "fetch",
-        "--store",
-        &url,
-        "--segment",
-        ids[0],
-        "--timestamp",
-        &b.max_timestamp().to_string(),
-        "-o",
-        o,
-    ]);
-    let first_ts = batches
-        .iter()
-        .find(|x| x.max_timestamp() >= b.max_timestamp())
-        .unwrap()
-        .position() as usize;
+    ok(&["fetch", "--store", &url, "--segment", ids[0], "--timestamp", &b.max_timestamp().to_string(), "-o", o]);
+    let first_ts = batches.iter().find(|x| x.max_timestamp() >= b.max_timestamp()).unwrap().position() as usize;
     assert!(std::fs::read(&out_file).unwrap() == log[first_ts..]);
-    ok(&[
-        "fetch",
-        "--store",
-        &url,
-        "--segment",
-        ids[0],
-        "--index",
-        "offset",
-        "-o",
-        o,
-    ]);
-    assert_eq!(
-        std::fs::read(&out_file).unwrap(),
-        std::fs::read(dir.join("00000000000000000000.index")).unwrap()
-    );
+    ok(&["fetch", "--store", &url, "--segment", ids[0], "--index", "offset", "-o", o]);
+    assert_eq!(std::fs::read(&out_file).unwrap(), std::fs::read(dir.join("00000000000000000000.index")).unwrap());
 }
 
 #[test]
@@ -157,48 +83,17 @@ fn bad_input_fails_with_clear_errors() {
     let dir = partition(tmp.path());
     let url = format!("file://{}", tmp.path().join("store").display());
     let dir_s = dir.to_str().unwrap();
+    fails(&["copy", "--dir", dir_s, "--store", &url, "--set", "chunk.sise=1"], "`chunk.sise`: unknown setting");
     fails(
-        &[
-            "copy",
-            "--dir",
-            dir_s,
-            "--store",
-            &url,
-            "--set",
-            "chunk.sise=1",
-        ],
-        "`chunk.sise`: unknown setting",
-    );
-    fails(
-        &[
-            "copy",
-            "--dir",
-            dir_s,
-            "--store",
-            &url,
-            "--set",
-            "fetch.concurrency=0",
-        ],
+        &["copy", "--dir", dir_s, "--store", &url, "--set", "fetch.concurrency=0"],
         "`fetch.concurrency`: 0 is out of range",
     );
+    fails(&["ls", "--store", "nope://x"], "unsupported store URL scheme `nope`");
     fails(
-        &["ls", "--store", "nope://x"],
-        "unsupported store URL scheme `nope`",
-    );
-    fails(
-        &[
-            "fetch",
-            "--store",
-            &url,
-            "--segment",
-            "AAAAAAAAAAAAAAAAAAAAAQ",
-        ],
+        &["fetch", "--store", &url, "--segment", "AAAAAAAAAAAAAAAAAAAAAQ"],
         "not found: segment AAAAAAAAAAAAAAAAAAAAAQ",
     );
-    fails(
-        &["fetch", "--store", &url, "--segment", "xyz"],
-        "`xyz` is not a Kafka Uuid",
-    );
+    fails(&["fetch", "--store", &url, "--segment", "xyz"], "`xyz` is not a Kafka Uuid");
     // A corrupted batch: copy fails as corrupt and names the offset.
     let log = dir.join("00000000000000000000.log");
     let mut bytes = std::fs::read(&log).unwrap();
@@ -206,43 +101,19 @@ fn bad_input_fails_with_clear_errors() {
     let (pos, off) = (second.position() as usize, second.base_offset());
     bytes[pos + 70] ^= 0x20;
     std::fs::write(&log, bytes).unwrap();
-    fails(
-        &["copy", "--dir", dir_s, "--store", &url],
-        &format!("record batch at offset {off}"),
-    );
+    fails(&["copy", "--dir", dir_s, "--store", &url], &format!("record batch at offset {off}"));
     let ls = ok(&["ls", "--store", &url]);
-    assert_eq!(
-        ls.lines().count(),
-        1,
-        "nothing visible after the failed copy: {ls}"
-    );
+    assert_eq!(ls.lines().count(), 1, "nothing visible after the failed copy: {ls}");
 }
 
 #[test]
 fn demo_runs_and_checks_bytes() {
     let out = ok(&["demo", "--segments", "3", "--segment-mib", "1"]);
+    assert!(out.contains("byte-identical") && out.contains("yes"), "{out}");
+    let copied = out.lines().find(|l| l.starts_with("segments copied")).unwrap();
     assert!(
-        out.contains("byte-identical") && out.contains("yes"),
-        "{out}"
-    );
-    let copied = out
-        .lines()
-        .find(|l| l.starts_with("segments copied"))
-        .unwrap();
-    assert!(
-        copied.trim_end().ends_with('3')
-            || copied
-                .split_whitespace()
-                .last()
-                .unwrap()
-                .parse::<u32>()
-                .unwrap()
-                >= 3,
+        copied.trim_end().ends_with('3') || copied.split_whitespace().last().unwrap().parse::<u32>().unwrap() >= 3,
         "{copied}"
     );
-    assert!(
-        out.lines()
-            .any(|l| l.starts_with("PUT per segment") && l.trim_end().ends_with("3.00")),
-        "{out}"
-    );
+    assert!(out.lines().any(|l| l.starts_with("PUT per segment") && l.trim_end().ends_with("3.00")), "{out}");
 }

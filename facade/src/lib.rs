@@ -9,15 +9,13 @@
 use bytes::Bytes;
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
-use rsm_core::backend::{
-    ByteStream, CountingBackend, MemoryBackend, RequestCounts, StorageBackend,
-};
+use rsm_core::backend::{ByteStream, CountingBackend, MemoryBackend, RequestCounts, StorageBackend};
 use rsm_core::config::ConfigReader;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::tiered::VerifyReport;
 use rsm_core::{
-    CustomMetadata, Error, IndexType, LogSegmentData, RemoteLogSegmentMetadata,
-    RemoteStorageManager, Result, TieredConfig, TieredStorage, TopicIdPartition,
+    CustomMetadata, Error, IndexType, LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, Result,
+    TieredConfig, TieredStorage, TopicIdPartition,
 };
 use std::collections::BTreeMap;
 use std::io;
@@ -29,12 +27,7 @@ pub fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(2)
-                    .clamp(2, 8),
-            )
+            .worker_threads(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8))
             .thread_name("rsm-io")
             .enable_all()
             .build()
@@ -46,10 +39,7 @@ pub fn runtime() -> &'static Runtime {
 pub fn open_backend(url: &str, r: &mut ConfigReader<'_>) -> Result<Arc<dyn StorageBackend>> {
     if let Some(path) = url.strip_prefix("file://") {
         if !path.starts_with('/') {
-            return Err(Error::config(
-                "store",
-                format!("`{url}`: a file URL needs an absolute path (file:///...)"),
-            ));
+            return Err(Error::config("store", format!("`{url}`: a file URL needs an absolute path (file:///...)")));
         }
         r.ignore("fs.root");
         let fsync = r.bool("fs.fsync", true)?;
@@ -59,10 +49,7 @@ pub fn open_backend(url: &str, r: &mut ConfigReader<'_>) -> Result<Arc<dyn Stora
         return Ok(Arc::new(MemoryBackend::new()));
     }
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
-    Err(Error::config(
-        "store",
-        format!("unsupported store URL scheme `{scheme}` (supported: file, memory)"),
-    ))
+    Err(Error::config("store", format!("unsupported store URL scheme `{scheme}` (supported: file, memory)")))
 }
 
 /// A store opened by URL: a [`TieredStorage`] over a request-counted backend.
@@ -82,10 +69,7 @@ impl Store {
         r.finish()?;
         let counting = Arc::new(CountingBackend::new(backend));
         let counts = counting.counts();
-        Ok(Store {
-            storage: TieredStorage::new(counting, config),
-            counts,
-        })
+        Ok(Store { storage: TieredStorage::new(counting, config), counts })
     }
 
     /// The storage manager.
@@ -99,26 +83,14 @@ impl Store {
     }
 
     /// Copies a segment (see [`RemoteStorageManager::copy_log_segment_data`]).
-    pub fn copy(
-        &self,
-        md: &RemoteLogSegmentMetadata,
-        data: &LogSegmentData,
-    ) -> Result<Option<CustomMetadata>> {
+    pub fn copy(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData) -> Result<Option<CustomMetadata>> {
         runtime().block_on(self.storage.copy_log_segment_data(md, data))
     }
 
     /// Opens a reader of the segment's bytes `start..=end` (see [`RemoteStorageManager::fetch_log_segment`]).
-    pub fn fetch(
-        &self,
-        md: &RemoteLogSegmentMetadata,
-        start: i32,
-        end: Option<i32>,
-    ) -> Result<SegmentReader> {
+    pub fn fetch(&self, md: &RemoteLogSegmentMetadata, start: i32, end: Option<i32>) -> Result<SegmentReader> {
         let stream = runtime().block_on(self.storage.fetch_log_segment(md, start, end))?;
-        Ok(SegmentReader {
-            stream: Some(stream),
-            current: Bytes::new(),
-        })
+        Ok(SegmentReader { stream: Some(stream), current: Bytes::new() })
     }
 
     /// The exact bytes of an index (see [`RemoteStorageManager::fetch_index`]).
@@ -142,11 +114,7 @@ impl Store {
     }
 
     /// Byte position of the first batch with a timestamp at or after `timestamp`.
-    pub fn position_of_timestamp(
-        &self,
-        md: &RemoteLogSegmentMetadata,
-        timestamp: i64,
-    ) -> Result<Option<u32>> {
+    pub fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
         runtime().block_on(self.storage.position_of_timestamp(md, timestamp))
     }
 
@@ -215,27 +183,13 @@ mod tests {
     fn store_urls_and_settings_are_checked() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
-        Store::open(
-            &url,
-            &props([("chunk.size", "1048576"), ("broker.id", "3")]),
-        )
-        .unwrap();
+        Store::open(&url, &props([("chunk.size", "1048576"), ("broker.id", "3")])).unwrap();
         let e = Store::open(&url, &props([("chunk.sise", "1")])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid configuration `chunk.sise`: unknown setting"
-        );
+        assert_eq!(e.to_string(), "invalid configuration `chunk.sise`: unknown setting");
         let e = Store::open(&url, &props([("chunk.size", "12")])).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("invalid configuration `chunk.size`: 12 is out of range"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("invalid configuration `chunk.size`: 12 is out of range"), "{e}");
         let e = Store::open("ftp://x", &BTreeMap::new()).unwrap_err();
-        assert!(
-            e.to_string().contains("unsupported store URL scheme `ftp`"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("unsupported store URL scheme `ftp`"), "{e}");
         let e = Store::open("file://relative", &BTreeMap::new()).unwrap_err();
         assert!(e.to_string().contains("absolute path"), "{e}");
     }

@@ -49,25 +49,18 @@ pub struct ConfigReader<'a> {
 impl<'a> ConfigReader<'a> {
     /// A reader over `props`.
     pub fn new(props: &'a BTreeMap<String, String>) -> Self {
-        ConfigReader {
-            props,
-            read: BTreeSet::new(),
-        }
+        ConfigReader { props, read: BTreeSet::new() }
     }
 
     /// The raw value of `key`, trimmed; empty values count as absent.
     pub fn string(&mut self, key: &str) -> Option<&'a str> {
         self.read.insert(key.to_string());
-        self.props
-            .get(key)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
+        self.props.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
     }
 
     /// The value of `key`, which must be present.
     pub fn required(&mut self, key: &str) -> Result<&'a str> {
-        self.string(key)
-            .ok_or_else(|| Error::config(key, "is required but not set"))
+        self.string(key).ok_or_else(|| Error::config(key, "is required but not set"))
     }
 
     /// A secret value of `key`, if set.
@@ -79,9 +72,7 @@ impl<'a> ConfigReader<'a> {
     pub fn parse<T: FromStr>(&mut self, key: &str, default: T, expected: &str) -> Result<T> {
         match self.string(key) {
             None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| Error::config(key, format!("`{v}` is not {expected}"))),
+            Some(v) => v.parse().map_err(|_| Error::config(key, format!("`{v}` is not {expected}"))),
         }
     }
 
@@ -92,10 +83,7 @@ impl<'a> ConfigReader<'a> {
     {
         let v = self.parse(key, default, "an integer")?;
         if !range.contains(&v) {
-            return Err(Error::config(
-                key,
-                format!("{v} is out of range [{}, {}]", range.start(), range.end()),
-            ));
+            return Err(Error::config(key, format!("{v} is out of range [{}, {}]", range.start(), range.end())));
         }
         Ok(v)
     }
@@ -145,10 +133,7 @@ where
     K: Into<String>,
     V: Into<String>,
 {
-    pairs
-        .into_iter()
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect()
+    pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect()
 }
 
 /// Parses Java properties text (`key=value` or `key: value` lines, `#`/`!` comments), enough for the
@@ -162,15 +147,9 @@ pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>> {
         }
         let split = line.find(['=', ':']);
         let Some(i) = split else {
-            return Err(Error::invalid(format!(
-                "properties line {}: `{line}` has no `=`",
-                n + 1
-            )));
+            return Err(Error::invalid(format!("properties line {}: `{line}` has no `=`", n + 1)));
         };
-        out.insert(
-            line[..i].trim().to_string(),
-            line[i + 1..].trim().to_string(),
-        );
+        out.insert(line[..i].trim().to_string(), line[i + 1..].trim().to_string());
     }
     Ok(out)
 }
@@ -181,27 +160,14 @@ mod tests {
 
     #[test]
     fn typed_reads_name_the_key() {
-        let p = props([
-            ("a", "12"),
-            ("b", "x"),
-            ("c", "TRUE"),
-            ("d", "0"),
-            ("x.y.z", "1"),
-            ("x.y.w", "2"),
-        ]);
+        let p = props([("a", "12"), ("b", "x"), ("c", "TRUE"), ("d", "0"), ("x.y.z", "1"), ("x.y.w", "2")]);
         let mut r = ConfigReader::new(&p);
         assert_eq!(r.int_in("a", 1u32, 1..=100).unwrap(), 12);
         let e = r.int_in("b", 1u32, 1..=100).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid configuration `b`: `x` is not an integer"
-        );
+        assert_eq!(e.to_string(), "invalid configuration `b`: `x` is not an integer");
         assert!(r.bool("c", false).unwrap());
         let e = r.int_in("d", 1u32, 1..=100).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid configuration `d`: 0 is out of range [1, 100]"
-        );
+        assert_eq!(e.to_string(), "invalid configuration `d`: 0 is out of range [1, 100]");
         assert_eq!(r.with_prefix("x.y.").len(), 2);
         r.finish().unwrap();
     }
@@ -214,10 +180,7 @@ mod tests {
         let e = r.required("needed").unwrap_err();
         assert!(e.to_string().contains("`needed`"), "{e}");
         let e = r.finish().unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid configuration `typo.key`: unknown setting"
-        );
+        assert_eq!(e.to_string(), "invalid configuration `typo.key`: unknown setting");
     }
 
     #[test]
@@ -231,11 +194,6 @@ mod tests {
     fn properties_text() {
         let p = parse_properties("# c\n a = 1\nb:2\n\n!x\nc=d=e\n").unwrap();
         assert_eq!(p, props([("a", "1"), ("b", "2"), ("c", "d=e")]));
-        assert!(
-            parse_properties("novalue")
-                .unwrap_err()
-                .to_string()
-                .contains("line 1")
-        );
+        assert!(parse_properties("novalue").unwrap_err().to_string().contains("line 1"));
     }
 }

@@ -114,26 +114,17 @@ impl Error {
 
     /// A configuration error naming `key`.
     pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Config {
-            key: key.into(),
-            message: message.into(),
-        }
+        Error::Config { key: key.into(), message: message.into() }
     }
 
     /// A permanent storage error with a cause.
     pub fn storage(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Storage {
-            message: message.into(),
-            source: Some(source.into()),
-        }
+        Error::Storage { message: message.into(), source: Some(source.into()) }
     }
 
     /// A transient storage error with a cause.
     pub fn retriable(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Retriable {
-            message: message.into(),
-            source: Some(source.into()),
-        }
+        Error::Retriable { message: message.into(), source: Some(source.into()) }
     }
 
     /// Classifies an I/O error met while working on `what` (an object key or a path): missing files are
@@ -170,14 +161,8 @@ impl Error {
     pub fn context(self, ctx: impl fmt::Display) -> Self {
         match self {
             Error::NotFound(m) => Error::NotFound(format!("{ctx}: {m}")),
-            Error::Retriable { message, source } => Error::Retriable {
-                message: format!("{ctx}: {message}"),
-                source,
-            },
-            Error::Storage { message, source } => Error::Storage {
-                message: format!("{ctx}: {message}"),
-                source,
-            },
+            Error::Retriable { message, source } => Error::Retriable { message: format!("{ctx}: {message}"), source },
+            Error::Storage { message, source } => Error::Storage { message: format!("{ctx}: {message}"), source },
             Error::Corrupt(m) => Error::Corrupt(format!("{ctx}: {m}")),
             Error::InvalidArgument(m) => Error::InvalidArgument(format!("{ctx}: {m}")),
             c @ Error::Config { .. } => c,
@@ -195,25 +180,15 @@ mod tests {
         assert_eq!(nf.kind(), ErrorKind::NotFound);
         let t = Error::from_io("k", std::io::Error::from(std::io::ErrorKind::TimedOut));
         assert_eq!(t.kind(), ErrorKind::Retriable);
-        let p = Error::from_io(
-            "k",
-            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
-        );
+        let p = Error::from_io("k", std::io::Error::from(std::io::ErrorKind::PermissionDenied));
         assert_eq!(p.kind(), ErrorKind::Storage);
-        assert!(
-            p.full_message().starts_with("storage error: I/O on k: "),
-            "{}",
-            p.full_message()
-        );
+        assert!(p.full_message().starts_with("storage error: I/O on k: "), "{}", p.full_message());
     }
 
     #[test]
     fn config_error_names_key_and_context_keeps_kind() {
         let e = Error::config("chunk.size", "must be positive");
-        assert_eq!(
-            e.to_string(),
-            "invalid configuration `chunk.size`: must be positive"
-        );
+        assert_eq!(e.to_string(), "invalid configuration `chunk.size`: must be positive");
         let c = Error::corrupt("bad crc").context("segment x");
         assert_eq!(c.kind(), ErrorKind::Corrupt);
         assert_eq!(c.to_string(), "corrupt: segment x: bad crc");

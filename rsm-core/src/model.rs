@@ -25,10 +25,7 @@ impl Uuid {
 
     /// Builds an id from Kafka's two signed longs.
     pub const fn new(most_significant_bits: i64, least_significant_bits: i64) -> Self {
-        Uuid {
-            msb: most_significant_bits as u64,
-            lsb: least_significant_bits as u64,
-        }
+        Uuid { msb: most_significant_bits as u64, lsb: least_significant_bits as u64 }
     }
 
     /// The most significant 64 bits, as Kafka's `getMostSignificantBits()`.
@@ -79,10 +76,7 @@ impl fmt::Display for Uuid {
         let mut out = [0u8; 22];
         let mut o = 0;
         for chunk in bytes.chunks(3) {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+            let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
             let chars = chunk.len() + 1;
             for i in 0..chars {
                 out[o] = B64[((n >> (18 - 6 * i)) & 0x3f) as usize];
@@ -103,11 +97,7 @@ impl FromStr for Uuid {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let bad = || {
-            Error::invalid(format!(
-                "`{s}` is not a Kafka Uuid (22 characters of URL-safe base64)"
-            ))
-        };
+        let bad = || Error::invalid(format!("`{s}` is not a Kafka Uuid (22 characters of URL-safe base64)"));
         if s.len() != 22 {
             return Err(bad());
         }
@@ -148,10 +138,7 @@ pub struct TopicPartition {
 impl TopicPartition {
     /// A topic partition.
     pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition {
-            topic: topic.into(),
-            partition,
-        }
+        TopicPartition { topic: topic.into(), partition }
     }
 }
 
@@ -173,10 +160,7 @@ pub struct TopicIdPartition {
 impl TopicIdPartition {
     /// A topic id partition.
     pub fn new(topic_id: Uuid, topic_partition: TopicPartition) -> Self {
-        TopicIdPartition {
-            topic_id,
-            topic_partition,
-        }
+        TopicIdPartition { topic_id, topic_partition }
     }
 }
 
@@ -198,18 +182,12 @@ pub struct RemoteLogSegmentId {
 impl RemoteLogSegmentId {
     /// A segment id.
     pub fn new(topic_id_partition: TopicIdPartition, id: Uuid) -> Self {
-        RemoteLogSegmentId {
-            topic_id_partition,
-            id,
-        }
+        RemoteLogSegmentId { topic_id_partition, id }
     }
 
     /// A fresh id for `tp`, as `RemoteLogSegmentId.generateNew`.
     pub fn generate_new(tp: TopicIdPartition) -> Self {
-        RemoteLogSegmentId {
-            topic_id_partition: tp,
-            id: Uuid::random(),
-        }
+        RemoteLogSegmentId { topic_id_partition: tp, id: Uuid::random() }
     }
 }
 
@@ -243,9 +221,7 @@ impl RemoteLogSegmentState {
             2 => Self::DeleteSegmentStarted,
             3 => Self::DeleteSegmentFinished,
             _ => {
-                return Err(Error::invalid(format!(
-                    "unknown remote log segment state id {id}"
-                )));
+                return Err(Error::invalid(format!("unknown remote log segment state id {id}")));
             }
         })
     }
@@ -317,10 +293,7 @@ impl RemoteLogSegmentMetadata {
     pub fn validate(&self) -> Result<()> {
         let id = &self.remote_log_segment_id;
         if self.start_offset < 0 {
-            return Err(Error::invalid(format!(
-                "segment {id}: unexpected start offset = {}",
-                self.start_offset
-            )));
+            return Err(Error::invalid(format!("segment {id}: unexpected start offset = {}", self.start_offset)));
         }
         if self.end_offset < self.start_offset {
             return Err(Error::invalid(format!(
@@ -329,15 +302,10 @@ impl RemoteLogSegmentMetadata {
             )));
         }
         if self.segment_leader_epochs.is_empty() {
-            return Err(Error::invalid(format!(
-                "segment {id}: segment leader epochs can not be empty"
-            )));
+            return Err(Error::invalid(format!("segment {id}: segment leader epochs can not be empty")));
         }
         if self.segment_size_in_bytes < 0 {
-            return Err(Error::invalid(format!(
-                "segment {id}: negative segment size {}",
-                self.segment_size_in_bytes
-            )));
+            return Err(Error::invalid(format!("segment {id}: negative segment size {}", self.segment_size_in_bytes)));
         }
         Ok(())
     }
@@ -443,28 +411,16 @@ mod tests {
             assert_eq!(s.len(), 22);
             assert!(!s.starts_with('-'));
             assert_eq!(s.parse::<Uuid>().unwrap(), u);
-            assert_eq!(
-                Uuid::new(u.most_significant_bits(), u.least_significant_bits()),
-                u
-            );
+            assert_eq!(Uuid::new(u.most_significant_bits(), u.least_significant_bits()), u);
         }
-        for bad in [
-            "",
-            "AAAA",
-            "AAAAAAAAAAAAAAAAAAAAA=",
-            "AAAAAAAAAAAAAAAAAAAAAB",
-            "AAAAAAAAAAAAAAAAAAAAA+A",
-        ] {
+        for bad in ["", "AAAA", "AAAAAAAAAAAAAAAAAAAAA=", "AAAAAAAAAAAAAAAAAAAAAB", "AAAAAAAAAAAAAAAAAAAAA+A"] {
             let e = bad.parse::<Uuid>().unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
         }
     }
 
     fn sid() -> RemoteLogSegmentId {
-        RemoteLogSegmentId::generate_new(TopicIdPartition::new(
-            Uuid::random(),
-            TopicPartition::new("t", 0),
-        ))
+        RemoteLogSegmentId::generate_new(TopicIdPartition::new(Uuid::random(), TopicPartition::new("t", 0)))
     }
 
     #[test]
@@ -477,36 +433,16 @@ mod tests {
             err: Option<&'static str>,
         }
         let cases = [
-            Case {
-                start: 0,
-                end: 0,
-                epochs: epochs.clone(),
-                err: None,
-            },
-            Case {
-                start: 5,
-                end: 9,
-                epochs: epochs.clone(),
-                err: None,
-            },
-            Case {
-                start: -1,
-                end: 9,
-                epochs: epochs.clone(),
-                err: Some("unexpected start offset = -1"),
-            },
+            Case { start: 0, end: 0, epochs: epochs.clone(), err: None },
+            Case { start: 5, end: 9, epochs: epochs.clone(), err: None },
+            Case { start: -1, end: 9, epochs: epochs.clone(), err: Some("unexpected start offset = -1") },
             Case {
                 start: 10,
                 end: 9,
                 epochs: epochs.clone(),
                 err: Some("end offset 9 can not be less than start offset 10"),
             },
-            Case {
-                start: 0,
-                end: 9,
-                epochs: BTreeMap::new(),
-                err: Some("leader epochs can not be empty"),
-            },
+            Case { start: 0, end: 9, epochs: BTreeMap::new(), err: Some("leader epochs can not be empty") },
         ];
         for c in cases {
             let r = RemoteLogSegmentMetadata::new(sid(), c.start, c.end, 0, 1, 0, 100, c.epochs);
@@ -516,10 +452,7 @@ mod tests {
                     assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
                     assert!(e.to_string().contains(msg), "{e}");
                 }
-                (r, want) => panic!(
-                    "start {} end {}: got {r:?}, want error {want:?}",
-                    c.start, c.end
-                ),
+                (r, want) => panic!("start {} end {}: got {r:?}, want error {want:?}", c.start, c.end),
             }
         }
     }
@@ -530,10 +463,7 @@ mod tests {
         for t in IndexType::ALL {
             assert_eq!(t.name().parse::<IndexType>().unwrap(), t);
         }
-        assert_eq!(
-            RemoteLogSegmentState::for_id(3).unwrap(),
-            RemoteLogSegmentState::DeleteSegmentFinished
-        );
+        assert_eq!(RemoteLogSegmentState::for_id(3).unwrap(), RemoteLogSegmentState::DeleteSegmentFinished);
         assert!(RemoteLogSegmentState::for_id(4).is_err());
     }
 }

@@ -33,11 +33,7 @@ pub trait RemoteStorageManager: Send + Sync {
 
     /// The exact bytes of one of the segment's original index files. A segment without a transaction
     /// index answers not found for it.
-    async fn fetch_index(
-        &self,
-        metadata: &RemoteLogSegmentMetadata,
-        index_type: IndexType,
-    ) -> Result<Bytes>;
+    async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes>;
 
     /// Deletes the segment's data; deleting what is already gone succeeds.
     async fn delete_log_segment_data(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()>;

@@ -11,9 +11,7 @@ use crate::format::batch::{BatchIter, batch_size_at};
 use crate::format::chunk::{ChunkEntry, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
-use crate::model::{
-    CustomMetadata, IndexType, LogSegmentData, RemoteLogSegmentMetadata, TopicIdPartition, Uuid,
-};
+use crate::model::{CustomMetadata, IndexType, LogSegmentData, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
 use crate::rsm::RemoteStorageManager;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -64,11 +62,7 @@ impl TieredConfig {
             chunk_size: r.int_in("chunk.size", d.chunk_size, 64 << 10..=256 << 20)?,
             fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
             verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
-            manifest_cache_entries: r.int_in(
-                "manifest.cache.entries",
-                d.manifest_cache_entries,
-                0..=1_000_000,
-            )?,
+            manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
         })
     }
 }
@@ -86,26 +80,15 @@ pub struct SegmentKeys {
 
 /// The key prefix of a partition: `{prefix}{topic}-{topicId}/{partition}/`.
 pub fn partition_prefix(key_prefix: &str, tp: &TopicIdPartition) -> String {
-    format!(
-        "{key_prefix}{}-{}/{}/",
-        tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition
-    )
+    format!("{key_prefix}{}-{}/{}/", tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition)
 }
 
 /// The keys of the segment `metadata` describes.
 pub fn segment_keys(key_prefix: &str, metadata: &RemoteLogSegmentMetadata) -> SegmentKeys {
     let id = &metadata.remote_log_segment_id;
-    let base = format!(
-        "{}{:020}-{}",
-        partition_prefix(key_prefix, &id.topic_id_partition),
-        metadata.start_offset,
-        id.id
-    );
-    SegmentKeys {
-        log: format!("{base}.log"),
-        indexes: format!("{base}.indexes"),
-        manifest: format!("{base}.manifest"),
-    }
+    let base =
+        format!("{}{:020}-{}", partition_prefix(key_prefix, &id.topic_id_partition), metadata.start_offset, id.id);
+    SegmentKeys { log: format!("{base}.log"), indexes: format!("{base}.indexes"), manifest: format!("{base}.manifest") }
 }
 
 /// Cached manifests with the tick of their last use.
@@ -199,8 +182,7 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         let consumed = it.consumed();
         if consumed == 0 && filled == buf.len() {
             // One batch larger than the buffer: grow to hold it.
-            let need =
-                batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
+            let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
             buf.resize(need, 0);
             continue;
         }
@@ -209,9 +191,7 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         file_pos += consumed as u64;
         if read_total == len {
             if filled > 0 {
-                return Err(Error::corrupt(format!(
-                    "truncated record batch at position {file_pos}"
-                )));
+                return Err(Error::corrupt(format!("truncated record batch at position {file_pos}")));
             }
             return Ok(());
         }
@@ -221,15 +201,8 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
 impl TieredStorage {
     /// A storage manager over `backend`.
     pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
-        let manifests = ManifestCache {
-            capacity: config.manifest_cache_entries,
-            ..Default::default()
-        };
-        TieredStorage {
-            backend,
-            config,
-            manifests,
-        }
+        let manifests = ManifestCache { capacity: config.manifest_cache_entries, ..Default::default() };
+        TieredStorage { backend, config, manifests }
     }
 
     /// The backend.
@@ -262,10 +235,9 @@ impl TieredStorage {
         }
         let key = self.keys(metadata).manifest;
         let m = self.read_manifest(&key).await.map_err(|e| match e {
-            Error::NotFound(_) => Error::not_found(format!(
-                "segment {} (manifest {key})",
-                metadata.remote_log_segment_id
-            )),
+            Error::NotFound(_) => {
+                Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
+            }
             e => e,
         })?;
         if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
@@ -307,19 +279,15 @@ impl TieredStorage {
             None => self.config.key_prefix.clone(),
         };
         let objects = self.backend.list(&prefix).await?;
-        let committed: std::collections::HashSet<&str> = objects
-            .iter()
-            .filter_map(|o| o.key.strip_suffix(".manifest"))
-            .collect();
+        let committed: std::collections::HashSet<&str> =
+            objects.iter().filter_map(|o| o.key.strip_suffix(".manifest")).collect();
         let now = std::time::SystemTime::now();
         let orphans: Vec<String> = objects
             .iter()
             .filter(|o| {
                 let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
                 let is_segment_object = o.key.ends_with(".log") || o.key.ends_with(".indexes");
-                let old = o
-                    .last_modified
-                    .is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
+                let old = o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
                 is_segment_object && old && !committed.contains(stem)
             })
             .map(|o| o.key.clone())
@@ -342,12 +310,7 @@ impl TieredStorage {
             Ok(Bytes::from(tokio::fs::read(p).await.map_err(io_err(p))?))
         }
         let offset = read(&data.offset_index).await?;
-        read_offset_index(
-            &data.offset_index.display().to_string(),
-            base_offset,
-            &offset,
-            log_len,
-        )?;
+        read_offset_index(&data.offset_index.display().to_string(), base_offset, &offset, log_len)?;
         let time = read(&data.time_index).await?;
         read_time_index(&data.time_index.display().to_string(), base_offset, &time)?;
         let snapshot = read(&data.producer_snapshot_index).await?;
@@ -355,22 +318,13 @@ impl TieredStorage {
             Some(p) => Some(read(p).await?),
             None => None,
         };
-        let parts: [Option<Bytes>; 5] = [
-            Some(offset),
-            Some(time),
-            Some(snapshot),
-            txn,
-            Some(data.leader_epoch_index.clone()),
-        ];
+        let parts: [Option<Bytes>; 5] =
+            [Some(offset), Some(time), Some(snapshot), txn, Some(data.leader_epoch_index.clone())];
         let mut locations = [None; 5];
         let mut position = 0u64;
         for (slot, part) in locations.iter_mut().zip(&parts) {
             if let Some(b) = part {
-                *slot = Some(IndexLocation {
-                    position,
-                    length: b.len() as u64,
-                    crc32c: crc32c::crc32c(b),
-                });
+                *slot = Some(IndexLocation { position, length: b.len() as u64, crc32c: crc32c::crc32c(b) });
                 position += b.len() as u64;
             }
         }
@@ -379,17 +333,9 @@ impl TieredStorage {
         Ok(locations)
     }
 
-    async fn copy_inner(
-        &self,
-        md: &RemoteLogSegmentMetadata,
-        data: &LogSegmentData,
-        keys: &SegmentKeys,
-    ) -> Result<()> {
+    async fn copy_inner(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData, keys: &SegmentKeys) -> Result<()> {
         let log_path = data.log_segment.clone();
-        let log_len = tokio::fs::metadata(&log_path)
-            .await
-            .map_err(io_err(&log_path))?
-            .len();
+        let log_len = tokio::fs::metadata(&log_path).await.map_err(io_err(&log_path))?.len();
         if log_len > i32::MAX as u64 {
             return Err(Error::invalid(format!(
                 "{}: {log_len} bytes, above Kafka's 2 GiB segment limit",
@@ -401,11 +347,7 @@ impl TieredStorage {
                 "log file size differs from the metadata's segment size; copying the file as it is");
         }
         let verify = self.config.verify_checksums;
-        let mut chunker = Chunker::new(
-            self.config.chunk_size as u64,
-            md.start_offset,
-            md.remote_log_segment_id.id,
-        );
+        let mut chunker = Chunker::new(self.config.chunk_size as u64, md.start_offset, md.remote_log_segment_id.id);
         let scan_path = log_path.clone();
         let scan = tokio::task::spawn_blocking(move || {
             scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish())
@@ -417,9 +359,8 @@ impl TieredStorage {
             self.backend.put_file(&keys.log, &log_path, log_len),
             self.upload_indexes(&keys.indexes, data, md.start_offset, log_len)
         );
-        let chunks: Vec<ChunkEntry> = scan
-            .map_err(|e| Error::storage("log scan task failed", e))?
-            .map_err(|e| e.context(log_path.display()))?;
+        let chunks: Vec<ChunkEntry> =
+            scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
         log_up?;
         let indexes = idx_up?;
         if let (Some(first), Some(last)) = (chunks.first(), chunks.last())
@@ -441,27 +382,16 @@ impl TieredStorage {
             indexes,
             chunks,
         };
-        self.backend
-            .put_bytes(&keys.manifest, Bytes::from(manifest.encode()))
-            .await?;
-        self.manifests
-            .put(md.remote_log_segment_id.id, Arc::new(manifest));
+        self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
+        self.manifests.put(md.remote_log_segment_id.id, Arc::new(manifest));
         Ok(())
     }
 
     /// Streams the bytes `start..end` of a committed segment's log: one ranged read per chunk, up to
     /// `fetch.concurrency` in flight after the first, yielded in order. Whole chunks are checked against
     /// their CRC-32C before any of their bytes are yielded; every read is checked for length.
-    pub fn stream_range(
-        &self,
-        manifest: Arc<Manifest>,
-        key: String,
-        start: u64,
-        end: u64,
-    ) -> ByteStream {
-        let first = manifest
-            .chunk_at_position(start)
-            .unwrap_or(manifest.chunks.len());
+    pub fn stream_range(&self, manifest: Arc<Manifest>, key: String, start: u64, end: u64) -> ByteStream {
+        let first = manifest.chunk_at_position(start).unwrap_or(manifest.chunks.len());
         let pieces: Vec<(usize, u64, u64)> = manifest.chunks[first..]
             .iter()
             .enumerate()
@@ -479,10 +409,7 @@ impl TieredStorage {
                 if s == chunk.position() && e == chunk.end() {
                     chunk.verify(&bytes, &key)?;
                 } else if bytes.len() as u64 != e - s {
-                    return Err(Error::corrupt(format!(
-                        "object {key}: read {s}..{e} returned {} bytes",
-                        bytes.len()
-                    )));
+                    return Err(Error::corrupt(format!("object {key}: read {s}..{e} returned {} bytes", bytes.len())));
                 }
                 Ok(bytes)
             }
@@ -492,18 +419,12 @@ impl TieredStorage {
         let concurrency = self.config.fetch_concurrency;
         // The first read alone (a reader may stop after a header), then the rest with read-ahead.
         let head = futures::stream::iter(head).then(read.clone());
-        let rest = futures::stream::iter(pieces)
-            .map(read)
-            .buffered(concurrency);
+        let rest = futures::stream::iter(pieces).map(read).buffered(concurrency);
         Box::pin(head.chain(rest))
     }
 
     /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk.
-    pub async fn position_of_offset(
-        &self,
-        md: &RemoteLogSegmentMetadata,
-        offset: i64,
-    ) -> Result<u32> {
+    pub async fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u32> {
         let m = self.manifest(md).await?;
         let Some(i) = m.chunk_for_offset(offset) else {
             return Err(Error::invalid(format!(
@@ -511,29 +432,22 @@ impl TieredStorage {
                 md.remote_log_segment_id, md.end_offset
             )));
         };
-        self.find_in_chunk(&m, i, |b| b.last_offset() >= offset)
-            .await?
-            .ok_or_else(|| {
-                Error::corrupt(format!(
-                    "segment {}: chunk {i} has no batch reaching offset {offset}",
-                    md.remote_log_segment_id
-                ))
-            })
+        self.find_in_chunk(&m, i, |b| b.last_offset() >= offset).await?.ok_or_else(|| {
+            Error::corrupt(format!(
+                "segment {}: chunk {i} has no batch reaching offset {offset}",
+                md.remote_log_segment_id
+            ))
+        })
     }
 
     /// Byte position of the first batch with a timestamp at or after `timestamp`, or `None` when no record
     /// in the segment is that late.
-    pub async fn position_of_timestamp(
-        &self,
-        md: &RemoteLogSegmentMetadata,
-        timestamp: i64,
-    ) -> Result<Option<u32>> {
+    pub async fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
         let m = self.manifest(md).await?;
         let Some(i) = m.chunk_for_timestamp(timestamp) else {
             return Ok(None);
         };
-        self.find_in_chunk(&m, i, |b| b.max_timestamp() >= timestamp)
-            .await
+        self.find_in_chunk(&m, i, |b| b.max_timestamp() >= timestamp).await
     }
 
     async fn find_in_chunk(
@@ -594,12 +508,7 @@ impl RemoteStorageManager for TieredStorage {
                     "cleanup after a failed copy failed; the objects are garbage without a manifest");
             }
         }
-        result.map(|_| None).map_err(|e| {
-            e.context(format!(
-                "copy of segment {}",
-                metadata.remote_log_segment_id
-            ))
-        })
+        result.map(|_| None).map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
     }
 
     async fn fetch_log_segment(
@@ -629,21 +538,12 @@ impl RemoteStorageManager for TieredStorage {
         Ok(self.stream_range(m, key, start_position as u64, end))
     }
 
-    async fn fetch_index(
-        &self,
-        metadata: &RemoteLogSegmentMetadata,
-        index_type: IndexType,
-    ) -> Result<Bytes> {
+    async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {
         let m = self.manifest(metadata).await?;
         let id = &metadata.remote_log_segment_id;
-        let loc = m
-            .index(index_type)
-            .ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
+        let loc = m.index(index_type).ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
         let key = self.keys(metadata).indexes;
-        let bytes = self
-            .backend
-            .get_range(&key, loc.position..loc.position + loc.length)
-            .await?;
+        let bytes = self.backend.get_range(&key, loc.position..loc.position + loc.length).await?;
         if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
             return Err(Error::corrupt(format!(
                 "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",
@@ -706,28 +606,16 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn reads_run_concurrently_but_bounded_and_in_order() {
-        let tracker = Arc::new(InFlight {
-            inner: Arc::new(MemoryBackend::new()),
-            now: 0.into(),
-            max: 0.into(),
-        });
+        let tracker = Arc::new(InFlight { inner: Arc::new(MemoryBackend::new()), now: 0.into(), max: 0.into() });
         let f = Fixture::new(tracker.clone(), "in-flight");
         let (_, md, data) = f.segment(0);
         f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
         for concurrency in [1, 3] {
             tracker.max.store(0, Ordering::SeqCst);
-            let cfg = TieredConfig {
-                fetch_concurrency: concurrency,
-                ..f.config.clone()
-            };
+            let cfg = TieredConfig { fetch_concurrency: concurrency, ..f.config.clone() };
             let rsm = TieredStorage::new(tracker.clone(), cfg);
-            let got = collect(rsm.fetch_log_segment(&md, 0, None).await.unwrap())
-                .await
-                .unwrap();
-            assert!(
-                got == std::fs::read(&data.log_segment).unwrap(),
-                "concurrency {concurrency}: bytes in order"
-            );
+            let got = collect(rsm.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap();
+            assert!(got == std::fs::read(&data.log_segment).unwrap(), "concurrency {concurrency}: bytes in order");
             assert_eq!(
                 tracker.max.load(Ordering::SeqCst),
                 concurrency,
@@ -745,48 +633,19 @@ mod tests {
         f.rsm.copy_log_segment_data(&md0, &data0).await.unwrap();
         // The leftovers of a copy of segment 1 that died before its manifest.
         let orphan = f.rsm.keys(&md1);
-        backend
-            .put_bytes(&orphan.log, Bytes::from_static(b"partial"))
-            .await
-            .unwrap();
-        backend
-            .put_bytes(&orphan.indexes, Bytes::from_static(b"partial"))
-            .await
-            .unwrap();
+        backend.put_bytes(&orphan.log, Bytes::from_static(b"partial")).await.unwrap();
+        backend.put_bytes(&orphan.indexes, Bytes::from_static(b"partial")).await.unwrap();
         let tp = md0.remote_log_segment_id.topic_id_partition.clone();
-        let young = f
-            .rsm
-            .sweep_orphans(Some(&tp), std::time::Duration::from_secs(3600))
-            .await
-            .unwrap();
-        assert!(
-            young.is_empty(),
-            "a copy that may be in flight is left alone: {young:?}"
-        );
-        let mut swept = f
-            .rsm
-            .sweep_orphans(Some(&tp), std::time::Duration::ZERO)
-            .await
-            .unwrap();
+        let young = f.rsm.sweep_orphans(Some(&tp), std::time::Duration::from_secs(3600)).await.unwrap();
+        assert!(young.is_empty(), "a copy that may be in flight is left alone: {young:?}");
+        let mut swept = f.rsm.sweep_orphans(Some(&tp), std::time::Duration::ZERO).await.unwrap();
         swept.sort();
         let mut want = vec![orphan.log.clone(), orphan.indexes.clone()];
         want.sort();
         assert_eq!(swept, want);
-        let left = backend
-            .list(&partition_prefix(&f.config.key_prefix, &tp))
-            .await
-            .unwrap();
+        let left = backend.list(&partition_prefix(&f.config.key_prefix, &tp)).await.unwrap();
         assert_eq!(left.len(), 3, "the committed segment stays whole: {left:?}");
-        assert!(
-            collect(
-                f.fresh_rsm()
-                    .fetch_log_segment(&md0, 0, None)
-                    .await
-                    .unwrap()
-            )
-            .await
-            .is_ok()
-        );
+        assert!(collect(f.fresh_rsm().fetch_log_segment(&md0, 0, None).await.unwrap()).await.is_ok());
     }
 
     #[tokio::test]
@@ -802,11 +661,7 @@ mod tests {
         assert!(first.len() >= 17, "a batch header is there");
         drop(s);
         tokio::task::yield_now().await;
-        assert_eq!(
-            counts.get.requests() - before,
-            1,
-            "one ranged read for the header, not the segment"
-        );
+        assert_eq!(counts.get.requests() - before, 1, "one ranged read for the header, not the segment");
         assert!(counts.get.bytes() - bytes_before <= f.config.chunk_size as u64 + 1024);
     }
 }

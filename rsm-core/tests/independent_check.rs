@@ -6,8 +6,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    TimestampType,
+    Compression, Record as KRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::writer::{Record, Rng, encode_batch};
@@ -17,11 +16,8 @@ fn our_records(n: usize, seed: u64) -> Vec<Record> {
     (0..n)
         .map(|i| Record {
             key: (i % 3 != 0).then(|| format!("k{i}").into_bytes()),
-            value: (i % 5 != 4)
-                .then(|| (0..rng.below(300)).map(|_| rng.below(256) as u8).collect()),
-            headers: (0..i % 3)
-                .map(|h| (format!("h{h}"), vec![h as u8; h + 1]))
-                .collect(),
+            value: (i % 5 != 4).then(|| (0..rng.below(300)).map(|_| rng.below(256) as u8).collect()),
+            headers: (0..i % 3).map(|h| (format!("h{h}"), vec![h as u8; h + 1])).collect(),
             timestamp: 1_700_000_000_000 + rng.below(10_000) as i64,
         })
         .collect()
@@ -40,8 +36,7 @@ fn kafka_protocol_decodes_what_we_write() {
         }
         offset += recs.len() as i64;
     }
-    let sets = RecordBatchDecoder::decode_all(&mut Bytes::from(log))
-        .expect("kafka-protocol decodes our batches");
+    let sets = RecordBatchDecoder::decode_all(&mut Bytes::from(log)).expect("kafka-protocol decodes our batches");
     let decoded: Vec<KRecord> = sets.into_iter().flat_map(|s| s.records).collect();
     assert_eq!(decoded.len(), expected.len());
     for (d, (off, r)) in decoded.iter().zip(&expected) {
@@ -53,12 +48,7 @@ fn kafka_protocol_decodes_what_we_write() {
         let headers: Vec<(String, Vec<u8>)> = d
             .headers
             .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_string(),
-                    v.as_deref().unwrap_or_default().to_vec(),
-                )
-            })
+            .map(|(k, v)| (k.as_str().to_string(), v.as_deref().unwrap_or_default().to_vec()))
             .collect();
         assert_eq!(headers, r.headers, "offset {off}");
     }
@@ -87,21 +77,10 @@ fn we_read_and_check_what_kafka_protocol_writes() {
                     timestamp: 2_000 + b * 10 + i,
                     key: Some(Bytes::from(format!("key{i}"))),
                     value: Some(Bytes::from(vec![b'v'; 100])),
-                    headers: IndexMap::from([(
-                        StrBytes::from_static_str("h"),
-                        Some(Bytes::from_static(b"x")),
-                    )]),
+                    headers: IndexMap::from([(StrBytes::from_static_str("h"), Some(Bytes::from_static(b"x")))]),
                 })
                 .collect();
-            RecordBatchEncoder::encode(
-                &mut buf,
-                &records,
-                &RecordEncodeOptions {
-                    version: 2,
-                    compression,
-                },
-            )
-            .unwrap();
+            RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression }).unwrap();
             for r in &records {
                 written.insert(r.offset, r.timestamp);
             }
@@ -115,16 +94,8 @@ fn we_read_and_check_what_kafka_protocol_writes() {
         for b in BatchIter::new(&bytes, 0, true) {
             let b = b.expect("valid batch and CRC");
             assert_eq!(b.base_offset(), next, "{compression:?}");
-            assert_eq!(
-                b.record_count() as i64,
-                b.last_offset() - b.base_offset() + 1,
-                "{compression:?}"
-            );
-            assert_eq!(
-                b.max_timestamp(),
-                written[&b.last_offset()],
-                "{compression:?}"
-            );
+            assert_eq!(b.record_count() as i64, b.last_offset() - b.base_offset() + 1, "{compression:?}");
+            assert_eq!(b.max_timestamp(), written[&b.last_offset()], "{compression:?}");
             assert_eq!(b.partition_leader_epoch(), 9);
             next = b.last_offset() + 1;
             batches.push(b.base_offset());
@@ -136,12 +107,7 @@ fn we_read_and_check_what_kafka_protocol_writes() {
         let mut damaged = bytes.to_vec();
         let fourth = BatchIter::new(&bytes, 0, false).nth(3).unwrap().unwrap();
         damaged[fourth.position() as usize + fourth.size() - 2] ^= 0x04;
-        let err = BatchIter::new(&damaged, 0, true)
-            .find_map(|b| b.err())
-            .expect("CRC mismatch");
-        assert!(
-            err.to_string().contains(&format!("offset {}", batches[3])),
-            "{err}"
-        );
+        let err = BatchIter::new(&damaged, 0, true).find_map(|b| b.err()).expect("CRC mismatch");
+        assert!(err.to_string().contains(&format!("offset {}", batches[3])), "{err}");
     }
 }

@@ -36,9 +36,7 @@ fn io_err(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> Error {
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::storage("filesystem task failed", e))?
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::storage("filesystem task failed", e))?
 }
 
 impl FsBackend {
@@ -68,10 +66,7 @@ impl FsBackend {
     }
 
     fn tmp_path(target: &Path) -> PathBuf {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let r = rsm_core::Uuid::random();
         target.with_file_name(format!("{TMP_PREFIX}{name}.{r}"))
     }
@@ -110,10 +105,7 @@ impl FsBackend {
         let mut input = File::open(src).map_err(io_err(src.display()))?;
         let src_len = input.metadata().map_err(io_err(src.display()))?.len();
         if src_len < len {
-            return Err(Error::invalid(format!(
-                "{}: {src_len} bytes, expected at least {len}",
-                src.display()
-            )));
+            return Err(Error::invalid(format!("{}: {src_len} bytes, expected at least {len}", src.display())));
         }
         let (mut out, tmp) = Self::create_tmp(&target).map_err(io_err(format!("object {key}")))?;
         let result = (|| {
@@ -140,8 +132,7 @@ impl FsBackend {
         let size = f.metadata().map_err(io_err(format!("object {key}")))?.len();
         let r = clamp_range(key, range, size)?;
         let mut buf = BytesMut::zeroed((r.end - r.start) as usize);
-        f.read_exact_at(&mut buf, r.start)
-            .map_err(io_err(format!("object {key}")))?;
+        f.read_exact_at(&mut buf, r.start).map_err(io_err(format!("object {key}")))?;
         Ok(buf.freeze())
     }
 
@@ -169,11 +160,7 @@ impl FsBackend {
         if !dir_part.is_empty() {
             validate_key(dir_part)?;
         }
-        let start = if dir_part.is_empty() {
-            self.root.clone()
-        } else {
-            self.root.join(dir_part)
-        };
+        let start = if dir_part.is_empty() { self.root.clone() } else { self.root.join(dir_part) };
         let mut out = Vec::new();
         let mut stack = vec![start];
         while let Some(dir) = stack.pop() {
@@ -190,11 +177,7 @@ impl FsBackend {
                 }
                 let ft = e.file_type().map_err(io_err(e.path().display()))?;
                 let path = e.path();
-                let rel = path
-                    .strip_prefix(&self.root)
-                    .expect("under root")
-                    .to_string_lossy()
-                    .into_owned();
+                let rel = path.strip_prefix(&self.root).expect("under root").to_string_lossy().into_owned();
                 if ft.is_dir() {
                     if prefix.starts_with(&format!("{rel}/"))
                         || rel.starts_with(prefix)
@@ -204,11 +187,7 @@ impl FsBackend {
                     }
                 } else if ft.is_file() && rel.starts_with(prefix) {
                     let meta = e.metadata().map_err(io_err(path.display()))?;
-                    out.push(ObjectMeta {
-                        key: rel,
-                        size: meta.len(),
-                        last_modified: meta.modified().ok(),
-                    });
+                    out.push(ObjectMeta { key: rel, size: meta.len(), last_modified: meta.modified().ok() });
                 }
             }
         }
@@ -235,14 +214,11 @@ impl StorageBackend for FsBackend {
     async fn put_stream(&self, key: &str, mut data: ByteStream) -> Result<()> {
         let target = self.path(key)?;
         let t = target.clone();
-        let (file, tmp) =
-            blocking(move || FsBackend::create_tmp(&t).map_err(io_err(t.display()))).await?;
+        let (file, tmp) = blocking(move || FsBackend::create_tmp(&t).map_err(io_err(t.display()))).await?;
         let mut out = tokio::fs::File::from_std(file);
         let written: Result<()> = async {
             while let Some(item) = data.next().await {
-                out.write_all(&item?)
-                    .await
-                    .map_err(io_err(format!("object {key}")))?;
+                out.write_all(&item?).await.map_err(io_err(format!("object {key}")))?;
             }
             out.flush().await.map_err(io_err(format!("object {key}")))
         }
@@ -251,10 +227,8 @@ impl StorageBackend for FsBackend {
         let this = self.clone();
         let key_owned = key.to_string();
         blocking(move || {
-            let committed = written.and_then(|_| {
-                this.commit(file, &tmp, &target)
-                    .map_err(io_err(format!("object {key_owned}")))
-            });
+            let committed =
+                written.and_then(|_| this.commit(file, &tmp, &target).map_err(io_err(format!("object {key_owned}"))));
             if committed.is_err() {
                 let _ = fs::remove_file(&tmp);
             }
@@ -300,10 +274,7 @@ mod tests {
         assert!(b.get_range("../outside", 0..10).await.is_err());
         fs::remove_file(dir.path().join("store/a/.rsm-tmp-c.123")).unwrap();
         b.delete("a/b").await.unwrap();
-        assert!(
-            !dir.path().join("store/a").exists(),
-            "empty directories are pruned"
-        );
+        assert!(!dir.path().join("store/a").exists(), "empty directories are pruned");
         assert!(dir.path().join("store").exists(), "the root stays");
     }
 

@@ -63,10 +63,7 @@ pub struct CountingBackend {
 impl CountingBackend {
     /// Wraps `inner`.
     pub fn new(inner: Arc<dyn StorageBackend>) -> Self {
-        CountingBackend {
-            inner,
-            counts: Arc::default(),
-        }
+        CountingBackend { inner, counts: Arc::default() }
     }
     /// The live counters.
     pub fn counts(&self) -> Arc<RequestCounts> {
@@ -86,10 +83,7 @@ impl StorageBackend for CountingBackend {
         counts.put.add(0);
         let counted = data.inspect(move |b| {
             if let Ok(b) = b {
-                counts
-                    .put
-                    .bytes
-                    .fetch_add(b.len() as u64, Ordering::Relaxed);
+                counts.put.bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
             }
         });
         self.inner.put_stream(key, Box::pin(counted)).await
@@ -97,9 +91,7 @@ impl StorageBackend for CountingBackend {
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let r = self.inner.get_range(key, range).await;
-        self.counts
-            .get
-            .add(r.as_ref().map(|b| b.len() as u64).unwrap_or(0));
+        self.counts.get.add(r.as_ref().map(|b| b.len() as u64).unwrap_or(0));
         r
     }
 

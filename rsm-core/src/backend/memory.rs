@@ -24,10 +24,7 @@ impl MemoryBackend {
     }
 
     fn insert(&self, key: &str, bytes: Bytes) {
-        self.objects
-            .write()
-            .expect("memory backend lock")
-            .insert(key.to_string(), (bytes, SystemTime::now()));
+        self.objects.write().expect("memory backend lock").insert(key.to_string(), (bytes, SystemTime::now()));
     }
 }
 
@@ -35,15 +32,9 @@ impl MemoryBackend {
 impl StorageBackend for MemoryBackend {
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         validate_key(key)?;
-        let mut data = tokio::fs::read(path)
-            .await
-            .map_err(|e| Error::from_io(path.display(), e))?;
+        let mut data = tokio::fs::read(path).await.map_err(|e| Error::from_io(path.display(), e))?;
         if (data.len() as u64) < len {
-            return Err(Error::invalid(format!(
-                "{}: {} bytes, expected at least {len}",
-                path.display(),
-                data.len()
-            )));
+            return Err(Error::invalid(format!("{}: {} bytes, expected at least {len}", path.display(), data.len())));
         }
         data.truncate(len as usize);
         self.insert(key, Bytes::from(data));
@@ -62,12 +53,7 @@ impl StorageBackend for MemoryBackend {
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         validate_key(key)?;
-        let obj = self
-            .objects
-            .read()
-            .expect("memory backend lock")
-            .get(key)
-            .map(|(b, _)| b.clone());
+        let obj = self.objects.read().expect("memory backend lock").get(key).map(|(b, _)| b.clone());
         let obj = obj.ok_or_else(|| Error::not_found(format!("object {key}")))?;
         let r = clamp_range(key, range, obj.len() as u64)?;
         Ok(obj.slice(r.start as usize..r.end as usize))
@@ -75,10 +61,7 @@ impl StorageBackend for MemoryBackend {
 
     async fn delete(&self, key: &str) -> Result<()> {
         validate_key(key)?;
-        self.objects
-            .write()
-            .expect("memory backend lock")
-            .remove(key);
+        self.objects.write().expect("memory backend lock").remove(key);
         Ok(())
     }
 
@@ -87,11 +70,7 @@ impl StorageBackend for MemoryBackend {
         Ok(objects
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, (v, t))| ObjectMeta {
-                key: k.clone(),
-                size: v.len() as u64,
-                last_modified: Some(*t),
-            })
+            .map(|(k, (v, t))| ObjectMeta { key: k.clone(), size: v.len() as u64, last_modified: Some(*t) })
             .collect())
     }
 }

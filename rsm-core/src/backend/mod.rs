@@ -62,8 +62,7 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Uploads `bytes` as `key` (a convenience over [`StorageBackend::put_stream`]).
     async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
-        self.put_stream(key, Box::pin(futures::stream::once(async { Ok(bytes) })))
-            .await
+        self.put_stream(key, Box::pin(futures::stream::once(async { Ok(bytes) }))).await
     }
 }
 
@@ -71,10 +70,7 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
 /// [`StorageBackend::get_range`] requires. Shared by the backends.
 pub fn clamp_range(key: &str, range: Range<u64>, size: u64) -> Result<Range<u64>> {
     if range.start > range.end {
-        return Err(Error::invalid(format!(
-            "object {key}: range {}..{} is reversed",
-            range.start, range.end
-        )));
+        return Err(Error::invalid(format!("object {key}: range {}..{} is reversed", range.start, range.end)));
     }
     if range.start > size {
         return Err(Error::invalid(format!(
@@ -88,12 +84,7 @@ pub fn clamp_range(key: &str, range: Range<u64>, size: u64) -> Result<Range<u64>
 /// Checks that a key is a relative `/`-separated path with no empty, `.` or `..` part and no NUL, so no
 /// backend can be led outside its root. Shared by the backends.
 pub fn validate_key(key: &str) -> Result<()> {
-    let bad = |why: &str| {
-        Err(Error::invalid(format!(
-            "object key `{}`: {why}",
-            key.escape_debug()
-        )))
-    };
+    let bad = |why: &str| Err(Error::invalid(format!("object key `{}`: {why}", key.escape_debug())));
     if key.is_empty() {
         return bad("empty");
     }
@@ -103,10 +94,7 @@ pub fn validate_key(key: &str) -> Result<()> {
     if key.starts_with('/') || key.starts_with('\\') {
         return bad("absolute");
     }
-    if key
-        .split('/')
-        .any(|p| p.is_empty() || p == "." || p == "..")
-    {
+    if key.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
         return bad("has an empty, `.` or `..` part");
     }
     Ok(())

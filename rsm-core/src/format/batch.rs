@@ -60,11 +60,7 @@ impl<'a> Batch<'a> {
     }
     /// The stored CRC.
     pub fn stored_crc(&self) -> u32 {
-        u32::from_be_bytes(
-            self.bytes[CRC_OFFSET..ATTRIBUTES_OFFSET]
-                .try_into()
-                .expect("4 bytes"),
-        )
+        u32::from_be_bytes(self.bytes[CRC_OFFSET..ATTRIBUTES_OFFSET].try_into().expect("4 bytes"))
     }
     /// The attributes (compression in the low 3 bits, timestamp type, transactional, control).
     pub fn attributes(&self) -> i16 {
@@ -118,9 +114,7 @@ pub fn batch_size_at(buf: &[u8], position: u64) -> Result<Option<usize>> {
                  only record batches of magic 2 (Kafka 0.11+) are supported; convert old segments first"
             ))
         } else {
-            Error::corrupt(format!(
-                "unknown magic {magic} at position {position} (offset field {base_offset})"
-            ))
+            Error::corrupt(format!("unknown magic {magic} at position {position} (offset field {base_offset})"))
         });
     }
     if (length as i64) < (V2_HEADER_LEN - LOG_OVERHEAD) as i64 {
@@ -143,12 +137,7 @@ pub struct BatchIter<'a> {
 impl<'a> BatchIter<'a> {
     /// Iterates `buf`, whose first byte is at `base_position` in the segment; `verify` checks each CRC.
     pub fn new(buf: &'a [u8], base_position: u64, verify: bool) -> Self {
-        BatchIter {
-            buf,
-            pos: 0,
-            base_position,
-            verify,
-        }
+        BatchIter { buf, pos: 0, base_position, verify }
     }
 
     /// Bytes of `buf` consumed by whole batches so far.
@@ -170,10 +159,7 @@ impl<'a> BatchIter<'a> {
         if rest.len() < size.max(V2_HEADER_LEN) {
             return Ok(None);
         }
-        let batch = Batch {
-            bytes: &rest[..size],
-            position,
-        };
+        let batch = Batch { bytes: &rest[..size], position };
         if self.verify {
             batch.verify_crc()?;
         }
@@ -193,9 +179,7 @@ impl<'a> Iterator for BatchIter<'a> {
             Ok(None) => {
                 let position = self.base_position + self.pos as u64;
                 self.pos = self.buf.len();
-                Some(Err(Error::corrupt(format!(
-                    "truncated record batch at position {position}"
-                ))))
+                Some(Err(Error::corrupt(format!("truncated record batch at position {position}"))))
             }
             Err(e) => {
                 self.pos = self.buf.len();

@@ -70,10 +70,7 @@ impl Rdi {
         let mut r = Reader::new(b, "chunk RDI");
         let version = r.u8()?;
         if version != 0 || b.len() != RDI_LEN {
-            return Err(Error::corrupt(format!(
-                "chunk RDI: version {version}, length {} unsupported",
-                b.len()
-            )));
+            return Err(Error::corrupt(format!("chunk RDI: version {version}, length {} unsupported", b.len())));
         }
         let object = match r.u8()? {
             0 => RdiObject::Log,
@@ -153,15 +150,11 @@ impl ChunkEntry {
         let at = r.position();
         let magic = r.i16()?;
         if magic != ENTRY_MAGIC {
-            return Err(Error::corrupt(format!(
-                "remote log index entry at byte {at}: unknown magic {magic}"
-            )));
+            return Err(Error::corrupt(format!("remote log index entry at byte {at}: unknown magic {magic}")));
         }
         let length = r.i16()?;
         if length < (ENTRY_FIXED_LEN - 4) as i16 {
-            return Err(Error::corrupt(format!(
-                "remote log index entry at byte {at}: length {length} too small"
-            )));
+            return Err(Error::corrupt(format!("remote log index entry at byte {at}: length {length} too small")));
         }
         let body = r.bytes(length as usize)?;
         let stored_crc = u32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
@@ -232,13 +225,7 @@ impl Chunker {
     /// A chunker for the segment (`segment_start_offset`, `segment_id`) aiming at `target` bytes a chunk
     /// (a batch larger than that is a chunk of its own).
     pub fn new(target: u64, segment_start_offset: i64, segment_id: Uuid) -> Self {
-        Chunker {
-            target: target.max(1),
-            segment_start_offset,
-            segment_id,
-            chunks: Vec::new(),
-            open: None,
-        }
+        Chunker { target: target.max(1), segment_start_offset, segment_id, chunks: Vec::new(), open: None }
     }
 
     /// Adds the next batch. `batch_crc` is the batch's verified CRC-32C (covering bytes from attributes on),

@@ -34,12 +34,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 
 /// Parses and checks an offset index of the segment at `base_offset`: whole entries, offsets strictly
 /// increasing, positions increasing and inside a log of `log_size` bytes. `name` appears in errors.
-pub fn read_offset_index(
-    name: &str,
-    base_offset: i64,
-    bytes: &[u8],
-    log_size: u64,
-) -> Result<Vec<OffsetEntry>> {
+pub fn read_offset_index(name: &str, base_offset: i64, bytes: &[u8], log_size: u64) -> Result<Vec<OffsetEntry>> {
     if !bytes.len().is_multiple_of(OFFSET_ENTRY_SIZE) {
         return Err(Error::corrupt(format!(
             "offset index {name}: length {} is not a multiple of {OFFSET_ENTRY_SIZE}",
@@ -48,10 +43,7 @@ pub fn read_offset_index(
     }
     let mut out = Vec::with_capacity(bytes.len() / OFFSET_ENTRY_SIZE);
     for (i, e) in bytes.chunks_exact(OFFSET_ENTRY_SIZE).enumerate() {
-        let entry = OffsetEntry {
-            offset: base_offset + u32_at(e, 0) as i64,
-            position: u32_at(e, 4),
-        };
+        let entry = OffsetEntry { offset: base_offset + u32_at(e, 0) as i64, position: u32_at(e, 4) };
         if let Some(prev) = out.last() {
             let prev: &OffsetEntry = prev;
             if entry.offset <= prev.offset || entry.position <= prev.position {
@@ -110,10 +102,7 @@ pub struct OffsetIndexWriter {
 impl OffsetIndexWriter {
     /// An empty index for the segment at `base_offset`.
     pub fn new(base_offset: i64) -> Self {
-        OffsetIndexWriter {
-            base_offset,
-            buf: Vec::new(),
-        }
+        OffsetIndexWriter { base_offset, buf: Vec::new() }
     }
     /// Appends an entry; `offset` must be within u32 of the base offset.
     pub fn append(&mut self, offset: i64, position: u32) {
@@ -137,10 +126,7 @@ pub struct TimeIndexWriter {
 impl TimeIndexWriter {
     /// An empty index for the segment at `base_offset`.
     pub fn new(base_offset: i64) -> Self {
-        TimeIndexWriter {
-            base_offset,
-            buf: Vec::new(),
-        }
+        TimeIndexWriter { base_offset, buf: Vec::new() }
     }
     /// Appends an entry; `offset` must be within u32 of the base offset.
     pub fn append(&mut self, timestamp: i64, offset: i64) {
@@ -167,33 +153,12 @@ mod tests {
         // Hand-computed layout of the second entry: relative offset 50, position 4096.
         assert_eq!(&w.bytes()[8..16], &[0, 0, 0, 50, 0, 0, 0x10, 0]);
         let e = read_offset_index("x.index", 100, w.bytes(), 10_000).unwrap();
-        assert_eq!(
-            e[1],
-            OffsetEntry {
-                offset: 150,
-                position: 4096
-            }
-        );
+        assert_eq!(e[1], OffsetEntry { offset: 150, position: 4096 });
 
         let cases: [(&str, Vec<u8>, u64, &str); 3] = [
-            (
-                "truncated",
-                w.bytes()[..13].to_vec(),
-                10_000,
-                "length 13 is not a multiple of 8",
-            ),
-            (
-                "beyond log",
-                w.bytes().to_vec(),
-                5_000,
-                "beyond the log's 5000 bytes",
-            ),
-            (
-                "backwards",
-                [&w.bytes()[8..16], &w.bytes()[..8]].concat(),
-                10_000,
-                "does not follow",
-            ),
+            ("truncated", w.bytes()[..13].to_vec(), 10_000, "length 13 is not a multiple of 8"),
+            ("beyond log", w.bytes().to_vec(), 5_000, "beyond the log's 5000 bytes"),
+            ("backwards", [&w.bytes()[8..16], &w.bytes()[..8]].concat(), 10_000, "does not follow"),
         ];
         for (name, bytes, size, msg) in cases {
             let err = read_offset_index("x.index", 100, &bytes, size).unwrap_err();
@@ -210,31 +175,9 @@ mod tests {
         w.append(2_000, 40);
         assert_eq!(&w.bytes()[12..20], &2_000i64.to_be_bytes());
         let e = read_time_index("x.timeindex", 0, w.bytes()).unwrap();
-        assert_eq!(
-            e,
-            vec![
-                TimeEntry {
-                    timestamp: 1_000,
-                    offset: 0
-                },
-                TimeEntry {
-                    timestamp: 2_000,
-                    offset: 40
-                }
-            ]
-        );
-        assert!(
-            read_time_index("t", 0, &w.bytes()[..20])
-                .unwrap_err()
-                .to_string()
-                .contains("multiple of 12")
-        );
+        assert_eq!(e, vec![TimeEntry { timestamp: 1_000, offset: 0 }, TimeEntry { timestamp: 2_000, offset: 40 }]);
+        assert!(read_time_index("t", 0, &w.bytes()[..20]).unwrap_err().to_string().contains("multiple of 12"));
         let back = [&w.bytes()[12..], &w.bytes()[..12]].concat();
-        assert!(
-            read_time_index("t", 0, &back)
-                .unwrap_err()
-                .to_string()
-                .contains("goes backwards")
-        );
+        assert!(read_time_index("t", 0, &back).unwrap_err().to_string().contains("goes backwards"));
     }
 }

@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 use crate::format::chunk::ChunkEntry;
 use crate::format::codec::Reader;
 use crate::model::{
-    CustomMetadata, IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState,
-    TopicIdPartition, TopicPartition, Uuid,
+    CustomMetadata, IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition,
+    TopicPartition, Uuid,
 };
 use std::collections::BTreeMap;
 
@@ -67,9 +67,7 @@ impl Manifest {
 
     /// Index of the first chunk holding a timestamp at or after `timestamp`.
     pub fn chunk_for_timestamp(&self, timestamp: i64) -> Option<usize> {
-        self.chunks
-            .iter()
-            .position(|c| c.last_timestamp >= timestamp)
+        self.chunks.iter().position(|c| c.last_timestamp >= timestamp)
     }
 
     /// Encodes the manifest.
@@ -82,12 +80,7 @@ impl Manifest {
         let topic = id.topic_id_partition.topic_partition.topic.as_bytes();
         out.extend_from_slice(&(topic.len() as u16).to_be_bytes());
         out.extend_from_slice(topic);
-        out.extend_from_slice(
-            &id.topic_id_partition
-                .topic_partition
-                .partition
-                .to_be_bytes(),
-        );
+        out.extend_from_slice(&id.topic_id_partition.topic_partition.partition.to_be_bytes());
         out.extend_from_slice(&id.topic_id_partition.topic_id.to_bytes());
         out.extend_from_slice(&id.id.to_bytes());
         out.extend_from_slice(&m.start_offset.to_be_bytes());
@@ -145,16 +138,12 @@ impl Manifest {
         let stored = u32::from_be_bytes(crc.try_into().expect("4 bytes"));
         let computed = crc32c::crc32c(body);
         if stored != computed {
-            return Err(Error::corrupt(format!(
-                "CRC {stored:#010x}, computed {computed:#010x}"
-            )));
+            return Err(Error::corrupt(format!("CRC {stored:#010x}, computed {computed:#010x}")));
         }
         let mut r = Reader::new(&body[4..], "manifest");
         let version = r.u16()?;
         if version != VERSION {
-            return Err(Error::corrupt(format!(
-                "version {version} is not supported (this build reads {VERSION})"
-            )));
+            return Err(Error::corrupt(format!("version {version} is not supported (this build reads {VERSION})")));
         }
         let topic_len = r.u16()? as usize;
         let topic = std::str::from_utf8(r.bytes(topic_len)?)
@@ -181,36 +170,26 @@ impl Manifest {
             n if n >= 0 => Some(CustomMetadata(r.bytes(n as usize)?.to_vec())),
             n => return Err(Error::corrupt(format!("custom metadata length {n}"))),
         };
-        let state = RemoteLogSegmentState::for_id(r.u8()? as i8)
-            .map_err(|e| Error::corrupt(e.to_string()))?;
+        let state = RemoteLogSegmentState::for_id(r.u8()? as i8).map_err(|e| Error::corrupt(e.to_string()))?;
         let txn_idx_empty = r.u8()? != 0;
         let log_length = r.u64()?;
         let chunk_target = r.u32()?;
         let mut indexes = [None; 5];
         for slot in indexes.iter_mut() {
             let present = r.u8()?;
-            let loc = IndexLocation {
-                position: r.u64()?,
-                length: r.u64()?,
-                crc32c: r.u32()?,
-            };
+            let loc = IndexLocation { position: r.u64()?, length: r.u64()?, crc32c: r.u32()? };
             *slot = (present == 1).then_some(loc);
         }
         let n_chunks = r.u32()? as usize;
         if n_chunks > r.remaining() / 46 {
-            return Err(Error::corrupt(format!(
-                "chunk count {n_chunks} exceeds the manifest's size"
-            )));
+            return Err(Error::corrupt(format!("chunk count {n_chunks} exceeds the manifest's size")));
         }
         let mut chunks = Vec::with_capacity(n_chunks);
         let mut expected_position = 0;
         for i in 0..n_chunks {
             let c = ChunkEntry::decode(&mut r)?;
             if c.rdi.segment_id != seg_id || c.rdi.segment_start_offset != start_offset {
-                return Err(Error::corrupt(format!(
-                    "chunk {i} names another segment ({})",
-                    c.rdi.segment_id
-                )));
+                return Err(Error::corrupt(format!("chunk {i} names another segment ({})", c.rdi.segment_id)));
             }
             if c.position() != expected_position {
                 return Err(Error::corrupt(format!(
@@ -243,13 +222,7 @@ impl Manifest {
             state,
             txn_idx_empty,
         };
-        Ok(Manifest {
-            metadata,
-            log_length,
-            chunk_target,
-            indexes,
-            chunks,
-        })
+        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks })
     }
 }
 
@@ -263,17 +236,9 @@ mod tests {
             TopicIdPartition::new(Uuid::new(1, 2), TopicPartition::new("orders", 3)),
             Uuid::new(3, 4),
         );
-        let mut metadata = RemoteLogSegmentMetadata::new(
-            id,
-            100,
-            299,
-            5_000,
-            7,
-            6_000,
-            2_000,
-            BTreeMap::from([(0, 100), (2, 250)]),
-        )
-        .unwrap();
+        let mut metadata =
+            RemoteLogSegmentMetadata::new(id, 100, 299, 5_000, 7, 6_000, 2_000, BTreeMap::from([(0, 100), (2, 250)]))
+                .unwrap();
         metadata.custom_metadata = Some(CustomMetadata(vec![1, 2, 3]));
         let chunk = |p: u64, len: u32, first: i64, last: i64| ChunkEntry {
             first_offset: first,
@@ -296,27 +261,11 @@ mod tests {
             log_length: 2_000,
             chunk_target: 1_000,
             indexes: [
-                Some(IndexLocation {
-                    position: 0,
-                    length: 80,
-                    crc32c: 1,
-                }),
-                Some(IndexLocation {
-                    position: 80,
-                    length: 120,
-                    crc32c: 2,
-                }),
-                Some(IndexLocation {
-                    position: 200,
-                    length: 10,
-                    crc32c: 3,
-                }),
+                Some(IndexLocation { position: 0, length: 80, crc32c: 1 }),
+                Some(IndexLocation { position: 80, length: 120, crc32c: 2 }),
+                Some(IndexLocation { position: 200, length: 10, crc32c: 3 }),
                 None,
-                Some(IndexLocation {
-                    position: 210,
-                    length: 12,
-                    crc32c: 4,
-                }),
+                Some(IndexLocation { position: 210, length: 12, crc32c: 4 }),
             ],
             chunks: vec![chunk(0, 1_000, 100, 199), chunk(1_000, 1_000, 200, 299)],
         }
@@ -348,16 +297,10 @@ mod tests {
             b[i] ^= 0x40;
             let e = Manifest::decode(&b, "seg.manifest").unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "byte {i}");
-            assert!(
-                e.to_string().contains("manifest seg.manifest"),
-                "byte {i}: {e}"
-            );
+            assert!(e.to_string().contains("manifest seg.manifest"), "byte {i}: {e}");
         }
         for len in [0, 5, bytes.len() - 1] {
-            assert_eq!(
-                Manifest::decode(&bytes[..len], "k").unwrap_err().kind(),
-                crate::ErrorKind::Corrupt
-            );
+            assert_eq!(Manifest::decode(&bytes[..len], "k").unwrap_err().kind(), crate::ErrorKind::Corrupt);
         }
     }
 }

@@ -4,8 +4,7 @@
 use crate::error::{Error, Result};
 use crate::format::batch::BatchIter;
 use crate::model::{
-    LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition,
-    Uuid,
+    LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid,
 };
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -42,18 +41,14 @@ fn read_file(p: &Path) -> Result<Vec<u8>> {
 
 /// Parses a leader-epoch checkpoint (version line, count line, `epoch startOffset` lines).
 pub fn parse_leader_epochs(text: &[u8], name: &str) -> Result<Vec<(i32, i64)>> {
-    let text =
-        std::str::from_utf8(text).map_err(|_| Error::corrupt(format!("{name}: not UTF-8")))?;
+    let text = std::str::from_utf8(text).map_err(|_| Error::corrupt(format!("{name}: not UTF-8")))?;
     let mut lines = text.lines();
     let bad = |what: &str| Error::corrupt(format!("{name}: {what}"));
     match lines.next() {
         Some("0") => {}
         other => return Err(bad(&format!("unsupported version line {other:?}"))),
     }
-    let count: usize = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| bad("bad count line"))?;
+    let count: usize = lines.next().and_then(|l| l.trim().parse().ok()).ok_or_else(|| bad("bad count line"))?;
     let mut out = Vec::with_capacity(count);
     for line in lines.by_ref().take(count) {
         let mut it = line.split_whitespace();
@@ -65,10 +60,7 @@ pub fn parse_leader_epochs(text: &[u8], name: &str) -> Result<Vec<(i32, i64)>> {
         }
     }
     if out.len() != count {
-        return Err(bad(&format!(
-            "{} entries, count line says {count}",
-            out.len()
-        )));
+        return Err(bad(&format!("{} entries, count line says {count}", out.len())));
     }
     Ok(out)
 }
@@ -76,26 +68,20 @@ pub fn parse_leader_epochs(text: &[u8], name: &str) -> Result<Vec<(i32, i64)>> {
 impl LocalPartition {
     /// Reads `dir`. The topic id comes from `partition.metadata`; without one a random id is used.
     pub fn open(dir: &Path) -> Result<Self> {
-        let name = dir.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-            Error::invalid(format!("{} is not a partition directory", dir.display()))
-        })?;
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::invalid(format!("{} is not a partition directory", dir.display())))?;
         let (topic, partition) = name
             .rsplit_once('-')
             .and_then(|(t, p)| Some((t, p.parse::<i32>().ok()?)))
-            .ok_or_else(|| {
-                Error::invalid(format!("{}: name is not `topic-partition`", dir.display()))
-            })?;
+            .ok_or_else(|| Error::invalid(format!("{}: name is not `topic-partition`", dir.display())))?;
         let topic_id = match fs::read_to_string(dir.join("partition.metadata")) {
             Ok(text) => {
                 let id = text
                     .lines()
                     .find_map(|l| l.strip_prefix("topic_id:"))
-                    .ok_or_else(|| {
-                        Error::corrupt(format!(
-                            "{}/partition.metadata has no topic_id",
-                            dir.display()
-                        ))
-                    })?;
+                    .ok_or_else(|| Error::corrupt(format!("{}/partition.metadata has no topic_id", dir.display())))?;
                 id.trim().parse()?
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Uuid::random(),
@@ -112,10 +98,7 @@ impl LocalPartition {
         }
         bases.sort_unstable();
         if bases.is_empty() {
-            return Err(Error::invalid(format!(
-                "{}: no .log segments",
-                dir.display()
-            )));
+            return Err(Error::invalid(format!("{}: no .log segments", dir.display())));
         }
         let segments = bases
             .iter()
@@ -130,18 +113,12 @@ impl LocalPartition {
             Ok(b) => Bytes::from(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Bytes::new(),
             Err(e) => {
-                return Err(Error::from_io(
-                    dir.join("leader-epoch-checkpoint").display(),
-                    e,
-                ));
+                return Err(Error::from_io(dir.join("leader-epoch-checkpoint").display(), e));
             }
         };
         Ok(LocalPartition {
             dir: dir.to_path_buf(),
-            topic_id_partition: TopicIdPartition::new(
-                topic_id,
-                TopicPartition::new(topic, partition),
-            ),
+            topic_id_partition: TopicIdPartition::new(topic_id, TopicPartition::new(topic, partition)),
             segments,
             leader_epoch_checkpoint: checkpoint,
         })
@@ -152,24 +129,20 @@ impl LocalPartition {
         &self.segments[..self.segments.len() - 1]
     }
 
+    fn next_offset_of_closed(&self, seg: &LocalSegment) -> Result<i64> {
+        seg.next_offset
+            .ok_or_else(|| Error::invalid(format!("segment {} of {} is active", seg.base_offset, self.dir.display())))
+    }
+
     /// The files the broker would pass to a copy of `seg`; the producer snapshot is the one at the next
     /// segment's base offset.
     pub fn segment_data(&self, seg: &LocalSegment) -> Result<LogSegmentData> {
-        let next = seg.next_offset.ok_or_else(|| {
-            Error::invalid(format!(
-                "segment {} of {} is active",
-                seg.base_offset,
-                self.dir.display()
-            ))
-        })?;
+        let next = self.next_offset_of_closed(seg)?;
         let p = |o: i64, ext: &str| self.dir.join(format!("{o:020}.{ext}"));
         let txn = p(seg.base_offset, "txnindex");
         let snapshot = p(next, "snapshot");
         if !snapshot.exists() {
-            return Err(Error::not_found(format!(
-                "producer snapshot {}",
-                snapshot.display()
-            )));
+            return Err(Error::not_found(format!("producer snapshot {}", snapshot.display())));
         }
         Ok(LogSegmentData {
             log_segment: seg.log.clone(),
@@ -190,13 +163,7 @@ impl LocalPartition {
         broker_id: i32,
         now_ms: i64,
     ) -> Result<RemoteLogSegmentMetadata> {
-        let next = seg.next_offset.ok_or_else(|| {
-            Error::invalid(format!(
-                "segment {} of {} is active",
-                seg.base_offset,
-                self.dir.display()
-            ))
-        })?;
+        let next = self.next_offset_of_closed(seg)?;
         let log = read_file(&seg.log)?;
         let size = i32::try_from(log.len())
             .map_err(|_| Error::invalid(format!("{}: larger than 2 GiB", seg.log.display())))?;
@@ -205,16 +172,10 @@ impl LocalPartition {
         for b in BatchIter::new(&log, 0, false) {
             let b = b.map_err(|e| e.context(seg.log.display()))?;
             max_ts = max_ts.max(b.max_timestamp());
-            batch_epochs
-                .entry(b.partition_leader_epoch())
-                .or_insert(b.base_offset());
+            batch_epochs.entry(b.partition_leader_epoch()).or_insert(b.base_offset());
         }
         let end = next - 1;
-        let name = self
-            .dir
-            .join("leader-epoch-checkpoint")
-            .display()
-            .to_string();
+        let name = self.dir.join("leader-epoch-checkpoint").display().to_string();
         let mut epochs = BTreeMap::new();
         if !self.leader_epoch_checkpoint.is_empty() {
             for (e, start) in parse_leader_epochs(&self.leader_epoch_checkpoint, &name)? {
@@ -233,16 +194,7 @@ impl LocalPartition {
             epochs.insert(0, seg.base_offset);
         }
         let id = RemoteLogSegmentId::generate_new(self.topic_id_partition.clone());
-        RemoteLogSegmentMetadata::new(
-            id,
-            seg.base_offset,
-            end,
-            max_ts,
-            broker_id,
-            now_ms,
-            size,
-            epochs,
-        )
+        RemoteLogSegmentMetadata::new(id, seg.base_offset, end, max_ts, broker_id, now_ms, size, epochs)
     }
 }
 
@@ -268,10 +220,7 @@ mod tests {
         let dir = generate_partition(&tmp.path().join("orders-2"), &spec).unwrap();
         let p = LocalPartition::open(&dir).unwrap();
         assert_eq!(p.topic_id_partition.topic_id, topic_id);
-        assert_eq!(
-            p.topic_id_partition.topic_partition,
-            TopicPartition::new("orders", 2)
-        );
+        assert_eq!(p.topic_id_partition.topic_partition, TopicPartition::new("orders", 2));
         assert!(p.segments.len() >= 4, "{}", p.segments.len());
         let epochs = parse_leader_epochs(&p.leader_epoch_checkpoint, "c").unwrap();
         assert_eq!(epochs[0], (0, 0));
@@ -281,25 +230,15 @@ mod tests {
             let data = p.segment_data(seg).unwrap();
             assert_eq!(md.start_offset, seg.base_offset);
             assert_eq!(md.end_offset, seg.next_offset.unwrap() - 1);
-            assert_eq!(
-                md.segment_size_in_bytes as u64,
-                fs::metadata(&data.log_segment).unwrap().len()
-            );
+            assert_eq!(md.segment_size_in_bytes as u64, fs::metadata(&data.log_segment).unwrap().len());
             assert!(md.segment_size_in_bytes <= 64 * 1024);
             // The epoch in force at the segment start maps to the segment start.
-            assert!(
-                md.segment_leader_epochs
-                    .values()
-                    .all(|&o| o >= seg.base_offset && o <= md.end_offset)
-            );
+            assert!(md.segment_leader_epochs.values().all(|&o| o >= seg.base_offset && o <= md.end_offset));
             assert!(data.producer_snapshot_index.exists());
             assert!(data.transaction_index.is_none());
         }
         let active = p.segments.last().unwrap();
         assert!(p.segment_data(active).is_err());
-        assert_eq!(
-            parse_leader_epochs(b"0\n2\n0 0\n", "c").unwrap_err().kind(),
-            crate::ErrorKind::Corrupt
-        );
+        assert_eq!(parse_leader_epochs(b"0\n2\n0 0\n", "c").unwrap_err().kind(), crate::ErrorKind::Corrupt);
     }
 }

@@ -44,20 +44,13 @@ impl RemoteIndexFiles {
             let name = name.to_string_lossy();
             if let Some(base) = name.strip_suffix(&format!(".{LOG_EXT}")) {
                 let b = base.parse::<i64>().map_err(|_| {
-                    Error::corrupt(format!(
-                        "remote index file {name} in {} has no base offset",
-                        dir.display()
-                    ))
+                    Error::corrupt(format!("remote index file {name} in {} has no base offset", dir.display()))
                 })?;
                 bases.push(b);
             }
         }
         bases.sort_unstable();
-        Ok(RemoteIndexFiles {
-            dir: dir.to_path_buf(),
-            max_log_index_bytes,
-            bases,
-        })
+        Ok(RemoteIndexFiles { dir: dir.to_path_buf(), max_log_index_bytes, bases })
     }
 
     fn path(&self, base: i64, ext: &str) -> PathBuf {
@@ -70,11 +63,7 @@ impl RemoteIndexFiles {
     }
 
     /// Appends the entries of the segment starting at `segment_base_offset` (SR-33).
-    pub fn append_segment(
-        &mut self,
-        segment_base_offset: i64,
-        entries: &[ChunkEntry],
-    ) -> Result<()> {
+    pub fn append_segment(&mut self, segment_base_offset: i64, entries: &[ChunkEntry]) -> Result<()> {
         let Some(last) = entries.last() else {
             return Ok(());
         };
@@ -85,9 +74,7 @@ impl RemoteIndexFiles {
         let rotate = match self.bases.last() {
             None => true,
             Some(&base) => {
-                let size = fs::metadata(self.path(base, LOG_EXT))
-                    .map(|m| m.len())
-                    .unwrap_or(0);
+                let size = fs::metadata(self.path(base, LOG_EXT)).map(|m| m.len()).unwrap_or(0);
                 size > 0 && size + encoded.len() as u64 > self.max_log_index_bytes
                     || last.last_offset - base > u32::MAX as i64
                     || segment_base_offset < base
@@ -103,11 +90,7 @@ impl RemoteIndexFiles {
         }
         let base = *self.bases.last().expect("a file set");
         let log_path = self.path(base, LOG_EXT);
-        let mut log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(io(&log_path))?;
+        let mut log = OpenOptions::new().create(true).append(true).open(&log_path).map_err(io(&log_path))?;
         let mut position = log.metadata().map_err(io(&log_path))?.len();
         let time_path = self.path(base, TIME_EXT);
         let mut max_ts = self.last_time_entry(base)?.unwrap_or(i64::MIN);
@@ -115,10 +98,7 @@ impl RemoteIndexFiles {
         let mut times = Vec::new();
         for e in entries {
             if position > u32::MAX as u64 {
-                return Err(Error::invalid(format!(
-                    "remote index {}: file too large",
-                    log_path.display()
-                )));
+                return Err(Error::invalid(format!("remote index {}: file too large", log_path.display())));
             }
             offsets.extend_from_slice(&((e.first_offset - base) as u32).to_be_bytes());
             offsets.extend_from_slice(&(position as u32).to_be_bytes());
@@ -133,17 +113,9 @@ impl RemoteIndexFiles {
         log.write_all(&encoded).map_err(io(&log_path))?;
         log.sync_data().map_err(io(&log_path))?;
         let off_path = self.path(base, OFFSET_EXT);
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&off_path)
-            .map_err(io(&off_path))?;
+        let mut f = OpenOptions::new().create(true).append(true).open(&off_path).map_err(io(&off_path))?;
         f.write_all(&offsets).map_err(io(&off_path))?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&time_path)
-            .map_err(io(&time_path))?;
+        let mut f = OpenOptions::new().create(true).append(true).open(&time_path).map_err(io(&time_path))?;
         f.write_all(&times).map_err(io(&time_path))?;
         Ok(())
     }
@@ -153,9 +125,7 @@ impl RemoteIndexFiles {
         match fs::read(&p) {
             Ok(b) if b.len() >= 12 => {
                 let e = &b[b.len() - 12 - (b.len() % 12)..];
-                Ok(Some(i64::from_be_bytes(
-                    e[..8].try_into().expect("8 bytes"),
-                )))
+                Ok(Some(i64::from_be_bytes(e[..8].try_into().expect("8 bytes"))))
             }
             Ok(_) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -166,13 +136,9 @@ impl RemoteIndexFiles {
     fn entry_at(&self, base: i64, log: &[u8], position: u32) -> Result<ChunkEntry> {
         let name = self.path(base, LOG_EXT).display().to_string();
         let bytes = log.get(position as usize..).ok_or_else(|| {
-            Error::corrupt(format!(
-                "remote index {name}: position {position} beyond its {} bytes",
-                log.len()
-            ))
+            Error::corrupt(format!("remote index {name}: position {position} beyond its {} bytes", log.len()))
         })?;
-        ChunkEntry::decode(&mut Reader::new(bytes, &name))
-            .map_err(|e| e.context(format!("remote index {name}")))
+        ChunkEntry::decode(&mut Reader::new(bytes, &name)).map_err(|e| e.context(format!("remote index {name}")))
     }
 
     fn read(&self, base: i64, ext: &str, entry: usize) -> Result<Vec<u8>> {
@@ -190,19 +156,13 @@ impl RemoteIndexFiles {
 
     /// The entry of the first chunk holding `offset` or a later one.
     pub fn lookup_offset(&self, offset: i64) -> Result<Option<ChunkEntry>> {
-        let start = self
-            .bases
-            .partition_point(|&b| b <= offset)
-            .saturating_sub(1);
+        let start = self.bases.partition_point(|&b| b <= offset).saturating_sub(1);
         for &base in &self.bases[start..] {
             let log = self.read(base, LOG_EXT, 1)?;
             let idx = self.read(base, OFFSET_EXT, 8)?;
             let n = idx.len() / 8;
-            let first_of = |i: usize| {
-                base + u32::from_be_bytes(idx[i * 8..i * 8 + 4].try_into().expect("4")) as i64
-            };
-            let pos_of =
-                |i: usize| u32::from_be_bytes(idx[i * 8 + 4..i * 8 + 8].try_into().expect("4"));
+            let first_of = |i: usize| base + u32::from_be_bytes(idx[i * 8..i * 8 + 4].try_into().expect("4")) as i64;
+            let pos_of = |i: usize| u32::from_be_bytes(idx[i * 8 + 4..i * 8 + 8].try_into().expect("4"));
             // Last entry whose first offset is <= offset, then walk forward to one that reaches it.
             let (mut lo, mut hi) = (0, n);
             while lo < hi {
@@ -281,17 +241,8 @@ mod tests {
         f.append_segment(40, &entries(40, 4, 10)).unwrap(); // 40..=79, rotates
         f.append_segment(80, &entries(80, 1, 10)).unwrap(); // 80..=89, same set as 40
         assert_eq!(f.bases(), &[0, 40]);
-        assert!(
-            dir.path()
-                .join("00000000000000000040.remoteOffsetIndex")
-                .exists()
-        );
-        assert_eq!(
-            fs::metadata(dir.path().join("00000000000000000040.remoteOffsetIndex"))
-                .unwrap()
-                .len(),
-            5 * 8
-        );
+        assert!(dir.path().join("00000000000000000040.remoteOffsetIndex").exists());
+        assert_eq!(fs::metadata(dir.path().join("00000000000000000040.remoteOffsetIndex")).unwrap().len(), 5 * 8);
 
         let reopened = RemoteIndexFiles::open(dir.path(), 500).unwrap();
         struct Case {
@@ -300,68 +251,22 @@ mod tests {
             want_segment: i64,
         }
         for c in [
-            Case {
-                offset: 0,
-                want_first: Some(0),
-                want_segment: 0,
-            },
-            Case {
-                offset: 15,
-                want_first: Some(10),
-                want_segment: 0,
-            },
-            Case {
-                offset: 39,
-                want_first: Some(30),
-                want_segment: 0,
-            },
-            Case {
-                offset: 40,
-                want_first: Some(40),
-                want_segment: 40,
-            },
-            Case {
-                offset: 85,
-                want_first: Some(80),
-                want_segment: 80,
-            },
-            Case {
-                offset: 90,
-                want_first: None,
-                want_segment: 0,
-            },
+            Case { offset: 0, want_first: Some(0), want_segment: 0 },
+            Case { offset: 15, want_first: Some(10), want_segment: 0 },
+            Case { offset: 39, want_first: Some(30), want_segment: 0 },
+            Case { offset: 40, want_first: Some(40), want_segment: 40 },
+            Case { offset: 85, want_first: Some(80), want_segment: 80 },
+            Case { offset: 90, want_first: None, want_segment: 0 },
         ] {
             let e = reopened.lookup_offset(c.offset).unwrap();
-            assert_eq!(
-                e.map(|e| e.first_offset),
-                c.want_first,
-                "offset {}",
-                c.offset
-            );
+            assert_eq!(e.map(|e| e.first_offset), c.want_first, "offset {}", c.offset);
             if let Some(e) = e {
-                assert_eq!(
-                    e.rdi.segment_start_offset, c.want_segment,
-                    "offset {}",
-                    c.offset
-                );
+                assert_eq!(e.rdi.segment_start_offset, c.want_segment, "offset {}", c.offset);
             }
         }
-        for (ts, want) in [
-            (0, Some(0)),
-            (90, Some(0)),
-            (95, Some(10)),
-            (790, Some(70)),
-            (795, Some(80)),
-            (2_000, None),
-        ] {
-            assert_eq!(
-                reopened
-                    .lookup_timestamp(ts)
-                    .unwrap()
-                    .map(|e| e.first_offset),
-                want,
-                "timestamp {ts}"
-            );
+        for (ts, want) in [(0, Some(0)), (90, Some(0)), (95, Some(10)), (790, Some(70)), (795, Some(80)), (2_000, None)]
+        {
+            assert_eq!(reopened.lookup_timestamp(ts).unwrap().map(|e| e.first_offset), want, "timestamp {ts}");
         }
     }
 
@@ -377,16 +282,7 @@ mod tests {
         let e = f.lookup_offset(5).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
         assert!(e.to_string().contains("remoteLogIndex"), "{e}");
-        fs::write(
-            dir.path().join("00000000000000000000.remoteOffsetIndex"),
-            [0u8; 5],
-        )
-        .unwrap();
-        assert!(
-            f.lookup_offset(5)
-                .unwrap_err()
-                .to_string()
-                .contains("multiple of 8")
-        );
+        fs::write(dir.path().join("00000000000000000000.remoteOffsetIndex"), [0u8; 5]).unwrap();
+        assert!(f.lookup_offset(5).unwrap_err().to_string().contains("multiple of 8"));
     }
 }

@@ -47,11 +47,7 @@ fn put_bytes_field(out: &mut Vec<u8>, b: Option<&[u8]>) {
 pub fn encode_batch(base_offset: i64, leader_epoch: i32, records: &[Record]) -> Vec<u8> {
     assert!(!records.is_empty(), "a batch needs at least one record");
     let base_ts = records[0].timestamp;
-    let max_ts = records
-        .iter()
-        .map(|r| r.timestamp)
-        .max()
-        .expect("non-empty");
+    let max_ts = records.iter().map(|r| r.timestamp).max().expect("non-empty");
     let mut body = Vec::with_capacity(64 + records.len() * 32);
     let mut rec = Vec::new();
     for (i, r) in records.iter().enumerate() {
@@ -161,12 +157,7 @@ pub struct PartitionWriter {
 impl PartitionWriter {
     /// Creates `dir` (named `topic-partition`) with `partition.metadata` for `topic_id`. Segments roll when
     /// the next batch would pass `segment_bytes`; index entries follow `index_interval_bytes` (Kafka: 4096).
-    pub fn create(
-        dir: &Path,
-        topic_id: Uuid,
-        segment_bytes: usize,
-        index_interval_bytes: usize,
-    ) -> Result<Self> {
+    pub fn create(dir: &Path, topic_id: Uuid, segment_bytes: usize, index_interval_bytes: usize) -> Result<Self> {
         fs::create_dir_all(dir).map_err(|e| Error::from_io(dir.display(), e))?;
         let meta = format!("version: 0\ntopic_id: {topic_id}\n");
         let p = dir.join("partition.metadata");
@@ -196,8 +187,7 @@ impl PartitionWriter {
     /// Appends one batch of `records`, rolling first if it would not fit.
     pub fn append(&mut self, records: &[Record]) -> Result<()> {
         let batch = encode_batch(self.next_offset, self.leader_epoch, records);
-        if !self.current.log.is_empty() && self.current.log.len() + batch.len() > self.segment_bytes
-        {
+        if !self.current.log.is_empty() && self.current.log.len() + batch.len() > self.segment_bytes {
             self.roll()?;
         }
         let last_offset = self.next_offset + records.len() as i64 - 1;
@@ -208,11 +198,7 @@ impl PartitionWriter {
             seg.maybe_time_entry();
             seg.bytes_since_entry = 0;
         }
-        let batch_max = records
-            .iter()
-            .map(|r| r.timestamp)
-            .max()
-            .expect("non-empty");
+        let batch_max = records.iter().map(|r| r.timestamp).max().expect("non-empty");
         if batch_max > seg.max_ts {
             seg.max_ts = batch_max;
             seg.offset_of_max_ts = last_offset;
@@ -224,11 +210,7 @@ impl PartitionWriter {
     }
 
     fn write_segment(&self, seg: &OpenSegment) -> Result<()> {
-        let files = [
-            ("log", seg.log.as_slice()),
-            ("index", seg.index.bytes()),
-            ("timeindex", seg.time.bytes()),
-        ];
+        let files = [("log", seg.log.as_slice()), ("index", seg.index.bytes()), ("timeindex", seg.time.bytes())];
         for (ext, bytes) in files {
             let p = self.dir.join(segment_file_name(seg.base_offset, ext));
             fs::write(&p, bytes).map_err(|e| Error::from_io(p.display(), e))?;
@@ -241,9 +223,7 @@ impl PartitionWriter {
         self.current.maybe_time_entry();
         let done = std::mem::replace(&mut self.current, OpenSegment::new(self.next_offset));
         self.write_segment(&done)?;
-        let p = self
-            .dir
-            .join(segment_file_name(self.next_offset, "snapshot"));
+        let p = self.dir.join(segment_file_name(self.next_offset, "snapshot"));
         fs::write(&p, empty_producer_snapshot()).map_err(|e| Error::from_io(p.display(), e))
     }
 
@@ -251,8 +231,7 @@ impl PartitionWriter {
     pub fn finish(self) -> Result<PathBuf> {
         self.write_segment(&self.current)?;
         let p = self.dir.join("leader-epoch-checkpoint");
-        fs::write(&p, leader_epoch_checkpoint(&self.epochs))
-            .map_err(|e| Error::from_io(p.display(), e))?;
+        fs::write(&p, leader_epoch_checkpoint(&self.epochs)).map_err(|e| Error::from_io(p.display(), e))?;
         Ok(self.dir)
     }
 }
@@ -360,12 +339,7 @@ mod tests {
     #[test]
     fn encoded_batch_has_kafka_header_fields() {
         let recs = vec![
-            Record {
-                key: None,
-                value: Some(b"v".to_vec()),
-                headers: vec![],
-                timestamp: 1000,
-            },
+            Record { key: None, value: Some(b"v".to_vec()), headers: vec![], timestamp: 1000 },
             Record {
                 key: Some(b"k".to_vec()),
                 value: None,

@@ -39,25 +39,13 @@ pub async fn round_trip(b: B) {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     f.write_all(&d).unwrap();
     f.flush().unwrap();
-    b.put_file(&format!("{p}file"), f.path(), 70_000)
-        .await
-        .unwrap();
-    assert_eq!(
-        get_all(&b, &format!("{p}file")).await.unwrap(),
-        d.slice(..70_000),
-        "only the first len bytes"
-    );
+    b.put_file(&format!("{p}file"), f.path(), 70_000).await.unwrap();
+    assert_eq!(get_all(&b, &format!("{p}file")).await.unwrap(), d.slice(..70_000), "only the first len bytes");
     let e = b.put_file(&format!("{p}short"), f.path(), 200_000).await;
     assert!(e.is_err(), "a file shorter than len must fail");
-    assert_eq!(
-        kind(get_all(&b, &format!("{p}short")).await),
-        ErrorKind::NotFound,
-        "no partial object"
-    );
+    assert_eq!(kind(get_all(&b, &format!("{p}short")).await), ErrorKind::NotFound, "no partial object");
 
-    b.put_bytes(&format!("{p}empty"), Bytes::new())
-        .await
-        .unwrap();
+    b.put_bytes(&format!("{p}empty"), Bytes::new()).await.unwrap();
     assert_eq!(get_all(&b, &format!("{p}empty")).await.unwrap().len(), 0);
 }
 
@@ -73,41 +61,13 @@ pub async fn ranges(b: B) {
         want: Option<std::ops::Range<usize>>,
     }
     let cases = [
-        Case {
-            name: "first byte",
-            range: 0..1,
-            want: Some(0..1),
-        },
-        Case {
-            name: "last byte",
-            range: 9_999..10_000,
-            want: Some(9_999..10_000),
-        },
-        Case {
-            name: "middle",
-            range: 1_234..5_678,
-            want: Some(1_234..5_678),
-        },
-        Case {
-            name: "past the end is cut",
-            range: 9_990..20_000,
-            want: Some(9_990..10_000),
-        },
-        Case {
-            name: "empty",
-            range: 500..500,
-            want: Some(500..500),
-        },
-        Case {
-            name: "at the end is empty",
-            range: 10_000..10_010,
-            want: Some(10_000..10_000),
-        },
-        Case {
-            name: "starting past the end",
-            range: 10_001..10_010,
-            want: None,
-        },
+        Case { name: "first byte", range: 0..1, want: Some(0..1) },
+        Case { name: "last byte", range: 9_999..10_000, want: Some(9_999..10_000) },
+        Case { name: "middle", range: 1_234..5_678, want: Some(1_234..5_678) },
+        Case { name: "past the end is cut", range: 9_990..20_000, want: Some(9_990..10_000) },
+        Case { name: "empty", range: 500..500, want: Some(500..500) },
+        Case { name: "at the end is empty", range: 10_000..10_010, want: Some(10_000..10_000) },
+        Case { name: "starting past the end", range: 10_001..10_010, want: None },
     ];
     for c in cases {
         let r = b.get_range(&key, c.range.clone()).await;
@@ -124,10 +84,7 @@ pub async fn missing_keys(b: B) {
     let key = format!("{p}nothing-here");
     let e = b.get_range(&key, 0..10).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
-    assert!(
-        e.to_string().contains("nothing-here"),
-        "the error names the key: {e}"
-    );
+    assert!(e.to_string().contains("nothing-here"), "the error names the key: {e}");
     b.delete(&key).await.unwrap();
     assert!(b.list(&p).await.unwrap().is_empty());
 }
@@ -153,13 +110,7 @@ pub async fn bulk_deletes(b: B) {
     let mut doomed: Vec<String> = keys[..20].to_vec();
     doomed.extend((0..3).map(|i| format!("{p}missing{i}")));
     b.delete_many(&doomed).await.unwrap();
-    let left: Vec<String> = b
-        .list(&p)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.key)
-        .collect();
+    let left: Vec<String> = b.list(&p).await.unwrap().into_iter().map(|o| o.key).collect();
     assert_eq!(left, keys[20..].to_vec());
     b.delete_many(&[]).await.unwrap();
 }
@@ -170,16 +121,10 @@ pub async fn list(b: B) {
     for (k, n) in [("a/1", 1), ("a/2", 2), ("a/b/3", 3), ("ab/4", 4), ("z", 5)] {
         b.put_bytes(&format!("{p}{k}"), data(n, 5)).await.unwrap();
     }
-    let got = |v: Vec<crate::backend::ObjectMeta>| {
-        v.into_iter().map(|o| (o.key, o.size)).collect::<Vec<_>>()
-    };
+    let got = |v: Vec<crate::backend::ObjectMeta>| v.into_iter().map(|o| (o.key, o.size)).collect::<Vec<_>>();
     assert_eq!(
         got(b.list(&format!("{p}a/")).await.unwrap()),
-        vec![
-            (format!("{p}a/1"), 1),
-            (format!("{p}a/2"), 2),
-            (format!("{p}a/b/3"), 3)
-        ]
+        vec![(format!("{p}a/1"), 1), (format!("{p}a/2"), 2), (format!("{p}a/b/3"), 3)]
     );
     assert_eq!(b.list(&format!("{p}a")).await.unwrap().len(), 4);
     assert_eq!(b.list(&p).await.unwrap().len(), 5);
@@ -193,41 +138,18 @@ pub async fn large_object(b: B) {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     f.write_all(&d).unwrap();
     f.flush().unwrap();
-    b.put_file(&format!("{p}file"), f.path(), d.len() as u64)
-        .await
-        .unwrap();
-    let pieces: Vec<Result<Bytes, Error>> = (0..40)
-        .map(|i| Ok(d.slice(i << 20..(i + 1) << 20)))
-        .collect();
-    b.put_stream(
-        &format!("{p}stream"),
-        Box::pin(futures::stream::iter(pieces)),
-    )
-    .await
-    .unwrap();
+    b.put_file(&format!("{p}file"), f.path(), d.len() as u64).await.unwrap();
+    let pieces: Vec<Result<Bytes, Error>> = (0..40).map(|i| Ok(d.slice(i << 20..(i + 1) << 20))).collect();
+    b.put_stream(&format!("{p}stream"), Box::pin(futures::stream::iter(pieces))).await.unwrap();
     for k in ["file", "stream"] {
         let key = format!("{p}{k}");
         let all = get_all(&b, &key).await.unwrap();
         assert_eq!(all.len(), d.len(), "{k}");
         assert!(all == d, "{k}: content differs");
-        let mid = b
-            .get_range(&key, (17 << 20) + 3..(23 << 20) + 5)
-            .await
-            .unwrap();
-        assert!(
-            mid == d.slice((17 << 20) + 3..(23 << 20) + 5),
-            "{k}: range differs"
-        );
+        let mid = b.get_range(&key, (17 << 20) + 3..(23 << 20) + 5).await.unwrap();
+        assert!(mid == d.slice((17 << 20) + 3..(23 << 20) + 5), "{k}: range differs");
     }
-    assert_eq!(
-        b.list(&p)
-            .await
-            .unwrap()
-            .iter()
-            .map(|o| o.size)
-            .collect::<Vec<_>>(),
-        vec![40 << 20, 40 << 20]
-    );
+    assert_eq!(b.list(&p).await.unwrap().iter().map(|o| o.size).collect::<Vec<_>>(), vec![40 << 20, 40 << 20]);
 }
 
 /// A second upload replaces the first whole, even when shorter.
@@ -244,9 +166,7 @@ pub async fn overwrite(b: B) {
 pub async fn concurrent_readers_and_writers(b: B) {
     let p = unique_prefix("concurrent");
     let key = format!("{p}shared");
-    let versions: Vec<Bytes> = (0..6)
-        .map(|i| data(256 * 1024 + i * 1000, 100 + i as u64))
-        .collect();
+    let versions: Vec<Bytes> = (0..6).map(|i| data(256 * 1024 + i * 1000, 100 + i as u64)).collect();
     b.put_bytes(&key, versions[0].clone()).await.unwrap();
     let mut tasks = Vec::new();
     for (i, v) in versions.iter().enumerate() {
@@ -265,11 +185,7 @@ pub async fn concurrent_readers_and_writers(b: B) {
         readers.push(tokio::spawn(async move {
             for _ in 0..10 {
                 let got = get_all(&b, &key).await.unwrap();
-                assert!(
-                    versions.contains(&got),
-                    "a reader saw a partial or mixed object of {} bytes",
-                    got.len()
-                );
+                assert!(versions.contains(&got), "a reader saw a partial or mixed object of {} bytes", got.len());
             }
         }));
     }
@@ -284,28 +200,11 @@ pub async fn concurrent_readers_and_writers(b: B) {
 /// Keys that could escape a root or are malformed are invalid arguments.
 pub async fn bad_keys(b: B) {
     let p = unique_prefix("bad-keys");
-    for bad in [
-        "",
-        "/abs",
-        "../up",
-        "a/../../b",
-        "a//b",
-        "a/./b",
-        "nul\0key",
-        "trailing/",
-    ] {
-        let key = if bad.is_empty() || bad.starts_with('/') {
-            bad.to_string()
-        } else {
-            format!("{p}{bad}")
-        };
+    for bad in ["", "/abs", "../up", "a/../../b", "a//b", "a/./b", "nul\0key", "trailing/"] {
+        let key = if bad.is_empty() || bad.starts_with('/') { bad.to_string() } else { format!("{p}{bad}") };
         let e = b.put_bytes(&key, data(4, 9)).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "put {key:?}: {e}");
-        assert_eq!(
-            kind(b.get_range(&key, 0..1).await),
-            ErrorKind::InvalidArgument,
-            "get {key:?}"
-        );
+        assert_eq!(kind(b.get_range(&key, 0..1).await), ErrorKind::InvalidArgument, "get {key:?}");
     }
 }
 
@@ -319,33 +218,12 @@ pub async fn failed_stream_leaves_nothing(b: B) {
         }
         Box::pin(futures::stream::iter(v)) as crate::backend::ByteStream
     };
-    let e = b
-        .put_stream(&format!("{p}new"), items(true))
-        .await
-        .unwrap_err();
-    assert!(
-        e.full_message().contains("source failed midway"),
-        "the cause reaches the caller: {e}"
-    );
-    assert_eq!(
-        kind(get_all(&b, &format!("{p}new")).await),
-        ErrorKind::NotFound
-    );
-    b.put_stream(&format!("{p}old"), items(false))
-        .await
-        .unwrap();
+    let e = b.put_stream(&format!("{p}new"), items(true)).await.unwrap_err();
+    assert!(e.full_message().contains("source failed midway"), "the cause reaches the caller: {e}");
+    assert_eq!(kind(get_all(&b, &format!("{p}new")).await), ErrorKind::NotFound);
+    b.put_stream(&format!("{p}old"), items(false)).await.unwrap();
     assert!(b.put_stream(&format!("{p}old"), items(true)).await.is_err());
-    assert_eq!(
-        get_all(&b, &format!("{p}old")).await.unwrap().len(),
-        8 << 20,
-        "the earlier object stays whole"
-    );
-    let listed: Vec<String> = b
-        .list(&p)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.key)
-        .collect();
+    assert_eq!(get_all(&b, &format!("{p}old")).await.unwrap().len(), 8 << 20, "the earlier object stays whole");
+    let listed: Vec<String> = b.list(&p).await.unwrap().into_iter().map(|o| o.key).collect();
     assert_eq!(listed, vec![format!("{p}old")]);
 }

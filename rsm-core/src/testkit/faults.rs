@@ -20,11 +20,7 @@ pub struct FailingUploads {
 impl FailingUploads {
     /// Wraps `inner`; uploads to keys ending in `fail_suffix` fail.
     pub fn new(inner: Arc<dyn StorageBackend>, fail_suffix: &str) -> Self {
-        FailingUploads {
-            inner,
-            fail_suffix: fail_suffix.to_string(),
-            failures: AtomicUsize::new(0),
-        }
+        FailingUploads { inner, fail_suffix: fail_suffix.to_string(), failures: AtomicUsize::new(0) }
     }
 
     /// How many uploads were failed.
@@ -35,10 +31,7 @@ impl FailingUploads {
     fn check(&self, key: &str) -> Result<()> {
         if key.ends_with(&self.fail_suffix) {
             self.failures.fetch_add(1, Ordering::SeqCst);
-            return Err(Error::retriable(
-                format!("injected failure uploading {key}"),
-                "fault injection",
-            ));
+            return Err(Error::retriable(format!("injected failure uploading {key}"), "fault injection"));
         }
         Ok(())
     }

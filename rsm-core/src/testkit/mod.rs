@@ -34,8 +34,7 @@ pub fn fixture_partition(root: &Path, segment_bytes: usize, records: u64) -> Loc
         epoch_every_batches: 400,
         seed: 42,
     };
-    let dir =
-        generate_partition(&root.join("fixture-0"), &spec).expect("generate fixture partition");
+    let dir = generate_partition(&root.join("fixture-0"), &spec).expect("generate fixture partition");
     LocalPartition::open(&dir).expect("open fixture partition")
 }
 

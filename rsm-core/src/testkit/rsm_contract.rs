@@ -35,29 +35,18 @@ impl Fixture {
         let tmp = tempfile::tempdir().unwrap();
         let partition = fixture_partition(tmp.path(), 1 << 20, 20_000);
         assert!(partition.closed_segments().len() >= 3, "fixture too small");
-        let p = props([
-            ("chunk.size", "65536"),
-            ("key.prefix", unique_prefix(name).as_str()),
-        ]);
+        let p = props([("chunk.size", "65536"), ("key.prefix", unique_prefix(name).as_str())]);
         let mut r = ConfigReader::new(&p);
         let config = TieredConfig::read(&mut r).unwrap();
         r.finish().unwrap();
         let rsm = TieredStorage::new(backend, config.clone());
-        Fixture {
-            tmp,
-            partition,
-            rsm,
-            config,
-        }
+        Fixture { tmp, partition, rsm, config }
     }
 
     /// Metadata and data of closed segment `i`.
     pub fn segment(&self, i: usize) -> (LocalSegment, RemoteLogSegmentMetadata, LogSegmentData) {
         let seg = self.partition.closed_segments()[i].clone();
-        let md = self
-            .partition
-            .segment_metadata(&seg, 1, 1_700_000_000_000)
-            .unwrap();
+        let md = self.partition.segment_metadata(&seg, 1, 1_700_000_000_000).unwrap();
         let data = self.partition.segment_data(&seg).unwrap();
         (seg, md, data)
     }
@@ -91,43 +80,24 @@ pub async fn copy_then_fetch_everything(b: B) {
         assert!(custom.is_none());
         let log = file(&data.log_segment);
         let m = f.fresh_rsm().manifest(&md).await.unwrap();
-        assert!(
-            m.chunks.len() >= 8,
-            "segment {i}: {} chunks",
-            m.chunks.len()
-        );
-        let got = collect(f.fresh_rsm().fetch_log_segment(&md, 0, None).await.unwrap())
-            .await
-            .unwrap();
+        assert!(m.chunks.len() >= 8, "segment {i}: {} chunks", m.chunks.len());
+        let got = collect(f.fresh_rsm().fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap();
         assert!(got == log, "segment {i}: fetched log differs from the file");
         let wants = [
             (IndexType::Offset, Some(file(&data.offset_index))),
             (IndexType::Timestamp, Some(file(&data.time_index))),
-            (
-                IndexType::ProducerSnapshot,
-                Some(file(&data.producer_snapshot_index)),
-            ),
-            (
-                IndexType::LeaderEpoch,
-                Some(data.leader_epoch_index.to_vec()),
-            ),
+            (IndexType::ProducerSnapshot, Some(file(&data.producer_snapshot_index))),
+            (IndexType::LeaderEpoch, Some(data.leader_epoch_index.to_vec())),
             (IndexType::Transaction, None),
         ];
         for (t, want) in wants {
             let r = f.rsm.fetch_index(&md, t).await;
             match want {
                 Some(w) => assert_eq!(r.unwrap().to_vec(), w, "segment {i} index {t}"),
-                None => assert_eq!(
-                    r.unwrap_err().kind(),
-                    ErrorKind::NotFound,
-                    "segment {i} index {t}"
-                ),
+                None => assert_eq!(r.unwrap_err().kind(), ErrorKind::NotFound, "segment {i} index {t}"),
             }
         }
-        assert!(
-            !file(&data.offset_index).is_empty(),
-            "the fixture has offset index entries"
-        );
+        assert!(!file(&data.offset_index).is_empty(), "the fixture has offset index entries");
     }
 }
 
@@ -157,14 +127,9 @@ pub async fn fetch_ranges(b: B) {
         cases.push((s, None));
     }
     for (s, e) in cases {
-        let got = collect(f.rsm.fetch_log_segment(&md, s, e).await.unwrap())
-            .await
-            .unwrap();
+        let got = collect(f.rsm.fetch_log_segment(&md, s, e).await.unwrap()).await.unwrap();
         let end = e.map(|e| (e + 1).min(n)).unwrap_or(n);
-        assert!(
-            got == log[s as usize..end as usize],
-            "range {s}..={e:?} differs"
-        );
+        assert!(got == log[s as usize..end as usize], "range {s}..={e:?} differs");
     }
 }
 
@@ -176,55 +141,26 @@ pub async fn fetch_by_offset_and_timestamp(b: B) {
     let log = file(&data.log_segment);
     let batches: Vec<(i64, i64, i64, u64)> = BatchIter::new(&log, 0, true)
         .map(|b| b.unwrap())
-        .map(|b| {
-            (
-                b.base_offset(),
-                b.last_offset(),
-                b.max_timestamp(),
-                b.position(),
-            )
-        })
+        .map(|b| (b.base_offset(), b.last_offset(), b.max_timestamp(), b.position()))
         .collect();
     for (k, &(base, last, max_ts, pos)) in batches.iter().enumerate().step_by(7) {
         for o in [base, (base + last) / 2, last] {
-            assert_eq!(
-                f.rsm.position_of_offset(&md, o).await.unwrap() as u64,
-                pos,
-                "offset {o}"
-            );
+            assert_eq!(f.rsm.position_of_offset(&md, o).await.unwrap() as u64, pos, "offset {o}");
         }
         let first_at_or_after = batches.iter().find(|b| b.2 >= max_ts).unwrap().3;
         assert_eq!(
-            f.rsm
-                .position_of_timestamp(&md, max_ts)
-                .await
-                .unwrap()
-                .map(u64::from),
+            f.rsm.position_of_timestamp(&md, max_ts).await.unwrap().map(u64::from),
             Some(first_at_or_after),
             "timestamp of batch {k}"
         );
     }
-    assert_eq!(
-        f.rsm.position_of_timestamp(&md, i64::MAX).await.unwrap(),
-        None
-    );
-    let e = f
-        .rsm
-        .position_of_offset(&md, md.end_offset + 1)
-        .await
-        .unwrap_err();
+    assert_eq!(f.rsm.position_of_timestamp(&md, i64::MAX).await.unwrap(), None);
+    let e = f.rsm.position_of_offset(&md, md.end_offset + 1).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(
-        e.to_string()
-            .contains(&format!("offset {}", md.end_offset + 1)),
-        "{e}"
-    );
+    assert!(e.to_string().contains(&format!("offset {}", md.end_offset + 1)), "{e}");
 }
 
-fn count_segment_objects(
-    list: &[crate::backend::ObjectMeta],
-    md: &RemoteLogSegmentMetadata,
-) -> usize {
+fn count_segment_objects(list: &[crate::backend::ObjectMeta], md: &RemoteLogSegmentMetadata) -> usize {
     let id = md.remote_log_segment_id.id.to_string();
     list.iter().filter(|o| o.key.contains(&id)).count()
 }
@@ -235,15 +171,10 @@ pub async fn copy_twice(b: B) {
     let (_, md, data) = f.segment(0);
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
-    let prefix = partition_prefix(
-        &f.config.key_prefix,
-        &md.remote_log_segment_id.topic_id_partition,
-    );
+    let prefix = partition_prefix(&f.config.key_prefix, &md.remote_log_segment_id.topic_id_partition);
     let list = b.list(&prefix).await.unwrap();
     assert_eq!(count_segment_objects(&list, &md), 3, "{list:?}");
-    let got = collect(f.fresh_rsm().fetch_log_segment(&md, 0, None).await.unwrap())
-        .await
-        .unwrap();
+    let got = collect(f.fresh_rsm().fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap();
     assert!(got == file(&data.log_segment));
 }
 
@@ -254,31 +185,12 @@ pub async fn delete_then_not_found(b: B) {
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
     f.rsm.fetch_index(&md, IndexType::Offset).await.unwrap();
     f.rsm.delete_log_segment_data(&md).await.unwrap();
-    let e = f
-        .rsm
-        .fetch_log_segment(&md, 0, None)
-        .await
-        .err()
-        .expect("fetch after delete fails");
+    let e = f.rsm.fetch_log_segment(&md, 0, None).await.err().expect("fetch after delete fails");
     assert_eq!(e.kind(), ErrorKind::NotFound);
-    assert!(
-        e.to_string()
-            .contains(&md.remote_log_segment_id.id.to_string()),
-        "names the segment: {e}"
-    );
-    assert_eq!(
-        f.rsm
-            .fetch_index(&md, IndexType::Timestamp)
-            .await
-            .unwrap_err()
-            .kind(),
-        ErrorKind::NotFound
-    );
+    assert!(e.to_string().contains(&md.remote_log_segment_id.id.to_string()), "names the segment: {e}");
+    assert_eq!(f.rsm.fetch_index(&md, IndexType::Timestamp).await.unwrap_err().kind(), ErrorKind::NotFound);
     f.rsm.delete_log_segment_data(&md).await.unwrap();
-    let prefix = partition_prefix(
-        &f.config.key_prefix,
-        &md.remote_log_segment_id.topic_id_partition,
-    );
+    let prefix = partition_prefix(&f.config.key_prefix, &md.remote_log_segment_id.topic_id_partition);
     assert!(b.list(&prefix).await.unwrap().is_empty());
 }
 
@@ -291,34 +203,16 @@ pub async fn failed_copy_leaves_no_segment(b: B) {
         let (_, md, data) = f.segment(0);
         let e = rsm.copy_log_segment_data(&md, &data).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Retriable, "{suffix}: {e}");
-        assert!(
-            e.to_string()
-                .contains(&md.remote_log_segment_id.to_string()),
-            "{suffix}: names the segment: {e}"
-        );
+        assert!(e.to_string().contains(&md.remote_log_segment_id.to_string()), "{suffix}: names the segment: {e}");
         assert_eq!(failing.failures(), 1, "{suffix}");
-        let fetch = f
-            .rsm
-            .fetch_log_segment(&md, 0, None)
-            .await
-            .err()
-            .expect("no visible segment");
+        let fetch = f.rsm.fetch_log_segment(&md, 0, None).await.err().expect("no visible segment");
         assert_eq!(fetch.kind(), ErrorKind::NotFound, "{suffix}");
-        let prefix = partition_prefix(
-            &f.config.key_prefix,
-            &md.remote_log_segment_id.topic_id_partition,
-        );
-        assert!(
-            b.list(&prefix).await.unwrap().is_empty(),
-            "{suffix}: the failed attempt's objects are gone"
-        );
+        let prefix = partition_prefix(&f.config.key_prefix, &md.remote_log_segment_id.topic_id_partition);
+        assert!(b.list(&prefix).await.unwrap().is_empty(), "{suffix}: the failed attempt's objects are gone");
         // A retry with a healthy backend succeeds.
         f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
         assert!(
-            collect(f.rsm.fetch_log_segment(&md, 0, None).await.unwrap())
-                .await
-                .unwrap()
-                == file(&data.log_segment)
+            collect(f.rsm.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap() == file(&data.log_segment)
         );
     }
 }
@@ -328,10 +222,8 @@ pub async fn corrupt_batch_fails_copy(b: B) {
     let f = Fixture::new(b.clone(), "corrupt-copy");
     let (_, md, mut data) = f.segment(0);
     let mut log = file(&data.log_segment);
-    let batches: Vec<(i64, u64)> = BatchIter::new(&log, 0, true)
-        .map(|b| b.unwrap())
-        .map(|b| (b.base_offset(), b.position()))
-        .collect();
+    let batches: Vec<(i64, u64)> =
+        BatchIter::new(&log, 0, true).map(|b| b.unwrap()).map(|b| (b.base_offset(), b.position())).collect();
     let (bad_offset, bad_pos) = batches[batches.len() / 2];
     log[bad_pos as usize + 100] ^= 0x01;
     let bad = f.tmp.path().join("bad.log");
@@ -339,28 +231,14 @@ pub async fn corrupt_batch_fails_copy(b: B) {
     data.log_segment = bad;
     let e = f.rsm.copy_log_segment_data(&md, &data).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
-    assert!(
-        e.to_string().contains(&format!("offset {bad_offset}")),
-        "names the offset: {e}"
-    );
-    let prefix = partition_prefix(
-        &f.config.key_prefix,
-        &md.remote_log_segment_id.topic_id_partition,
-    );
+    assert!(e.to_string().contains(&format!("offset {bad_offset}")), "names the offset: {e}");
+    let prefix = partition_prefix(&f.config.key_prefix, &md.remote_log_segment_id.topic_id_partition);
     assert!(b.list(&prefix).await.unwrap().is_empty());
 
-    let cfg = TieredConfig {
-        verify_checksums: false,
-        ..f.config.clone()
-    };
+    let cfg = TieredConfig { verify_checksums: false, ..f.config.clone() };
     let lenient = TieredStorage::new(b.clone(), cfg);
     lenient.copy_log_segment_data(&md, &data).await.unwrap();
-    assert!(
-        collect(lenient.fetch_log_segment(&md, 0, None).await.unwrap())
-            .await
-            .unwrap()
-            == log
-    );
+    assert!(collect(lenient.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap() == log);
 
     // A truncated offset index is corrupt too.
     let (_, md2, mut data2) = f.segment(1);
@@ -377,28 +255,14 @@ pub async fn corrupt_batch_fails_copy(b: B) {
 pub async fn bad_positions_are_invalid(b: B) {
     let f = Fixture::new(b, "bad-positions");
     let (_, md, data) = f.segment(0);
-    let e = f
-        .rsm
-        .fetch_log_segment(&md, 0, None)
-        .await
-        .err()
-        .expect("not copied yet");
+    let e = f.rsm.fetch_log_segment(&md, 0, None).await.err().expect("not copied yet");
     assert_eq!(e.kind(), ErrorKind::NotFound);
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
     let n = md.segment_size_in_bytes;
     for (s, e) in [(-1, None), (n, None), (n + 5, Some(n + 10)), (10, Some(9))] {
-        let err = f
-            .rsm
-            .fetch_log_segment(&md, s, e)
-            .await
-            .err()
-            .expect("invalid");
+        let err = f.rsm.fetch_log_segment(&md, s, e).await.err().expect("invalid");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{s}..={e:?}");
-        assert!(
-            err.to_string()
-                .contains(&format!("position {}", if s == 10 { 9 } else { s })),
-            "{err}"
-        );
+        assert!(err.to_string().contains(&format!("position {}", if s == 10 { 9 } else { s })), "{err}");
     }
 }
 
@@ -421,10 +285,7 @@ pub async fn corruption_is_never_returned(b: B) {
     let err = loop {
         match s.next().await {
             Some(Ok(bytes)) => {
-                assert!(
-                    bytes[..] == log[good..good + bytes.len()],
-                    "returned bytes must be the original ones"
-                );
+                assert!(bytes[..] == log[good..good + bytes.len()], "returned bytes must be the original ones");
                 good += bytes.len();
             }
             Some(Err(e)) => break e,
@@ -433,50 +294,25 @@ pub async fn corruption_is_never_returned(b: B) {
     };
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     assert!(good <= at, "bytes up to the damage only ({good} > {at})");
-    assert!(
-        err.to_string().contains(&keys.log),
-        "names the object: {err}"
-    );
+    assert!(err.to_string().contains(&keys.log), "names the object: {err}");
 
     // A short log object.
-    b.put_bytes(&keys.log, Bytes::copy_from_slice(&log[..log.len() - 10]))
-        .await
-        .unwrap();
+    b.put_bytes(&keys.log, Bytes::copy_from_slice(&log[..log.len() - 10])).await.unwrap();
     let r = collect(f.fresh_rsm().fetch_log_segment(&md, 0, None).await.unwrap()).await;
     assert_eq!(r.unwrap_err().kind(), ErrorKind::Corrupt);
 
     // A damaged index bundle.
-    let mut idx = b
-        .get_range(&keys.indexes, 0..u64::MAX)
-        .await
-        .unwrap()
-        .to_vec();
+    let mut idx = b.get_range(&keys.indexes, 0..u64::MAX).await.unwrap().to_vec();
     idx[3] ^= 0xff;
     b.put_bytes(&keys.indexes, Bytes::from(idx)).await.unwrap();
-    assert_eq!(
-        f.rsm
-            .fetch_index(&md, IndexType::Offset)
-            .await
-            .unwrap_err()
-            .kind(),
-        ErrorKind::Corrupt
-    );
+    assert_eq!(f.rsm.fetch_index(&md, IndexType::Offset).await.unwrap_err().kind(), ErrorKind::Corrupt);
 
     // A damaged manifest.
-    let mut man = b
-        .get_range(&keys.manifest, 0..u64::MAX)
-        .await
-        .unwrap()
-        .to_vec();
+    let mut man = b.get_range(&keys.manifest, 0..u64::MAX).await.unwrap().to_vec();
     let mid = man.len() / 2;
     man[mid] ^= 0x10;
     b.put_bytes(&keys.manifest, Bytes::from(man)).await.unwrap();
-    let e = f
-        .fresh_rsm()
-        .fetch_log_segment(&md, 0, None)
-        .await
-        .err()
-        .expect("corrupt manifest");
+    let e = f.fresh_rsm().fetch_log_segment(&md, 0, None).await.err().expect("corrupt manifest");
     assert_eq!(e.kind(), ErrorKind::Corrupt);
     assert!(e.to_string().contains(&keys.manifest), "{e}");
 }
