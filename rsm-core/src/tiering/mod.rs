@@ -2,6 +2,8 @@
 //! settings, copy eligibility with delayed upload, remote retention, offsets, followers, DeleteRecords
 //! and ListOffsets.
 
+pub mod copy;
+pub mod retention;
 pub mod segments;
 pub mod settings;
 
