@@ -1,0 +1,1083 @@
+//! Local and remote offset constraints (SR-20), as a per-partition state whose every transition is
+//! checked.
+//!
+//! Conventions (Kafka's): Lx, the local log start offset, and Rx / Ry, the first and last offsets in
+//! remote storage, are inclusive; Lz, the local log end offset, and Ly, the last stable offset, are
+//! exclusive (the next offset to be written, the first offset not yet stable). The seed's `Ly >= Ry`
+//! therefore holds as `Ry < Ly`: only records below the last stable offset are ever copied.
+
+use super::delete_records::new_log_start;
+use crate::error::{Error, Result};
+
+/// A closed range of offsets, both ends inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetRange {
+    /// The first offset.
+    pub start: i64,
+    /// The last offset.
+    pub end: i64,
+}
+
+/// What a transition did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transition {
+    /// The state changed.
+    Applied,
+    /// The state did not change: the transition must wait until the state allows it (the reason says
+    /// what it waits for).
+    Deferred(String),
+}
+
+/// The outcome of [`PartitionOffsets::delete_records`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogStartMoved {
+    /// The log start offset after the request.
+    pub log_start_offset: i64,
+    /// The remote segments now entirely below it, to clean asynchronously (SR-25).
+    pub remote_to_clean: Vec<OffsetRange>,
+}
+
+/// Checks the seed's offset constraints (SR-20): `Lz >= Ly >= Lx`, and when remote storage holds
+/// anything, `Ly >= Ry >= Rx` (with Ly exclusive: `Ry < Ly`).
+pub fn check_offsets(lx: i64, ly: i64, lz: i64, remote: Option<OffsetRange>) -> Result<()> {
+    if lz < ly {
+        return Err(Error::invalid(format!(
+            "Lz >= Ly violated: local log end offset {lz} < last stable offset {ly}"
+        )));
+    }
+    if ly < lx {
+        return Err(Error::invalid(format!(
+            "Ly >= Lx violated: last stable offset {ly} < local log start offset {lx}"
+        )));
+    }
+    if let Some(r) = remote {
+        if r.end >= ly {
+            return Err(Error::invalid(format!(
+                "Ly >= Ry violated: remote log end offset {} is not below the last stable offset {ly}",
+                r.end
+            )));
+        }
+        if r.end < r.start {
+            return Err(Error::invalid(format!(
+                "Ry >= Rx violated: remote log end offset {} < remote log start offset {}",
+                r.end, r.start
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a local segment whose last offset is `last_offset` may be deleted without losing data: it is
+/// in remote storage (its last offset is at or below the highest remote offset) or it is below the log
+/// start offset (its records are no longer part of the log).
+pub fn local_segment_deletable(
+    last_offset: i64,
+    highest_remote_offset: Option<i64>,
+    log_start_offset: i64,
+) -> bool {
+    last_offset < log_start_offset || highest_remote_offset.is_some_and(|ry| last_offset <= ry)
+}
+
+/// A partition's offsets: the log start offset, the local segments, the high watermark, the last stable
+/// offset and the remote segments. Every transition keeps [`PartitionOffsets::check`] true: one that
+/// would break it is rejected (an error, the state unchanged) or deferred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    log_start: i64,
+    local: Vec<i64>,
+    local_end: i64,
+    high_watermark: i64,
+    last_stable: i64,
+    remote: Vec<OffsetRange>,
+}
+
+impl PartitionOffsets {
+    /// A state from its parts, checked. `local_segment_bases` are the base offsets of the local segments,
+    /// oldest first, the last being the active segment; `remote` the remote segments, oldest first.
+    pub fn new(
+        log_start_offset: i64,
+        local_segment_bases: Vec<i64>,
+        local_log_end_offset: i64,
+        high_watermark: i64,
+        last_stable_offset: i64,
+        remote: Vec<OffsetRange>,
+    ) -> Result<Self> {
+        let s = PartitionOffsets {
+            log_start: log_start_offset,
+            local: local_segment_bases,
+            local_end: local_log_end_offset,
+            high_watermark,
+            last_stable: last_stable_offset,
+            remote,
+        };
+        s.check()?;
+        Ok(s)
+    }
+
+    /// The partition's log start offset (the earliest offset a consumer can read).
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start
+    }
+
+    /// Lx: the first offset held locally (the base offset of the oldest local segment).
+    pub fn local_log_start_offset(&self) -> i64 {
+        self.local[0]
+    }
+
+    /// Ly: the last stable offset.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.last_stable
+    }
+
+    /// The high watermark.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Lz: the local log end offset.
+    pub fn local_log_end_offset(&self) -> i64 {
+        self.local_end
+    }
+
+    /// Rx: the first offset in remote storage, if any.
+    pub fn remote_log_start_offset(&self) -> Option<i64> {
+        self.remote.first().map(|r| r.start)
+    }
+
+    /// Ry: the last offset in remote storage, if any.
+    pub fn remote_log_end_offset(&self) -> Option<i64> {
+        self.remote.last().map(|r| r.end)
+    }
+
+    /// The base offsets of the local segments, oldest first; the last is the active segment.
+    pub fn local_segments(&self) -> &[i64] {
+        &self.local
+    }
+
+    /// The remote segments, oldest first.
+    pub fn remote_segments(&self) -> &[OffsetRange] {
+        &self.remote
+    }
+
+    /// Checks every constraint:
+    /// - the seed's `Lz >= Ly >= Lx` and `Ly >= Ry >= Rx` ([`check_offsets`]), and `Lz >= HW >= Ly`;
+    /// - local segments strictly ascending, the active one starting at or below Lz;
+    /// - remote segments each starting and ending after the one before;
+    /// - `0 <= log start <= HW`;
+    /// - nothing lost: every offset from the log start offset up to Lx is in remote storage.
+    pub fn check(&self) -> Result<()> {
+        let Some(&active) = self.local.last() else {
+            return Err(Error::invalid(
+                "no local segment: the active segment must be present",
+            ));
+        };
+        let lx = self.local[0];
+        if lx < 0 {
+            return Err(Error::invalid(format!(
+                "local log start offset {lx} is negative"
+            )));
+        }
+        if let Some(w) = self.local.windows(2).find(|w| w[1] <= w[0]) {
+            return Err(Error::invalid(format!(
+                "local segments out of order or overlapping: {} follows {}",
+                w[1], w[0]
+            )));
+        }
+        if active > self.local_end {
+            return Err(Error::invalid(format!(
+                "the active segment starts at {active} beyond the local log end offset {}",
+                self.local_end
+            )));
+        }
+        for (i, r) in self.remote.iter().enumerate() {
+            if r.start < 0 || r.end < r.start {
+                return Err(Error::invalid(format!(
+                    "remote segment [{}, {}] is malformed",
+                    r.start, r.end
+                )));
+            }
+            if i > 0 && (r.start <= self.remote[i - 1].start || r.end <= self.remote[i - 1].end) {
+                return Err(Error::invalid(format!(
+                    "remote segments out of order or overlapping: [{}, {}] after [{}, {}]",
+                    r.start,
+                    r.end,
+                    self.remote[i - 1].start,
+                    self.remote[i - 1].end
+                )));
+            }
+        }
+        let remote = match (self.remote.first(), self.remote.last()) {
+            (Some(f), Some(l)) => Some(OffsetRange {
+                start: f.start,
+                end: l.end,
+            }),
+            _ => None,
+        };
+        check_offsets(lx, self.last_stable, self.local_end, remote)?;
+        if self.high_watermark < self.last_stable || self.high_watermark > self.local_end {
+            return Err(Error::invalid(format!(
+                "Lz >= HW >= Ly violated: high watermark {} is outside [{}, {}]",
+                self.high_watermark, self.last_stable, self.local_end
+            )));
+        }
+        if self.log_start < 0 || self.log_start > self.high_watermark {
+            return Err(Error::invalid(format!(
+                "log start offset {} is outside [0, high watermark {}]",
+                self.log_start, self.high_watermark
+            )));
+        }
+        // Every offset in [log start, Lx) must be in remote storage.
+        let mut next = self.log_start;
+        for r in &self.remote {
+            if next >= lx || r.start > next {
+                break;
+            }
+            next = next.max(r.end + 1);
+        }
+        if next < lx {
+            return Err(Error::invalid(format!(
+                "offsets {next} to {} are neither local nor remote (log start offset {}, local log start \
+                 offset {lx})",
+                lx - 1,
+                self.log_start
+            )));
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, next: PartitionOffsets, what: &str) -> Result<Transition> {
+        next.check()
+            .map_err(|e| e.context(format!("{what} rejected")))?;
+        *self = next;
+        Ok(Transition::Applied)
+    }
+
+    /// Records were appended: Lz moves to `new_end`. A lower end is rejected.
+    pub fn append(&mut self, new_end: i64) -> Result<Transition> {
+        if new_end < self.local_end {
+            return Err(Error::invalid(format!(
+                "append rejected: new end {new_end} is below the local log end offset {}",
+                self.local_end
+            )));
+        }
+        let next = PartitionOffsets {
+            local_end: new_end,
+            ..self.clone()
+        };
+        self.commit(next, "append")
+    }
+
+    /// The high watermark and the last stable offset advanced. Moving either back is rejected, as is a
+    /// state breaking `Lz >= HW >= Ly`.
+    pub fn advance(&mut self, high_watermark: i64, last_stable_offset: i64) -> Result<Transition> {
+        if high_watermark < self.high_watermark || last_stable_offset < self.last_stable {
+            return Err(Error::invalid(format!(
+                "advance rejected: high watermark {high_watermark} / last stable offset {last_stable_offset} \
+                 would move back from {} / {}",
+                self.high_watermark, self.last_stable
+            )));
+        }
+        let next = PartitionOffsets {
+            high_watermark,
+            last_stable: last_stable_offset,
+            ..self.clone()
+        };
+        self.commit(next, "advance")
+    }
+
+    /// The active segment is rolled: a new active segment starts at Lz. An empty active segment is not
+    /// rolled (deferred until it holds records).
+    pub fn roll(&mut self) -> Result<Transition> {
+        let active = *self.local.last().expect("checked: never empty");
+        if active == self.local_end {
+            return Ok(Transition::Deferred(format!(
+                "the active segment at {active} is empty"
+            )));
+        }
+        let mut next = self.clone();
+        next.local.push(self.local_end);
+        self.commit(next, "roll")
+    }
+
+    /// The copy of the closed local segment starting at `base_offset` finished (SR-16). Rejected when
+    /// the segment is not closed, not entirely below the last stable offset, already covered remotely,
+    /// or would leave a gap of needed offsets between the remote end and it.
+    pub fn copy_done(&mut self, base_offset: i64) -> Result<Transition> {
+        let Some(i) = self.local.iter().position(|&b| b == base_offset) else {
+            return Err(Error::invalid(format!(
+                "copy rejected: no local segment starts at {base_offset}"
+            )));
+        };
+        if i + 1 == self.local.len() {
+            return Err(Error::invalid(format!(
+                "copy rejected: the segment at {base_offset} is the active segment"
+            )));
+        }
+        let end = self.local[i + 1] - 1;
+        if end >= self.last_stable {
+            return Err(Error::invalid(format!(
+                "copy rejected: segment [{base_offset}, {end}] is not entirely below the last stable offset {}",
+                self.last_stable
+            )));
+        }
+        if let Some(ry) = self.remote_log_end_offset()
+            && end <= ry
+        {
+            return Err(Error::invalid(format!(
+                "copy rejected: segment [{base_offset}, {end}] is already covered up to remote offset {ry}"
+            )));
+        }
+        let needed_from = self
+            .remote_log_end_offset()
+            .map_or(self.local[0], |ry| ry + 1)
+            .max(self.log_start);
+        if base_offset > needed_from {
+            return Err(Error::invalid(format!(
+                "copy rejected: segment [{base_offset}, {end}] would leave offsets {needed_from} to {} out of \
+                 remote storage",
+                base_offset - 1
+            )));
+        }
+        let mut next = self.clone();
+        next.remote.push(OffsetRange {
+            start: base_offset,
+            end,
+        });
+        self.commit(next, "copy")
+    }
+
+    /// The oldest remote segment, `segment`, was deleted (SR-17). The log start offset moves past it.
+    /// Deleting any other remote segment is rejected.
+    pub fn remote_delete(&mut self, segment: OffsetRange) -> Result<Transition> {
+        if self.remote.first() != Some(&segment) {
+            return Err(Error::invalid(format!(
+                "remote delete rejected: [{}, {}] is not the oldest remote segment",
+                segment.start, segment.end
+            )));
+        }
+        let mut next = self.clone();
+        next.remote.remove(0);
+        next.log_start = next.log_start.max(segment.end + 1);
+        self.commit(next, "remote delete")
+    }
+
+    /// The oldest local segment is deleted (local retention, SR-20). Allowed only when nothing is lost
+    /// ([`local_segment_deletable`]); deferred until it is copied otherwise, and deferred while it would
+    /// put Lx above Ly. The active segment is never deleted.
+    pub fn local_delete(&mut self) -> Result<Transition> {
+        if self.local.len() == 1 {
+            return Err(Error::invalid(
+                "local delete rejected: the active segment is never deleted",
+            ));
+        }
+        let (base, last) = (self.local[0], self.local[1] - 1);
+        if !local_segment_deletable(last, self.remote_log_end_offset(), self.log_start) {
+            return Ok(Transition::Deferred(format!(
+                "segment [{base}, {last}] is not in remote storage yet (highest remote offset {:?}) and not \
+                 below the log start offset {}",
+                self.remote_log_end_offset(),
+                self.log_start
+            )));
+        }
+        if self.local[1] > self.last_stable {
+            return Ok(Transition::Deferred(format!(
+                "deleting segment [{base}, {last}] would put the local log start offset {} above the last \
+                 stable offset {}",
+                self.local[1], self.last_stable
+            )));
+        }
+        let mut next = self.clone();
+        next.local.remove(0);
+        self.commit(next, "local delete")
+    }
+
+    /// A DeleteRecords request (SR-25): moves the log start offset (above the current one, at most the
+    /// high watermark; -1 means the high watermark) and returns at once with the remote segments to clean.
+    pub fn delete_records(&mut self, requested: i64) -> Result<LogStartMoved> {
+        let new = new_log_start(requested, self.log_start, self.high_watermark)?;
+        let next = PartitionOffsets {
+            log_start: new,
+            ..self.clone()
+        };
+        self.commit(next, "delete records")?;
+        Ok(LogStartMoved {
+            log_start_offset: new,
+            remote_to_clean: self
+                .remote
+                .iter()
+                .take_while(|r| r.end < new)
+                .copied()
+                .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rng(start: i64, end: i64) -> OffsetRange {
+        OffsetRange { start, end }
+    }
+
+    #[test]
+    fn seed_constraints() {
+        struct Case {
+            name: &'static str,
+            lx: i64,
+            ly: i64,
+            lz: i64,
+            remote: Option<(i64, i64)>,
+            error: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "all equal, no remote",
+                lx: 5,
+                ly: 5,
+                lz: 5,
+                remote: None,
+                error: None,
+            },
+            Case {
+                name: "ordered with remote",
+                lx: 100,
+                ly: 250,
+                lz: 300,
+                remote: Some((0, 199)),
+                error: None,
+            },
+            Case {
+                name: "remote end just below Ly",
+                lx: 0,
+                ly: 200,
+                lz: 300,
+                remote: Some((0, 199)),
+                error: None,
+            },
+            Case {
+                name: "Lz < Ly",
+                lx: 0,
+                ly: 10,
+                lz: 9,
+                remote: None,
+                error: Some("Lz >= Ly violated"),
+            },
+            Case {
+                name: "Ly < Lx",
+                lx: 10,
+                ly: 9,
+                lz: 20,
+                remote: None,
+                error: Some("Ly >= Lx violated"),
+            },
+            Case {
+                name: "Ry at Ly",
+                lx: 0,
+                ly: 200,
+                lz: 300,
+                remote: Some((0, 200)),
+                error: Some("Ly >= Ry violated"),
+            },
+            Case {
+                name: "Ry above Ly",
+                lx: 0,
+                ly: 200,
+                lz: 300,
+                remote: Some((0, 250)),
+                error: Some("Ly >= Ry violated"),
+            },
+            Case {
+                name: "Ry < Rx",
+                lx: 0,
+                ly: 200,
+                lz: 300,
+                remote: Some((50, 40)),
+                error: Some("Ry >= Rx violated"),
+            },
+        ];
+        for c in cases {
+            let got = check_offsets(c.lx, c.ly, c.lz, c.remote.map(|(s, e)| rng(s, e)));
+            match c.error {
+                None => assert!(got.is_ok(), "{}: {got:?}", c.name),
+                Some(m) => {
+                    let e = got.expect_err(c.name);
+                    assert!(e.to_string().contains(m), "{}: {e}", c.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn local_deletion_predicate() {
+        struct Case {
+            name: &'static str,
+            last: i64,
+            ry: Option<i64>,
+            log_start: i64,
+            want: bool,
+        }
+        let cases = [
+            Case {
+                name: "last offset equal to Ry",
+                last: 99,
+                ry: Some(99),
+                log_start: 0,
+                want: true,
+            },
+            Case {
+                name: "last offset below Ry",
+                last: 99,
+                ry: Some(150),
+                log_start: 0,
+                want: true,
+            },
+            Case {
+                name: "last offset above Ry",
+                last: 100,
+                ry: Some(99),
+                log_start: 0,
+                want: false,
+            },
+            Case {
+                name: "nothing remote",
+                last: 99,
+                ry: None,
+                log_start: 0,
+                want: false,
+            },
+            Case {
+                name: "below the log start offset, nothing remote",
+                last: 99,
+                ry: None,
+                log_start: 100,
+                want: true,
+            },
+            Case {
+                name: "last offset at the log start offset is still part of the log",
+                last: 100,
+                ry: None,
+                log_start: 100,
+                want: false,
+            },
+        ];
+        for c in cases {
+            assert_eq!(
+                local_segment_deletable(c.last, c.ry, c.log_start),
+                c.want,
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    #[test]
+    fn construction() {
+        struct Case {
+            name: &'static str,
+            log_start: i64,
+            local: Vec<i64>,
+            lz: i64,
+            hw: i64,
+            ly: i64,
+            remote: Vec<OffsetRange>,
+            error: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "fresh empty log",
+                log_start: 0,
+                local: vec![0],
+                lz: 0,
+                hw: 0,
+                ly: 0,
+                remote: vec![],
+                error: None,
+            },
+            Case {
+                name: "tiered with overlap",
+                log_start: 0,
+                local: vec![100, 200],
+                lz: 250,
+                hw: 250,
+                ly: 240,
+                remote: vec![rng(0, 99), rng(100, 199)],
+                error: None,
+            },
+            Case {
+                name: "log start above Lx with remote gone below it",
+                log_start: 150,
+                local: vec![100, 200],
+                lz: 250,
+                hw: 250,
+                ly: 250,
+                remote: vec![],
+                error: None,
+            },
+            Case {
+                name: "no segments",
+                log_start: 0,
+                local: vec![],
+                lz: 0,
+                hw: 0,
+                ly: 0,
+                remote: vec![],
+                error: Some("active segment must be present"),
+            },
+            Case {
+                name: "local out of order",
+                log_start: 0,
+                local: vec![10, 5],
+                lz: 20,
+                hw: 20,
+                ly: 20,
+                remote: vec![],
+                error: Some("5 follows 10"),
+            },
+            Case {
+                name: "active beyond Lz",
+                log_start: 0,
+                local: vec![0, 30],
+                lz: 20,
+                hw: 20,
+                ly: 20,
+                remote: vec![],
+                error: Some("beyond the local log end offset 20"),
+            },
+            Case {
+                name: "HW above Lz",
+                log_start: 0,
+                local: vec![0],
+                lz: 20,
+                hw: 21,
+                ly: 20,
+                remote: vec![],
+                error: Some("Lz >= HW >= Ly violated"),
+            },
+            Case {
+                name: "HW below Ly",
+                log_start: 0,
+                local: vec![0],
+                lz: 20,
+                hw: 10,
+                ly: 15,
+                remote: vec![],
+                error: Some("Lz >= HW >= Ly violated"),
+            },
+            Case {
+                name: "Ly below Lx",
+                log_start: 0,
+                local: vec![10],
+                lz: 20,
+                hw: 20,
+                ly: 5,
+                remote: vec![rng(0, 4)],
+                error: Some("Ly >= Lx violated"),
+            },
+            Case {
+                name: "Ry at Ly",
+                log_start: 0,
+                local: vec![0, 100],
+                lz: 150,
+                hw: 150,
+                ly: 100,
+                remote: vec![rng(0, 100)],
+                error: Some("Ly >= Ry violated"),
+            },
+            Case {
+                name: "log start above HW",
+                log_start: 30,
+                local: vec![0],
+                lz: 30,
+                hw: 20,
+                ly: 20,
+                remote: vec![],
+                error: Some("log start offset 30 is outside [0, high watermark 20]"),
+            },
+            Case {
+                name: "hole between log start and Lx",
+                log_start: 0,
+                local: vec![100],
+                lz: 150,
+                hw: 150,
+                ly: 150,
+                remote: vec![],
+                error: Some("offsets 0 to 99 are neither local nor remote"),
+            },
+            Case {
+                name: "hole inside the remote tier",
+                log_start: 0,
+                local: vec![300],
+                lz: 350,
+                hw: 350,
+                ly: 350,
+                remote: vec![rng(0, 99), rng(200, 299)],
+                error: Some("offsets 100 to 299 are neither local nor remote"),
+            },
+            Case {
+                name: "remote out of order",
+                log_start: 0,
+                local: vec![0],
+                lz: 350,
+                hw: 350,
+                ly: 350,
+                remote: vec![rng(100, 199), rng(0, 99)],
+                error: Some("remote segments out of order or overlapping"),
+            },
+        ];
+        for c in cases {
+            let got = PartitionOffsets::new(c.log_start, c.local, c.lz, c.hw, c.ly, c.remote);
+            match c.error {
+                None => assert!(got.is_ok(), "{}: {got:?}", c.name),
+                Some(m) => {
+                    let e = got.expect_err(c.name);
+                    assert!(e.to_string().contains(m), "{}: {e}", c.name);
+                }
+            }
+        }
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum Op {
+        Append(i64),
+        Advance(i64, i64),
+        Roll,
+        CopyDone(i64),
+        RemoteDelete(i64, i64),
+        LocalDelete,
+        DeleteRecords(i64),
+    }
+
+    #[derive(Debug)]
+    enum Want {
+        Applied,
+        Deferred(&'static str),
+        Rejected(&'static str),
+    }
+
+    /// (log start, Lx, HW, Ly, Lz, remote (Rx, Ry)).
+    type Snapshot = (i64, i64, i64, i64, i64, Option<(i64, i64)>);
+
+    fn snapshot(s: &PartitionOffsets) -> Snapshot {
+        (
+            s.log_start_offset(),
+            s.local_log_start_offset(),
+            s.high_watermark(),
+            s.last_stable_offset(),
+            s.local_log_end_offset(),
+            s.remote_log_start_offset().zip(s.remote_log_end_offset()),
+        )
+    }
+
+    fn apply(s: &mut PartitionOffsets, op: Op) -> Result<Transition> {
+        match op {
+            Op::Append(e) => s.append(e),
+            Op::Advance(hw, ly) => s.advance(hw, ly),
+            Op::Roll => s.roll(),
+            Op::CopyDone(b) => s.copy_done(b),
+            Op::RemoteDelete(a, b) => s.remote_delete(rng(a, b)),
+            Op::LocalDelete => s.local_delete(),
+            Op::DeleteRecords(o) => s.delete_records(o).map(|_| Transition::Applied),
+        }
+    }
+
+    /// Four local segments at 0, 100, 200, 300 (active), Lz = HW = Ly = 350, nothing remote.
+    fn base() -> PartitionOffsets {
+        PartitionOffsets::new(0, vec![0, 100, 200, 300], 350, 350, 350, vec![]).unwrap()
+    }
+
+    /// As [`base`] but with HW 320 and Ly 150 (an open transaction).
+    fn open_txn() -> PartitionOffsets {
+        PartitionOffsets::new(0, vec![0, 100, 200, 300], 350, 320, 150, vec![]).unwrap()
+    }
+
+    #[test]
+    fn transitions() {
+        use Op::*;
+        struct Case {
+            name: &'static str,
+            start: fn() -> PartitionOffsets,
+            /// Every op but the last must apply.
+            ops: &'static [Op],
+            want: Want,
+            after: Snapshot,
+        }
+        let cases = [
+            Case {
+                name: "append moves Lz",
+                start: base,
+                ops: &[Append(400)],
+                want: Want::Applied,
+                after: (0, 0, 350, 350, 400, None),
+            },
+            Case {
+                name: "append backwards is rejected",
+                start: base,
+                ops: &[Append(349)],
+                want: Want::Rejected("below the local log end offset 350"),
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "advance HW and Ly",
+                start: open_txn,
+                ops: &[Advance(350, 340)],
+                want: Want::Applied,
+                after: (0, 0, 350, 340, 350, None),
+            },
+            Case {
+                name: "advance HW beyond Lz is rejected",
+                start: open_txn,
+                ops: &[Advance(351, 300)],
+                want: Want::Rejected("Lz >= HW >= Ly violated"),
+                after: (0, 0, 320, 150, 350, None),
+            },
+            Case {
+                name: "advance Ly beyond HW is rejected",
+                start: open_txn,
+                ops: &[Advance(320, 330)],
+                want: Want::Rejected("Lz >= HW >= Ly violated"),
+                after: (0, 0, 320, 150, 350, None),
+            },
+            Case {
+                name: "advance moving back is rejected",
+                start: open_txn,
+                ops: &[Advance(310, 150)],
+                want: Want::Rejected("would move back"),
+                after: (0, 0, 320, 150, 350, None),
+            },
+            Case {
+                name: "roll",
+                start: base,
+                ops: &[Roll],
+                want: Want::Applied,
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "rolling an empty active segment is deferred",
+                start: base,
+                ops: &[Roll, Roll],
+                want: Want::Deferred("is empty"),
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "copy the oldest segment",
+                start: base,
+                ops: &[CopyDone(0)],
+                want: Want::Applied,
+                after: (0, 0, 350, 350, 350, Some((0, 99))),
+            },
+            Case {
+                name: "copies in order",
+                start: base,
+                ops: &[CopyDone(0), CopyDone(100), CopyDone(200)],
+                want: Want::Applied,
+                after: (0, 0, 350, 350, 350, Some((0, 299))),
+            },
+            Case {
+                name: "copy leaving a gap is rejected",
+                start: base,
+                ops: &[CopyDone(100)],
+                want: Want::Rejected("would leave offsets 0 to 99 out of remote storage"),
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "copy twice is rejected",
+                start: base,
+                ops: &[CopyDone(0), CopyDone(0)],
+                want: Want::Rejected("already covered up to remote offset 99"),
+                after: (0, 0, 350, 350, 350, Some((0, 99))),
+            },
+            Case {
+                name: "copy of the active segment is rejected",
+                start: base,
+                ops: &[CopyDone(300)],
+                want: Want::Rejected("is the active segment"),
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "copy of an unknown segment is rejected",
+                start: base,
+                ops: &[CopyDone(50)],
+                want: Want::Rejected("no local segment starts at 50"),
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "copy of a segment not below Ly is rejected (Ly >= Ry)",
+                start: open_txn,
+                ops: &[CopyDone(0), CopyDone(100)],
+                want: Want::Rejected("not entirely below the last stable offset 150"),
+                after: (0, 0, 320, 150, 350, Some((0, 99))),
+            },
+            Case {
+                name: "local delete before the copy is deferred",
+                start: base,
+                ops: &[LocalDelete],
+                want: Want::Deferred("not in remote storage yet"),
+                after: (0, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "local delete after the copy",
+                start: base,
+                ops: &[CopyDone(0), LocalDelete],
+                want: Want::Applied,
+                after: (0, 100, 350, 350, 350, Some((0, 99))),
+            },
+            Case {
+                name: "local delete past the remote end is deferred",
+                start: base,
+                ops: &[CopyDone(0), LocalDelete, LocalDelete],
+                want: Want::Deferred("segment [100, 199] is not in remote storage yet"),
+                after: (0, 100, 350, 350, 350, Some((0, 99))),
+            },
+            Case {
+                name: "local delete of the active segment is rejected",
+                start: || PartitionOffsets::new(0, vec![0], 10, 10, 10, vec![]).unwrap(),
+                ops: &[LocalDelete],
+                want: Want::Rejected("the active segment is never deleted"),
+                after: (0, 0, 10, 10, 10, None),
+            },
+            Case {
+                name: "local delete below the log start offset needs no copy",
+                start: base,
+                ops: &[DeleteRecords(150), LocalDelete],
+                want: Want::Applied,
+                after: (150, 100, 350, 350, 350, None),
+            },
+            Case {
+                name: "local delete that would put Lx above Ly is deferred",
+                start: open_txn,
+                ops: &[DeleteRecords(300), LocalDelete, LocalDelete],
+                want: Want::Deferred(
+                    "would put the local log start offset 200 above the last stable offset 150",
+                ),
+                after: (300, 100, 320, 150, 350, None),
+            },
+            Case {
+                name: "remote delete of the oldest moves the log start",
+                start: base,
+                ops: &[CopyDone(0), CopyDone(100), RemoteDelete(0, 99)],
+                want: Want::Applied,
+                after: (100, 0, 350, 350, 350, Some((100, 199))),
+            },
+            Case {
+                name: "remote delete of a newer segment is rejected",
+                start: base,
+                ops: &[CopyDone(0), CopyDone(100), RemoteDelete(100, 199)],
+                want: Want::Rejected("is not the oldest remote segment"),
+                after: (0, 0, 350, 350, 350, Some((0, 199))),
+            },
+            Case {
+                name: "remote delete of everything after local delete",
+                start: base,
+                ops: &[CopyDone(0), LocalDelete, RemoteDelete(0, 99)],
+                want: Want::Applied,
+                after: (100, 100, 350, 350, 350, None),
+            },
+            Case {
+                name: "copy after a DeleteRecords past the remote end (gap below the log start is fine)",
+                start: base,
+                ops: &[
+                    CopyDone(0),
+                    DeleteRecords(200),
+                    LocalDelete,
+                    LocalDelete,
+                    CopyDone(200),
+                ],
+                want: Want::Applied,
+                after: (200, 200, 350, 350, 350, Some((0, 299))),
+            },
+            Case {
+                name: "delete records moves the log start",
+                start: base,
+                ops: &[DeleteRecords(120)],
+                want: Want::Applied,
+                after: (120, 0, 350, 350, 350, None),
+            },
+            Case {
+                name: "delete records -1 means the high watermark",
+                start: open_txn,
+                ops: &[DeleteRecords(-1)],
+                want: Want::Applied,
+                after: (320, 0, 320, 150, 350, None),
+            },
+            Case {
+                name: "delete records above the high watermark is rejected",
+                start: open_txn,
+                ops: &[DeleteRecords(321)],
+                want: Want::Rejected("above the high watermark 320"),
+                after: (0, 0, 320, 150, 350, None),
+            },
+            Case {
+                name: "delete records below the log start changes nothing",
+                start: base,
+                ops: &[DeleteRecords(120), DeleteRecords(50)],
+                want: Want::Applied,
+                after: (120, 0, 350, 350, 350, None),
+            },
+        ];
+        for c in cases {
+            let mut s = (c.start)();
+            let (last, before) = c.ops.split_last().expect("at least one op");
+            for op in before {
+                let t =
+                    apply(&mut s, *op).unwrap_or_else(|e| panic!("{}: setup {op:?}: {e}", c.name));
+                assert_eq!(t, Transition::Applied, "{}: setup {op:?}", c.name);
+            }
+            let got = apply(&mut s, *last);
+            match (&c.want, got) {
+                (Want::Applied, Ok(Transition::Applied)) => {}
+                (Want::Deferred(m), Ok(Transition::Deferred(why))) => {
+                    assert!(why.contains(m), "{}: {why}", c.name)
+                }
+                (Want::Rejected(m), Err(e)) => {
+                    assert!(e.to_string().contains(m), "{}: {e}", c.name)
+                }
+                (want, got) => panic!("{}: wanted {want:?}, got {got:?}", c.name),
+            }
+            assert_eq!(snapshot(&s), c.after, "{}: state after", c.name);
+            s.check()
+                .unwrap_or_else(|e| panic!("{}: state broken: {e}", c.name));
+        }
+    }
+
+    #[test]
+    fn delete_records_lists_remote_to_clean() {
+        struct Case {
+            name: &'static str,
+            requested: i64,
+            clean: &'static [(i64, i64)],
+        }
+        let cases = [
+            Case {
+                name: "inside the second segment",
+                requested: 150,
+                clean: &[(0, 99)],
+            },
+            Case {
+                name: "at a boundary",
+                requested: 200,
+                clean: &[(0, 99), (100, 199)],
+            },
+            Case {
+                name: "before the first segment ends",
+                requested: 50,
+                clean: &[],
+            },
+        ];
+        for c in cases {
+            let mut s = base();
+            s.copy_done(0).unwrap();
+            s.copy_done(100).unwrap();
+            let moved = s
+                .delete_records(c.requested)
+                .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            let got: Vec<(i64, i64)> = moved
+                .remote_to_clean
+                .iter()
+                .map(|r| (r.start, r.end))
+                .collect();
+            assert_eq!(got, c.clean, "{}: remote to clean", c.name);
+            assert_eq!(moved.log_start_offset, c.requested, "{}: log start", c.name);
+        }
+    }
+}
