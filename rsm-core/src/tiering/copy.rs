@@ -85,9 +85,7 @@ pub fn segments_to_copy(input: &CopyInput<'_>) -> Result<CopyPlan> {
     if let Some(ry) = input.highest_remote_offset
         && ry < 0
     {
-        return Err(Error::invalid(format!(
-            "highest remote offset {ry} is negative; pass None for none"
-        )));
+        return Err(Error::invalid(format!("highest remote offset {ry} is negative; pass None for none")));
     }
 
     // bytes_after[i]: bytes of every segment after i, the active one included.
@@ -105,32 +103,15 @@ pub fn segments_to_copy(input: &CopyInput<'_>) -> Result<CopyPlan> {
             continue;
         }
         if next_base > input.last_stable_offset {
-            return Ok(CopyPlan {
-                segments: out,
-                stop: CopyStop::NotStable {
-                    base_offset: seg.base_offset,
-                },
-            });
+            return Ok(CopyPlan { segments: out, stop: CopyStop::NotStable { base_offset: seg.base_offset } });
         }
         let age = age_ms(input.now_ms, seg.largest_timestamp_ms);
         if !eligible(input.lag, age, bytes_after[i]) {
-            return Ok(CopyPlan {
-                segments: out,
-                stop: CopyStop::Delayed {
-                    base_offset: seg.base_offset,
-                },
-            });
+            return Ok(CopyPlan { segments: out, stop: CopyStop::Delayed { base_offset: seg.base_offset } });
         }
-        out.push(CopyCandidate {
-            base_offset: seg.base_offset,
-            end_offset: end,
-            size_bytes: seg.size_bytes,
-        });
+        out.push(CopyCandidate { base_offset: seg.base_offset, end_offset: end, size_bytes: seg.size_bytes });
     }
-    Ok(CopyPlan {
-        segments: out,
-        stop: CopyStop::ActiveSegment,
-    })
+    Ok(CopyPlan { segments: out, stop: CopyStop::ActiveSegment })
 }
 
 /// The delayed-upload decision for one segment of age `age_ms` with `bytes_after` bytes after it.
@@ -222,10 +203,7 @@ mod tests {
                     ("remote.copy.lag.ms", "0"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: Immediate,
-                    bytes: After(3 * GB),
-                },
+                lag: CopyLag { time_ms: Immediate, bytes: After(3 * GB) },
                 scenario: Scenario::Recent,
                 copied: ALL,
                 stop: active,
@@ -233,10 +211,7 @@ mod tests {
             Case {
                 name: "1: lag.ms=0, lag.bytes=1GB -> no lag",
                 topic: &[("remote.copy.lag.ms", "0"), ("remote.copy.lag.bytes", GB1)],
-                lag: CopyLag {
-                    time_ms: Immediate,
-                    bytes: After(GB),
-                },
+                lag: CopyLag { time_ms: Immediate, bytes: After(GB) },
                 scenario: Scenario::Recent,
                 copied: ALL,
                 stop: active,
@@ -250,10 +225,7 @@ mod tests {
                     ("remote.copy.lag.ms", "0"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: Immediate,
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: Immediate, bytes: Unlimited },
                 scenario: Scenario::Recent,
                 copied: ALL,
                 stop: active,
@@ -261,15 +233,8 @@ mod tests {
             // Case 2: lag size 0, anything else: no lag.
             Case {
                 name: "2: lag.bytes=0, lag.ms=-1, local 7d -> no lag",
-                topic: &[
-                    ("local.retention.ms", D7),
-                    ("remote.copy.lag.ms", "-1"),
-                    ("remote.copy.lag.bytes", "0"),
-                ],
-                lag: CopyLag {
-                    time_ms: After(7 * DAY as u64),
-                    bytes: Immediate,
-                },
+                topic: &[("local.retention.ms", D7), ("remote.copy.lag.ms", "-1"), ("remote.copy.lag.bytes", "0")],
+                lag: CopyLag { time_ms: After(7 * DAY as u64), bytes: Immediate },
                 scenario: Scenario::Recent,
                 copied: ALL,
                 stop: active,
@@ -277,10 +242,7 @@ mod tests {
             Case {
                 name: "2: lag.bytes=0, lag.ms=1d -> no lag",
                 topic: &[("remote.copy.lag.ms", D1), ("remote.copy.lag.bytes", "0")],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: Immediate,
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: Immediate },
                 scenario: Scenario::Recent,
                 copied: ALL,
                 stop: active,
@@ -294,10 +256,7 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: Unlimited },
                 scenario: Scenario::Typical,
                 copied: &[0, 100, 200, 300],
                 stop: delayed(400),
@@ -310,10 +269,7 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: Unlimited },
                 scenario: Scenario::Recent,
                 copied: &[],
                 stop: delayed(0),
@@ -327,10 +283,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: Unlimited,
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: Unlimited, bytes: Unlimited },
                 scenario: Scenario::Old,
                 copied: &[],
                 stop: delayed(0),
@@ -345,10 +298,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", GB1),
                 ],
-                lag: CopyLag {
-                    time_ms: Unlimited,
-                    bytes: After(GB),
-                },
+                lag: CopyLag { time_ms: Unlimited, bytes: After(GB) },
                 scenario: Scenario::Typical,
                 copied: &[0, 100, 200, 300],
                 stop: delayed(400),
@@ -362,10 +312,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: Unlimited,
-                    bytes: After(3 * GB),
-                },
+                lag: CopyLag { time_ms: Unlimited, bytes: After(3 * GB) },
                 scenario: Scenario::Old,
                 copied: &[0, 100],
                 stop: delayed(200),
@@ -392,10 +339,7 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: Unlimited },
                 scenario: Scenario::Typical,
                 copied: &[0, 100, 200, 300],
                 stop: delayed(400),
@@ -408,10 +352,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(7 * DAY as u64),
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: After(7 * DAY as u64), bytes: Unlimited },
                 scenario: Scenario::Typical,
                 copied: &[0],
                 stop: delayed(100),
@@ -440,10 +381,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", GB1),
                 ],
-                lag: CopyLag {
-                    time_ms: Unlimited,
-                    bytes: After(GB),
-                },
+                lag: CopyLag { time_ms: Unlimited, bytes: After(GB) },
                 scenario: Scenario::Recent,
                 copied: &[0, 100, 200, 300],
                 stop: delayed(400),
@@ -457,10 +395,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: Unlimited,
-                    bytes: After(3 * GB),
-                },
+                lag: CopyLag { time_ms: Unlimited, bytes: After(3 * GB) },
                 scenario: Scenario::Recent,
                 copied: &[0, 100],
                 stop: delayed(200),
@@ -487,10 +422,7 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", GB1),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: After(GB),
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: After(GB) },
                 scenario: Scenario::Typical,
                 copied: &[0, 100, 200, 300],
                 stop: delayed(400),
@@ -503,10 +435,7 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", GB1),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: After(GB),
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: After(GB) },
                 scenario: Scenario::Recent,
                 copied: &[0, 100, 200, 300],
                 stop: delayed(400),
@@ -519,10 +448,7 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", GB1),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: After(GB),
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: After(GB) },
                 scenario: Scenario::Old,
                 copied: ALL,
                 stop: active,
@@ -535,10 +461,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(7 * DAY as u64),
-                    bytes: After(3 * GB),
-                },
+                lag: CopyLag { time_ms: After(7 * DAY as u64), bytes: After(3 * GB) },
                 scenario: Scenario::Typical,
                 copied: &[0, 100],
                 stop: delayed(200),
@@ -551,10 +474,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(7 * DAY as u64),
-                    bytes: After(3 * GB),
-                },
+                lag: CopyLag { time_ms: After(7 * DAY as u64), bytes: After(3 * GB) },
                 scenario: Scenario::Old,
                 copied: ALL,
                 stop: active,
@@ -567,10 +487,7 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                     ("remote.copy.lag.bytes", "-1"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(3 * DAY as u64),
-                    bytes: After(3 * GB),
-                },
+                lag: CopyLag { time_ms: After(3 * DAY as u64), bytes: After(3 * GB) },
                 scenario: Scenario::Typical,
                 copied: &[0, 100],
                 stop: delayed(200),
@@ -584,27 +501,19 @@ mod tests {
                     ("remote.copy.lag.ms", D1),
                     ("remote.copy.lag.bytes", "0"),
                 ],
-                lag: CopyLag {
-                    time_ms: After(DAY as u64),
-                    bytes: Immediate,
-                },
+                lag: CopyLag { time_ms: After(DAY as u64), bytes: Immediate },
                 scenario: Scenario::Recent,
                 copied: ALL,
                 stop: active,
             },
         ];
-        let broker = BrokerSettings {
-            remote_storage_enabled: true,
-            storage_manager: Some("fs".into()),
-            ..Default::default()
-        };
+        let broker =
+            BrokerSettings { remote_storage_enabled: true, storage_manager: Some("fs".into()), ..Default::default() };
         for c in cases {
             let mut pairs = vec![("remote.storage.enable", "true")];
             pairs.extend_from_slice(c.topic);
-            let t = TopicSettings::from_props(&props(pairs))
-                .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-            let policy =
-                TopicPolicy::resolve(&t, &broker).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            let t = TopicSettings::from_props(&props(pairs)).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            let policy = TopicPolicy::resolve(&t, &broker).unwrap_or_else(|e| panic!("{}: {e}", c.name));
             assert!(policy.remote_storage, "{}: tiered", c.name);
             assert_eq!(policy.copy_lag, c.lag, "{}: resolved lag", c.name);
             let segs = scenario(c.scenario);
@@ -638,14 +547,8 @@ mod tests {
             stop: CopyStop,
         }
         use Lag::{After, Immediate, Unlimited};
-        let time = |ms: u64| CopyLag {
-            time_ms: After(ms),
-            bytes: Unlimited,
-        };
-        let size = |b: u64| CopyLag {
-            time_ms: Unlimited,
-            bytes: After(b),
-        };
+        let time = |ms: u64| CopyLag { time_ms: After(ms), bytes: Unlimited };
+        let size = |b: u64| CopyLag { time_ms: Unlimited, bytes: After(b) };
         let cases = [
             Case {
                 name: "boundary: age equal to the time lag passes",
@@ -723,10 +626,7 @@ mod tests {
                 log_end: 25,
                 lso: 25,
                 remote: None,
-                lag: CopyLag {
-                    time_ms: After(1000),
-                    bytes: After(15),
-                },
+                lag: CopyLag { time_ms: After(1000), bytes: After(15) },
                 copied: &[(0, 9), (10, 19)],
                 stop: CopyStop::ActiveSegment,
             },
@@ -736,10 +636,7 @@ mod tests {
                 log_end: 15,
                 lso: 15,
                 remote: None,
-                lag: CopyLag {
-                    time_ms: Unlimited,
-                    bytes: Unlimited,
-                },
+                lag: CopyLag { time_ms: Unlimited, bytes: Unlimited },
                 copied: &[],
                 stop: CopyStop::Delayed { base_offset: 0 },
             },
@@ -819,10 +716,7 @@ mod tests {
                 log_end: 15,
                 lso: 15,
                 remote: None,
-                lag: CopyLag {
-                    time_ms: Immediate,
-                    bytes: After(1 << 40),
-                },
+                lag: CopyLag { time_ms: Immediate, bytes: After(1 << 40) },
                 copied: &[(0, 9)],
                 stop: CopyStop::ActiveSegment,
             },
@@ -831,11 +725,7 @@ mod tests {
             let segs: Vec<LocalSegment> = c
                 .segments
                 .iter()
-                .map(|&(b, s, age)| LocalSegment {
-                    base_offset: b,
-                    size_bytes: s,
-                    largest_timestamp_ms: NOW - age,
-                })
+                .map(|&(b, s, age)| LocalSegment { base_offset: b, size_bytes: s, largest_timestamp_ms: NOW - age })
                 .collect();
             let plan = segments_to_copy(&CopyInput {
                 segments: &segs,
@@ -846,11 +736,7 @@ mod tests {
                 now_ms: NOW,
             })
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-            let got: Vec<(i64, i64)> = plan
-                .segments
-                .iter()
-                .map(|s| (s.base_offset, s.end_offset))
-                .collect();
+            let got: Vec<(i64, i64)> = plan.segments.iter().map(|s| (s.base_offset, s.end_offset)).collect();
             assert_eq!(got, c.copied, "{}: copied", c.name);
             assert_eq!(plan.stop, c.stop, "{}: stop", c.name);
         }
@@ -867,14 +753,7 @@ mod tests {
             message: &'static str,
         }
         let cases = [
-            Case {
-                name: "empty",
-                bases: &[],
-                log_end: 0,
-                lso: 0,
-                remote: None,
-                message: "is empty",
-            },
+            Case { name: "empty", bases: &[], log_end: 0, lso: 0, remote: None, message: "is empty" },
             Case {
                 name: "out of order",
                 bases: &[10, 0],
@@ -920,11 +799,7 @@ mod tests {
             let segs: Vec<LocalSegment> = c
                 .bases
                 .iter()
-                .map(|&b| LocalSegment {
-                    base_offset: b,
-                    size_bytes: 1,
-                    largest_timestamp_ms: 0,
-                })
+                .map(|&b| LocalSegment { base_offset: b, size_bytes: 1, largest_timestamp_ms: 0 })
                 .collect();
             let e = segments_to_copy(&CopyInput {
                 segments: &segs,
@@ -935,12 +810,7 @@ mod tests {
                 now_ms: NOW,
             })
             .expect_err(c.name);
-            assert_eq!(
-                e.kind(),
-                crate::error::ErrorKind::InvalidArgument,
-                "{}: {e}",
-                c.name
-            );
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{}: {e}", c.name);
             assert!(e.to_string().contains(c.message), "{}: {e}", c.name);
         }
     }

@@ -60,16 +60,8 @@ pub fn delete_records(
 ) -> Result<DeleteRecordsOutcome> {
     check_remote(remote)?;
     let new = new_log_start(requested, log_start_offset, high_watermark)?;
-    let remote_to_clean = remote
-        .iter()
-        .take_while(|s| s.end_offset < new)
-        .copied()
-        .collect();
-    Ok(DeleteRecordsOutcome {
-        log_start_offset: new,
-        moved: new > log_start_offset,
-        remote_to_clean,
-    })
+    let remote_to_clean = remote.iter().take_while(|s| s.end_offset < new).copied().collect();
+    Ok(DeleteRecordsOutcome { log_start_offset: new, moved: new > log_start_offset, remote_to_clean })
 }
 
 #[cfg(test)]
@@ -77,12 +69,7 @@ mod tests {
     use super::*;
 
     fn r(start: i64, end: i64) -> RemoteSegment {
-        RemoteSegment {
-            start_offset: start,
-            end_offset: end,
-            size_bytes: 10,
-            max_timestamp_ms: 0,
-        }
+        RemoteSegment { start_offset: start, end_offset: end, size_bytes: 10, max_timestamp_ms: 0 }
     }
 
     #[test]
@@ -193,8 +180,7 @@ mod tests {
                     let o = got.unwrap_or_else(|e| panic!("{}: {e}", c.name));
                     assert_eq!(o.log_start_offset, start, "{}: log start", c.name);
                     assert_eq!(o.moved, moved, "{}: moved", c.name);
-                    let bases: Vec<i64> =
-                        o.remote_to_clean.iter().map(|s| s.start_offset).collect();
+                    let bases: Vec<i64> = o.remote_to_clean.iter().map(|s| s.start_offset).collect();
                     assert_eq!(bases, clean, "{}: remote to clean", c.name);
                 }
                 Err(msg) => {

@@ -79,9 +79,7 @@ pub fn local_segments_to_delete(input: &LocalRetentionInput<'_>) -> Result<Local
             input.high_watermark, input.log_end_offset, input.log_start_offset
         )));
     }
-    let total: u64 = segs
-        .iter()
-        .fold(0u64, |a, s| a.saturating_add(s.size_bytes));
+    let total: u64 = segs.iter().fold(0u64, |a, s| a.saturating_add(s.size_bytes));
     let mut excess = match input.retention.bytes {
         Limit::AtMost(limit) => total.saturating_sub(limit),
         Limit::Unlimited => 0,
@@ -99,8 +97,7 @@ pub fn local_segments_to_delete(input: &LocalRetentionInput<'_>) -> Result<Local
             LocalDeletionReason::LogStart
         } else {
             let age = age_ms(input.now_ms, s.largest_timestamp_ms);
-            let by_time =
-                matches!(input.retention.time_ms, Limit::AtMost(ms) if age > 0 && age as u64 > ms);
+            let by_time = matches!(input.retention.time_ms, Limit::AtMost(ms) if age > 0 && age as u64 > ms);
             let by_size = excess > 0 && s.size_bytes <= excess;
             let reason = if by_time {
                 LocalDeletionReason::Time
@@ -116,16 +113,9 @@ pub fn local_segments_to_delete(input: &LocalRetentionInput<'_>) -> Result<Local
             reason
         };
         excess = excess.saturating_sub(s.size_bytes);
-        delete.push(LocalDeletion {
-            base_offset: s.base_offset,
-            end_offset: end,
-            reason,
-        });
+        delete.push(LocalDeletion { base_offset: s.base_offset, end_offset: end, reason });
     }
-    Ok(LocalDeletionPlan {
-        delete,
-        waiting_for_remote,
-    })
+    Ok(LocalDeletionPlan { delete, waiting_for_remote })
 }
 
 /// A follower's log start offset after it learns the earliest offset the leader keeps (SR-17: the
@@ -157,20 +147,9 @@ mod tests {
             delete: &'static [(i64, LocalDeletionReason)],
             waiting: Option<i64>,
         }
-        const THREE: &[(i64, u64, i64)] = &[
-            (0, 10, 10 * HOUR),
-            (100, 10, 8 * HOUR),
-            (200, 10, HOUR),
-            (300, 10, 0),
-        ];
-        let time = |h: i64| RetentionLimits {
-            time_ms: AtMost((h * HOUR) as u64),
-            bytes: Unlimited,
-        };
-        let size = |b: u64| RetentionLimits {
-            time_ms: Unlimited,
-            bytes: AtMost(b),
-        };
+        const THREE: &[(i64, u64, i64)] = &[(0, 10, 10 * HOUR), (100, 10, 8 * HOUR), (200, 10, HOUR), (300, 10, 0)];
+        let time = |h: i64| RetentionLimits { time_ms: AtMost((h * HOUR) as u64), bytes: Unlimited };
+        let size = |b: u64| RetentionLimits { time_ms: Unlimited, bytes: AtMost(b) };
         let cases = [
             Case {
                 name: "retention passed and metadata known: deleted",
@@ -267,10 +246,7 @@ mod tests {
                 hw: 350,
                 log_start: 200,
                 known_remote_end: None,
-                retention: RetentionLimits {
-                    time_ms: Unlimited,
-                    bytes: Unlimited,
-                },
+                retention: RetentionLimits { time_ms: Unlimited, bytes: Unlimited },
                 delete: &[(0, LogStart), (100, LogStart)],
                 waiting: None,
             },
@@ -312,11 +288,7 @@ mod tests {
             let segs: Vec<LocalSegment> = c
                 .segments
                 .iter()
-                .map(|&(b, s, age)| LocalSegment {
-                    base_offset: b,
-                    size_bytes: s,
-                    largest_timestamp_ms: NOW - age,
-                })
+                .map(|&(b, s, age)| LocalSegment { base_offset: b, size_bytes: s, largest_timestamp_ms: NOW - age })
                 .collect();
             let plan = local_segments_to_delete(&LocalRetentionInput {
                 segments: &segs,
@@ -328,11 +300,7 @@ mod tests {
                 now_ms: NOW,
             })
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-            let got: Vec<(i64, LocalDeletionReason)> = plan
-                .delete
-                .iter()
-                .map(|d| (d.base_offset, d.reason))
-                .collect();
+            let got: Vec<(i64, LocalDeletionReason)> = plan.delete.iter().map(|d| (d.base_offset, d.reason)).collect();
             assert_eq!(got, c.delete, "{}: deleted", c.name);
             assert_eq!(plan.waiting_for_remote, c.waiting, "{}: waiting", c.name);
         }
@@ -362,13 +330,7 @@ mod tests {
                 log_start: 0,
                 message: "out of order or overlapping",
             },
-            Case {
-                name: "empty",
-                bases: &[],
-                hw: 20,
-                log_start: 0,
-                message: "is empty",
-            },
+            Case { name: "empty", bases: &[], hw: 20, log_start: 0, message: "is empty" },
             Case {
                 name: "high watermark beyond log end",
                 bases: &[0],
@@ -388,11 +350,7 @@ mod tests {
             let segs: Vec<LocalSegment> = c
                 .bases
                 .iter()
-                .map(|&b| LocalSegment {
-                    base_offset: b,
-                    size_bytes: 1,
-                    largest_timestamp_ms: 0,
-                })
+                .map(|&b| LocalSegment { base_offset: b, size_bytes: 1, largest_timestamp_ms: 0 })
                 .collect();
             let e = local_segments_to_delete(&LocalRetentionInput {
                 segments: &segs,
@@ -400,10 +358,7 @@ mod tests {
                 high_watermark: c.hw,
                 log_start_offset: c.log_start,
                 known_remote_end: None,
-                retention: RetentionLimits {
-                    time_ms: Unlimited,
-                    bytes: Unlimited,
-                },
+                retention: RetentionLimits { time_ms: Unlimited, bytes: Unlimited },
                 now_ms: NOW,
             })
             .expect_err(c.name);
@@ -420,32 +375,12 @@ mod tests {
             want: i64,
         }
         let cases = [
-            Case {
-                name: "leader ahead: follow it",
-                current: 100,
-                leader: 250,
-                want: 250,
-            },
-            Case {
-                name: "leader behind: never move back",
-                current: 300,
-                leader: 250,
-                want: 300,
-            },
-            Case {
-                name: "equal",
-                current: 7,
-                leader: 7,
-                want: 7,
-            },
+            Case { name: "leader ahead: follow it", current: 100, leader: 250, want: 250 },
+            Case { name: "leader behind: never move back", current: 300, leader: 250, want: 300 },
+            Case { name: "equal", current: 7, leader: 7, want: 7 },
         ];
         for c in cases {
-            assert_eq!(
-                follower_log_start(c.current, c.leader),
-                c.want,
-                "{}",
-                c.name
-            );
+            assert_eq!(follower_log_start(c.current, c.leader), c.want, "{}", c.name);
         }
     }
 }

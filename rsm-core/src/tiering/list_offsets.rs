@@ -139,11 +139,7 @@ where
             "inconsistent offsets: log start {}, local log start {}, last stable {}, high watermark {}, log end {} \
              (need 0 <= log start <= high watermark, last stable <= high watermark <= log end, local log start \
              in [0, log end])",
-            o.log_start_offset,
-            o.local_log_start_offset,
-            o.last_stable_offset,
-            o.high_watermark,
-            o.log_end_offset
+            o.log_start_offset, o.local_log_start_offset, o.last_stable_offset, o.high_watermark, o.log_end_offset
         )));
     }
     let readable_end = match isolation {
@@ -154,9 +150,7 @@ where
     Ok(match spec {
         OffsetSpec::Earliest => OffsetAnswer::Offset(o.log_start_offset),
         OffsetSpec::Latest => OffsetAnswer::Offset(readable_end),
-        OffsetSpec::NextLocal => {
-            OffsetAnswer::Offset(o.local_log_start_offset.max(o.log_start_offset))
-        }
+        OffsetSpec::NextLocal => OffsetAnswer::Offset(o.local_log_start_offset.max(o.log_start_offset)),
         OffsetSpec::Timestamp(ts) if ts < 0 => {
             return Err(Error::invalid(format!("timestamp {ts} is negative")));
         }
@@ -203,36 +197,12 @@ mod tests {
             want: Result<OffsetSpec, &'static str>,
         }
         let cases = [
-            Case {
-                name: "-1 latest",
-                ts: -1,
-                want: Ok(OffsetSpec::Latest),
-            },
-            Case {
-                name: "-2 earliest",
-                ts: -2,
-                want: Ok(OffsetSpec::Earliest),
-            },
-            Case {
-                name: "-3 next local (seed)",
-                ts: -3,
-                want: Ok(OffsetSpec::NextLocal),
-            },
-            Case {
-                name: "-4 earliest local (shipped alias)",
-                ts: -4,
-                want: Ok(OffsetSpec::NextLocal),
-            },
-            Case {
-                name: "0 is a timestamp",
-                ts: 0,
-                want: Ok(OffsetSpec::Timestamp(0)),
-            },
-            Case {
-                name: "a timestamp",
-                ts: 1_700_000_000_000,
-                want: Ok(OffsetSpec::Timestamp(1_700_000_000_000)),
-            },
+            Case { name: "-1 latest", ts: -1, want: Ok(OffsetSpec::Latest) },
+            Case { name: "-2 earliest", ts: -2, want: Ok(OffsetSpec::Earliest) },
+            Case { name: "-3 next local (seed)", ts: -3, want: Ok(OffsetSpec::NextLocal) },
+            Case { name: "-4 earliest local (shipped alias)", ts: -4, want: Ok(OffsetSpec::NextLocal) },
+            Case { name: "0 is a timestamp", ts: 0, want: Ok(OffsetSpec::Timestamp(0)) },
+            Case { name: "a timestamp", ts: 1_700_000_000_000, want: Ok(OffsetSpec::Timestamp(1_700_000_000_000)) },
             Case {
                 name: "-5 (latest tiered, shipped) is not supported",
                 ts: -5,
@@ -263,12 +233,7 @@ mod tests {
         }
         use Isolation::{ReadCommitted, ReadUncommitted, Replica};
         use OffsetAnswer::{Found, NotFound, Offset};
-        let found = |t, o| {
-            Found(TimestampAndOffset {
-                timestamp: t,
-                offset: o,
-            })
-        };
+        let found = |t, o| Found(TimestampAndOffset { timestamp: t, offset: o });
         let cases = [
             Case {
                 name: "earliest is the log start offset",
@@ -324,10 +289,7 @@ mod tests {
                 name: "next local never below the log start offset",
                 spec: OffsetSpec::NextLocal,
                 isolation: Replica,
-                offsets: LogOffsets {
-                    log_start_offset: 350,
-                    ..OFFSETS
-                },
+                offsets: LogOffsets { log_start_offset: 350, ..OFFSETS },
                 remote: None,
                 local: None,
                 want: Offset(350),
@@ -367,10 +329,7 @@ mod tests {
                 name: "local asked from the log start offset when it is above Lx",
                 spec: OffsetSpec::Timestamp(5000),
                 isolation: ReadUncommitted,
-                offsets: LogOffsets {
-                    log_start_offset: 350,
-                    ..OFFSETS
-                },
+                offsets: LogOffsets { log_start_offset: 350, ..OFFSETS },
                 remote: None,
                 local: at(5001, 360),
                 want: found(5001, 360),
@@ -435,12 +394,7 @@ mod tests {
             )
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
             assert_eq!(got, c.want, "{}: answer", c.name);
-            assert_eq!(
-                (remote_from.get(), local_from.get()),
-                c.asked,
-                "{}: lookups",
-                c.name
-            );
+            assert_eq!((remote_from.get(), local_from.get()), c.asked, "{}: lookups", c.name);
         }
     }
 
@@ -456,28 +410,19 @@ mod tests {
             Case {
                 name: "log start above high watermark",
                 spec: OffsetSpec::Earliest,
-                offsets: LogOffsets {
-                    log_start_offset: 490,
-                    ..OFFSETS
-                },
+                offsets: LogOffsets { log_start_offset: 490, ..OFFSETS },
                 message: "inconsistent offsets: log start 490",
             },
             Case {
                 name: "high watermark above log end",
                 spec: OffsetSpec::Latest,
-                offsets: LogOffsets {
-                    high_watermark: 501,
-                    ..OFFSETS
-                },
+                offsets: LogOffsets { high_watermark: 501, ..OFFSETS },
                 message: "inconsistent offsets",
             },
             Case {
                 name: "last stable above high watermark",
                 spec: OffsetSpec::Latest,
-                offsets: LogOffsets {
-                    last_stable_offset: 481,
-                    ..OFFSETS
-                },
+                offsets: LogOffsets { last_stable_offset: 481, ..OFFSETS },
                 message: "inconsistent offsets",
             },
             Case {
@@ -488,14 +433,8 @@ mod tests {
             },
         ];
         for c in cases {
-            let e = list_offset(
-                c.spec,
-                Isolation::ReadUncommitted,
-                &c.offsets,
-                |_, _| None,
-                |_, _| None,
-            )
-            .expect_err(c.name);
+            let e = list_offset(c.spec, Isolation::ReadUncommitted, &c.offsets, |_, _| None, |_, _| None)
+                .expect_err(c.name);
             assert!(e.to_string().contains(c.message), "{}: {e}", c.name);
         }
     }

@@ -29,18 +29,11 @@ pub use follower::{
     LocalDeletion, LocalDeletionPlan, LocalDeletionReason, LocalRetentionInput, follower_log_start,
     local_segments_to_delete,
 };
-pub use list_offsets::{
-    Isolation, LogOffsets, OffsetAnswer, OffsetSpec, TimestampAndOffset, list_offset,
-};
-pub use offsets::{
-    LogStartMoved, OffsetRange, PartitionOffsets, Transition, check_offsets,
-    local_segment_deletable,
-};
-pub use retention::{
-    Expired, ExpiryReason, RetentionInput, RetentionPlan, expired_remote_segments,
-};
+pub use list_offsets::{Isolation, LogOffsets, OffsetAnswer, OffsetSpec, TimestampAndOffset, list_offset};
+pub use offsets::{LogStartMoved, OffsetRange, PartitionOffsets, Transition, check_offsets, local_segment_deletable};
+pub use retention::{Expired, ExpiryReason, RetentionInput, RetentionPlan, expired_remote_segments};
 pub use segments::{LocalSegment, RemoteSegment};
 pub use settings::{
-    BrokerSettings, CleanupPolicy, CopyLag, Lag, Limit, RemoteRetention, RetentionLimits,
-    SizeScope, TopicDefaults, TopicPolicy, TopicSettings, validate_alter, validate_create,
+    BrokerSettings, CleanupPolicy, CopyLag, Lag, Limit, RemoteRetention, RetentionLimits, SizeScope, TopicDefaults,
+    TopicPolicy, TopicSettings, validate_alter, validate_create,
 };

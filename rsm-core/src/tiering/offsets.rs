@@ -41,9 +41,7 @@ pub struct LogStartMoved {
 /// anything, `Ly >= Ry >= Rx` (with Ly exclusive: `Ry < Ly`).
 pub fn check_offsets(lx: i64, ly: i64, lz: i64, remote: Option<OffsetRange>) -> Result<()> {
     if lz < ly {
-        return Err(Error::invalid(format!(
-            "Lz >= Ly violated: local log end offset {lz} < last stable offset {ly}"
-        )));
+        return Err(Error::invalid(format!("Lz >= Ly violated: local log end offset {lz} < last stable offset {ly}")));
     }
     if ly < lx {
         return Err(Error::invalid(format!(
@@ -70,11 +68,7 @@ pub fn check_offsets(lx: i64, ly: i64, lz: i64, remote: Option<OffsetRange>) -> 
 /// Whether a local segment whose last offset is `last_offset` may be deleted without losing data: it is
 /// in remote storage (its last offset is at or below the highest remote offset) or it is below the log
 /// start offset (its records are no longer part of the log).
-pub fn local_segment_deletable(
-    last_offset: i64,
-    highest_remote_offset: Option<i64>,
-    log_start_offset: i64,
-) -> bool {
+pub fn local_segment_deletable(last_offset: i64, highest_remote_offset: Option<i64>, log_start_offset: i64) -> bool {
     last_offset < log_start_offset || highest_remote_offset.is_some_and(|ry| last_offset <= ry)
 }
 
@@ -167,15 +161,11 @@ impl PartitionOffsets {
     /// - nothing lost: every offset from the log start offset up to Lx is in remote storage.
     pub fn check(&self) -> Result<()> {
         let Some(&active) = self.local.last() else {
-            return Err(Error::invalid(
-                "no local segment: the active segment must be present",
-            ));
+            return Err(Error::invalid("no local segment: the active segment must be present"));
         };
         let lx = self.local[0];
         if lx < 0 {
-            return Err(Error::invalid(format!(
-                "local log start offset {lx} is negative"
-            )));
+            return Err(Error::invalid(format!("local log start offset {lx} is negative")));
         }
         if let Some(w) = self.local.windows(2).find(|w| w[1] <= w[0]) {
             return Err(Error::invalid(format!(
@@ -191,10 +181,7 @@ impl PartitionOffsets {
         }
         for (i, r) in self.remote.iter().enumerate() {
             if r.start < 0 || r.end < r.start {
-                return Err(Error::invalid(format!(
-                    "remote segment [{}, {}] is malformed",
-                    r.start, r.end
-                )));
+                return Err(Error::invalid(format!("remote segment [{}, {}] is malformed", r.start, r.end)));
             }
             if i > 0 && (r.start <= self.remote[i - 1].start || r.end <= self.remote[i - 1].end) {
                 return Err(Error::invalid(format!(
@@ -207,10 +194,7 @@ impl PartitionOffsets {
             }
         }
         let remote = match (self.remote.first(), self.remote.last()) {
-            (Some(f), Some(l)) => Some(OffsetRange {
-                start: f.start,
-                end: l.end,
-            }),
+            (Some(f), Some(l)) => Some(OffsetRange { start: f.start, end: l.end }),
             _ => None,
         };
         check_offsets(lx, self.last_stable, self.local_end, remote)?;
@@ -246,8 +230,7 @@ impl PartitionOffsets {
     }
 
     fn commit(&mut self, next: PartitionOffsets, what: &str) -> Result<Transition> {
-        next.check()
-            .map_err(|e| e.context(format!("{what} rejected")))?;
+        next.check().map_err(|e| e.context(format!("{what} rejected")))?;
         *self = next;
         Ok(Transition::Applied)
     }
@@ -260,10 +243,7 @@ impl PartitionOffsets {
                 self.local_end
             )));
         }
-        let next = PartitionOffsets {
-            local_end: new_end,
-            ..self.clone()
-        };
+        let next = PartitionOffsets { local_end: new_end, ..self.clone() };
         self.commit(next, "append")
     }
 
@@ -277,11 +257,7 @@ impl PartitionOffsets {
                 self.high_watermark, self.last_stable
             )));
         }
-        let next = PartitionOffsets {
-            high_watermark,
-            last_stable: last_stable_offset,
-            ..self.clone()
-        };
+        let next = PartitionOffsets { high_watermark, last_stable: last_stable_offset, ..self.clone() };
         self.commit(next, "advance")
     }
 
@@ -290,9 +266,7 @@ impl PartitionOffsets {
     pub fn roll(&mut self) -> Result<Transition> {
         let active = *self.local.last().expect("checked: never empty");
         if active == self.local_end {
-            return Ok(Transition::Deferred(format!(
-                "the active segment at {active} is empty"
-            )));
+            return Ok(Transition::Deferred(format!("the active segment at {active} is empty")));
         }
         let mut next = self.clone();
         next.local.push(self.local_end);
@@ -304,14 +278,10 @@ impl PartitionOffsets {
     /// or would leave a gap of needed offsets between the remote end and it.
     pub fn copy_done(&mut self, base_offset: i64) -> Result<Transition> {
         let Some(i) = self.local.iter().position(|&b| b == base_offset) else {
-            return Err(Error::invalid(format!(
-                "copy rejected: no local segment starts at {base_offset}"
-            )));
+            return Err(Error::invalid(format!("copy rejected: no local segment starts at {base_offset}")));
         };
         if i + 1 == self.local.len() {
-            return Err(Error::invalid(format!(
-                "copy rejected: the segment at {base_offset} is the active segment"
-            )));
+            return Err(Error::invalid(format!("copy rejected: the segment at {base_offset} is the active segment")));
         }
         let end = self.local[i + 1] - 1;
         if end >= self.last_stable {
@@ -327,10 +297,7 @@ impl PartitionOffsets {
                 "copy rejected: segment [{base_offset}, {end}] is already covered up to remote offset {ry}"
             )));
         }
-        let needed_from = self
-            .remote_log_end_offset()
-            .map_or(self.local[0], |ry| ry + 1)
-            .max(self.log_start);
+        let needed_from = self.remote_log_end_offset().map_or(self.local[0], |ry| ry + 1).max(self.log_start);
         if base_offset > needed_from {
             return Err(Error::invalid(format!(
                 "copy rejected: segment [{base_offset}, {end}] would leave offsets {needed_from} to {} out of \
@@ -339,10 +306,7 @@ impl PartitionOffsets {
             )));
         }
         let mut next = self.clone();
-        next.remote.push(OffsetRange {
-            start: base_offset,
-            end,
-        });
+        next.remote.push(OffsetRange { start: base_offset, end });
         self.commit(next, "copy")
     }
 
@@ -366,9 +330,7 @@ impl PartitionOffsets {
     /// put Lx above Ly. The active segment is never deleted.
     pub fn local_delete(&mut self) -> Result<Transition> {
         if self.local.len() == 1 {
-            return Err(Error::invalid(
-                "local delete rejected: the active segment is never deleted",
-            ));
+            return Err(Error::invalid("local delete rejected: the active segment is never deleted"));
         }
         let (base, last) = (self.local[0], self.local[1] - 1);
         if !local_segment_deletable(last, self.remote_log_end_offset(), self.log_start) {
@@ -395,19 +357,11 @@ impl PartitionOffsets {
     /// high watermark; -1 means the high watermark) and returns at once with the remote segments to clean.
     pub fn delete_records(&mut self, requested: i64) -> Result<LogStartMoved> {
         let new = new_log_start(requested, self.log_start, self.high_watermark)?;
-        let next = PartitionOffsets {
-            log_start: new,
-            ..self.clone()
-        };
+        let next = PartitionOffsets { log_start: new, ..self.clone() };
         self.commit(next, "delete records")?;
         Ok(LogStartMoved {
             log_start_offset: new,
-            remote_to_clean: self
-                .remote
-                .iter()
-                .take_while(|r| r.end < new)
-                .copied()
-                .collect(),
+            remote_to_clean: self.remote.iter().take_while(|r| r.end < new).copied().collect(),
         })
     }
 }
@@ -431,46 +385,11 @@ mod tests {
             error: Option<&'static str>,
         }
         let cases = [
-            Case {
-                name: "all equal, no remote",
-                lx: 5,
-                ly: 5,
-                lz: 5,
-                remote: None,
-                error: None,
-            },
-            Case {
-                name: "ordered with remote",
-                lx: 100,
-                ly: 250,
-                lz: 300,
-                remote: Some((0, 199)),
-                error: None,
-            },
-            Case {
-                name: "remote end just below Ly",
-                lx: 0,
-                ly: 200,
-                lz: 300,
-                remote: Some((0, 199)),
-                error: None,
-            },
-            Case {
-                name: "Lz < Ly",
-                lx: 0,
-                ly: 10,
-                lz: 9,
-                remote: None,
-                error: Some("Lz >= Ly violated"),
-            },
-            Case {
-                name: "Ly < Lx",
-                lx: 10,
-                ly: 9,
-                lz: 20,
-                remote: None,
-                error: Some("Ly >= Lx violated"),
-            },
+            Case { name: "all equal, no remote", lx: 5, ly: 5, lz: 5, remote: None, error: None },
+            Case { name: "ordered with remote", lx: 100, ly: 250, lz: 300, remote: Some((0, 199)), error: None },
+            Case { name: "remote end just below Ly", lx: 0, ly: 200, lz: 300, remote: Some((0, 199)), error: None },
+            Case { name: "Lz < Ly", lx: 0, ly: 10, lz: 9, remote: None, error: Some("Lz >= Ly violated") },
+            Case { name: "Ly < Lx", lx: 10, ly: 9, lz: 20, remote: None, error: Some("Ly >= Lx violated") },
             Case {
                 name: "Ry at Ly",
                 lx: 0,
@@ -487,14 +406,7 @@ mod tests {
                 remote: Some((0, 250)),
                 error: Some("Ly >= Ry violated"),
             },
-            Case {
-                name: "Ry < Rx",
-                lx: 0,
-                ly: 200,
-                lz: 300,
-                remote: Some((50, 40)),
-                error: Some("Ry >= Rx violated"),
-            },
+            Case { name: "Ry < Rx", lx: 0, ly: 200, lz: 300, remote: Some((50, 40)), error: Some("Ry >= Rx violated") },
         ];
         for c in cases {
             let got = check_offsets(c.lx, c.ly, c.lz, c.remote.map(|(s, e)| rng(s, e)));
@@ -518,41 +430,11 @@ mod tests {
             want: bool,
         }
         let cases = [
-            Case {
-                name: "last offset equal to Ry",
-                last: 99,
-                ry: Some(99),
-                log_start: 0,
-                want: true,
-            },
-            Case {
-                name: "last offset below Ry",
-                last: 99,
-                ry: Some(150),
-                log_start: 0,
-                want: true,
-            },
-            Case {
-                name: "last offset above Ry",
-                last: 100,
-                ry: Some(99),
-                log_start: 0,
-                want: false,
-            },
-            Case {
-                name: "nothing remote",
-                last: 99,
-                ry: None,
-                log_start: 0,
-                want: false,
-            },
-            Case {
-                name: "below the log start offset, nothing remote",
-                last: 99,
-                ry: None,
-                log_start: 100,
-                want: true,
-            },
+            Case { name: "last offset equal to Ry", last: 99, ry: Some(99), log_start: 0, want: true },
+            Case { name: "last offset below Ry", last: 99, ry: Some(150), log_start: 0, want: true },
+            Case { name: "last offset above Ry", last: 100, ry: Some(99), log_start: 0, want: false },
+            Case { name: "nothing remote", last: 99, ry: None, log_start: 0, want: false },
+            Case { name: "below the log start offset, nothing remote", last: 99, ry: None, log_start: 100, want: true },
             Case {
                 name: "last offset at the log start offset is still part of the log",
                 last: 100,
@@ -562,12 +444,7 @@ mod tests {
             },
         ];
         for c in cases {
-            assert_eq!(
-                local_segment_deletable(c.last, c.ry, c.log_start),
-                c.want,
-                "{}",
-                c.name
-            );
+            assert_eq!(local_segment_deletable(c.last, c.ry, c.log_start), c.want, "{}", c.name);
         }
     }
 
@@ -845,13 +722,7 @@ mod tests {
                 want: Want::Rejected("would move back"),
                 after: (0, 0, 320, 150, 350, None),
             },
-            Case {
-                name: "roll",
-                start: base,
-                ops: &[Roll],
-                want: Want::Applied,
-                after: (0, 0, 350, 350, 350, None),
-            },
+            Case { name: "roll", start: base, ops: &[Roll], want: Want::Applied, after: (0, 0, 350, 350, 350, None) },
             Case {
                 name: "rolling an empty active segment is deferred",
                 start: base,
@@ -947,9 +818,7 @@ mod tests {
                 name: "local delete that would put Lx above Ly is deferred",
                 start: open_txn,
                 ops: &[DeleteRecords(300), LocalDelete, LocalDelete],
-                want: Want::Deferred(
-                    "would put the local log start offset 200 above the last stable offset 150",
-                ),
+                want: Want::Deferred("would put the local log start offset 200 above the last stable offset 150"),
                 after: (300, 100, 320, 150, 350, None),
             },
             Case {
@@ -976,13 +845,7 @@ mod tests {
             Case {
                 name: "copy after a DeleteRecords past the remote end (gap below the log start is fine)",
                 start: base,
-                ops: &[
-                    CopyDone(0),
-                    DeleteRecords(200),
-                    LocalDelete,
-                    LocalDelete,
-                    CopyDone(200),
-                ],
+                ops: &[CopyDone(0), DeleteRecords(200), LocalDelete, LocalDelete, CopyDone(200)],
                 want: Want::Applied,
                 after: (200, 200, 350, 350, 350, Some((0, 299))),
             },
@@ -1019,8 +882,7 @@ mod tests {
             let mut s = (c.start)();
             let (last, before) = c.ops.split_last().expect("at least one op");
             for op in before {
-                let t =
-                    apply(&mut s, *op).unwrap_or_else(|e| panic!("{}: setup {op:?}: {e}", c.name));
+                let t = apply(&mut s, *op).unwrap_or_else(|e| panic!("{}: setup {op:?}: {e}", c.name));
                 assert_eq!(t, Transition::Applied, "{}: setup {op:?}", c.name);
             }
             let got = apply(&mut s, *last);
@@ -1035,8 +897,7 @@ mod tests {
                 (want, got) => panic!("{}: wanted {want:?}, got {got:?}", c.name),
             }
             assert_eq!(snapshot(&s), c.after, "{}: state after", c.name);
-            s.check()
-                .unwrap_or_else(|e| panic!("{}: state broken: {e}", c.name));
+            s.check().unwrap_or_else(|e| panic!("{}: state broken: {e}", c.name));
         }
     }
 
@@ -1048,34 +909,16 @@ mod tests {
             clean: &'static [(i64, i64)],
         }
         let cases = [
-            Case {
-                name: "inside the second segment",
-                requested: 150,
-                clean: &[(0, 99)],
-            },
-            Case {
-                name: "at a boundary",
-                requested: 200,
-                clean: &[(0, 99), (100, 199)],
-            },
-            Case {
-                name: "before the first segment ends",
-                requested: 50,
-                clean: &[],
-            },
+            Case { name: "inside the second segment", requested: 150, clean: &[(0, 99)] },
+            Case { name: "at a boundary", requested: 200, clean: &[(0, 99), (100, 199)] },
+            Case { name: "before the first segment ends", requested: 50, clean: &[] },
         ];
         for c in cases {
             let mut s = base();
             s.copy_done(0).unwrap();
             s.copy_done(100).unwrap();
-            let moved = s
-                .delete_records(c.requested)
-                .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-            let got: Vec<(i64, i64)> = moved
-                .remote_to_clean
-                .iter()
-                .map(|r| (r.start, r.end))
-                .collect();
+            let moved = s.delete_records(c.requested).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            let got: Vec<(i64, i64)> = moved.remote_to_clean.iter().map(|r| (r.start, r.end)).collect();
             assert_eq!(got, c.clean, "{}: remote to clean", c.name);
             assert_eq!(moved.log_start_offset, c.requested, "{}: log start", c.name);
         }

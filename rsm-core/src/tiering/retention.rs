@@ -78,10 +78,7 @@ pub fn expired_remote_segments(input: &RetentionInput<'_>) -> Result<RetentionPl
         )));
     }
     let r = input.retention;
-    let remote_bytes: u64 = input
-        .segments
-        .iter()
-        .fold(0u64, |a, s| a.saturating_add(s.size_bytes));
+    let remote_bytes: u64 = input.segments.iter().fold(0u64, |a, s| a.saturating_add(s.size_bytes));
     let counted = match r.size_scope {
         SizeScope::RemoteOnly => remote_bytes,
         SizeScope::WholeLog => remote_bytes.saturating_add(input.local_only_bytes),
@@ -103,10 +100,7 @@ pub fn expired_remote_segments(input: &RetentionInput<'_>) -> Result<RetentionPl
         {
             excess = excess.saturating_sub(s.size_bytes);
             Some(ExpiryReason::Time)
-        } else if excess > 0
-            && s.size_bytes <= excess
-            && s.end_offset < input.local_log_start_offset
-        {
+        } else if excess > 0 && s.size_bytes <= excess && s.end_offset < input.local_log_start_offset {
             excess -= s.size_bytes;
             Some(ExpiryReason::Size)
         } else {
@@ -114,17 +108,10 @@ pub fn expired_remote_segments(input: &RetentionInput<'_>) -> Result<RetentionPl
         };
         let Some(reason) = reason else { break };
         log_start = log_start.max(s.end_offset + 1);
-        delete.push(Expired {
-            segment: *s,
-            reason,
-        });
+        delete.push(Expired { segment: *s, reason });
     }
     let new_remote_start = input.segments.get(delete.len()).map(|s| s.start_offset);
-    Ok(RetentionPlan {
-        delete,
-        new_remote_start,
-        new_log_start_offset: log_start,
-    })
+    Ok(RetentionPlan { delete, new_remote_start, new_log_start_offset: log_start })
 }
 
 #[cfg(test)]
@@ -137,12 +124,7 @@ mod tests {
     const NOW: i64 = 100 * DAY;
 
     fn seg(start: i64, end: i64, size: u64, age: i64) -> RemoteSegment {
-        RemoteSegment {
-            start_offset: start,
-            end_offset: end,
-            size_bytes: size,
-            max_timestamp_ms: NOW - age,
-        }
+        RemoteSegment { start_offset: start, end_offset: end, size_bytes: size, max_timestamp_ms: NOW - age }
     }
 
     /// Four 1 GB remote segments aged 10, 8, 6 and 2 days.
@@ -156,11 +138,7 @@ mod tests {
     }
 
     fn remote_only(time_ms: Limit, bytes: Limit) -> RemoteRetention {
-        RemoteRetention {
-            time_ms,
-            bytes,
-            size_scope: SizeScope::RemoteOnly,
-        }
+        RemoteRetention { time_ms, bytes, size_scope: SizeScope::RemoteOnly }
     }
 
     #[test]
@@ -224,11 +202,7 @@ mod tests {
             },
             Case {
                 name: "time: the walk stops at the first young segment",
-                segments: vec![
-                    seg(0, 99, GB, 10 * DAY),
-                    seg(100, 199, GB, DAY),
-                    seg(200, 299, GB, 10 * DAY),
-                ],
+                segments: vec![seg(0, 99, GB, 10 * DAY), seg(100, 199, GB, DAY), seg(200, 299, GB, 10 * DAY)],
                 log_start: 0,
                 local_start: 300,
                 local_only: 0,
@@ -428,22 +402,11 @@ mod tests {
                 now_ms: NOW,
             })
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-            let got: Vec<(i64, ExpiryReason)> = plan
-                .delete
-                .iter()
-                .map(|e| (e.segment.start_offset, e.reason))
-                .collect();
+            let got: Vec<(i64, ExpiryReason)> =
+                plan.delete.iter().map(|e| (e.segment.start_offset, e.reason)).collect();
             assert_eq!(got, c.delete, "{}: deleted", c.name);
-            assert_eq!(
-                plan.new_remote_start, c.remote_start,
-                "{}: remote start",
-                c.name
-            );
-            assert_eq!(
-                plan.new_log_start_offset, c.log_start_after,
-                "{}: log start",
-                c.name
-            );
+            assert_eq!(plan.new_remote_start, c.remote_start, "{}: remote start", c.name);
+            assert_eq!(plan.new_log_start_offset, c.log_start_after, "{}: log start", c.name);
         }
     }
 
@@ -468,18 +431,8 @@ mod tests {
                 log_start: 0,
                 message: "out of order or overlapping",
             },
-            Case {
-                name: "bad range",
-                segments: vec![seg(10, 9, 1, 0)],
-                log_start: 0,
-                message: "bad offset range",
-            },
-            Case {
-                name: "negative log start",
-                segments: vec![],
-                log_start: -1,
-                message: "must not be negative",
-            },
+            Case { name: "bad range", segments: vec![seg(10, 9, 1, 0)], log_start: 0, message: "bad offset range" },
+            Case { name: "negative log start", segments: vec![], log_start: -1, message: "must not be negative" },
         ];
         for c in cases {
             let e = expired_remote_segments(&RetentionInput {

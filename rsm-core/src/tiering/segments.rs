@@ -35,17 +35,12 @@ pub struct RemoteSegment {
 /// segment starting at or below the log end offset.
 pub(crate) fn check_local(segments: &[LocalSegment], log_end_offset: i64) -> Result<()> {
     let Some(active) = segments.last() else {
-        return Err(Error::invalid(
-            "local segment list is empty: the active segment must be present",
-        ));
+        return Err(Error::invalid("local segment list is empty: the active segment must be present"));
     };
     let mut prev: Option<i64> = None;
     for (i, s) in segments.iter().enumerate() {
         if s.base_offset < 0 {
-            return Err(Error::invalid(format!(
-                "local segment {i} has a negative base offset {}",
-                s.base_offset
-            )));
+            return Err(Error::invalid(format!("local segment {i} has a negative base offset {}", s.base_offset)));
         }
         if let Some(p) = prev
             && s.base_offset <= p
@@ -111,20 +106,11 @@ mod tests {
     use super::*;
 
     fn l(base: i64) -> LocalSegment {
-        LocalSegment {
-            base_offset: base,
-            size_bytes: 1,
-            largest_timestamp_ms: 0,
-        }
+        LocalSegment { base_offset: base, size_bytes: 1, largest_timestamp_ms: 0 }
     }
 
     fn r(start: i64, end: i64) -> RemoteSegment {
-        RemoteSegment {
-            start_offset: start,
-            end_offset: end,
-            size_bytes: 1,
-            max_timestamp_ms: 0,
-        }
+        RemoteSegment { start_offset: start, end_offset: end, size_bytes: 1, max_timestamp_ms: 0 }
     }
 
     #[test]
@@ -136,30 +122,10 @@ mod tests {
             error: Option<&'static str>,
         }
         let cases = [
-            Case {
-                name: "one active segment",
-                segments: vec![l(0)],
-                log_end: 0,
-                error: None,
-            },
-            Case {
-                name: "ascending",
-                segments: vec![l(0), l(10), l(20)],
-                log_end: 25,
-                error: None,
-            },
-            Case {
-                name: "empty",
-                segments: vec![],
-                log_end: 0,
-                error: Some("is empty"),
-            },
-            Case {
-                name: "negative base",
-                segments: vec![l(-1)],
-                log_end: 0,
-                error: Some("negative base"),
-            },
+            Case { name: "one active segment", segments: vec![l(0)], log_end: 0, error: None },
+            Case { name: "ascending", segments: vec![l(0), l(10), l(20)], log_end: 25, error: None },
+            Case { name: "empty", segments: vec![], log_end: 0, error: Some("is empty") },
+            Case { name: "negative base", segments: vec![l(-1)], log_end: 0, error: Some("negative base") },
             Case {
                 name: "out of order",
                 segments: vec![l(10), l(0)],
@@ -199,51 +165,19 @@ mod tests {
             error: Option<&'static str>,
         }
         let cases = [
-            Case {
-                name: "empty",
-                segments: vec![],
-                error: None,
-            },
-            Case {
-                name: "contiguous",
-                segments: vec![r(0, 9), r(10, 19)],
-                error: None,
-            },
-            Case {
-                name: "gap allowed",
-                segments: vec![r(0, 9), r(20, 29)],
-                error: None,
-            },
-            Case {
-                name: "partial overlap after leader change",
-                segments: vec![r(0, 9), r(5, 19)],
-                error: None,
-            },
-            Case {
-                name: "end before start",
-                segments: vec![r(5, 4)],
-                error: Some("bad offset range [5, 4]"),
-            },
-            Case {
-                name: "negative start",
-                segments: vec![r(-1, 4)],
-                error: Some("bad offset range"),
-            },
+            Case { name: "empty", segments: vec![], error: None },
+            Case { name: "contiguous", segments: vec![r(0, 9), r(10, 19)], error: None },
+            Case { name: "gap allowed", segments: vec![r(0, 9), r(20, 29)], error: None },
+            Case { name: "partial overlap after leader change", segments: vec![r(0, 9), r(5, 19)], error: None },
+            Case { name: "end before start", segments: vec![r(5, 4)], error: Some("bad offset range [5, 4]") },
+            Case { name: "negative start", segments: vec![r(-1, 4)], error: Some("bad offset range") },
             Case {
                 name: "out of order",
                 segments: vec![r(10, 19), r(0, 9)],
                 error: Some("segment 1 [0, 9] does not start and end after segment 0 [10, 19]"),
             },
-            Case {
-                name: "duplicate",
-                segments: vec![r(0, 9), r(0, 9)],
-                error: Some("out of order or overlapping"),
-            },
-            Case {
-                name: "contained",
-                segments: vec![r(0, 19), r(5, 10)],
-                error: Some("out of order or overlapping"),
-            },
+            Case { name: "duplicate", segments: vec![r(0, 9), r(0, 9)], error: Some("out of order or overlapping") },
+            Case { name: "contained", segments: vec![r(0, 19), r(5, 10)], error: Some("out of order or overlapping") },
         ];
         for c in cases {
             let got = check_remote(&c.segments);

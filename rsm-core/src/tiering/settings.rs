@@ -143,11 +143,7 @@ pub enum Limit {
 impl Limit {
     /// The limit a resolved setting stands for: any negative value is unlimited.
     pub fn from_setting(value: i64) -> Limit {
-        if value < 0 {
-            Limit::Unlimited
-        } else {
-            Limit::AtMost(value as u64)
-        }
+        if value < 0 { Limit::Unlimited } else { Limit::AtMost(value as u64) }
     }
 }
 
@@ -203,10 +199,7 @@ pub struct CopyLag {
 
 impl CopyLag {
     /// No delay at all (the default: both lags 0).
-    pub const IMMEDIATE: CopyLag = CopyLag {
-        time_ms: Lag::Immediate,
-        bytes: Lag::Immediate,
-    };
+    pub const IMMEDIATE: CopyLag = CopyLag { time_ms: Lag::Immediate, bytes: Lag::Immediate };
 }
 
 /// A topic's `cleanup.policy`.
@@ -220,17 +213,11 @@ pub struct CleanupPolicy {
 
 impl CleanupPolicy {
     /// `delete`, Kafka's default.
-    pub const DELETE: CleanupPolicy = CleanupPolicy {
-        delete: true,
-        compact: false,
-    };
+    pub const DELETE: CleanupPolicy = CleanupPolicy { delete: true, compact: false };
 
     /// Parses a comma-separated list of `delete` and `compact`.
     pub fn parse(key: &str, raw: &str) -> Result<CleanupPolicy> {
-        let mut p = CleanupPolicy {
-            delete: false,
-            compact: false,
-        };
+        let mut p = CleanupPolicy { delete: false, compact: false };
         for item in raw.split(',').map(str::trim) {
             match item {
                 "delete" => p.delete = true,
@@ -238,9 +225,7 @@ impl CleanupPolicy {
                 _ => {
                     return Err(Error::config(
                         key,
-                        format!(
-                            "`{raw}` is not a cleanup policy; allowed: delete, compact, or delete,compact"
-                        ),
+                        format!("`{raw}` is not a cleanup policy; allowed: delete, compact, or delete,compact"),
                     ));
                 }
             }
@@ -271,27 +256,14 @@ impl fmt::Display for CleanupPolicy {
 
 /// `key` as an integer in `[lo, hi]`, or `None` when absent. `meaning` is appended to the allowed range
 /// in messages (for special values such as -1).
-pub(crate) fn opt_int(
-    r: &mut ConfigReader<'_>,
-    key: &str,
-    lo: i64,
-    hi: i64,
-    meaning: &str,
-) -> Result<Option<i64>> {
+pub(crate) fn opt_int(r: &mut ConfigReader<'_>, key: &str, lo: i64, hi: i64, meaning: &str) -> Result<Option<i64>> {
     let Some(raw) = r.string(key) else {
         return Ok(None);
     };
-    let v: i64 = raw.parse().map_err(|_| {
-        Error::config(
-            key,
-            format!("`{raw}` is not an integer in [{lo}, {hi}]{meaning}"),
-        )
-    })?;
+    let v: i64 =
+        raw.parse().map_err(|_| Error::config(key, format!("`{raw}` is not an integer in [{lo}, {hi}]{meaning}")))?;
     if v < lo || v > hi {
-        return Err(Error::config(
-            key,
-            format!("{v} is out of range [{lo}, {hi}]{meaning}"),
-        ));
+        return Err(Error::config(key, format!("{v} is out of range [{lo}, {hi}]{meaning}")));
     }
     Ok(Some(v))
 }
@@ -307,20 +279,13 @@ fn opt_bool(r: &mut ConfigReader<'_>, key: &str) -> Result<Option<bool>> {
 
 /// A boolean known under the seed's name and Kafka's shipped name: either may be set; both set to
 /// different values is an error naming both.
-fn aliased_bool(
-    r: &mut ConfigReader<'_>,
-    seed: &str,
-    shipped: &str,
-    default: bool,
-) -> Result<bool> {
+fn aliased_bool(r: &mut ConfigReader<'_>, seed: &str, shipped: &str, default: bool) -> Result<bool> {
     let a = opt_bool(r, seed)?;
     let b = opt_bool(r, shipped)?;
     match (a, b) {
         (Some(x), Some(y)) if x != y => Err(Error::config(
             seed,
-            format!(
-                "`{x}` contradicts `{shipped}` = `{y}` (the shipped name of the same setting); set one of them"
-            ),
+            format!("`{x}` contradicts `{shipped}` = `{y}` (the shipped name of the same setting); set one of them"),
         )),
         (Some(x), _) => Ok(x),
         (None, Some(y)) => Ok(y),
@@ -329,24 +294,14 @@ fn aliased_bool(
 }
 
 fn opt_cleanup(r: &mut ConfigReader<'_>, key: &str) -> Result<Option<CleanupPolicy>> {
-    r.string(key)
-        .map(|raw| CleanupPolicy::parse(key, raw))
-        .transpose()
+    r.string(key).map(|raw| CleanupPolicy::parse(key, raw)).transpose()
 }
 
 /// The keys under `prefix`, prefix removed, values untouched, leaving out the broker settings that live in
 /// the same namespace.
-fn pass_through(
-    r: &mut ConfigReader<'_>,
-    prefix: &str,
-    reserved: &[&str],
-) -> BTreeMap<String, String> {
+fn pass_through(r: &mut ConfigReader<'_>, prefix: &str, reserved: &[&str]) -> BTreeMap<String, String> {
     let mut m = r.with_prefix(prefix);
-    m.retain(|k, _| {
-        !reserved
-            .iter()
-            .any(|full| full.strip_prefix(prefix) == Some(k.as_str()))
-    });
+    m.retain(|k, _| !reserved.iter().any(|full| full.strip_prefix(prefix) == Some(k.as_str())));
     m
 }
 
@@ -421,20 +376,8 @@ impl TopicDefaults {
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let d = TopicDefaults::default();
         let ms = opt_int(r, LOG_RETENTION_MS, -1, MAX, " (-1: unlimited)")?;
-        let minutes = opt_int(
-            r,
-            LOG_RETENTION_MINUTES,
-            -1,
-            MAX / MS_PER_MINUTE,
-            " (-1: unlimited)",
-        )?;
-        let hours = opt_int(
-            r,
-            LOG_RETENTION_HOURS,
-            -1,
-            MAX / MS_PER_HOUR,
-            " (-1: unlimited)",
-        )?;
+        let minutes = opt_int(r, LOG_RETENTION_MINUTES, -1, MAX / MS_PER_MINUTE, " (-1: unlimited)")?;
+        let hours = opt_int(r, LOG_RETENTION_HOURS, -1, MAX / MS_PER_HOUR, " (-1: unlimited)")?;
         let scaled = |v: i64, unit: i64| if v < 0 { -1 } else { v * unit };
         let retention_ms = ms
             .or(minutes.map(|m| scaled(m, MS_PER_MINUTE)))
@@ -442,22 +385,13 @@ impl TopicDefaults {
             .unwrap_or(d.retention_ms);
         Ok(TopicDefaults {
             retention_ms,
-            retention_bytes: opt_int(r, LOG_RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?
-                .unwrap_or(d.retention_bytes),
+            retention_bytes: opt_int(r, LOG_RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?.unwrap_or(d.retention_bytes),
             local_retention_ms: opt_int(r, LOG_LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?
                 .unwrap_or(d.local_retention_ms),
-            local_retention_bytes: opt_int(
-                r,
-                LOG_LOCAL_RETENTION_BYTES,
-                -2,
-                MAX,
-                LOCAL_BYTES_MEANING,
-            )?
-            .unwrap_or(d.local_retention_bytes),
-            copy_lag_ms: opt_int(r, LOG_REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?
-                .unwrap_or(d.copy_lag_ms),
-            copy_lag_bytes: opt_int(r, LOG_REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?
-                .unwrap_or(d.copy_lag_bytes),
+            local_retention_bytes: opt_int(r, LOG_LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?
+                .unwrap_or(d.local_retention_bytes),
+            copy_lag_ms: opt_int(r, LOG_REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_ms),
+            copy_lag_bytes: opt_int(r, LOG_REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_bytes),
             cleanup_policy: opt_cleanup(r, LOG_CLEANUP_POLICY)?.unwrap_or(d.cleanup_policy),
         })
     }
@@ -539,57 +473,31 @@ impl BrokerSettings {
     /// [`ConfigReader::finish`] after every component has read its keys).
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let d = BrokerSettings::default();
-        let remote_storage_enabled = aliased_bool(
-            r,
-            REMOTE_LOG_STORAGE_ENABLE,
-            REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
-            false,
-        )?;
+        let remote_storage_enabled =
+            aliased_bool(r, REMOTE_LOG_STORAGE_ENABLE, REMOTE_LOG_STORAGE_SYSTEM_ENABLE, false)?;
         let storage_manager = r.string(STORAGE_MANAGER_CLASS_NAME).map(str::to_string);
         let storage_manager_class_path = r.string(STORAGE_MANAGER_CLASS_PATH).map(str::to_string);
-        let metadata_manager = r
-            .string(METADATA_MANAGER_CLASS_NAME)
-            .unwrap_or(DEFAULT_METADATA_MANAGER)
-            .to_string();
+        let metadata_manager = r.string(METADATA_MANAGER_CLASS_NAME).unwrap_or(DEFAULT_METADATA_MANAGER).to_string();
         let metadata_manager_class_path = r.string(METADATA_MANAGER_CLASS_PATH).map(str::to_string);
-        let storage_manager_prefix = prefix_setting(
-            r,
-            STORAGE_MANAGER_IMPL_PREFIX,
-            DEFAULT_STORAGE_MANAGER_PREFIX,
-        );
-        let metadata_manager_prefix = prefix_setting(
-            r,
-            METADATA_MANAGER_IMPL_PREFIX,
-            DEFAULT_METADATA_MANAGER_PREFIX,
-        );
-        let custom_metadata_max_bytes = opt_int(r, CUSTOM_METADATA_MAX_BYTES, 0, INT_MAX, "")?
-            .map_or(d.custom_metadata_max_bytes, |v| v as u32);
-        let thread_pool_size =
-            opt_int(r, THREAD_POOL_SIZE, 1, INT_MAX, "")?.map_or(d.thread_pool_size, |v| v as u32);
-        let task_interval_ms =
-            opt_int(r, TASK_INTERVAL_MS, 1, MAX, "")?.map_or(d.task_interval_ms, |v| v as u64);
-        let reader_threads =
-            opt_int(r, READER_THREADS, 1, INT_MAX, "")?.map_or(d.reader_threads, |v| v as u32);
-        let reader_max_pending_tasks = opt_int(r, READER_MAX_PENDING_TASKS, 1, INT_MAX, "")?
-            .map_or(d.reader_max_pending_tasks, |v| v as u32);
+        let storage_manager_prefix = prefix_setting(r, STORAGE_MANAGER_IMPL_PREFIX, DEFAULT_STORAGE_MANAGER_PREFIX);
+        let metadata_manager_prefix = prefix_setting(r, METADATA_MANAGER_IMPL_PREFIX, DEFAULT_METADATA_MANAGER_PREFIX);
+        let custom_metadata_max_bytes =
+            opt_int(r, CUSTOM_METADATA_MAX_BYTES, 0, INT_MAX, "")?.map_or(d.custom_metadata_max_bytes, |v| v as u32);
+        let thread_pool_size = opt_int(r, THREAD_POOL_SIZE, 1, INT_MAX, "")?.map_or(d.thread_pool_size, |v| v as u32);
+        let task_interval_ms = opt_int(r, TASK_INTERVAL_MS, 1, MAX, "")?.map_or(d.task_interval_ms, |v| v as u64);
+        let reader_threads = opt_int(r, READER_THREADS, 1, INT_MAX, "")?.map_or(d.reader_threads, |v| v as u32);
+        let reader_max_pending_tasks =
+            opt_int(r, READER_MAX_PENDING_TASKS, 1, INT_MAX, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
         let topic_defaults = TopicDefaults::read(r)?;
 
         let seed_storage = pass_through(r, STORAGE_NAMESPACE, STORAGE_RESERVED);
         let shipped_storage = pass_through(r, &storage_manager_prefix, STORAGE_RESERVED);
-        let storage_config = merge_namespaces(
-            seed_storage,
-            STORAGE_NAMESPACE,
-            shipped_storage,
-            &storage_manager_prefix,
-        )?;
+        let storage_config =
+            merge_namespaces(seed_storage, STORAGE_NAMESPACE, shipped_storage, &storage_manager_prefix)?;
         let seed_metadata = pass_through(r, METADATA_NAMESPACE, METADATA_RESERVED);
         let shipped_metadata = pass_through(r, &metadata_manager_prefix, METADATA_RESERVED);
-        let metadata_config = merge_namespaces(
-            seed_metadata,
-            METADATA_NAMESPACE,
-            shipped_metadata,
-            &metadata_manager_prefix,
-        )?;
+        let metadata_config =
+            merge_namespaces(seed_metadata, METADATA_NAMESPACE, shipped_metadata, &metadata_manager_prefix)?;
 
         if remote_storage_enabled && storage_manager.is_none() {
             return Err(Error::config(
@@ -668,13 +576,7 @@ impl TopicSettings {
             retention_bytes: opt_int(r, RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?,
             local_retention_ms: opt_int(r, LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?,
             local_retention_bytes: opt_int(r, LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?,
-            remote_log_retention_minutes: opt_int(
-                r,
-                REMOTE_LOG_RETENTION_MINUTES,
-                1,
-                MAX / MS_PER_MINUTE,
-                "",
-            )?,
+            remote_log_retention_minutes: opt_int(r, REMOTE_LOG_RETENTION_MINUTES, 1, MAX / MS_PER_MINUTE, "")?,
             remote_log_retention_bytes: opt_int(r, REMOTE_LOG_RETENTION_BYTES, 1, MAX, "")?,
             remote_copy_lag_ms: opt_int(r, REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?,
             remote_copy_lag_bytes: opt_int(r, REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?,
@@ -686,8 +588,7 @@ impl TopicSettings {
     }
 
     fn cleanup(&self, broker: &BrokerSettings) -> CleanupPolicy {
-        self.cleanup_policy
-            .unwrap_or(broker.topic_defaults.cleanup_policy)
+        self.cleanup_policy.unwrap_or(broker.topic_defaults.cleanup_policy)
     }
 }
 
@@ -750,11 +651,7 @@ impl TopicPolicy {
 
     /// [`TopicPolicy::resolve`] for a topic met at broker start-up, logging each warning (SR-12: a
     /// compacted topic with remote storage is logged and remote storage is off for it).
-    pub fn at_startup(
-        topic_name: &str,
-        topic: &TopicSettings,
-        broker: &BrokerSettings,
-    ) -> Result<TopicPolicy> {
+    pub fn at_startup(topic_name: &str, topic: &TopicSettings, broker: &BrokerSettings) -> Result<TopicPolicy> {
         let p = Self::resolve(topic, broker)?;
         for w in &p.warnings {
             tracing::warn!(topic = topic_name, "{w}");
@@ -780,11 +677,7 @@ pub fn validate_alter(
 ) -> Result<TopicPolicy> {
     let cleanup_changed = current.cleanup(broker) != proposed.cleanup(broker);
     let remote_changed = current.requests_remote() != proposed.requests_remote();
-    let key = if cleanup_changed && !remote_changed {
-        CLEANUP_POLICY
-    } else {
-        REMOTE_STORAGE_ENABLE
-    };
+    let key = if cleanup_changed && !remote_changed { CLEANUP_POLICY } else { REMOTE_STORAGE_ENABLE };
     check_remote_allowed(proposed, broker, key)?;
     TopicPolicy::resolve(proposed, broker)
 }
@@ -796,9 +689,7 @@ fn check_remote_allowed(topic: &TopicSettings, broker: &BrokerSettings, key: &st
     if !broker.remote_storage_enabled {
         return Err(Error::config(
             REMOTE_STORAGE_ENABLE,
-            format!(
-                "`true` is not allowed while {REMOTE_LOG_STORAGE_ENABLE} is false on this broker"
-            ),
+            format!("`true` is not allowed while {REMOTE_LOG_STORAGE_ENABLE} is false on this broker"),
         ));
     }
     let cleanup = topic.cleanup(broker);
@@ -825,25 +716,10 @@ struct Sourced {
     from_topic: bool,
 }
 
-fn pick(
-    topic: Option<i64>,
-    topic_key: &'static str,
-    default: i64,
-    broker_key: &'static str,
-) -> Sourced {
+fn pick(topic: Option<i64>, topic_key: &'static str, default: i64, broker_key: &'static str) -> Sourced {
     match topic {
-        Some(v) => Sourced {
-            value: v,
-            raw: v,
-            key: topic_key,
-            from_topic: true,
-        },
-        None => Sourced {
-            value: default,
-            raw: default,
-            key: broker_key,
-            from_topic: false,
-        },
+        Some(v) => Sourced { value: v, raw: v, key: topic_key, from_topic: true },
+        None => Sourced { value: default, raw: default, key: broker_key, from_topic: false },
     }
 }
 
@@ -857,98 +733,34 @@ struct Values {
 /// The value resolution. `tiered`: apply the cross-key checks a tiered topic needs. `strict`: a lag
 /// inherited from the broker above the local retention is an error too (broker validation), instead of
 /// being capped at the local retention.
-fn resolve_values(
-    topic: &TopicSettings,
-    d: &TopicDefaults,
-    tiered: bool,
-    strict: bool,
-) -> Result<Values> {
-    let ret_ms = pick(
-        topic.retention_ms,
-        RETENTION_MS,
-        d.retention_ms,
-        LOG_RETENTION_MS,
-    );
-    let ret_bytes = pick(
-        topic.retention_bytes,
-        RETENTION_BYTES,
-        d.retention_bytes,
-        LOG_RETENTION_BYTES,
-    );
-    let local_ms = pick(
-        topic.local_retention_ms,
-        LOCAL_RETENTION_MS,
-        d.local_retention_ms,
-        LOG_LOCAL_RETENTION_MS,
-    );
-    let local_bytes = pick(
-        topic.local_retention_bytes,
-        LOCAL_RETENTION_BYTES,
-        d.local_retention_bytes,
-        LOG_LOCAL_RETENTION_BYTES,
-    );
+fn resolve_values(topic: &TopicSettings, d: &TopicDefaults, tiered: bool, strict: bool) -> Result<Values> {
+    let ret_ms = pick(topic.retention_ms, RETENTION_MS, d.retention_ms, LOG_RETENTION_MS);
+    let ret_bytes = pick(topic.retention_bytes, RETENTION_BYTES, d.retention_bytes, LOG_RETENTION_BYTES);
+    let local_ms = pick(topic.local_retention_ms, LOCAL_RETENTION_MS, d.local_retention_ms, LOG_LOCAL_RETENTION_MS);
+    let local_bytes =
+        pick(topic.local_retention_bytes, LOCAL_RETENTION_BYTES, d.local_retention_bytes, LOG_LOCAL_RETENTION_BYTES);
     let remote_ms = match topic.remote_log_retention_minutes {
-        Some(m) => Sourced {
-            value: m * MS_PER_MINUTE,
-            raw: m,
-            key: REMOTE_LOG_RETENTION_MINUTES,
-            from_topic: true,
-        },
+        Some(m) => Sourced { value: m * MS_PER_MINUTE, raw: m, key: REMOTE_LOG_RETENTION_MINUTES, from_topic: true },
         None => ret_ms,
     };
     let (remote_bytes, size_scope) = match topic.remote_log_retention_bytes {
-        Some(b) => (
-            Sourced {
-                value: b,
-                raw: b,
-                key: REMOTE_LOG_RETENTION_BYTES,
-                from_topic: true,
-            },
-            SizeScope::RemoteOnly,
-        ),
+        Some(b) => {
+            (Sourced { value: b, raw: b, key: REMOTE_LOG_RETENTION_BYTES, from_topic: true }, SizeScope::RemoteOnly)
+        }
         None => (ret_bytes, SizeScope::WholeLog),
     };
-    let eff_local_ms = if local_ms.value == -2 {
-        ret_ms.value
-    } else {
-        local_ms.value
-    };
-    let eff_local_bytes = if local_bytes.value == -2 {
-        ret_bytes.value
-    } else {
-        local_bytes.value
-    };
+    let eff_local_ms = if local_ms.value == -2 { ret_ms.value } else { local_ms.value };
+    let eff_local_bytes = if local_bytes.value == -2 { ret_bytes.value } else { local_bytes.value };
     if tiered {
         check_local_within_remote(local_ms, ret_ms, remote_ms, "ms")?;
         check_local_within_remote(local_bytes, ret_bytes, remote_bytes, "bytes")?;
     }
-    let lag_ms = pick(
-        topic.remote_copy_lag_ms,
-        REMOTE_COPY_LAG_MS,
-        d.copy_lag_ms,
-        LOG_REMOTE_COPY_LAG_MS,
-    );
-    let lag_bytes = pick(
-        topic.remote_copy_lag_bytes,
-        REMOTE_COPY_LAG_BYTES,
-        d.copy_lag_bytes,
-        LOG_REMOTE_COPY_LAG_BYTES,
-    );
+    let lag_ms = pick(topic.remote_copy_lag_ms, REMOTE_COPY_LAG_MS, d.copy_lag_ms, LOG_REMOTE_COPY_LAG_MS);
+    let lag_bytes =
+        pick(topic.remote_copy_lag_bytes, REMOTE_COPY_LAG_BYTES, d.copy_lag_bytes, LOG_REMOTE_COPY_LAG_BYTES);
     let copy_lag = CopyLag {
-        time_ms: resolve_lag(
-            lag_ms,
-            eff_local_ms,
-            &describe_local(local_ms, ret_ms),
-            tiered,
-            strict,
-        )?,
-        bytes: resolve_lag(
-            lag_bytes,
-            eff_local_bytes,
-            &describe_local(local_bytes, ret_bytes),
-            tiered,
-            strict,
-        )?,
+        time_ms: resolve_lag(lag_ms, eff_local_ms, &describe_local(local_ms, ret_ms), tiered, strict)?,
+        bytes: resolve_lag(lag_bytes, eff_local_bytes, &describe_local(local_bytes, ret_bytes), tiered, strict)?,
     };
     Ok(Values {
         retention: RetentionLimits {
@@ -970,10 +782,7 @@ fn resolve_values(
 
 fn describe_local(local: Sourced, total: Sourced) -> String {
     if local.value == -2 {
-        format!(
-            "{}=-2, which takes {}={}",
-            local.key, total.key, total.value
-        )
+        format!("{}=-2, which takes {}={}", local.key, total.key, total.value)
     } else {
         format!("{}={}", local.key, local.value)
     }
@@ -991,12 +800,7 @@ fn describe_remote(remote: Sourced) -> String {
 /// remote retention is limited (Kafka's rule against `retention.*`, applied to the remote retention).
 /// The error names the local key when the topic or broker set it, and the remote key when the local
 /// retention is -2 (then only the seed's remote key can disagree with the retention it takes).
-fn check_local_within_remote(
-    local: Sourced,
-    total: Sourced,
-    remote: Sourced,
-    unit: &str,
-) -> Result<()> {
+fn check_local_within_remote(local: Sourced, total: Sourced, remote: Sourced, unit: &str) -> Result<()> {
     if remote.value < 0 {
         return Ok(());
     }
@@ -1029,24 +833,15 @@ fn check_local_within_remote(
     }
     let local_desc = describe_local(local, total);
     let allowed = if eff < 0 {
-        format!(
-            "unset {}, or set a local retention of at most {limit}",
-            remote.key
-        )
+        format!("unset {}, or set a local retention of at most {limit}", remote.key)
     } else if remote.key == REMOTE_LOG_RETENTION_MINUTES {
-        format!(
-            "at least {} minutes",
-            (eff + MS_PER_MINUTE - 1) / MS_PER_MINUTE
-        )
+        format!("at least {} minutes", (eff + MS_PER_MINUTE - 1) / MS_PER_MINUTE)
     } else {
         format!("at least {eff}")
     };
     Err(Error::config(
         remote.key,
-        format!(
-            "{} is below the local retention ({local_desc}); allowed: {allowed}",
-            remote.raw
-        ),
+        format!("{} is below the local retention ({local_desc}); allowed: {allowed}", remote.raw),
     ))
 }
 
@@ -1054,19 +849,9 @@ fn check_local_within_remote(
 /// unlimited one means this check never passes); a positive lag above a limited local retention is an
 /// error when the topic set it (or `strict`), and is capped at the local retention when inherited from
 /// the broker.
-fn resolve_lag(
-    lag: Sourced,
-    eff_local: i64,
-    local_desc: &str,
-    tiered: bool,
-    strict: bool,
-) -> Result<Lag> {
+fn resolve_lag(lag: Sourced, eff_local: i64, local_desc: &str, tiered: bool, strict: bool) -> Result<Lag> {
     let at = |v: i64| {
-        if v == 0 {
-            Lag::Immediate
-        } else {
-            Lag::After(v as u64)
-        }
+        if v == 0 { Lag::Immediate } else { Lag::After(v as u64) }
     };
     Ok(match lag.value {
         0 => Lag::Immediate,
@@ -1095,11 +880,7 @@ mod tests {
     const DAY: i64 = 86_400_000;
 
     fn enabled_broker() -> BrokerSettings {
-        BrokerSettings {
-            remote_storage_enabled: true,
-            storage_manager: Some("fs".into()),
-            ..Default::default()
-        }
+        BrokerSettings { remote_storage_enabled: true, storage_manager: Some("fs".into()), ..Default::default() }
     }
 
     fn topic(pairs: &[(&str, &str)]) -> TopicSettings {
@@ -1134,26 +915,17 @@ mod tests {
             },
             Case {
                 name: "seed name enables",
-                props: &[
-                    ("remote.log.storage.enable", "true"),
-                    ("remote.log.storage.manager.class.name", "s3"),
-                ],
+                props: &[("remote.log.storage.enable", "true"), ("remote.log.storage.manager.class.name", "s3")],
                 check: |s| s.remote_storage_enabled && s.storage_manager.as_deref() == Some("s3"),
             },
             Case {
                 name: "shipped alias enables",
-                props: &[
-                    ("remote.log.storage.system.enable", "TRUE"),
-                    ("remote.log.storage.manager.class.name", "fs"),
-                ],
+                props: &[("remote.log.storage.system.enable", "TRUE"), ("remote.log.storage.manager.class.name", "fs")],
                 check: |s| s.remote_storage_enabled,
             },
             Case {
                 name: "both names agreeing",
-                props: &[
-                    ("remote.log.storage.enable", "false"),
-                    ("remote.log.storage.system.enable", "false"),
-                ],
+                props: &[("remote.log.storage.enable", "false"), ("remote.log.storage.system.enable", "false")],
                 check: |s| !s.remote_storage_enabled,
             },
             Case {
@@ -1194,8 +966,7 @@ mod tests {
                 ],
                 check: |s| {
                     s.storage_config == props([("s3.bucket", "b1"), ("s3.region", " eu-west-1 ")])
-                        && s.metadata_config
-                            == props([("topic.replication.factor", "3"), ("whatever.unknown", "x")])
+                        && s.metadata_config == props([("topic.replication.factor", "3"), ("whatever.unknown", "x")])
                 },
             },
             Case {
@@ -1237,28 +1008,18 @@ mod tests {
                             local_retention_bytes: -2,
                             copy_lag_ms: -1,
                             copy_lag_bytes: 500,
-                            cleanup_policy: CleanupPolicy {
-                                delete: true,
-                                compact: true,
-                            },
+                            cleanup_policy: CleanupPolicy { delete: true, compact: true },
                         }
                 },
             },
             Case {
                 name: "log.retention.ms wins over minutes and hours",
-                props: &[
-                    ("log.retention.ms", "5"),
-                    ("log.retention.minutes", "1"),
-                    ("log.retention.hours", "1"),
-                ],
+                props: &[("log.retention.ms", "5"), ("log.retention.minutes", "1"), ("log.retention.hours", "1")],
                 check: |s| s.topic_defaults.retention_ms == 5,
             },
             Case {
                 name: "log.retention.minutes wins over hours; -1 is unlimited",
-                props: &[
-                    ("log.retention.minutes", "-1"),
-                    ("log.retention.hours", "1"),
-                ],
+                props: &[("log.retention.minutes", "-1"), ("log.retention.hours", "1")],
                 check: |s| s.topic_defaults.retention_ms == -1,
             },
         ];
@@ -1286,10 +1047,7 @@ mod tests {
             },
             Case {
                 name: "seed and shipped names contradict",
-                props: &[
-                    ("remote.log.storage.enable", "true"),
-                    ("remote.log.storage.system.enable", "false"),
-                ],
+                props: &[("remote.log.storage.enable", "true"), ("remote.log.storage.system.enable", "false")],
                 key: "remote.log.storage.enable",
                 message: "`true` contradicts `remote.log.storage.system.enable` = `false`",
             },
@@ -1301,10 +1059,7 @@ mod tests {
             },
             Case {
                 name: "SR-2: blank class name counts as missing",
-                props: &[
-                    ("remote.log.storage.system.enable", "true"),
-                    ("remote.log.storage.manager.class.name", " "),
-                ],
+                props: &[("remote.log.storage.system.enable", "true"), ("remote.log.storage.manager.class.name", " ")],
                 key: "remote.log.storage.manager.class.name",
                 message: "is mandatory",
             },
@@ -1417,29 +1172,17 @@ mod tests {
         }
         use Limit::{AtMost, Unlimited};
         const WEEK: u64 = 604_800_000;
-        let tiered: &[(&str, &str)] = &[
-            ("remote.log.storage.enable", "true"),
-            ("remote.log.storage.manager.class.name", "fs"),
-        ];
+        let tiered: &[(&str, &str)] =
+            &[("remote.log.storage.enable", "true"), ("remote.log.storage.manager.class.name", "fs")];
         let cases = [
             Case {
                 name: "all defaults, tiered",
                 broker: &[],
                 topic: &[("remote.storage.enable", "true")],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
                 lag: CopyLag::IMMEDIATE,
             },
             Case {
@@ -1447,103 +1190,44 @@ mod tests {
                 broker: &[],
                 topic: &[],
                 remote_storage: false,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
                 lag: CopyLag::IMMEDIATE,
             },
             Case {
                 name: "topic overrides broker defaults",
-                broker: &[
-                    ("log.retention.ms", "1000"),
-                    ("log.remote.copy.lag.ms", "-1"),
-                ],
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("retention.ms", "5000"),
-                    ("remote.copy.lag.ms", "0"),
-                ],
+                broker: &[("log.retention.ms", "1000"), ("log.remote.copy.lag.ms", "-1")],
+                topic: &[("remote.storage.enable", "true"), ("retention.ms", "5000"), ("remote.copy.lag.ms", "0")],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(5000),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(5000),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(5000),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
+                retention: RetentionLimits { time_ms: AtMost(5000), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(5000), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(5000), bytes: Unlimited, size_scope: SizeScope::WholeLog },
                 lag: CopyLag::IMMEDIATE,
             },
             Case {
                 name: "broker lag -1 inherited resolves to the topic's local retention",
-                broker: &[
-                    ("log.remote.copy.lag.ms", "-1"),
-                    ("log.remote.copy.lag.bytes", "-1"),
-                ],
+                broker: &[("log.remote.copy.lag.ms", "-1"), ("log.remote.copy.lag.bytes", "-1")],
                 topic: &[
                     ("remote.storage.enable", "true"),
                     ("local.retention.ms", "3600000"),
                     ("local.retention.bytes", "4096"),
                 ],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(3_600_000),
-                    bytes: AtMost(4096),
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
-                lag: CopyLag {
-                    time_ms: Lag::After(3_600_000),
-                    bytes: Lag::After(4096),
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(3_600_000), bytes: AtMost(4096) },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
+                lag: CopyLag { time_ms: Lag::After(3_600_000), bytes: Lag::After(4096) },
             },
             Case {
                 name: "broker lag above the topic's local retention is capped, not an error",
                 broker: &[("log.remote.copy.lag.ms", "86400000")],
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("local.retention.ms", "3600000"),
-                ],
+                topic: &[("remote.storage.enable", "true"), ("local.retention.ms", "3600000")],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(3_600_000),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
-                lag: CopyLag {
-                    time_ms: Lag::After(3_600_000),
-                    bytes: Lag::Immediate,
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(3_600_000), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
+                lag: CopyLag { time_ms: Lag::After(3_600_000), bytes: Lag::Immediate },
             },
             Case {
                 name: "seed remote retention keys override retention.* for the remote tier",
@@ -1556,14 +1240,8 @@ mod tests {
                     ("remote.log.retention.bytes", "5000"),
                 ],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(86_400_000),
-                    bytes: AtMost(1000),
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(86_400_000),
-                    bytes: AtMost(1000),
-                },
+                retention: RetentionLimits { time_ms: AtMost(86_400_000), bytes: AtMost(1000) },
+                local: RetentionLimits { time_ms: AtMost(86_400_000), bytes: AtMost(1000) },
                 remote: RemoteRetention {
                     time_ms: AtMost(2_592_000_000),
                     bytes: AtMost(5000),
@@ -1581,76 +1259,30 @@ mod tests {
                     ("remote.copy.lag.ms", "-1"),
                 ],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
-                lag: CopyLag {
-                    time_ms: Lag::After(WEEK),
-                    bytes: Lag::Immediate,
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
+                lag: CopyLag { time_ms: Lag::After(WEEK), bytes: Lag::Immediate },
             },
             Case {
                 name: "lag -1 over a local retention of 0 is immediate",
                 broker: &[],
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("local.retention.ms", "0"),
-                    ("remote.copy.lag.ms", "-1"),
-                ],
+                topic: &[("remote.storage.enable", "true"), ("local.retention.ms", "0"), ("remote.copy.lag.ms", "-1")],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(0),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
-                lag: CopyLag {
-                    time_ms: Lag::Immediate,
-                    bytes: Lag::Immediate,
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(0), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
+                lag: CopyLag { time_ms: Lag::Immediate, bytes: Lag::Immediate },
             },
             Case {
                 name: "positive lag with unlimited local retention is kept",
                 broker: &[],
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("remote.copy.lag.bytes", "1073741824"),
-                ],
+                topic: &[("remote.storage.enable", "true"), ("remote.copy.lag.bytes", "1073741824")],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
-                lag: CopyLag {
-                    time_ms: Lag::Immediate,
-                    bytes: Lag::After(1 << 30),
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
+                lag: CopyLag { time_ms: Lag::Immediate, bytes: Lag::After(1 << 30) },
             },
             Case {
                 name: "lag equal to the local retention is allowed",
@@ -1661,47 +1293,23 @@ mod tests {
                     ("remote.copy.lag.ms", "1000"),
                 ],
                 remote_storage: true,
-                retention: RetentionLimits {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                },
-                local: RetentionLimits {
-                    time_ms: AtMost(1000),
-                    bytes: Unlimited,
-                },
-                remote: RemoteRetention {
-                    time_ms: AtMost(WEEK),
-                    bytes: Unlimited,
-                    size_scope: SizeScope::WholeLog,
-                },
-                lag: CopyLag {
-                    time_ms: Lag::After(1000),
-                    bytes: Lag::Immediate,
-                },
+                retention: RetentionLimits { time_ms: AtMost(WEEK), bytes: Unlimited },
+                local: RetentionLimits { time_ms: AtMost(1000), bytes: Unlimited },
+                remote: RemoteRetention { time_ms: AtMost(WEEK), bytes: Unlimited, size_scope: SizeScope::WholeLog },
+                lag: CopyLag { time_ms: Lag::After(1000), bytes: Lag::Immediate },
             },
         ];
         for c in cases {
             let mut b: Vec<(&str, &str)> = tiered.to_vec();
             b.extend_from_slice(c.broker);
-            let broker = BrokerSettings::from_props(&props(b))
-                .unwrap_or_else(|e| panic!("{}: broker: {e}", c.name));
-            let p = TopicPolicy::resolve(&topic(c.topic), &broker)
-                .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-            assert_eq!(
-                p.remote_storage, c.remote_storage,
-                "{}: remote_storage",
-                c.name
-            );
+            let broker = BrokerSettings::from_props(&props(b)).unwrap_or_else(|e| panic!("{}: broker: {e}", c.name));
+            let p = TopicPolicy::resolve(&topic(c.topic), &broker).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            assert_eq!(p.remote_storage, c.remote_storage, "{}: remote_storage", c.name);
             assert_eq!(p.retention, c.retention, "{}: retention", c.name);
             assert_eq!(p.local_retention, c.local, "{}: local retention", c.name);
             assert_eq!(p.remote_retention, c.remote, "{}: remote retention", c.name);
             assert_eq!(p.copy_lag, c.lag, "{}: copy lag", c.name);
-            assert!(
-                p.warnings.is_empty(),
-                "{}: warnings {:?}",
-                c.name,
-                p.warnings
-            );
+            assert!(p.warnings.is_empty(), "{}: warnings {:?}", c.name, p.warnings);
         }
     }
 
@@ -1778,11 +1386,7 @@ mod tests {
             },
             Case {
                 name: "local retention above the total",
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("retention.ms", "1000"),
-                    ("local.retention.ms", "2000"),
-                ],
+                topic: &[("remote.storage.enable", "true"), ("retention.ms", "1000"), ("local.retention.ms", "2000")],
                 key: "local.retention.ms",
                 message: "2000 ms exceeds the remote retention retention.ms=1000; allowed: -2, or 0 to 1000",
             },
@@ -1808,19 +1412,13 @@ mod tests {
             },
             Case {
                 name: "seed remote retention below the local retention taken from retention.ms",
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("remote.log.retention.minutes", "60"),
-                ],
+                topic: &[("remote.storage.enable", "true"), ("remote.log.retention.minutes", "60")],
                 key: "remote.log.retention.minutes",
                 message: "60 is below the local retention (log.local.retention.ms=-2, which takes log.retention.ms=604800000); allowed: at least 10080 minutes",
             },
             Case {
                 name: "seed remote bytes with unlimited local retention",
-                topic: &[
-                    ("remote.storage.enable", "true"),
-                    ("remote.log.retention.bytes", "10"),
-                ],
+                topic: &[("remote.storage.enable", "true"), ("remote.log.retention.bytes", "10")],
                 key: "remote.log.retention.bytes",
                 message: "10 is below the local retention (log.local.retention.bytes=-2, which takes log.retention.bytes=-1); allowed: unset remote.log.retention.bytes, or set a local retention of at most 10",
             },
@@ -1855,18 +1453,10 @@ mod tests {
     #[test]
     fn cross_checks_apply_only_to_tiered_topics() {
         // Kafka checks local against total retention only when the topic is tiered.
-        let t = topic(&[
-            ("retention.ms", "1000"),
-            ("local.retention.ms", "2000"),
-            ("remote.copy.lag.ms", "5000"),
-        ]);
+        let t = topic(&[("retention.ms", "1000"), ("local.retention.ms", "2000"), ("remote.copy.lag.ms", "5000")]);
         let p = TopicPolicy::resolve(&t, &enabled_broker()).expect("not tiered: no cross-checks");
         assert!(!p.remote_storage);
-        assert_eq!(
-            p.copy_lag.time_ms,
-            Lag::After(2000),
-            "capped at local retention"
-        );
+        assert_eq!(p.copy_lag.time_ms, Lag::After(2000), "capped at local retention");
     }
 
     #[test]
@@ -1886,15 +1476,9 @@ mod tests {
                 name: "create compacted + remote is rejected",
                 op: "create",
                 current: &[],
-                proposed: &[
-                    ("remote.storage.enable", "true"),
-                    ("cleanup.policy", "compact"),
-                ],
+                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "compact")],
                 broker_enabled: true,
-                error: Some((
-                    "remote.storage.enable",
-                    "compacted topics are not supported with remote storage",
-                )),
+                error: Some(("remote.storage.enable", "compacted topics are not supported with remote storage")),
                 remote_storage: false,
                 warning: None,
             },
@@ -1902,15 +1486,9 @@ mod tests {
                 name: "create compact,delete + remote is rejected",
                 op: "create",
                 current: &[],
-                proposed: &[
-                    ("remote.storage.enable", "true"),
-                    ("cleanup.policy", "delete,compact"),
-                ],
+                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "delete,compact")],
                 broker_enabled: true,
-                error: Some((
-                    "remote.storage.enable",
-                    "cleanup.policy=compact,delete with remote.storage.enable=true",
-                )),
+                error: Some(("remote.storage.enable", "cleanup.policy=compact,delete with remote.storage.enable=true")),
                 remote_storage: false,
                 warning: None,
             },
@@ -1918,10 +1496,7 @@ mod tests {
                 name: "create delete + remote is accepted",
                 op: "create",
                 current: &[],
-                proposed: &[
-                    ("remote.storage.enable", "true"),
-                    ("cleanup.policy", "delete"),
-                ],
+                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "delete")],
                 broker_enabled: true,
                 error: None,
                 remote_storage: true,
@@ -1943,10 +1518,7 @@ mod tests {
                 current: &[],
                 proposed: &[("remote.storage.enable", "true")],
                 broker_enabled: false,
-                error: Some((
-                    "remote.storage.enable",
-                    "not allowed while remote.log.storage.enable is false",
-                )),
+                error: Some(("remote.storage.enable", "not allowed while remote.log.storage.enable is false")),
                 remote_storage: false,
                 warning: None,
             },
@@ -1954,15 +1526,9 @@ mod tests {
                 name: "alter: compaction turned on for a tiered topic names cleanup.policy",
                 op: "alter",
                 current: &[("remote.storage.enable", "true")],
-                proposed: &[
-                    ("remote.storage.enable", "true"),
-                    ("cleanup.policy", "compact"),
-                ],
+                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "compact")],
                 broker_enabled: true,
-                error: Some((
-                    "cleanup.policy",
-                    "compacted topics are not supported with remote storage",
-                )),
+                error: Some(("cleanup.policy", "compacted topics are not supported with remote storage")),
                 remote_storage: false,
                 warning: None,
             },
@@ -1970,15 +1536,9 @@ mod tests {
                 name: "alter: remote turned on for a compacted topic names remote.storage.enable",
                 op: "alter",
                 current: &[("cleanup.policy", "compact")],
-                proposed: &[
-                    ("cleanup.policy", "compact"),
-                    ("remote.storage.enable", "true"),
-                ],
+                proposed: &[("cleanup.policy", "compact"), ("remote.storage.enable", "true")],
                 broker_enabled: true,
-                error: Some((
-                    "remote.storage.enable",
-                    "compacted topics are not supported with remote storage",
-                )),
+                error: Some(("remote.storage.enable", "compacted topics are not supported with remote storage")),
                 remote_storage: false,
                 warning: None,
             },
@@ -1996,10 +1556,7 @@ mod tests {
                 name: "start-up: compacted + remote is a warning and remote is off",
                 op: "startup",
                 current: &[],
-                proposed: &[
-                    ("remote.storage.enable", "true"),
-                    ("cleanup.policy", "compact"),
-                ],
+                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "compact")],
                 broker_enabled: true,
                 error: None,
                 remote_storage: false,
@@ -2029,11 +1586,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let broker = if c.broker_enabled {
-                enabled_broker()
-            } else {
-                BrokerSettings::default()
-            };
+            let broker = if c.broker_enabled { enabled_broker() } else { BrokerSettings::default() };
             let proposed = topic(c.proposed);
             let got = match c.op {
                 "create" => validate_create(&proposed, &broker),
@@ -2053,19 +1606,12 @@ mod tests {
                 }
                 None => {
                     let p = got.unwrap_or_else(|e| panic!("{}: {e}", c.name));
-                    assert_eq!(
-                        p.remote_storage, c.remote_storage,
-                        "{}: remote_storage",
-                        c.name
-                    );
+                    assert_eq!(p.remote_storage, c.remote_storage, "{}: remote_storage", c.name);
                     match c.warning {
                         None => assert!(p.warnings.is_empty(), "{}: {:?}", c.name, p.warnings),
-                        Some(w) => assert!(
-                            p.warnings.len() == 1 && p.warnings[0].contains(w),
-                            "{}: {:?}",
-                            c.name,
-                            p.warnings
-                        ),
+                        Some(w) => {
+                            assert!(p.warnings.len() == 1 && p.warnings[0].contains(w), "{}: {:?}", c.name, p.warnings)
+                        }
                     }
                 }
             }
@@ -2074,18 +1620,12 @@ mod tests {
 
     #[test]
     fn topic_settings_read_leaves_other_keys() {
-        let p = props([
-            ("segment.bytes", "1024"),
-            ("remote.storage.enable", "true"),
-            ("remote.copy.lag.ms", "5"),
-        ]);
+        let p = props([("segment.bytes", "1024"), ("remote.storage.enable", "true"), ("remote.copy.lag.ms", "5")]);
         let mut r = ConfigReader::new(&p);
         let t = TopicSettings::read(&mut r).expect("read");
         assert_eq!(t.remote_copy_lag_ms, Some(5));
         assert_eq!(t.remote_storage_enable, Some(true));
-        let e = r
-            .finish()
-            .expect_err("segment.bytes was not read by the tiering settings");
+        let e = r.finish().expect_err("segment.bytes was not read by the tiering settings");
         assert!(e.to_string().contains("segment.bytes"), "{e}");
         assert_eq!(DAY * 7, DEFAULT_RETENTION_MS);
     }
