@@ -1,12 +1,11 @@
 //! Format micro-benchmarks: scanning record batches (with and without the CRC-32C check) over 256 MiB of
-//! realistic v2 batches in memory, and encoding and decoding the manifest of a 1 GiB segment (256 chunks
-//! of 4 MiB).
+//! realistic v2 batches in memory, cutting the same batches into 4 MiB chunks as a copy does, and encoding
+//! and decoding the manifest of a 1 GiB segment (256 chunks of 4 MiB).
 
-use criterion::{
-    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use rsm_benches::{DataShape, MIB, batch_buffer, synthetic_manifest};
 use rsm_core::format::batch::BatchIter;
+use rsm_core::format::chunk::Chunker;
 use rsm_core::format::manifest::Manifest;
 use std::hint::black_box;
 
@@ -25,11 +24,7 @@ fn scan(buf: &[u8], verify: bool) -> u64 {
 fn batch_scan(c: &mut Criterion) {
     let buf = batch_buffer(SCAN_BYTES, DataShape::default());
     let batches = BatchIter::new(&buf, 0, false).count();
-    eprintln!(
-        "batch_scan: {} bytes, {batches} batches of about {} bytes",
-        buf.len(),
-        buf.len() / batches
-    );
+    eprintln!("batch_scan: {} bytes, {batches} batches of about {} bytes", buf.len(), buf.len() / batches);
     let mut g = c.benchmark_group("batch_scan_256MiB");
     // One iteration takes about 0.1 s: flat sampling keeps a 3 s measurement possible.
     g.sampling_mode(SamplingMode::Flat);
@@ -38,6 +33,32 @@ fn batch_scan(c: &mut Criterion) {
     for (name, verify) in [("crc32c", true), ("no_crc", false)] {
         g.bench_with_input(BenchmarkId::from_parameter(name), &verify, |b, &verify| {
             b.iter(|| scan(black_box(&buf), verify))
+        });
+    }
+    g.finish();
+}
+
+/// The copy's scan: check every batch and feed the chunker, which derives each chunk's CRC-32C from the
+/// verified batch CRCs (`crc32c_combine`, as a copy with `copy.verify.checksums` on does) or from the
+/// bytes (as a copy with it off does).
+fn chunking(buf: &[u8], from_verified_crc: bool) -> usize {
+    let mut chunker = Chunker::new(4 << 20, 0, rsm_core::Uuid::new(1, 2));
+    for b in BatchIter::new(buf, 0, from_verified_crc) {
+        let b = b.expect("generated batches are valid");
+        chunker.push(&b, from_verified_crc.then(|| b.stored_crc()));
+    }
+    chunker.finish().len()
+}
+
+fn chunker(c: &mut Criterion) {
+    let buf = batch_buffer(SCAN_BYTES, DataShape::default());
+    let mut g = c.benchmark_group("scan_and_chunk_256MiB");
+    g.sampling_mode(SamplingMode::Flat);
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(buf.len() as u64));
+    for (name, verified) in [("verify_then_combine_crcs", true), ("no_verify_crc_of_bytes", false)] {
+        g.bench_with_input(BenchmarkId::from_parameter(name), &verified, |b, &verified| {
+            b.iter(|| chunking(black_box(&buf), verified))
         });
     }
     g.finish();
@@ -56,5 +77,5 @@ fn manifest(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, batch_scan, manifest);
+criterion_group!(benches, batch_scan, chunker, manifest);
 criterion_main!(benches);
