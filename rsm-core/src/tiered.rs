@@ -177,7 +177,7 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         }
         let mut it = BatchIter::new(&buf[..filled], file_pos, verify);
         while let Some(b) = it.next_complete()? {
-            chunker.push(&b, verify.then(|| b.stored_crc()));
+            chunker.push(&b);
         }
         let consumed = it.consumed();
         if consumed == 0 && filled == buf.len() {

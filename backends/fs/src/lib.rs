@@ -9,9 +9,9 @@
 #![warn(missing_docs)]
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
-use rsm_core::backend::{ByteStream, ObjectMeta, StorageBackend, clamp_range, validate_key};
+use rsm_core::backend::{BufferPool, ByteStream, ObjectMeta, StorageBackend, clamp_range, validate_key};
 use rsm_core::config::ConfigReader;
 use rsm_core::{Error, Result};
 use std::fs::{self, File};
@@ -21,6 +21,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use tokio::io::AsyncWriteExt;
 
+/// Free read buffers kept for reuse (a few chunks' worth).
+const READ_BUFFERS_RETAINED: usize = 32 << 20;
+
 /// Prefix of temporary upload files; listing skips them.
 const TMP_PREFIX: &str = ".rsm-tmp-";
 
@@ -29,6 +32,7 @@ const TMP_PREFIX: &str = ".rsm-tmp-";
 pub struct FsBackend {
     root: PathBuf,
     fsync: bool,
+    buffers: BufferPool,
 }
 
 fn io_err(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> Error {
@@ -45,7 +49,7 @@ impl FsBackend {
         let root = root.into();
         fs::create_dir_all(&root).map_err(io_err(root.display()))?;
         let root = root.canonicalize().map_err(io_err(root.display()))?;
-        Ok(FsBackend { root, fsync })
+        Ok(FsBackend { root, fsync, buffers: BufferPool::new(READ_BUFFERS_RETAINED) })
     }
 
     /// Reads `fs.root` (required) and `fs.fsync` (default true).
@@ -131,9 +135,9 @@ impl FsBackend {
         let f = File::open(&path).map_err(io_err(format!("object {key}")))?;
         let size = f.metadata().map_err(io_err(format!("object {key}")))?.len();
         let r = clamp_range(key, range, size)?;
-        let mut buf = BytesMut::zeroed((r.end - r.start) as usize);
-        f.read_exact_at(&mut buf, r.start).map_err(io_err(format!("object {key}")))?;
-        Ok(buf.freeze())
+        self.buffers
+            .read((r.end - r.start) as usize, |buf| f.read_exact_at(buf, r.start))
+            .map_err(io_err(format!("object {key}")))
     }
 
     fn delete_blocking(&self, key: &str) -> Result<()> {

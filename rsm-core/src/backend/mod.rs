@@ -5,9 +5,11 @@
 
 mod counting;
 mod memory;
+mod pool;
 
 pub use counting::{CountingBackend, OpCounts, RequestCounts};
 pub use memory::MemoryBackend;
+pub use pool::BufferPool;
 
 use crate::error::{Error, Result};
 use async_trait::async_trait;

@@ -10,7 +10,7 @@
 //! u64 (in the object), stored length u32, CRC-32C u32 of the chunk's original bytes.
 
 use crate::error::{Error, Result};
-use crate::format::batch::{ATTRIBUTES_OFFSET, Batch};
+use crate::format::batch::Batch;
 use crate::format::codec::Reader;
 use crate::model::Uuid;
 
@@ -228,9 +228,9 @@ impl Chunker {
         Chunker { target: target.max(1), segment_start_offset, segment_id, chunks: Vec::new(), open: None }
     }
 
-    /// Adds the next batch. `batch_crc` is the batch's verified CRC-32C (covering bytes from attributes on),
-    /// or `None` when it was not checked; the chunk CRC is then computed from the bytes.
-    pub fn push(&mut self, batch: &Batch<'_>, batch_crc: Option<u32>) {
+    /// Adds the next batch; the chunk CRC-32C is computed over its bytes (still in cache from the batch
+    /// check, and an order of magnitude faster than splicing per-batch CRCs with `crc32c_combine`).
+    pub fn push(&mut self, batch: &Batch<'_>) {
         let size = batch.size() as u64;
         if let Some(open) = &self.open
             && open.data_length as u64 + size > self.target
@@ -253,15 +253,7 @@ impl Chunker {
                 crc32c: 0,
             },
         });
-        let bytes = batch.bytes();
-        open.rdi.crc32c = match batch_crc {
-            // CRC of the header part, then splice in the verified CRC of the rest without rereading it.
-            Some(c) => {
-                let head = crc32c::crc32c_append(open.rdi.crc32c, &bytes[..ATTRIBUTES_OFFSET]);
-                crc32c::crc32c_combine(head, c, bytes.len() - ATTRIBUTES_OFFSET)
-            }
-            None => crc32c::crc32c_append(open.rdi.crc32c, bytes),
-        };
+        open.rdi.crc32c = crc32c::crc32c_append(open.rdi.crc32c, batch.bytes());
         open.last_offset = batch.last_offset();
         open.last_timestamp = open.last_timestamp.max(batch.max_timestamp());
         open.data_length += size as u32;
@@ -305,7 +297,7 @@ mod tests {
             let mut c = Chunker::new(1000, 0, Uuid::ONE);
             for b in BatchIter::new(&log, 0, verify) {
                 let b = b.unwrap();
-                c.push(&b, verify.then(|| b.computed_crc()));
+                c.push(&b);
             }
             let chunks = c.finish();
             assert!(chunks.len() > 3, "{}", chunks.len());
