@@ -6,7 +6,9 @@
 #                                      the first run on a fresh machine downloads them)
 #   tools/servers/minidfs.sh start     install if needed, start the cluster in the background, wait until
 #                                      it is ready, and print `export RSM_TEST_HDFS_URL=hdfs://127.0.0.1:PORT`
-#                                      on stdout (everything else goes to stderr), so:
+#                                      on stdout, with RSM_TEST_HDFS_NN_HTTP and RSM_TEST_HDFS_DN_HTTP (the
+#                                      /jmx addresses; optional for the tests); everything else goes to
+#                                      stderr, so:
 #                                        eval "$(tools/servers/minidfs.sh start)"
 #                                      A cluster this script already runs is reused.
 #   tools/servers/minidfs.sh stop      stop the cluster this script started (by its pid file)
@@ -26,6 +28,7 @@ STAMP=$BUILD/install.stamp
 LOG=$STATE/minidfs.log
 PID_FILE=$STATE/minidfs.pid
 URL_FILE=$STATE/url
+EXPORTS_FILE=$STATE/exports
 MAIN=rsm.minidfs.MiniDfsServer
 
 say() { printf 'minidfs: %s\n' "$*" >&2; }
@@ -58,9 +61,11 @@ cmd_install() {
   say "installing: building the launcher and resolving the Hadoop jars into ~/.m2 (minutes when cold)"
   local t0=$SECONDS
   mkdir -p "$BUILD"
-  mvn -B -q -f "$PROJECT/pom.xml" compile dependency:build-classpath \
-    -Dmdep.outputFile="$CLASSPATH_FILE" -Dmdep.includeScope=runtime >&2 ||
-    die "mvn failed to build tools/servers/minidfs"
+  if ! mvn -B -Dstyle.color=never -f "$PROJECT/pom.xml" compile dependency:build-classpath \
+    -Dmdep.outputFile="$CLASSPATH_FILE" -Dmdep.includeScope=runtime >"$BUILD/install.log" 2>&1; then
+    tail -n 40 "$BUILD/install.log" >&2
+    die "mvn failed to build tools/servers/minidfs (log: $BUILD/install.log)"
+  fi
   fingerprint >"$STAMP"
   say "installed in $((SECONDS - t0)) s"
 }
@@ -78,14 +83,14 @@ running_pid() {
 }
 
 cmd_start() {
-  if pid=$(running_pid) && [[ -s $URL_FILE ]]; then
+  if pid=$(running_pid) && [[ -s $URL_FILE && -s $EXPORTS_FILE ]]; then
     say "already running (pid $pid) at $(cat "$URL_FILE")"
-    echo "export RSM_TEST_HDFS_URL=$(cat "$URL_FILE")"
+    cat "$EXPORTS_FILE"
     return 0
   fi
   cmd_install
   mkdir -p "$STATE"
-  rm -rf "$STATE/data" "$STATE/conf" "$URL_FILE"
+  rm -rf "$STATE/data" "$STATE/conf" "$URL_FILE" "$EXPORTS_FILE"
   local t0=$SECONDS timeout=${MINIDFS_START_TIMEOUT:-180}
   : >"$LOG"
   # shellcheck disable=SC2086 # MINIDFS_JAVA_OPTS is a list of options
@@ -96,10 +101,13 @@ cmd_start() {
     </dev/null >"$LOG" 2>&1 &
   local pid=$!
   echo "$pid" >"$PID_FILE"
-  local url=""
+  local ready="" url="" nn_http="" dn_http=""
   while ((SECONDS - t0 < timeout)); do
-    url=$(sed -n 's/^MINIDFS_READY //p' "$LOG" 2>/dev/null | head -n1 || true)
-    [[ -n $url ]] && break
+    ready=$(grep -m1 '^MINIDFS_READY ' "$LOG" 2>/dev/null || true)
+    if [[ -n $ready ]]; then
+      read -r _ url nn_http dn_http <<<"$ready"
+      break
+    fi
     if ! kill -0 "$pid" 2>/dev/null; then
       say "the cluster exited before it was ready; last lines of $LOG:"
       tail -n 40 "$LOG" >&2
@@ -114,15 +122,17 @@ cmd_start() {
     cmd_stop
     exit 1
   fi
+  printf 'export RSM_TEST_HDFS_URL=%s\nexport RSM_TEST_HDFS_NN_HTTP=%s\nexport RSM_TEST_HDFS_DN_HTTP=%s\n' \
+    "$url" "${nn_http#nn-http=}" "${dn_http#dn-http=}" >"$EXPORTS_FILE"
   echo "$url" >"$URL_FILE"
   say "ready at $url in $((SECONDS - t0)) s (pid $pid, log $LOG)"
-  echo "export RSM_TEST_HDFS_URL=$url"
+  cat "$EXPORTS_FILE"
 }
 
 cmd_stop() {
   local pid
   if ! pid=$(running_pid); then
-    rm -f "$PID_FILE" "$URL_FILE"
+    rm -f "$PID_FILE" "$URL_FILE" "$EXPORTS_FILE"
     say "not running"
     return 0
   fi
@@ -136,7 +146,7 @@ cmd_stop() {
     say "pid $pid ignored SIGTERM for 30 s; killing it"
     kill -KILL "$pid" 2>/dev/null || true
   fi
-  rm -rf "$PID_FILE" "$URL_FILE" "$STATE/data"
+  rm -rf "$PID_FILE" "$URL_FILE" "$EXPORTS_FILE" "$STATE/data"
   say "stopped (pid $pid)"
 }
 

@@ -63,3 +63,105 @@ macro_rules! url_or_skip {
         }
     };
 }
+
+/// Counters from a Hadoop daemon's `/jmx` servlet: every `"<Name>NumOps" : n` of the beans matching
+/// `query`, summed by name (`Deferred…` RPC variants left out). Plain HTTP/1.0 on loopback.
+pub fn jmx_counts(addr: &str, query: &str) -> std::collections::BTreeMap<String, u64> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the /jmx servlet");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(s, "GET /jmx?qry={query} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).expect("read /jmx");
+    let mut out = std::collections::BTreeMap::new();
+    for line in body.lines() {
+        let Some((name, value)) = line.trim().trim_end_matches(',').split_once(" : ") else {
+            continue;
+        };
+        let name = name.trim_matches('"');
+        if let (Some(op), Ok(n)) = (name.strip_suffix("NumOps"), value.parse::<u64>())
+            && !op.starts_with("Deferred")
+        {
+            *out.entry(op.to_string()).or_default() += n;
+        }
+    }
+    out
+}
+
+/// Requests counted by the servers themselves: client RPCs at the NameNode by method, and block
+/// operations at the DataNodes. Available when the start script exported the HTTP addresses.
+#[derive(Debug, Clone, Default)]
+pub struct ServerCounts {
+    /// NameNode client-protocol calls by method.
+    pub namenode: std::collections::BTreeMap<String, u64>,
+    /// DataNode operations (ReadBlockOp, WriteBlockOp, ...), summed over the DataNodes.
+    pub datanode: std::collections::BTreeMap<String, u64>,
+}
+
+/// The DataNode-to-NameNode protocol, which is not the client's traffic.
+const DATANODE_PROTOCOL: [&str; 9] = [
+    "SendHeartbeat",
+    "SendLifeline",
+    "BlockReceivedAndDeleted",
+    "BlockReport",
+    "CacheReport",
+    "RegisterDatanode",
+    "VersionRequest",
+    "ErrorReport",
+    "ReportBadBlocks",
+];
+
+impl ServerCounts {
+    /// A reading of the counters, or `None` without `RSM_TEST_HDFS_NN_HTTP`.
+    pub fn read(url: &str) -> Option<Self> {
+        let nn = std::env::var("RSM_TEST_HDFS_NN_HTTP")
+            .ok()
+            .filter(|s| !s.is_empty())?;
+        let port = url.rsplit(':').next().unwrap_or_default();
+        let namenode = jmx_counts(
+            &nn,
+            &format!("Hadoop:service=NameNode,name=RpcDetailedActivityForPort{port}"),
+        )
+        .into_iter()
+        // `Overall…` repeats each method's count across ports; `…Exception` counts failed calls, which
+        // the method's own count leaves out: keep those.
+        .filter(|(k, _)| !DATANODE_PROTOCOL.contains(&k.as_str()) && !k.starts_with("Overall"))
+        .collect();
+        let mut datanode = std::collections::BTreeMap::new();
+        for dn in std::env::var("RSM_TEST_HDFS_DN_HTTP")
+            .unwrap_or_default()
+            .split(',')
+            .filter(|s| !s.is_empty())
+        {
+            for (k, v) in jmx_counts(dn, "Hadoop:service=DataNode,name=DataNodeActivity*") {
+                if k.ends_with("BlockOp") {
+                    *datanode.entry(k).or_insert(0) += v;
+                }
+            }
+        }
+        Some(ServerCounts { namenode, datanode })
+    }
+
+    /// What happened between `before` and `self`, as `Method=n` pairs, zeros left out.
+    pub fn since(&self, before: &ServerCounts) -> String {
+        let diff = |now: &std::collections::BTreeMap<String, u64>,
+                    then: &std::collections::BTreeMap<String, u64>| {
+            now.iter()
+                .filter_map(|(k, v)| {
+                    let d = v - then.get(k).copied().unwrap_or(0);
+                    (d > 0).then(|| format!("{k}={d}"))
+                })
+                .collect::<Vec<_>>()
+        };
+        let nn = diff(&self.namenode, &before.namenode);
+        let dn = diff(&self.datanode, &before.datanode);
+        format!("namenode [{}] datanode [{}]", nn.join(" "), dn.join(" "))
+    }
+}
+
+/// Server-side metrics refresh once a second (the launcher's hadoop-metrics2.properties): wait that long
+/// before reading them after an operation.
+pub async fn settle_metrics() {
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+}

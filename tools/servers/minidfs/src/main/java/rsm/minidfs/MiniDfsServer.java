@@ -10,13 +10,16 @@ import java.util.concurrent.CountDownLatch;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
 
 /**
  * Runs a MiniDFS cluster (one NameNode and {@code --datanodes} DataNodes in this JVM) on loopback for the
  * HDFS backend's tests, until SIGTERM/SIGINT or, with {@code --exit-on-stdin-close}, until stdin closes.
  *
  * <p>Once the cluster is active it prints exactly one line on stdout:
- * {@code MINIDFS_READY hdfs://127.0.0.1:<port>}. Everything else (Hadoop's logs) goes to stderr.
+ * {@code MINIDFS_READY hdfs://127.0.0.1:<port> nn-http=127.0.0.1:<port> dn-http=127.0.0.1:<port>,...}
+ * (the name node URL, then the HTTP addresses serving {@code /jmx}). Everything else (Hadoop's logs)
+ * goes to stderr.
  *
  * <p>Options: {@code --base-dir DIR} (required; the cluster's storage, wiped at start and at exit),
  * {@code --port N} (NameNode RPC port, 0 = a free one), {@code --datanodes N} (default 1),
@@ -94,7 +97,14 @@ public final class MiniDfsServer {
         if (confDir != null) {
             writeClientConf(new File(confDir), url, Math.min(3, dataNodes), blockSize);
         }
-        System.out.println("MINIDFS_READY " + url);
+        // The HTTP addresses serve /jmx, whose per-RPC and per-DataNode-op counters let a test count the
+        // requests an operation cost on the servers' side.
+        StringBuilder dn = new StringBuilder();
+        for (DataNode d : cluster.getDataNodes()) {
+            dn.append(dn.length() == 0 ? "" : ",").append("127.0.0.1:").append(d.getInfoPort());
+        }
+        System.out.println("MINIDFS_READY " + url + " nn-http=127.0.0.1:"
+                + cluster.getNameNode().getHttpAddress().getPort() + " dn-http=" + dn);
         System.out.flush();
 
         if (exitOnStdinClose) {
