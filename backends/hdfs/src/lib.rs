@@ -629,27 +629,50 @@ impl HdfsBackend {
         Ok(())
     }
 
-    /// One attempt at a ranged read: open (block locations), check the range, read the blocks it touches.
-    async fn read_once(&self, key: &str, path: &str, range: Range<u64>) -> Result<Bytes> {
-        let reader = self
-            .client
-            .read(path)
-            .await
-            .map_err(|e| classify(&Self::what(key, path), e))?;
-        let r = clamp_range(key, range, reader.file_length() as u64)?;
-        if r.is_empty() {
-            return Ok(Bytes::new());
+    /// A ranged read: open the file (one `getBlockLocations`), check the range, read the blocks it
+    /// touches. A DataNode transfer failure is retried after re-opening the file: a replica may have
+    /// moved, or the file been replaced or deleted between open and read (a deleted file is then not
+    /// found, a replaced one is read whole from its new blocks). Failures to reach the NameNode are not
+    /// retried here: the client already fails over and backs off.
+    async fn read(&self, key: &str, path: &str, range: Range<u64>) -> Result<Bytes> {
+        let mut attempt = 0;
+        loop {
+            let reader = self
+                .client
+                .read(path)
+                .await
+                .map_err(|e| classify(&Self::what(key, path), e))?;
+            let r = clamp_range(key, range.clone(), reader.file_length() as u64)?;
+            if r.is_empty() {
+                return Ok(Bytes::new());
+            }
+            match reader
+                .read_range(r.start as usize, (r.end - r.start) as usize)
+                .await
+            {
+                Ok(bytes) => return Ok(bytes),
+                Err(e) => {
+                    let e = classify(&format!("reading {}", Self::what(key, path)), e);
+                    if attempt == READ_RETRIES || e.kind() != rsm_core::ErrorKind::Retriable {
+                        return Err(e);
+                    }
+                    tracing::debug!(key, error = %e.full_message(), "ranged read failed; re-opening");
+                    attempt += 1;
+                }
+            }
         }
-        reader
-            .read_range(r.start as usize, (r.end - r.start) as usize)
-            .await
-            .map_err(|e| classify(&format!("reading {}", Self::what(key, path)), e))
     }
 
-    /// Deletes one file; `Ok(true)` if it was there.
+    /// Deletes one file; `Ok(true)` if it was there. A key that names a non-empty directory (other keys
+    /// extend it) is no object, so there is nothing to delete.
     async fn delete_path(&self, key: &str, path: &str) -> Result<bool> {
         match self.client.delete(path, false).await {
             Ok(existed) => Ok(existed),
+            Err(HdfsError::RPCError(class, _))
+                if class.ends_with("PathIsNotEmptyDirectoryException") =>
+            {
+                Ok(false)
+            }
             Err(e) => match classify(&format!("deleting {}", Self::what(key, path)), e) {
                 Error::NotFound(_) => Ok(false),
                 e => Err(e),
@@ -716,18 +739,7 @@ impl StorageBackend for HdfsBackend {
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path(key)?;
-        let mut attempt = 0;
-        loop {
-            match self.read_once(key, &path, range.clone()).await {
-                // A transfer failure: the blocks may have gone with a replaced or deleted file. Re-open:
-                // a deleted file is then not found, a replaced one is read whole from its new blocks.
-                Err(e @ Error::Retriable { .. }) if attempt < READ_RETRIES => {
-                    tracing::debug!(key, error = %e.full_message(), "ranged read failed; re-opening");
-                    attempt += 1;
-                }
-                r => return r,
-            }
-        }
+        self.read(key, &path, range).await
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
