@@ -95,7 +95,8 @@ pub fn jmx_counts(addr: &str, query: &str) -> std::collections::BTreeMap<String,
 pub struct ServerCounts {
     /// NameNode client-protocol calls by method.
     pub namenode: std::collections::BTreeMap<String, u64>,
-    /// DataNode operations (ReadBlockOp, WriteBlockOp, ...), summed over the DataNodes.
+    /// DataNode operations (ReadBlockOp, WriteBlockOp, ...), summed over the DataNodes (each replica
+    /// in a write pipeline counts its own WriteBlockOp).
     pub datanode: std::collections::BTreeMap<String, u64>,
 }
 
@@ -128,12 +129,11 @@ impl ServerCounts {
         // the method's own count leaves out: keep those.
         .filter(|(k, _)| !DATANODE_PROTOCOL.contains(&k.as_str()) && !k.starts_with("Overall"))
         .collect();
+        // Every DataNode of a MiniDFS cluster lives in one JVM, whose /jmx (any of them) shows all their
+        // DataNodeActivity beans: read one, or each DataNode would be counted once per address.
         let mut datanode = std::collections::BTreeMap::new();
-        for dn in std::env::var("RSM_TEST_HDFS_DN_HTTP")
-            .unwrap_or_default()
-            .split(',')
-            .filter(|s| !s.is_empty())
-        {
+        let dn_http = std::env::var("RSM_TEST_HDFS_DN_HTTP").unwrap_or_default();
+        if let Some(dn) = dn_http.split(',').find(|s| !s.is_empty()) {
             for (k, v) in jmx_counts(dn, "Hadoop:service=DataNode,name=DataNodeActivity*") {
                 if k.ends_with("BlockOp") {
                     *datanode.entry(k).or_insert(0) += v;
