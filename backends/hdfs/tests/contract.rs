@@ -1,0 +1,27 @@
+//! The HDFS backend passes the backend and RemoteStorageManager contract suites on a real MiniDFS cluster
+//! (`RSM_TEST_HDFS_URL`, started by `tools/servers/minidfs.sh start`).
+//!
+//! Each generated test builds a fresh backend; the `return` in the expression below leaves the test
+//! (skipped) when the cluster is explicitly not wanted, see `common::hdfs_url`.
+
+mod common;
+
+mod backend {
+    use super::common;
+    rsm_core::backend_contract_tests!({
+        let Some(url) = common::hdfs_url() else {
+            return;
+        };
+        common::make(url)
+    });
+}
+
+mod rsm {
+    use super::common;
+    rsm_core::rsm_contract_tests!({
+        let Some(url) = common::hdfs_url() else {
+            return;
+        };
+        common::make(url)
+    });
+}
