@@ -25,7 +25,7 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct StoreArgs {
-    /// Store URL: file:///path (s3://, az://, hdfs://, gs:// as backends land).
+    /// Store URL: file:///path, hdfs://namenode:port/path.
     #[arg(long)]
     store: String,
     /// A properties file of settings (the broker's rsm.config.* keys without the prefix).

@@ -117,3 +117,16 @@ fn demo_runs_and_checks_bytes() {
     );
     assert!(out.lines().any(|l| l.starts_with("PUT per segment") && l.trim_end().ends_with("3.00")), "{out}");
 }
+
+/// `rsm demo --store URL` against every real store the test command started.
+#[test]
+fn demo_runs_against_real_stores() {
+    use rsm_core::testkit::test_server;
+    let stores = [test_server("RSM_TEST_HDFS_URL", "RSM_SKIP_HDFS", "eval \"$(tools/servers/minidfs.sh start)\"")
+        .map(|u| format!("{}/rsm-demo-{}", u.trim_end_matches('/'), Uuid::random()))];
+    for url in stores.into_iter().flatten() {
+        let out = ok(&["demo", "--segments", "2", "--segment-mib", "1", "--store", &url]);
+        assert!(out.lines().any(|l| l.starts_with("byte-identical") && l.trim_end().ends_with("yes")), "{url}: {out}");
+        assert!(out.contains(&url), "{out}");
+    }
+}

@@ -1,7 +1,8 @@
 //! The blocking facade: opens a store by URL with its settings and runs the async core on one shared
 //! tokio runtime. The CLI, the C ABI and JNI are thin faces over this crate, so they behave the same.
 //!
-//! Store URLs: `file:///absolute/path` (the embedded default) and `memory:` (tests). Settings are the
+//! Store URLs: `file:///absolute/path` (the embedded default), `hdfs://namenode:port/path` and `memory:`
+//! (tests). Settings are the
 //! keys a broker passes under `rsm.config.` (see [`rsm_core::TieredConfig`] and each backend).
 
 #![warn(missing_docs)]
@@ -35,21 +36,33 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
-/// Builds the backend a store URL names, reading its settings from `r`.
-pub fn open_backend(url: &str, r: &mut ConfigReader<'_>) -> Result<Arc<dyn StorageBackend>> {
-    if let Some(path) = url.strip_prefix("file://") {
-        if !path.starts_with('/') {
-            return Err(Error::config("store", format!("`{url}`: a file URL needs an absolute path (file:///...)")));
+/// Builds the backend a store URL names, reading its settings from `r`. Returns the backend and the key
+/// prefix the URL's path names (empty for stores whose path is their root).
+///
+/// Backends are built inside the shared runtime, because some (HDFS) start background tasks on it.
+pub fn open_backend(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
+    let _inside = runtime().enter();
+    let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or(url);
+    match scheme {
+        "file" => {
+            let path = &url["file://".len()..];
+            if !path.starts_with('/') {
+                return Err(Error::config(
+                    "store",
+                    format!("`{url}`: a file URL needs an absolute path (file:///...)"),
+                ));
+            }
+            r.ignore("fs.root");
+            let fsync = r.bool("fs.fsync", true)?;
+            Ok((Arc::new(FsBackend::new(path, fsync)?), String::new()))
         }
-        r.ignore("fs.root");
-        let fsync = r.bool("fs.fsync", true)?;
-        return Ok(Arc::new(FsBackend::new(path, fsync)?));
+        "hdfs" | "viewfs" => rsm_backend_hdfs::from_url(url, r),
+        "memory:" => Ok((Arc::new(MemoryBackend::new()), String::new())),
+        _ => Err(Error::config(
+            "store",
+            format!("unsupported store URL scheme `{}` (supported: file, hdfs, memory)", scheme.trim_end_matches(':')),
+        )),
     }
-    if url == "memory:" {
-        return Ok(Arc::new(MemoryBackend::new()));
-    }
-    let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
-    Err(Error::config("store", format!("unsupported store URL scheme `{scheme}` (supported: file, memory)")))
 }
 
 /// A store opened by URL: a [`TieredStorage`] over a request-counted backend.
@@ -64,8 +77,9 @@ impl Store {
     pub fn open(url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
         let mut r = ConfigReader::new(settings);
         r.ignore("broker.id");
-        let backend = open_backend(url, &mut r)?;
-        let config = TieredConfig::read(&mut r)?;
+        let (backend, url_prefix) = open_backend(url, &mut r)?;
+        let mut config = TieredConfig::read(&mut r)?;
+        config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
         r.finish()?;
         let counting = Arc::new(CountingBackend::new(backend));
         let counts = counting.counts();

@@ -16,6 +16,22 @@ use crate::format::writer::{PartitionSpec, generate_partition};
 use crate::model::Uuid;
 use std::path::Path;
 
+/// The address of a real test server from the environment variable `var` (set by the server's script,
+/// whose start command `how` names). Without it the test fails loudly, unless a developer said
+/// `skip_var=1` outside CI (`CI` is not `true`): then this prints that the test skipped and returns `None`.
+pub fn test_server(var: &str, skip_var: &str, how: &str) -> Option<String> {
+    if let Some(v) = std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+        return Some(v);
+    }
+    let skip = std::env::var(skip_var).is_ok_and(|v| v == "1");
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if skip && !ci {
+        eprintln!("skipped: {var} is not set and {skip_var}=1");
+        return None;
+    }
+    panic!("{var} is not set: start the server with `{how}`, or skip locally with {skip_var}=1 (never in CI)");
+}
+
 /// A unique key prefix for one check.
 pub fn unique_prefix(name: &str) -> String {
     format!("contract-{name}-{}/", Uuid::random())
