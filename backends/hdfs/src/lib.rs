@@ -127,13 +127,9 @@ impl Default for HdfsConfig {
 /// A store URL or `hdfs.namenode.url` split into the name node part and the path.
 fn split_url(key: &str, url: &str) -> Result<(String, Option<String>)> {
     let bad = |why: &str| Error::config(key, format!("`{}`: {why}", redact_url(url)));
-    let rest = ["hdfs://", "viewfs://"]
-        .iter()
-        .find_map(|s| url.strip_prefix(s).map(|rest| (&url[..s.len()], rest)));
+    let rest = ["hdfs://", "viewfs://"].iter().find_map(|s| url.strip_prefix(s).map(|rest| (&url[..s.len()], rest)));
     let Some((scheme, rest)) = rest else {
-        return Err(bad(
-            "expected hdfs://host:port, hdfs://nameservice or viewfs://cluster",
-        ));
+        return Err(bad("expected hdfs://host:port, hdfs://nameservice or viewfs://cluster"));
     };
     if rest.contains(['?', '#']) {
         return Err(bad("a query or fragment is not allowed"));
@@ -164,23 +160,14 @@ fn redact_url(url: &str) -> String {
 /// Checks and normalises an HDFS root directory.
 fn normalize_root(key: &str, root: &str) -> Result<String> {
     if !root.starts_with('/') {
-        return Err(Error::config(
-            key,
-            format!("`{root}` is not an absolute path"),
-        ));
+        return Err(Error::config(key, format!("`{root}` is not an absolute path")));
     }
     let trimmed = root.trim_end_matches('/');
     if trimmed.is_empty() {
         return Ok("/".to_string());
     }
-    if trimmed[1..]
-        .split('/')
-        .any(|p| p.is_empty() || p == "." || p == ".." || p.contains(':'))
-    {
-        return Err(Error::config(
-            key,
-            format!("`{root}` has an empty, `.`, `..` or `:` part"),
-        ));
+    if trimmed[1..].split('/').any(|p| p.is_empty() || p == "." || p == ".." || p.contains(':')) {
+        return Err(Error::config(key, format!("`{root}` has an empty, `.`, `..` or `:` part")));
     }
     Ok(trimmed.to_string())
 }
@@ -194,9 +181,7 @@ fn read_site_file(key: &str, path: &Path) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for prop in doc.descendants().filter(|n| n.has_tag_name("property")) {
         let child = |tag: &str| {
-            prop.children()
-                .find(|c| c.has_tag_name(tag))
-                .map(|c| c.text().unwrap_or("").trim().to_string())
+            prop.children().find(|c| c.has_tag_name(tag)).map(|c| c.text().unwrap_or("").trim().to_string())
         };
         if let (Some(name), Some(value)) = (child("name"), child("value")) {
             out.insert(name, value);
@@ -219,10 +204,7 @@ impl HdfsConfig {
         let mut c = HdfsConfig::default();
 
         let from_setting = r.string(URL).map(|u| split_url(URL, u)).transpose()?;
-        let root_setting = r
-            .string(ROOT)
-            .map(|p| normalize_root(ROOT, p))
-            .transpose()?;
+        let root_setting = r.string(ROOT).map(|p| normalize_root(ROOT, p)).transpose()?;
         match store_url {
             Some(url) => {
                 let (nn, path) = split_url("store", url)?;
@@ -232,20 +214,13 @@ impl HdfsConfig {
                 {
                     return Err(Error::config(
                         URL,
-                        format!(
-                            "`{}` differs from the store URL `{}`",
-                            redact_url(set),
-                            redact_url(&nn)
-                        ),
+                        format!("`{}` differs from the store URL `{}`", redact_url(set), redact_url(&nn)),
                     ));
                 }
                 if let Some(set) = &root_setting
                     && *set != root
                 {
-                    return Err(Error::config(
-                        ROOT,
-                        format!("`{set}` differs from the store URL's path `{root}`"),
-                    ));
+                    return Err(Error::config(ROOT, format!("`{set}` differs from the store URL's path `{root}`")));
                 }
                 c.namenode_url = Some(nn);
                 c.root = root;
@@ -254,18 +229,13 @@ impl HdfsConfig {
                 let url_root = match &from_setting {
                     Some((nn, path)) => {
                         c.namenode_url = Some(nn.clone());
-                        path.as_deref()
-                            .map(|p| normalize_root(URL, p))
-                            .transpose()?
+                        path.as_deref().map(|p| normalize_root(URL, p)).transpose()?
                     }
                     None => None,
                 };
                 c.root = match (url_root, root_setting) {
                     (Some(u), Some(s)) if u != s => {
-                        return Err(Error::config(
-                            ROOT,
-                            format!("`{s}` differs from the path `{u}` of {URL}"),
-                        ));
+                        return Err(Error::config(ROOT, format!("`{s}` differs from the path `{u}` of {URL}")));
                     }
                     (u, s) => s.or(u).unwrap_or_else(|| "/".to_string()),
                 };
@@ -275,10 +245,7 @@ impl HdfsConfig {
         if let Some(dir) = r.string("hdfs.conf.dir") {
             let dir = PathBuf::from(dir);
             if !dir.is_dir() {
-                return Err(Error::config(
-                    "hdfs.conf.dir",
-                    format!("{} is not a directory", dir.display()),
-                ));
+                return Err(Error::config("hdfs.conf.dir", format!("{} is not a directory", dir.display())));
             }
             c.conf_dir = Some(dir);
         }
@@ -318,14 +285,9 @@ impl HdfsConfig {
                 ));
             }
             if c.kerberos_keytab.is_none() {
-                return Err(Error::config(
-                    "hdfs.auth.kerberos.keytab",
-                    "is required when hdfs.auth.enabled is true",
-                ));
+                return Err(Error::config("hdfs.auth.kerberos.keytab", "is required when hdfs.auth.enabled is true"));
             }
-            hadoop
-                .entry("hadoop.security.authentication".to_string())
-                .or_insert_with(|| "kerberos".to_string());
+            hadoop.entry("hadoop.security.authentication".to_string()).or_insert_with(|| "kerberos".to_string());
         }
         c.hadoop = hadoop;
         c.upload_piece = r.int_in("hdfs.upload.buffer.size", c.upload_piece, 4096..=64 << 20)?;
@@ -365,9 +327,7 @@ impl HdfsConfig {
         let client = b.build().map_err(|e| {
             let key = match &e {
                 HdfsError::XmlParseError(_) | HdfsError::IOError(_) => "hdfs.conf.dir",
-                HdfsError::InvalidArgument(m) if m.contains("Kerberos") => {
-                    "hdfs.auth.kerberos.principal"
-                }
+                HdfsError::InvalidArgument(m) if m.contains("Kerberos") => "hdfs.auth.kerberos.principal",
                 _ => "hdfs.namenode.url",
             };
             Error::config(key, format!("cannot build the HDFS client: {e}"))
@@ -406,9 +366,7 @@ pub struct HdfsBackend {
 impl fmt::Debug for HdfsBackend {
     // The client's own Debug prints its whole Hadoop configuration, values included: never show it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HdfsBackend")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("HdfsBackend").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -438,14 +396,11 @@ fn classify(what: &str, e: HdfsError) -> Error {
         HdfsError::RPCError(ref class, _) if class == "java.io.FileNotFoundException" => {
             Error::not_found(what.to_string())
         }
-        HdfsError::RPCError(ref class, _) | HdfsError::FatalRPCError(ref class, _)
-            if retriable_exception(class) =>
-        {
+        HdfsError::RPCError(ref class, _) | HdfsError::FatalRPCError(ref class, _) if retriable_exception(class) => {
             Error::retriable(what.to_string(), e)
         }
         HdfsError::RPCError(ref class, _)
-            if class.ends_with("InvalidPathException")
-                || class.ends_with("HadoopIllegalArgumentException") =>
+            if class.ends_with("InvalidPathException") || class.ends_with("HadoopIllegalArgumentException") =>
         {
             Error::invalid(format!("{what}: {e}"))
         }
@@ -466,12 +421,8 @@ fn classify(what: &str, e: HdfsError) -> Error {
             | K::AddrNotAvailable => Error::retriable(what.to_string(), e),
             _ => Error::storage(what.to_string(), e),
         },
-        HdfsError::DataTransferError(_) | HdfsError::BlocksNotFound(_) => {
-            Error::retriable(what.to_string(), e)
-        }
-        HdfsError::OperationFailed(ref m) if m.contains("in time") => {
-            Error::retriable(what.to_string(), e)
-        }
+        HdfsError::DataTransferError(_) | HdfsError::BlocksNotFound(_) => Error::retriable(what.to_string(), e),
+        HdfsError::OperationFailed(ref m) if m.contains("in time") => Error::retriable(what.to_string(), e),
         HdfsError::ChecksumError => Error::corrupt(format!("{what}: {e}")),
         e => Error::storage(what.to_string(), e),
     }
@@ -523,11 +474,7 @@ impl HdfsBackend {
 
     /// The key of an HDFS path under the root, if it is under it.
     fn key_of<'p>(&self, path: &'p str) -> Option<&'p str> {
-        if self.root == "/" {
-            path.strip_prefix('/')
-        } else {
-            path.strip_prefix(self.root.as_str())?.strip_prefix('/')
-        }
+        if self.root == "/" { path.strip_prefix('/') } else { path.strip_prefix(self.root.as_str())?.strip_prefix('/') }
     }
 
     fn what(key: &str, path: &str) -> String {
@@ -537,11 +484,7 @@ impl HdfsBackend {
     /// Creates the temporary file beside `target`.
     async fn create_tmp(&self, key: &str, target: &str) -> Result<(String, FileWriter)> {
         let name = target.rsplit('/').next().unwrap_or_default();
-        let tmp = format!(
-            "{}/{TMP_PREFIX}{name}.{}",
-            parent(target).trim_end_matches('/'),
-            rsm_core::Uuid::random()
-        );
+        let tmp = format!("{}/{TMP_PREFIX}{name}.{}", parent(target).trim_end_matches('/'), rsm_core::Uuid::random());
         let opts = WriteOptions::default().overwrite(false).create_parent(true);
         let writer = self
             .client
@@ -563,12 +506,11 @@ impl HdfsBackend {
     ) -> Result<()> {
         let result = match written {
             Ok(()) => match writer.close().await {
-                Ok(()) => self.client.rename(tmp, target, true).await.map_err(|e| {
-                    classify(
-                        &format!("renaming {tmp} over {}", Self::what(key, target)),
-                        e,
-                    )
-                }),
+                Ok(()) => self
+                    .client
+                    .rename(tmp, target, true)
+                    .await
+                    .map_err(|e| classify(&format!("renaming {tmp} over {}", Self::what(key, target)), e)),
                 Err(e) => Err(classify(&format!("closing {}", Self::what(key, tmp)), e)),
             },
             Err(e) => Err(e),
@@ -582,17 +524,8 @@ impl HdfsBackend {
         result
     }
 
-    async fn write_file(
-        &self,
-        writer: &mut FileWriter,
-        key: &str,
-        tmp: &str,
-        src: &Path,
-        len: u64,
-    ) -> Result<()> {
-        let mut file = tokio::fs::File::open(src)
-            .await
-            .map_err(|e| Error::from_io(src.display(), e))?;
+    async fn write_file(&self, writer: &mut FileWriter, key: &str, tmp: &str, src: &Path, len: u64) -> Result<()> {
+        let mut file = tokio::fs::File::open(src).await.map_err(|e| Error::from_io(src.display(), e))?;
         let mut left = len;
         while left > 0 {
             let n = left.min(self.upload_piece as u64) as usize;
@@ -609,22 +542,13 @@ impl HdfsBackend {
         Ok(())
     }
 
-    async fn write_stream(
-        &self,
-        writer: &mut FileWriter,
-        key: &str,
-        tmp: &str,
-        mut data: ByteStream,
-    ) -> Result<()> {
+    async fn write_stream(&self, writer: &mut FileWriter, key: &str, tmp: &str, mut data: ByteStream) -> Result<()> {
         while let Some(item) = data.next().await {
             let bytes = item?;
             if bytes.is_empty() {
                 continue;
             }
-            writer
-                .write_bytes(bytes)
-                .await
-                .map_err(|e| classify(&format!("writing {}", Self::what(key, tmp)), e))?;
+            writer.write_bytes(bytes).await.map_err(|e| classify(&format!("writing {}", Self::what(key, tmp)), e))?;
         }
         Ok(())
     }
@@ -637,19 +561,12 @@ impl HdfsBackend {
     async fn read(&self, key: &str, path: &str, range: Range<u64>) -> Result<Bytes> {
         let mut attempt = 0;
         loop {
-            let reader = self
-                .client
-                .read(path)
-                .await
-                .map_err(|e| classify(&Self::what(key, path), e))?;
+            let reader = self.client.read(path).await.map_err(|e| classify(&Self::what(key, path), e))?;
             let r = clamp_range(key, range.clone(), reader.file_length() as u64)?;
             if r.is_empty() {
                 return Ok(Bytes::new());
             }
-            match reader
-                .read_range(r.start as usize, (r.end - r.start) as usize)
-                .await
-            {
+            match reader.read_range(r.start as usize, (r.end - r.start) as usize).await {
                 Ok(bytes) => return Ok(bytes),
                 Err(e) => {
                     let e = classify(&format!("reading {}", Self::what(key, path)), e);
@@ -668,11 +585,7 @@ impl HdfsBackend {
     async fn delete_path(&self, key: &str, path: &str) -> Result<bool> {
         match self.client.delete(path, false).await {
             Ok(existed) => Ok(existed),
-            Err(HdfsError::RPCError(class, _))
-                if class.ends_with("PathIsNotEmptyDirectoryException") =>
-            {
-                Ok(false)
-            }
+            Err(HdfsError::RPCError(class, _)) if class.ends_with("PathIsNotEmptyDirectoryException") => Ok(false),
             Err(e) => match classify(&format!("deleting {}", Self::what(key, path)), e) {
                 Error::NotFound(_) => Ok(false),
                 e => Err(e),
@@ -715,10 +628,7 @@ impl HdfsBackend {
 impl StorageBackend for HdfsBackend {
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         let target = self.path(key)?;
-        let size = tokio::fs::metadata(path)
-            .await
-            .map_err(|e| Error::from_io(path.display(), e))?
-            .len();
+        let size = tokio::fs::metadata(path).await.map_err(|e| Error::from_io(path.display(), e))?.len();
         if size < len {
             return Err(Error::invalid(format!(
                 "{}: {size} bytes, expected at least {len} (uploading {key})",
@@ -745,17 +655,14 @@ impl StorageBackend for HdfsBackend {
     async fn delete(&self, key: &str) -> Result<()> {
         let path = self.path(key)?;
         if self.delete_path(key, &path).await? {
-            self.prune(BTreeSet::from([parent(&path).to_string()]))
-                .await;
+            self.prune(BTreeSet::from([parent(&path).to_string()])).await;
         }
         Ok(())
     }
 
     async fn delete_many(&self, keys: &[String]) -> Result<()> {
-        let paths = keys
-            .iter()
-            .map(|k| self.path(k).map(|p| (k.clone(), p)))
-            .collect::<Result<Vec<(String, String)>>>()?;
+        let paths =
+            keys.iter().map(|k| self.path(k).map(|p| (k.clone(), p))).collect::<Result<Vec<(String, String)>>>()?;
         let results: Vec<Result<Option<String>>> = stream::iter(paths)
             .map(|(key, path)| {
                 let this = self.clone();
@@ -794,18 +701,10 @@ impl StorageBackend for HdfsBackend {
         let mut out = Vec::new();
         let mut level = vec![self.join(dir_part)];
         while !level.is_empty() {
-            let listings: Vec<Result<Vec<FileStatus>>> = stream::iter(level)
-                .map(|d| self.list_dir(d))
-                .buffer_unordered(LIST_CONCURRENCY)
-                .collect()
-                .await;
+            let listings: Vec<Result<Vec<FileStatus>>> =
+                stream::iter(level).map(|d| self.list_dir(d)).buffer_unordered(LIST_CONCURRENCY).collect().await;
             let mut next = Vec::new();
-            for status in listings
-                .into_iter()
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .flatten()
-            {
+            for status in listings.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten() {
                 let Some(rel) = self.key_of(&status.path) else {
                     continue;
                 };
@@ -849,64 +748,32 @@ mod tests {
 
     #[test]
     fn settings_name_the_key() {
-        let c = read(&[
-            ("hdfs.namenode.url", "hdfs://127.0.0.1:9000"),
-            ("hdfs.root", "/kafka/tiered/"),
-        ])
-        .unwrap();
+        let c = read(&[("hdfs.namenode.url", "hdfs://127.0.0.1:9000"), ("hdfs.root", "/kafka/tiered/")]).unwrap();
         assert_eq!(c.namenode_url.as_deref(), Some("hdfs://127.0.0.1:9000"));
         assert_eq!(c.root, "/kafka/tiered");
 
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://nn:9000"),
-            ("hdfs.rooot", "/x"),
-        ])
-        .unwrap_err();
-        assert!(
-            e.to_string().contains("`hdfs.rooot`: unknown setting"),
-            "{e}"
-        );
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn:9000"), ("hdfs.rooot", "/x")]).unwrap_err();
+        assert!(e.to_string().contains("`hdfs.rooot`: unknown setting"), "{e}");
 
         let e = read(&[("hdfs.namenode.url", "s3://bucket")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
 
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://nn:9000"),
-            ("hdfs.root", "relative"),
-        ])
-        .unwrap_err();
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn:9000"), ("hdfs.root", "relative")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.root`"), "{e}");
 
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://nn:9000"),
-            ("hdfs.conf.dir", "/nonexistent/conf"),
-        ])
-        .unwrap_err();
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn:9000"), ("hdfs.conf.dir", "/nonexistent/conf")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.conf.dir`"), "{e}");
 
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://nn"),
-            ("hdfs.auth.enabled", "true"),
-        ])
-        .unwrap_err();
-        assert!(
-            e.to_string().contains("`hdfs.auth.kerberos.principal`"),
-            "{e}"
-        );
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn"), ("hdfs.auth.enabled", "true")]).unwrap_err();
+        assert!(e.to_string().contains("`hdfs.auth.kerberos.principal`"), "{e}");
 
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://nn"),
-            ("hdfs.upload.buffer.size", "1"),
-        ])
-        .unwrap_err();
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn"), ("hdfs.upload.buffer.size", "1")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.upload.buffer.size`"), "{e}");
     }
 
     #[test]
     fn namenode_url_is_required_without_hadoop_config() {
-        if std::env::var_os("HADOOP_CONF_DIR").is_some()
-            || std::env::var_os("HADOOP_HOME").is_some()
-        {
+        if std::env::var_os("HADOOP_CONF_DIR").is_some() || std::env::var_os("HADOOP_HOME").is_some() {
             return; // fs.defaultFS may come from there
         }
         let e = read(&[("hdfs.root", "/x")]).unwrap_err();
@@ -915,44 +782,25 @@ mod tests {
         // fs.defaultFS through the pass-through is enough.
         let c = read(&[("hdfs.conf.fs.defaultFS", "hdfs://nn:8020")]).unwrap();
         assert_eq!(c.namenode_url, None);
-        assert_eq!(
-            c.hadoop.get("fs.defaultFS").map(String::as_str),
-            Some("hdfs://nn:8020")
-        );
+        assert_eq!(c.hadoop.get("fs.defaultFS").map(String::as_str), Some("hdfs://nn:8020"));
         c.build().unwrap();
     }
 
     #[test]
     fn url_path_is_the_root_and_must_agree() {
         let c = read(&[("hdfs.namenode.url", "hdfs://ns1/kafka/")]).unwrap();
-        assert_eq!(
-            (c.namenode_url.as_deref(), c.root.as_str()),
-            (Some("hdfs://ns1"), "/kafka")
-        );
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://ns1/kafka"),
-            ("hdfs.root", "/other"),
-        ])
-        .unwrap_err();
+        assert_eq!((c.namenode_url.as_deref(), c.root.as_str()), (Some("hdfs://ns1"), "/kafka"));
+        let e = read(&[("hdfs.namenode.url", "hdfs://ns1/kafka"), ("hdfs.root", "/other")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.root`"), "{e}");
 
         let p = props([("hdfs.root", "/elsewhere")]);
-        let e =
-            HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered"))
-                .unwrap_err();
+        let e = HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered")).unwrap_err();
         assert!(e.to_string().contains("`hdfs.root`"), "{e}");
         let p = props([("hdfs.namenode.url", "hdfs://other:9000")]);
-        let e =
-            HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered"))
-                .unwrap_err();
+        let e = HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered")).unwrap_err();
         assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
-        let p = props([
-            ("hdfs.namenode.url", "hdfs://nn:9000"),
-            ("hdfs.root", "/tiered"),
-        ]);
-        let c =
-            HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered/"))
-                .unwrap();
+        let p = props([("hdfs.namenode.url", "hdfs://nn:9000"), ("hdfs.root", "/tiered")]);
+        let c = HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered/")).unwrap();
         assert_eq!(c.root, "/tiered");
     }
 
@@ -964,15 +812,8 @@ mod tests {
         r.finish().unwrap();
         assert_eq!(prefix, "");
         let dbg = format!("{b:?}");
-        assert!(
-            dbg.contains("/kafka/tiered") && dbg.contains("hdfs://127.0.0.1:9000"),
-            "{dbg}"
-        );
-        let e = from_url(
-            "hdfs:///no-host",
-            &mut ConfigReader::new(&props::<[(&str, &str); 0], _, _>([])),
-        )
-        .unwrap_err();
+        assert!(dbg.contains("/kafka/tiered") && dbg.contains("hdfs://127.0.0.1:9000"), "{dbg}");
+        let e = from_url("hdfs:///no-host", &mut ConfigReader::new(&props::<[(&str, &str); 0], _, _>([]))).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Config);
     }
 
@@ -985,20 +826,13 @@ mod tests {
             "<configuration><property><name>fs.s3a.secret.key</name><value>site-secret-1</value></property></configuration>",
         )
         .unwrap();
-        let e = read(&[(
-            "hdfs.namenode.url",
-            "hdfs://alice:url-secret-2@nn:9000/root",
-        )])
-        .unwrap_err();
+        let e = read(&[("hdfs.namenode.url", "hdfs://alice:url-secret-2@nn:9000/root")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
         assert!(!e.to_string().contains("url-secret-2"), "{e}");
         let c = read(&[
             ("hdfs.namenode.url", "hdfs://nn:9000/root"),
             ("hdfs.core-site.path", site.to_str().unwrap()),
-            (
-                "hdfs.conf.hadoop.security.credstore.java-keystore-provider.password",
-                "conf-secret-3",
-            ),
+            ("hdfs.conf.hadoop.security.credstore.java-keystore-provider.password", "conf-secret-3"),
             ("hdfs.auth.kerberos.principal", "kafka/broker@EXAMPLE.COM"),
             ("hdfs.auth.kerberos.keytab", "/etc/security/kafka.keytab"),
         ])
@@ -1041,15 +875,8 @@ mod tests {
         ])
         .unwrap();
         let get = |k: &str| c.hadoop.get(k).map(String::as_str);
-        assert_eq!(
-            (get("fs.defaultFS"), get("a"), get("b")),
-            (Some("hdfs://ns"), Some("hdfs"), Some("flag"))
-        );
-        let e = read(&[
-            ("hdfs.namenode.url", "hdfs://nn"),
-            ("hdfs.core-site.path", "/nonexistent.xml"),
-        ])
-        .unwrap_err();
+        assert_eq!((get("fs.defaultFS"), get("a"), get("b")), (Some("hdfs://ns"), Some("hdfs"), Some("flag")));
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn"), ("hdfs.core-site.path", "/nonexistent.xml")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.core-site.path`"), "{e}");
     }
 
@@ -1057,27 +884,15 @@ mod tests {
     fn errors_are_classified() {
         let io = |k| HdfsError::IOError(std::io::Error::from(k));
         let kind = |e| classify("object k (hdfs path /k)", e).kind();
+        assert_eq!(kind(HdfsError::FileNotFound("/k".into())), ErrorKind::NotFound);
         assert_eq!(
-            kind(HdfsError::FileNotFound("/k".into())),
+            kind(HdfsError::RPCError("java.io.FileNotFoundException".into(), "File does not exist".into())),
             ErrorKind::NotFound
         );
-        assert_eq!(
-            kind(HdfsError::RPCError(
-                "java.io.FileNotFoundException".into(),
-                "File does not exist".into()
-            )),
-            ErrorKind::NotFound
-        );
-        assert_eq!(
-            kind(io(std::io::ErrorKind::ConnectionRefused)),
-            ErrorKind::Retriable
-        );
+        assert_eq!(kind(io(std::io::ErrorKind::ConnectionRefused)), ErrorKind::Retriable);
         assert_eq!(kind(io(std::io::ErrorKind::TimedOut)), ErrorKind::Retriable);
         assert_eq!(
-            kind(HdfsError::RPCError(
-                "org.apache.hadoop.ipc.StandbyException".into(),
-                "standby".into()
-            )),
+            kind(HdfsError::RPCError("org.apache.hadoop.ipc.StandbyException".into(), "standby".into())),
             ErrorKind::Retriable
         );
         assert_eq!(
@@ -1087,39 +902,22 @@ mod tests {
             )),
             ErrorKind::Retriable
         );
-        assert_eq!(
-            kind(HdfsError::DataTransferError("dn".into())),
-            ErrorKind::Retriable
-        );
+        assert_eq!(kind(HdfsError::DataTransferError("dn".into())), ErrorKind::Retriable);
         assert_eq!(kind(HdfsError::ChecksumError), ErrorKind::Corrupt);
         assert_eq!(
-            kind(HdfsError::RPCError(
-                "org.apache.hadoop.security.AccessControlException".into(),
-                "denied".into()
-            )),
+            kind(HdfsError::RPCError("org.apache.hadoop.security.AccessControlException".into(), "denied".into())),
             ErrorKind::Storage
         );
-        let e = classify(
-            "object k (hdfs path /k)",
-            io(std::io::ErrorKind::ConnectionRefused),
-        );
-        assert!(
-            e.full_message().contains("object k"),
-            "{}",
-            e.full_message()
-        );
+        let e = classify("object k (hdfs path /k)", io(std::io::ErrorKind::ConnectionRefused));
+        assert!(e.full_message().contains("object k"), "{}", e.full_message());
     }
 
     #[test]
     fn paths_and_keys() {
         let at = |root: &str| {
-            HdfsConfig {
-                namenode_url: Some("hdfs://nn:9000".into()),
-                root: root.into(),
-                ..HdfsConfig::default()
-            }
-            .build()
-            .unwrap()
+            HdfsConfig { namenode_url: Some("hdfs://nn:9000".into()), root: root.into(), ..HdfsConfig::default() }
+                .build()
+                .unwrap()
         };
         let b = at("/");
         assert_eq!(b.path("a/b").unwrap(), "/a/b");
@@ -1128,10 +926,7 @@ mod tests {
         assert_eq!(b.path("a/b").unwrap(), "/r/s/a/b");
         assert_eq!(b.key_of("/r/s/a/b"), Some("a/b"));
         assert_eq!(b.key_of("/r/st/a"), None);
-        assert_eq!(
-            b.path("../x").unwrap_err().kind(),
-            ErrorKind::InvalidArgument
-        );
+        assert_eq!(b.path("../x").unwrap_err().kind(), ErrorKind::InvalidArgument);
         assert_eq!(parent("/r/s/a"), "/r/s");
         assert_eq!(parent("/a"), "/");
     }
@@ -1139,18 +934,13 @@ mod tests {
     #[tokio::test]
     async fn a_name_node_that_refuses_connections_is_retriable() {
         // Nothing listens on port 1; one attempt only, so the test is quick.
-        let p = props([
-            ("hdfs.namenode.url", "hdfs://127.0.0.1:1"),
-            ("hdfs.conf.dfs.client.failover.max.attempts", "0"),
-        ]);
+        let p =
+            props([("hdfs.namenode.url", "hdfs://127.0.0.1:1"), ("hdfs.conf.dfs.client.failover.max.attempts", "0")]);
         let b = from_config(&mut ConfigReader::new(&p)).unwrap();
         let e = b.get_range("t/k", 0..10).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Retriable, "{}", e.full_message());
         assert!(e.to_string().contains("t/k"), "{e}");
-        let e = b
-            .put_bytes("t/k", Bytes::from_static(b"x"))
-            .await
-            .unwrap_err();
+        let e = b.put_bytes("t/k", Bytes::from_static(b"x")).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Retriable, "{}", e.full_message());
     }
 }

@@ -13,29 +13,17 @@ use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::{Fixture, collect};
 use rsm_core::testkit::unique_prefix;
-use rsm_core::{
-    ErrorKind, IndexType, RemoteStorageManager, StorageBackend, TieredConfig, TieredStorage, Uuid,
-};
+use rsm_core::{ErrorKind, IndexType, RemoteStorageManager, StorageBackend, TieredConfig, TieredStorage, Uuid};
 use std::sync::Arc;
 use std::time::Instant;
 
 fn snapshot(c: &RequestCounts) -> [u64; 6] {
-    [
-        c.put.requests(),
-        c.get.requests(),
-        c.delete.requests(),
-        c.list.requests(),
-        c.put.bytes(),
-        c.get.bytes(),
-    ]
+    [c.put.requests(), c.get.requests(), c.delete.requests(), c.list.requests(), c.put.bytes(), c.get.bytes()]
 }
 
 fn delta(now: [u64; 6], then: [u64; 6]) -> String {
     let d: Vec<u64> = now.iter().zip(then).map(|(a, b)| a - b).collect();
-    format!(
-        "put={} get={} delete={} list={} (bytes put={} get={})",
-        d[0], d[1], d[2], d[3], d[4], d[5]
-    )
+    format!("put={} get={} delete={} list={} (bytes put={} get={})", d[0], d[1], d[2], d[3], d[4], d[5])
 }
 
 /// Files (hidden ones too) in one HDFS directory, by name.
@@ -70,17 +58,11 @@ async fn segment_over_64_mib_copy_fetch_delete() {
     let dir = generate_partition(&tmp.path().join("big-0"), &spec).unwrap();
     let partition = LocalPartition::open(&dir).unwrap();
     let seg = partition.closed_segments()[0].clone();
-    let md = partition
-        .segment_metadata(&seg, 1, 1_700_000_000_000)
-        .unwrap();
+    let md = partition.segment_metadata(&seg, 1, 1_700_000_000_000).unwrap();
     let data = partition.segment_data(&seg).unwrap();
     let log = std::fs::read(&data.log_segment).unwrap();
     assert!(log.len() > 64 << 20, "segment of {} bytes", log.len());
-    eprintln!(
-        "generated a {} byte segment in {:?}",
-        log.len(),
-        t.elapsed()
-    );
+    eprintln!("generated a {} byte segment in {:?}", log.len(), t.elapsed());
 
     let counting = Arc::new(CountingBackend::new(common::make(url.clone()).await));
     let p = props([("key.prefix", unique_prefix("big-segment"))]);
@@ -101,54 +83,32 @@ async fn segment_over_64_mib_copy_fetch_delete() {
     meter.step("copy", t.elapsed(), Some(log.len())).await;
     let chunks = rsm.manifest(&md).await.unwrap().chunks.len();
     assert!(chunks >= 16, "{chunks} chunks");
-    meter
-        .step("(manifest, cached)", Default::default(), None)
-        .await;
+    meter.step("(manifest, cached)", Default::default(), None).await;
 
     let t = Instant::now();
-    let got = collect(fresh().fetch_log_segment(&md, 0, None).await.unwrap())
-        .await
-        .unwrap();
+    let got = collect(fresh().fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap();
     assert!(got == log, "the fetched segment differs");
-    meter
-        .step("fetch all, cold manifest", t.elapsed(), Some(log.len()))
-        .await;
+    meter.step("fetch all, cold manifest", t.elapsed(), Some(log.len())).await;
 
     // 1 MiB: from the start of a chunk, and across a chunk boundary; with a cold, then a warm manifest.
     let boundary = rsm.manifest(&md).await.unwrap().chunks[8].position() as i32;
-    for (what, start) in [
-        ("1 MiB at a chunk start", boundary),
-        ("1 MiB across chunks", boundary - (1 << 19)),
-    ] {
+    for (what, start) in [("1 MiB at a chunk start", boundary), ("1 MiB across chunks", boundary - (1 << 19))] {
         let end = start + (1 << 20) - 1;
         let want = &log[start as usize..=end as usize];
         let cold = fresh();
         for cache in ["cold", "warm"] {
             let t = Instant::now();
-            let got = collect(cold.fetch_log_segment(&md, start, Some(end)).await.unwrap())
-                .await
-                .unwrap();
+            let got = collect(cold.fetch_log_segment(&md, start, Some(end)).await.unwrap()).await.unwrap();
             assert!(got[..] == *want, "{what}");
-            meter
-                .step(
-                    &format!("fetch {what}, {cache} manifest"),
-                    t.elapsed(),
-                    None,
-                )
-                .await;
+            meter.step(&format!("fetch {what}, {cache} manifest"), t.elapsed(), None).await;
         }
     }
 
     assert_eq!(
-        rsm.fetch_index(&md, IndexType::Offset)
-            .await
-            .unwrap()
-            .to_vec(),
+        rsm.fetch_index(&md, IndexType::Offset).await.unwrap().to_vec(),
         std::fs::read(&data.offset_index).unwrap()
     );
-    meter
-        .step("fetch offset index (warm)", Default::default(), None)
-        .await;
+    meter.step("fetch offset index (warm)", Default::default(), None).await;
     let t = Instant::now();
     rsm.delete_log_segment_data(&md).await.unwrap();
     meter.step("delete", t.elapsed(), None).await;
@@ -156,26 +116,12 @@ async fn segment_over_64_mib_copy_fetch_delete() {
     // reported the block, the client's wait before it asks again to complete the file.
     for i in 0..3 {
         let t = Instant::now();
-        counting
-            .put_bytes(
-                &format!("{}small-{i}", config.key_prefix),
-                Bytes::from(vec![1u8; 1024]),
-            )
-            .await
-            .unwrap();
-        meter
-            .step(&format!("put a 1 KiB object (#{i})"), t.elapsed(), None)
-            .await;
+        counting.put_bytes(&format!("{}small-{i}", config.key_prefix), Bytes::from(vec![1u8; 1024])).await.unwrap();
+        meter.step(&format!("put a 1 KiB object (#{i})"), t.elapsed(), None).await;
     }
-    let small: Vec<String> = (0..3)
-        .map(|i| format!("{}small-{i}", config.key_prefix))
-        .collect();
+    let small: Vec<String> = (0..3).map(|i| format!("{}small-{i}", config.key_prefix)).collect();
     counting.delete_many(&small).await.unwrap();
-    let e = fresh()
-        .fetch_log_segment(&md, 0, None)
-        .await
-        .err()
-        .expect("deleted");
+    let e = fresh().fetch_log_segment(&md, 0, None).await.err().expect("deleted");
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(counting.list(&config.key_prefix).await.unwrap().is_empty());
 }
@@ -191,22 +137,13 @@ struct Meter {
 impl Meter {
     async fn new(url: &str, counts: Arc<RequestCounts>) -> Self {
         common::settle_metrics().await;
-        Meter {
-            url: url.to_string(),
-            trait_level: snapshot(&counts),
-            counts,
-            server: common::ServerCounts::read(url),
-        }
+        Meter { url: url.to_string(), trait_level: snapshot(&counts), counts, server: common::ServerCounts::read(url) }
     }
 
     async fn step(&mut self, what: &str, took: std::time::Duration, bytes: Option<usize>) {
         let now = snapshot(&self.counts);
-        let rate = bytes.map_or(String::new(), |b| {
-            format!(
-                " ({:.0} MiB/s)",
-                b as f64 / (1 << 20) as f64 / took.as_secs_f64()
-            )
-        });
+        let rate = bytes
+            .map_or(String::new(), |b| format!(" ({:.0} MiB/s)", b as f64 / (1 << 20) as f64 / took.as_secs_f64()));
         println!("  {what}: {took:.3?}{rate}");
         println!("    contract calls: {}", delta(now, self.trait_level));
         self.trait_level = now;
@@ -229,18 +166,9 @@ async fn ranged_reads_of_vanished_keys_are_not_found() {
     let key = format!("{p}obj");
     let d = Bytes::from(vec![7u8; 3 << 20]);
     b.put_bytes(&key, d.clone()).await.unwrap();
-    assert_eq!(
-        b.get_range(&key, 100..200).await.unwrap(),
-        d.slice(100..200)
-    );
+    assert_eq!(b.get_range(&key, 100..200).await.unwrap(), d.slice(100..200));
     b.delete(&key).await.unwrap();
-    for range in [
-        0..1,
-        100..200,
-        0..u64::MAX,
-        (3 << 20) - 1..3 << 20,
-        5 << 20..6 << 20,
-    ] {
+    for range in [0..1, 100..200, 0..u64::MAX, (3 << 20) - 1..3 << 20, 5 << 20..6 << 20] {
         let e = b.get_range(&key, range.clone()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound, "{range:?}: {e}");
         assert!(e.to_string().contains(&key), "names the key: {e}");
@@ -250,27 +178,18 @@ async fn ranged_reads_of_vanished_keys_are_not_found() {
     let f = Fixture::new(b.clone(), "vanished-rsm");
     let (_, md, data) = f.segment(0);
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
-    let whole = collect(f.rsm.fetch_log_segment(&md, 0, None).await.unwrap())
-        .await
-        .unwrap();
+    let whole = collect(f.rsm.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap();
     assert_eq!(whole, std::fs::read(&data.log_segment).unwrap());
     let keys = f.rsm.keys(&md);
     b.delete(&keys.log).await.unwrap();
-    for (s, e) in [
-        (0, None),
-        (70_000, Some(200_000)),
-        (md.segment_size_in_bytes - 1, None),
-    ] {
+    for (s, e) in [(0, None), (70_000, Some(200_000)), (md.segment_size_in_bytes - 1, None)] {
         let r = match f.rsm.fetch_log_segment(&md, s, e).await {
             Ok(stream) => collect(stream).await.map(|_| ()),
             Err(e) => Err(e),
         };
         let err = r.expect_err("the log object is gone");
         assert_eq!(err.kind(), ErrorKind::NotFound, "{s}..={e:?}: {err}");
-        assert!(
-            err.to_string().contains(&keys.log),
-            "names the object: {err}"
-        );
+        assert!(err.to_string().contains(&keys.log), "names the object: {err}");
     }
     f.rsm.delete_log_segment_data(&md).await.unwrap();
 }
@@ -294,46 +213,24 @@ async fn temp_files_and_directories() {
     .boxed();
     assert!(b.put_stream(&key, failing).await.is_err());
     let names = raw_names(&b, &dir).await;
-    assert!(
-        !names.iter().any(|n| n.starts_with(TMP_PREFIX)),
-        "{names:?}"
-    );
+    assert!(!names.iter().any(|n| n.starts_with(TMP_PREFIX)), "{names:?}");
 
     // A short local file fails before anything is created.
     let mut f = tempfile::NamedTempFile::new().unwrap();
     std::io::Write::write_all(&mut f, b"short").unwrap();
-    assert_eq!(
-        b.put_file(&key, f.path(), 100).await.unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
-    assert!(
-        !raw_names(&b, &dir)
-            .await
-            .iter()
-            .any(|n| n.starts_with(TMP_PREFIX))
-    );
+    assert_eq!(b.put_file(&key, f.path(), 100).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert!(!raw_names(&b, &dir).await.iter().any(|n| n.starts_with(TMP_PREFIX)));
 
     // The leftover of a writer that died: present in HDFS, absent from listings.
-    b.put_bytes(&key, Bytes::from_static(b"whole"))
-        .await
-        .unwrap();
+    b.put_bytes(&key, Bytes::from_static(b"whole")).await.unwrap();
     let mut w = b
         .client()
-        .create(
-            &format!("{dir}/{TMP_PREFIX}obj.crashed"),
-            hdfs_native::WriteOptions::default(),
-        )
+        .create(&format!("{dir}/{TMP_PREFIX}obj.crashed"), hdfs_native::WriteOptions::default())
         .await
         .unwrap();
     w.write_bytes(Bytes::from_static(b"partial")).await.unwrap();
     w.close().await.unwrap();
-    let listed: Vec<String> = b
-        .list(&p)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.key)
-        .collect();
+    let listed: Vec<String> = b.list(&p).await.unwrap().into_iter().map(|o| o.key).collect();
     assert_eq!(listed, vec![key.clone()]);
     let meta = &b.list(&key).await.unwrap()[0];
     assert_eq!(meta.size, 5);
@@ -341,10 +238,7 @@ async fn temp_files_and_directories() {
         .duration_since(meta.last_modified.expect("HDFS reports mtime"))
         .unwrap_or_default();
     assert!(age.as_secs() < 600, "mtime is recent: {age:?}");
-    b.client()
-        .delete(&format!("{dir}/{TMP_PREFIX}obj.crashed"), false)
-        .await
-        .unwrap();
+    b.client().delete(&format!("{dir}/{TMP_PREFIX}obj.crashed"), false).await.unwrap();
 
     // A key naming a directory (other keys extend it) is no object: not found, and deleting it is a
     // no-op that leaves the keys under it alone.
@@ -386,30 +280,16 @@ async fn hadoop_configuration_and_store_url() {
     let conf_dir = conf.path().to_str().unwrap();
     let core = conf.path().join("core-site.xml");
     let settings = [
-        props([
-            ("hdfs.conf.dir", conf_dir),
-            ("hdfs.root", "/rsm-tests/conf-dir"),
-        ]),
-        props([
-            ("hdfs.core-site.path", core.to_str().unwrap()),
-            ("hdfs.root", "/rsm-tests/site-file"),
-        ]),
-        props([
-            ("hdfs.conf.fs.defaultFS", url.as_str()),
-            ("hdfs.root", "/rsm-tests/pass-through"),
-        ]),
+        props([("hdfs.conf.dir", conf_dir), ("hdfs.root", "/rsm-tests/conf-dir")]),
+        props([("hdfs.core-site.path", core.to_str().unwrap()), ("hdfs.root", "/rsm-tests/site-file")]),
+        props([("hdfs.conf.fs.defaultFS", url.as_str()), ("hdfs.root", "/rsm-tests/pass-through")]),
     ];
     for s in &settings {
         let mut r = ConfigReader::new(s);
         let b = from_config(&mut r).unwrap();
         r.finish().unwrap();
-        b.put_bytes(&format!("{p}k"), Bytes::from_static(b"v"))
-            .await
-            .unwrap();
-        assert_eq!(
-            &b.get_range(&format!("{p}k"), 0..10).await.unwrap()[..],
-            b"v"
-        );
+        b.put_bytes(&format!("{p}k"), Bytes::from_static(b"v")).await.unwrap();
+        assert_eq!(&b.get_range(&format!("{p}k"), 0..10).await.unwrap()[..], b"v");
         b.delete(&format!("{p}k")).await.unwrap();
     }
 
@@ -418,9 +298,7 @@ async fn hadoop_configuration_and_store_url() {
     let (b, prefix) = from_url(&format!("{url}/rsm-tests/from-url"), &mut r).unwrap();
     r.finish().unwrap();
     assert_eq!(prefix, "");
-    b.put_bytes(&format!("{p}k"), Bytes::from_static(b"v"))
-        .await
-        .unwrap();
+    b.put_bytes(&format!("{p}k"), Bytes::from_static(b"v")).await.unwrap();
     assert_eq!(b.list(&p).await.unwrap().len(), 1);
     b.delete(&format!("{p}k")).await.unwrap();
 

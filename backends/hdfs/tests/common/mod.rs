@@ -15,32 +15,12 @@ pub const ROOT: &str = "/rsm-tests";
 
 /// The cluster's URL, or `None` when HDFS tests are explicitly skipped.
 pub fn hdfs_url() -> Option<String> {
-    if let Some(url) = std::env::var("RSM_TEST_HDFS_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    {
-        return Some(url.trim().to_string());
-    }
-    let skip = std::env::var("RSM_SKIP_HDFS").is_ok_and(|v| v == "1");
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    if skip && !ci {
-        eprintln!("skipped: HDFS test (RSM_SKIP_HDFS=1 and RSM_TEST_HDFS_URL is not set)");
-        return None;
-    }
-    panic!(
-        "RSM_TEST_HDFS_URL is not set: start a MiniDFS cluster with \
-         `eval \"$(tools/servers/minidfs.sh start)\"` (stop it with `tools/servers/minidfs.sh stop`), \
-         or skip the HDFS tests locally with RSM_SKIP_HDFS=1 (never in CI)"
-    );
+    rsm_core::testkit::test_server("RSM_TEST_HDFS_URL", "RSM_SKIP_HDFS", "eval \"$(tools/servers/minidfs.sh start)\"")
 }
 
 /// The backend's settings for the test cluster at `url`.
 pub fn config(url: &str) -> HdfsConfig {
-    HdfsConfig {
-        namenode_url: Some(url.to_string()),
-        root: ROOT.to_string(),
-        ..HdfsConfig::default()
-    }
+    HdfsConfig { namenode_url: Some(url.to_string()), root: ROOT.to_string(), ..HdfsConfig::default() }
 }
 
 /// A backend on the test cluster, built on the calling test's runtime.
@@ -69,8 +49,7 @@ macro_rules! url_or_skip {
 pub fn jmx_counts(addr: &str, query: &str) -> std::collections::BTreeMap<String, u64> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("connect to the /jmx servlet");
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     write!(s, "GET /jmx?qry={query} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
     let mut body = String::new();
     s.read_to_string(&mut body).expect("read /jmx");
@@ -116,19 +95,14 @@ const DATANODE_PROTOCOL: [&str; 9] = [
 impl ServerCounts {
     /// A reading of the counters, or `None` without `RSM_TEST_HDFS_NN_HTTP`.
     pub fn read(url: &str) -> Option<Self> {
-        let nn = std::env::var("RSM_TEST_HDFS_NN_HTTP")
-            .ok()
-            .filter(|s| !s.is_empty())?;
+        let nn = std::env::var("RSM_TEST_HDFS_NN_HTTP").ok().filter(|s| !s.is_empty())?;
         let port = url.rsplit(':').next().unwrap_or_default();
-        let namenode = jmx_counts(
-            &nn,
-            &format!("Hadoop:service=NameNode,name=RpcDetailedActivityForPort{port}"),
-        )
-        .into_iter()
-        // `Overall…` repeats each method's count across ports; `…Exception` counts failed calls, which
-        // the method's own count leaves out: keep those.
-        .filter(|(k, _)| !DATANODE_PROTOCOL.contains(&k.as_str()) && !k.starts_with("Overall"))
-        .collect();
+        let namenode = jmx_counts(&nn, &format!("Hadoop:service=NameNode,name=RpcDetailedActivityForPort{port}"))
+            .into_iter()
+            // `Overall…` repeats each method's count across ports; `…Exception` counts failed calls, which
+            // the method's own count leaves out: keep those.
+            .filter(|(k, _)| !DATANODE_PROTOCOL.contains(&k.as_str()) && !k.starts_with("Overall"))
+            .collect();
         // Every DataNode of a MiniDFS cluster lives in one JVM, whose /jmx (any of them) shows all their
         // DataNodeActivity beans: read one, or each DataNode would be counted once per address.
         let mut datanode = std::collections::BTreeMap::new();
@@ -145,8 +119,7 @@ impl ServerCounts {
 
     /// What happened between `before` and `self`, as `Method=n` pairs, zeros left out.
     pub fn since(&self, before: &ServerCounts) -> String {
-        let diff = |now: &std::collections::BTreeMap<String, u64>,
-                    then: &std::collections::BTreeMap<String, u64>| {
+        let diff = |now: &std::collections::BTreeMap<String, u64>, then: &std::collections::BTreeMap<String, u64>| {
             now.iter()
                 .filter_map(|(k, v)| {
                     let d = v - then.get(k).copied().unwrap_or(0);
