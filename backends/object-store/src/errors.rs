@@ -165,6 +165,12 @@ pub fn classify(e: &object_store::Error) -> Class {
             }
         }
         let text = c.to_string();
+        // object_store's own check of a range against the object's size (its `InvalidGetRange`, not
+        // nameable outside the crate), met when a server answers a range past the end with the whole
+        // object instead of 416.
+        if text.contains("Wanted range starting at") {
+            return Class::RangeNotSatisfiable;
+        }
         if let Some(status) = status_in(&text) {
             return match status {
                 404 => Class::NotFound,
