@@ -9,16 +9,22 @@
 //! | `gcs.credentials.path` | a service account key file | |
 //! | `gcs.credentials.default` | `true`: application default credentials (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server); `false` with neither of the above: anonymous requests (public buckets, emulators) | `true` unless a JSON or path is set |
 //! | `gcs.endpoint.url` | endpoint (fake-gcs-server: `http://127.0.0.1:4443`); plain HTTP only when it says `http://` | Google |
-//! | `gcs.multipart.upload.part.size` | part size in bytes, 5 MiB to 1 GiB; objects up to one part go in one PUT | 25 MiB |
-//! | `gcs.multipart.upload.parts.in.flight` | parts uploaded at once per object, 1 to 32 | 4 |
+//! | `gcs.resumable.upload.chunk.size` | chunk size in bytes, a multiple of 256 KiB up to 1 GiB; objects up to one chunk go in one media upload, larger ones in a resumable upload | 25 MiB |
 //! | `gcs.api.call.timeout`, `gcs.api.call.attempt.timeout`, `gcs.connect.timeout`, `gcs.max.retries` | as for S3 | 180000, 30000, 5000, 10 |
 //!
-//! Large objects go through GCS's XML multipart upload API (as object_store does), not resumable
-//! uploads: parts of at least 5 MiB, aborted on failure.
+//! Reads, listings and deletes go through object_store's GCS client (the XML API). Uploads go through the
+//! JSON API instead ([`uploads`]): one media upload for an object of at most one chunk, else a resumable
+//! upload of chunks sent in order, cancelled on failure. object_store's own uploads use XML multipart
+//! uploads, which fake-gcs-server lacks; the JSON API's are what GCS documents for large objects and what
+//! Aiven's plugin uses. Memory per upload is two chunks (one being sent, one read ahead) plus the last
+//! one held until the total size is known.
 
 #![warn(missing_docs)]
 
-use object_store::gcp::{GoogleCloudStorage, GoogleCloudStorageBuilder};
+pub mod uploads;
+
+use object_store::client::HttpConnector;
+use object_store::gcp::{GcpCredential, GoogleCloudStorage, GoogleCloudStorageBuilder};
 use rsm_backend_object_store::{
     ClientSettings, CountingConnector, HttpCounter, ObjectStoreBackend, Redactor, UploadSettings,
     split_store_url,
@@ -52,7 +58,7 @@ pub struct GcsConfig {
     pub credentials: GcsCredentials,
     /// `gcs.endpoint.url`.
     pub endpoint: Option<String>,
-    /// `gcs.multipart.upload.part.size` and `gcs.multipart.upload.parts.in.flight`.
+    /// `gcs.resumable.upload.chunk.size`.
     pub upload: UploadSettings,
     /// Timeouts and retries (`gcs.api.call.timeout`, ...).
     pub client: ClientSettings,
@@ -106,20 +112,26 @@ impl GcsConfig {
                 format!("`{e}` is not an http:// or https:// URL"),
             ));
         }
-        let part = r.int_in(
-            "gcs.multipart.upload.part.size",
+        let chunk = r.int_in(
+            "gcs.resumable.upload.chunk.size",
             25usize << 20,
-            5 << 20..=1 << 30,
+            uploads::CHUNK_GRANULARITY..=1 << 30,
         )?;
-        let in_flight = r.int_in("gcs.multipart.upload.parts.in.flight", 4usize, 1..=32)?;
+        if chunk % uploads::CHUNK_GRANULARITY != 0 {
+            return Err(Error::config(
+                "gcs.resumable.upload.chunk.size",
+                format!("{chunk} is not a multiple of 262144 (256 KiB)"),
+            ));
+        }
         let client = ClientSettings::read(r, "gcs")?;
         Ok(GcsConfig {
             bucket,
             credentials,
             endpoint,
+            // Chunks go one after another; a second one is read while the first is sent.
             upload: UploadSettings {
-                parts_in_flight: in_flight,
-                ..UploadSettings::with_part_size(part)
+                parts_in_flight: 2,
+                ..UploadSettings::with_part_size(chunk)
             },
             client,
         })
@@ -155,12 +167,22 @@ impl GcsConfig {
         .with_bucket_name(&self.bucket)
         .with_client_options(self.client.client_options(allow_http))
         .with_retry(self.client.retry_config())
-        .with_http_connector(CountingConnector::new(counter));
+        .with_http_connector(CountingConnector::new(counter.clone()));
         match &self.credentials {
             GcsCredentials::Default => {}
             GcsCredentials::Json(j) => b = b.with_service_account_key(j.expose()),
             GcsCredentials::Path(p) => b = b.with_service_account_path(p),
-            GcsCredentials::Anonymous => b = b.with_skip_signature(true),
+            GcsCredentials::Anonymous => {
+                // object_store's `skip_signature` is not honoured by every GCS request (deletes ask the
+                // credential provider anyway), and the fallback provider is the instance metadata
+                // server: give it an empty static token so no request ever looks for one.
+                let empty = object_store::StaticCredentialProvider::new(GcpCredential {
+                    bearer: String::new(),
+                });
+                b = b
+                    .with_skip_signature(true)
+                    .with_credentials(Arc::new(empty));
+            }
         }
         if let Some(e) = &self.endpoint {
             b = b.with_base_url(e);
@@ -174,12 +196,29 @@ impl GcsConfig {
         })
     }
 
-    /// Builds the backend.
+    /// Builds the backend: object_store's client for reads, listings and deletes, JSON API uploads.
     pub fn build(&self) -> Result<ObjectStoreBackend> {
         let counter = HttpCounter::new();
-        let store = Arc::new(self.build_store(counter.clone())?);
-        Ok(ObjectStoreBackend::new("gcs", store.clone())
-            .with_paginated_list(store)
+        let gcs = Arc::new(self.build_store(counter.clone())?);
+        let allow_http = self
+            .endpoint
+            .as_deref()
+            .is_some_and(|e| e.starts_with("http://"));
+        let http = CountingConnector::new(counter.clone())
+            .connect(&self.client.client_options(allow_http))
+            .map_err(|e| Error::config("gcs.endpoint.url", e.to_string()))?;
+        let store = uploads::JsonUploadStore::new(
+            gcs.clone(),
+            http,
+            self.endpoint
+                .clone()
+                .unwrap_or_else(|| "https://storage.googleapis.com".to_string()),
+            self.bucket.clone(),
+            matches!(self.credentials, GcsCredentials::Anonymous),
+            self.client,
+        );
+        Ok(ObjectStoreBackend::new("gcs", Arc::new(store))
+            .with_paginated_list(gcs)
             .with_upload(self.upload)
             .with_redactor(self.redactor())
             .with_counter(counter))

@@ -105,6 +105,33 @@ impl fmt::Display for ScrubbedCause {
 
 impl StdError for ScrubbedCause {}
 
+/// An HTTP error status from a request a backend makes itself (outside object_store's clients), so that
+/// [`classify`] sees the status without reading text.
+#[derive(Debug)]
+pub struct StatusError {
+    /// The HTTP status.
+    pub status: u16,
+    /// What the server said (already free of secrets).
+    pub message: String,
+}
+
+impl fmt::Display for StatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP status {}: {}", self.status, self.message)
+    }
+}
+
+impl StdError for StatusError {}
+
+fn class_of_status(status: u16) -> Class {
+    match status {
+        404 => Class::NotFound,
+        416 => Class::RangeNotSatisfiable,
+        408 | 429 | 500..=599 => Class::Transient,
+        _ => Class::Permanent,
+    }
+}
+
 /// The class of an `object_store` failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
@@ -149,6 +176,9 @@ pub fn classify(e: &object_store::Error) -> Class {
                 _ => Class::Permanent,
             };
         }
+        if let Some(s) = c.downcast_ref::<StatusError>() {
+            return class_of_status(s.status);
+        }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
             if matches!(
@@ -172,12 +202,7 @@ pub fn classify(e: &object_store::Error) -> Class {
             return Class::RangeNotSatisfiable;
         }
         if let Some(status) = status_in(&text) {
-            return match status {
-                404 => Class::NotFound,
-                416 => Class::RangeNotSatisfiable,
-                408 | 429 | 500..=599 => Class::Transient,
-                _ => Class::Permanent,
-            };
+            return class_of_status(status);
         }
         // S3 can answer 200 with an error document; object_store retries these and reports them as
         // "Server returned error response".
