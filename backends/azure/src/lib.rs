@@ -102,7 +102,12 @@ fn parse_connection_string(s: &Secret) -> Result<ConnectionString> {
     let mut out = ConnectionString::default();
     let mut protocol = "https".to_string();
     let mut suffix = "core.windows.net".to_string();
-    for part in s.expose().split(';').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in s
+        .expose()
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
         // Values (keys, signatures) may contain `=`: split at the first only. Never quote a value.
         let Some((k, v)) = part.split_once('=') else {
             return Err(Error::config(KEY, "has a part without `=`"));
@@ -159,7 +164,10 @@ impl AzureConfig {
             Some(s) => parse_connection_string(s)?,
             None => ConnectionString::default(),
         };
-        let account = r.string("azure.account.name").map(str::to_string).or(cs.account);
+        let account = r
+            .string("azure.account.name")
+            .map(str::to_string)
+            .or(cs.account);
         let account_key = r.secret("azure.account.key").or(cs.key);
         let sas_token = r
             .secret("azure.sas.token")

@@ -22,7 +22,9 @@ fn all_of(e: &rsm_core::Error) -> String {
     format!("{e} | {} | {e:?}", e.full_message())
 }
 
-fn build(p: &std::collections::BTreeMap<String, String>) -> (AzureConfig, rsm_backend_object_store::ObjectStoreBackend) {
+fn build(
+    p: &std::collections::BTreeMap<String, String>,
+) -> (AzureConfig, rsm_backend_object_store::ObjectStoreBackend) {
     let mut r = ConfigReader::new(p);
     let config = AzureConfig::read(&mut r, None).unwrap();
     r.finish().unwrap();
@@ -75,21 +77,34 @@ async fn connection_string_works_and_never_appears() {
         env["RSM_TEST_AZURE_ACCOUNT"], env["RSM_TEST_AZURE_KEY"], env["RSM_TEST_AZURE_ENDPOINT"]
     );
     let mut p = common::settings(&[("azure.connection.string", &good)]);
-    for k in ["azure.account.key", "azure.account.name", "azure.endpoint.url"] {
+    for k in [
+        "azure.account.key",
+        "azure.account.name",
+        "azure.endpoint.url",
+    ] {
         p.remove(k);
     }
     let (config, b) = build(&p);
     assert_clean("the settings' Debug", &format!("{config:?}"), &[&good]);
     let key = format!("secrets/cs-{}", rsm_core::Uuid::random());
-    b.put_bytes(&key, Bytes::from_static(b"hello")).await.unwrap();
+    b.put_bytes(&key, Bytes::from_static(b"hello"))
+        .await
+        .unwrap();
     assert_eq!(&b.get_range(&key, 1..3).await.unwrap()[..], b"el");
     b.delete(&key).await.unwrap();
 
     let bad = good.replace(env["RSM_TEST_AZURE_KEY"].as_str(), BAD_KEY);
     p.insert("azure.connection.string".into(), bad.clone());
     let (config, b) = build(&p);
-    assert_clean("the settings' Debug", &format!("{config:?}"), &[&bad, BAD_KEY]);
+    assert_clean(
+        "the settings' Debug",
+        &format!("{config:?}"),
+        &[&bad, BAD_KEY],
+    );
     assert_clean("the backend's Debug", &format!("{b:?}"), &[&bad, BAD_KEY]);
-    let e = b.put_bytes(&key, Bytes::from_static(b"x")).await.unwrap_err();
+    let e = b
+        .put_bytes(&key, Bytes::from_static(b"x"))
+        .await
+        .unwrap_err();
     assert_clean("a refused request", &all_of(&e), &[&bad, BAD_KEY]);
 }

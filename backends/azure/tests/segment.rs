@@ -11,6 +11,9 @@ async fn segment_copy_fetch_delete_64mib() {
         rsm_backend_object_store::testing::segment_round_trip("azure/azurite", b, 64 << 20).await;
     println!("{report}");
     // The log in 3 blocks and a block list, one PUT each for the index bundle and the manifest.
-    let put = report.copy_http.get(rsm_backend_azure::Method::Put).requests;
+    let put = report
+        .copy_http
+        .get(rsm_backend_azure::Method::Put)
+        .requests;
     assert_eq!(put, 6, "{}", report.copy_http);
 }

@@ -132,7 +132,9 @@ impl Shared {
         let started = std::time::Instant::now();
         let mut attempt = 0usize;
         loop {
-            let r = self.send_once(method, url, headers, body.clone(), accept).await;
+            let r = self
+                .send_once(method, url, headers, body.clone(), accept)
+                .await;
             let transient = match &r {
                 Ok(_) => false,
                 Err(e) => matches!(
@@ -223,8 +225,14 @@ impl ObjectStore for JsonUploadStore {
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         let url = self.shared.upload_url("resumable", location);
         let headers = [
-            ("Content-Type", "application/json; charset=UTF-8".to_string()),
-            ("X-Upload-Content-Type", "application/octet-stream".to_string()),
+            (
+                "Content-Type",
+                "application/json; charset=UTF-8".to_string(),
+            ),
+            (
+                "X-Upload-Content-Type",
+                "application/octet-stream".to_string(),
+            ),
         ];
         let body = PutPayload::from(Bytes::from_static(b"{}"));
         // Starting a session twice only leaves an unused session, which GCS expires.
@@ -248,7 +256,11 @@ impl ObjectStore for JsonUploadStore {
         }))
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
         self.inner.get_opts(location, options).await
     }
 
@@ -338,7 +350,14 @@ impl Shared {
         // A chunk is not retried here: after a failure the session's state is unknown. The upload fails
         // (and is cancelled), and the caller's retry starts a new one.
         let a = self
-            .send("PUT", session, &[("Content-Range", range)], chunk, false, &[])
+            .send(
+                "PUT",
+                session,
+                &[("Content-Range", range)],
+                chunk,
+                false,
+                &[],
+            )
             .await?;
         let done = a.status == 200 || a.status == 201;
         match (total.is_some(), done, a.status) {
@@ -424,7 +443,14 @@ impl MultipartUpload for Resumable {
     async fn abort(&mut self) -> object_store::Result<()> {
         // GCS answers a cancelled session with 499.
         self.shared
-            .send("DELETE", &self.session, &[], PutPayload::default(), true, &[499])
+            .send(
+                "DELETE",
+                &self.session,
+                &[],
+                PutPayload::default(),
+                true,
+                &[499],
+            )
             .await?;
         Ok(())
     }

@@ -29,7 +29,9 @@ fn all_of(e: &rsm_core::Error) -> String {
 
 async fn round_trip(b: &dyn StorageBackend) {
     let key = format!("secrets/{}", rsm_core::Uuid::random());
-    b.put_bytes(&key, Bytes::from_static(b"hello")).await.unwrap();
+    b.put_bytes(&key, Bytes::from_static(b"hello"))
+        .await
+        .unwrap();
     assert_eq!(&b.get_range(&key, 1..3).await.unwrap()[..], b"el");
     b.delete(&key).await.unwrap();
 }

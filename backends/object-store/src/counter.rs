@@ -4,11 +4,11 @@
 //! [`CountingConnector`] plugs into any object_store builder's `with_http_connector`; every request the
 //! store sends (including each retry, each multipart part, each batch delete) passes through it.
 
+use async_trait::async_trait;
+use object_store::ClientOptions;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
 };
-use async_trait::async_trait;
-use object_store::ClientOptions;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,12 +63,13 @@ impl Method {
     fn of(req: &HttpRequest) -> Method {
         match req.method().as_str() {
             "GET" => {
+                // S3 and GCS list with `list-type=2`, Azure with `comp=list`.
                 let q = req.uri().query().unwrap_or("");
-                if q.contains("list-type=") || q.contains("comp=list") {
-                    Method::List
-                } else {
-                    Method::Get
-                }
+                let lists = q.split('&').any(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    k == "list-type" || (k == "comp" && v == "list")
+                });
+                if lists { Method::List } else { Method::Get }
             }
             "PUT" => Method::Put,
             "POST" => Method::Post,
@@ -263,5 +264,64 @@ impl HttpService for CountingService {
             }
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::client::HttpRequestBody;
+
+    fn req(method: &str, uri: &str) -> HttpRequest {
+        http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(HttpRequestBody::empty())
+            .unwrap()
+    }
+
+    #[test]
+    fn methods_are_classified() {
+        let cases = [
+            ("GET", "http://h/b?list-type=2&prefix=a", Method::List),
+            (
+                "GET",
+                "http://h/acc/c?restype=container&comp=list",
+                Method::List,
+            ),
+            ("GET", "http://h/acc/c/blob?comp=blocklist", Method::Get),
+            ("GET", "http://h/b/k", Method::Get),
+            ("PUT", "http://h/acc/c/blob?comp=blocklist", Method::Put),
+            ("POST", "http://h/b?delete", Method::Post),
+            ("HEAD", "http://h/b/k", Method::Head),
+            ("DELETE", "http://h/b/k?uploadId=1", Method::Delete),
+            ("PATCH", "http://h/b/k", Method::Other),
+        ];
+        for (m, u, want) in cases {
+            assert_eq!(Method::of(&req(m, u)), want, "{m} {u}");
+        }
+    }
+
+    #[test]
+    fn counts_print_and_subtract() {
+        let c = HttpCounter::new();
+        c.cells[Method::Put.index()]
+            .requests
+            .fetch_add(3, Ordering::Relaxed);
+        c.cells[Method::Put.index()]
+            .sent
+            .fetch_add(10, Ordering::Relaxed);
+        let a = c.snapshot();
+        c.cells[Method::Get.index()]
+            .requests
+            .fetch_add(1, Ordering::Relaxed);
+        c.cells[Method::Get.index()]
+            .received
+            .fetch_add(7, Ordering::Relaxed);
+        let b = c.snapshot();
+        assert_eq!(a.to_string(), "PUT 3 (10 B sent)");
+        assert_eq!(b.since(&a).to_string(), "GET 1 (7 B received)");
+        assert_eq!(b.total_requests(), 4);
+        assert_eq!(HttpCounts::default().to_string(), "no requests");
     }
 }

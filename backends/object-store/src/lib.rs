@@ -173,9 +173,8 @@ impl ObjectStoreBackend {
 
     fn path(key: &str) -> Result<ObjectPath> {
         validate_key(key)?;
-        ObjectPath::parse(key).map_err(|e| {
-            Error::invalid(format!("object key `{}`: {e}", key.escape_debug()))
-        })
+        ObjectPath::parse(key)
+            .map_err(|e| Error::invalid(format!("object key `{}`: {e}", key.escape_debug())))
     }
 
     fn put_options(&self) -> PutOptions {
@@ -229,7 +228,11 @@ struct PartSender<'a> {
 }
 
 impl<'a> PartSender<'a> {
-    async fn start(backend: &'a ObjectStoreBackend, key: &'a str, path: &ObjectPath) -> Result<Self> {
+    async fn start(
+        backend: &'a ObjectStoreBackend,
+        key: &'a str,
+        path: &ObjectPath,
+    ) -> Result<Self> {
         let upload = backend.start_multipart(key, path).await?;
         Ok(PartSender {
             backend,
@@ -250,7 +253,8 @@ impl<'a> PartSender<'a> {
 
     async fn wait_one(&mut self) -> Result<()> {
         if let Some(r) = self.in_flight.join_next().await {
-            let r = r.map_err(|e| Error::storage(format!("uploading a part of `{}`", self.key), e))?;
+            let r =
+                r.map_err(|e| Error::storage(format!("uploading a part of `{}`", self.key), e))?;
             r.map_err(|e| self.backend.err("uploading a part of", self.key, e))?;
         }
         Ok(())
@@ -261,10 +265,10 @@ impl<'a> PartSender<'a> {
             while !self.in_flight.is_empty() {
                 self.wait_one().await?;
             }
-            self.upload
-                .complete()
-                .await
-                .map_err(|e| self.backend.err("completing the multipart upload of", self.key, e))
+            self.upload.complete().await.map_err(|e| {
+                self.backend
+                    .err("completing the multipart upload of", self.key, e)
+            })
         }
         .await;
         match r {

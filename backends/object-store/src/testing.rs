@@ -8,7 +8,8 @@ use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::testkit::unique_prefix;
 use rsm_core::{
-    ErrorKind, RemoteLogSegmentMetadata, RemoteStorageManager, StorageBackend, TieredConfig, TieredStorage, Uuid,
+    ErrorKind, RemoteLogSegmentMetadata, RemoteStorageManager, StorageBackend, TieredConfig,
+    TieredStorage, Uuid,
 };
 use std::collections::BTreeMap;
 use std::fmt;
@@ -222,7 +223,10 @@ pub async fn segment_round_trip(
     let got = one_mib(&cold, &md, pos).await;
     let fetch_1mib_cold_time = t.elapsed();
     let fetch_1mib_cold_http = counter.snapshot().since(&before);
-    assert!(got == log[pos as usize..pos as usize + (1 << 20)], "1 MiB fetch differs");
+    assert!(
+        got == log[pos as usize..pos as usize + (1 << 20)],
+        "1 MiB fetch differs"
+    );
 
     let pos2 = pos / 2;
     let before = counter.snapshot();
@@ -230,7 +234,10 @@ pub async fn segment_round_trip(
     let got = one_mib(&cold, &md, pos2).await;
     let fetch_1mib_warm_time = t.elapsed();
     let fetch_1mib_warm_http = counter.snapshot().since(&before);
-    assert!(got == log[pos2 as usize..pos2 as usize + (1 << 20)], "1 MiB fetch differs");
+    assert!(
+        got == log[pos2 as usize..pos2 as usize + (1 << 20)],
+        "1 MiB fetch differs"
+    );
 
     let before = counter.snapshot();
     let t = Instant::now();

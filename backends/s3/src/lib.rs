@@ -193,7 +193,8 @@ impl S3Config {
         b.build().map_err(|e| {
             Error::config(
                 "s3.bucket.name",
-                self.redactor().scrub(&format!("cannot build the S3 client: {e}")),
+                self.redactor()
+                    .scrub(&format!("cannot build the S3 client: {e}")),
             )
         })
     }

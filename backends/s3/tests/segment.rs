@@ -7,7 +7,8 @@ mod common;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segment_copy_fetch_delete_64mib() {
     let b = common::backend_with(&common::settings(&[]));
-    let report = rsm_backend_object_store::testing::segment_round_trip("s3/moto", b, 64 << 20).await;
+    let report =
+        rsm_backend_object_store::testing::segment_round_trip("s3/moto", b, 64 << 20).await;
     println!("{report}");
     // One multipart upload for the log (create, 3 parts, complete), one PUT each for the index bundle
     // and the manifest; no listing.

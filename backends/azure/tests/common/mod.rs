@@ -26,7 +26,10 @@ pub fn env() -> BTreeMap<String, String> {
 pub fn settings(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     let e = env();
     let mut p = props([
-        ("azure.container.name", e["RSM_TEST_AZURE_CONTAINER"].as_str()),
+        (
+            "azure.container.name",
+            e["RSM_TEST_AZURE_CONTAINER"].as_str(),
+        ),
         ("azure.endpoint.url", e["RSM_TEST_AZURE_ENDPOINT"].as_str()),
         ("azure.account.name", e["RSM_TEST_AZURE_ACCOUNT"].as_str()),
         ("azure.account.key", e["RSM_TEST_AZURE_KEY"].as_str()),

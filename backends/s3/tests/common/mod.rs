@@ -31,7 +31,10 @@ pub fn settings(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
         ("s3.endpoint.url", e["RSM_TEST_S3_ENDPOINT"].as_str()),
         ("s3.region", e["RSM_TEST_S3_REGION"].as_str()),
         ("aws.access.key.id", e["RSM_TEST_S3_ACCESS_KEY"].as_str()),
-        ("aws.secret.access.key", e["RSM_TEST_S3_SECRET_KEY"].as_str()),
+        (
+            "aws.secret.access.key",
+            e["RSM_TEST_S3_SECRET_KEY"].as_str(),
+        ),
     ]);
     for (k, v) in extra {
         p.insert(k.to_string(), v.to_string());
