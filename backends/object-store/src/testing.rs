@@ -42,7 +42,11 @@ pub fn server_env(
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let skip = std::env::var(skip_var).is_ok_and(|v| v == "1");
     if skip && !ci {
-        eprintln!(
+        // Straight to the file descriptor: the test harness's capture would swallow `eprintln!` when
+        // the process then exits.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED: {label} tests ({skip_var}=1 and {} not set; start the server with `eval \"$({script} start)\"`)",
             missing.join(", ")
         );
