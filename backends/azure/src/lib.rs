@@ -313,8 +313,16 @@ pub fn from_config(r: &mut ConfigReader<'_>) -> Result<ObjectStoreBackend> {
 }
 
 /// Opens `az://container/prefix` with settings from `r`, returning the backend and the key prefix
-/// (empty, or ending with `/`). The URL's container stands for `azure.container.name`.
+/// (empty, or ending with `/`). The URL's container stands for the container setting. See [`open_url`] for
+/// the concrete backend with its HTTP request counts.
 pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
+    let (backend, prefix) = open_url(url, r)?;
+    Ok((backend, prefix))
+}
+
+/// [`from_url`], returning the concrete backend, whose [`ObjectStoreBackend::http_counts`] tells the
+/// real HTTP requests made so far by method.
+pub fn open_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<ObjectStoreBackend>, String)> {
     let (container, prefix) = split_store_url(url, "az", "container")?;
     let backend = AzureConfig::read(r, Some(&container))?.build()?;
     Ok((Arc::new(backend), prefix))

@@ -221,9 +221,17 @@ pub fn from_config(r: &mut ConfigReader<'_>) -> Result<ObjectStoreBackend> {
     S3Config::read(r, None)?.build()
 }
 
-/// Opens `s3://bucket/prefix` with settings from `r`, returning the backend and the key prefix (empty,
-/// or ending with `/`). The URL's bucket stands for `s3.bucket.name`.
+/// Opens `s3://bucket/prefix` with settings from `r`, returning the backend and the key prefix
+/// (empty, or ending with `/`). The URL's bucket stands for the bucket setting. See [`open_url`] for
+/// the concrete backend with its HTTP request counts.
 pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
+    let (backend, prefix) = open_url(url, r)?;
+    Ok((backend, prefix))
+}
+
+/// [`from_url`], returning the concrete backend, whose [`ObjectStoreBackend::http_counts`] tells the
+/// real HTTP requests made so far by method.
+pub fn open_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<ObjectStoreBackend>, String)> {
     let (bucket, prefix) = split_store_url(url, "s3", "bucket")?;
     let backend = S3Config::read(r, Some(&bucket))?.build()?;
     Ok((Arc::new(backend), prefix))
