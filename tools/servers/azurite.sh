@@ -59,7 +59,7 @@ PY
 
 start() {
   install
-  refuse_running "$PIDFILE" azurite
+  stop_previous "$PIDFILE" azurite
   mkdir -p "$DIR"
   local port log
   port=$(free_port)

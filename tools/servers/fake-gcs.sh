@@ -30,7 +30,7 @@ install() {
 
 start() {
   install
-  refuse_running "$PIDFILE" fake-gcs-server
+  stop_previous "$PIDFILE" fake-gcs-server
   mkdir -p "$DIR"
   local port log
   port=$(free_port)

@@ -62,12 +62,15 @@ stop_pid() {
   rm -f "$pidfile"
 }
 
-# Refuses a second server of the same kind from this checkout.
-refuse_running() {
+# One server of a kind per checkout: a previous one this checkout started (its pid file) is stopped
+# first, so a run that died without stopping its servers does not block the next.
+stop_previous() {
   local pidfile=$1 name=$2
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    die "$name is already running (pid $(cat "$pidfile")); run '$0 stop' first"
+    say "stopping the previous $name (pid $(cat "$pidfile"))"
+    stop_pid "$pidfile"
   fi
+  rm -f "$pidfile"
 }
 
 # Saves the export lines of a started server so `env` can print them again, and prints them.

@@ -27,7 +27,7 @@ install() {
 
 start() {
   install
-  refuse_running "$PIDFILE" moto
+  stop_previous "$PIDFILE" moto
   mkdir -p "$DIR"
   local port log
   port=$(free_port)
