@@ -25,7 +25,7 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct StoreArgs {
-    /// Store URL: file:///path, hdfs://namenode:port/path.
+    /// Store URL: file:///path, s3://bucket/prefix, az://container/prefix, gs://bucket/prefix, hdfs://namenode:port/path.
     #[arg(long)]
     store: String,
     /// A properties file of settings (the broker's rsm.config.* keys without the prefix).
@@ -38,18 +38,22 @@ struct StoreArgs {
 
 impl StoreArgs {
     fn open(&self) -> Result<Store> {
-        let mut settings = BTreeMap::new();
-        if let Some(p) = &self.config {
-            let text = std::fs::read_to_string(p).map_err(|e| Error::from_io(p.display(), e))?;
-            settings = parse_properties(&text)?;
-        }
-        for kv in &self.set {
-            let (k, v) =
-                kv.split_once('=').ok_or_else(|| Error::invalid(format!("--set `{kv}`: expected key=value")))?;
-            settings.insert(k.trim().to_string(), v.trim().to_string());
-        }
-        Store::open(&self.store, &settings)
+        Store::open(&self.store, &settings(self.config.as_ref(), &self.set)?)
     }
+}
+
+/// Settings from an optional properties file, then `key=value` flags on top.
+fn settings(config: Option<&PathBuf>, set: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut settings = BTreeMap::new();
+    if let Some(p) = config {
+        let text = std::fs::read_to_string(p).map_err(|e| Error::from_io(p.display(), e))?;
+        settings = parse_properties(&text)?;
+    }
+    for kv in set {
+        let (k, v) = kv.split_once('=').ok_or_else(|| Error::invalid(format!("--set `{kv}`: expected key=value")))?;
+        settings.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(settings)
 }
 
 #[derive(Subcommand)]
@@ -59,6 +63,12 @@ enum Command {
         /// Store URL (default: a filesystem store in a temp dir).
         #[arg(long)]
         store: Option<String>,
+        /// A properties file of the store's settings.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// One store setting, key=value; repeatable; wins over --config.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
         /// Closed segments to generate.
         #[arg(long, default_value_t = 6)]
         segments: u64,
@@ -171,7 +181,13 @@ fn mismatch(what: String) -> Error {
     Error::corrupt(format!("demo check failed: {what}"))
 }
 
-fn demo(store_url: Option<String>, segments: u64, segment_mib: u64, keep: bool) -> Result<()> {
+fn demo(
+    store_url: Option<String>,
+    settings: BTreeMap<String, String>,
+    segments: u64,
+    segment_mib: u64,
+    keep: bool,
+) -> Result<()> {
     if segments == 0 || segment_mib == 0 {
         return Err(Error::invalid("--segments and --segment-mib must be at least 1"));
     }
@@ -202,7 +218,7 @@ fn demo(store_url: Option<String>, segments: u64, segment_mib: u64, keep: bool) 
         t.elapsed().as_secs_f64(),
         dir.display()
     );
-    let store = Store::open(&url, &BTreeMap::new())?;
+    let store = Store::open(&url, &settings)?;
 
     let t = Instant::now();
     let copied = copy_partition(&store, &partition, 0)?;
@@ -293,7 +309,9 @@ fn find_segment(store: &Store, id: &str) -> Result<Manifest> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Demo { store, segments, segment_mib, keep } => demo(store, segments, segment_mib, keep),
+        Command::Demo { store, config, set, segments, segment_mib, keep } => {
+            demo(store, settings(config.as_ref(), &set)?, segments, segment_mib, keep)
+        }
         Command::Copy { dir, store, broker_id } => {
             let store = store.open()?;
             let partition = LocalPartition::open(&dir)?;

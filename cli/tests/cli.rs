@@ -118,15 +118,57 @@ fn demo_runs_and_checks_bytes() {
     assert!(out.lines().any(|l| l.starts_with("PUT per segment") && l.trim_end().ends_with("3.00")), "{out}");
 }
 
-/// `rsm demo --store URL` against every real store the test command started.
+/// The store URL and `--set` flags of each real server the test command started (HDFS, S3 on moto,
+/// Azure on Azurite, GCS on fake-gcs-server); a missing server fails the test unless skipped locally.
+fn real_stores() -> Vec<(String, Vec<String>)> {
+    use rsm_core::testkit::test_server;
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    let run = Uuid::random();
+    let mut out = Vec::new();
+    let start = |script: &str| format!("eval \"$(tools/servers/{script}.sh start)\"");
+    if let Some(u) = test_server("RSM_TEST_HDFS_URL", "RSM_SKIP_HDFS", &start("minidfs")) {
+        out.push((format!("{}/rsm-demo-{run}", u.trim_end_matches('/')), vec![]));
+    }
+    if let Some(endpoint) = test_server("RSM_TEST_S3_ENDPOINT", "RSM_SKIP_S3", &start("moto")) {
+        let sets = vec![
+            format!("s3.endpoint.url={endpoint}"),
+            format!("s3.region={}", var("RSM_TEST_S3_REGION")),
+            format!("aws.access.key.id={}", var("RSM_TEST_S3_ACCESS_KEY")),
+            format!("aws.secret.access.key={}", var("RSM_TEST_S3_SECRET_KEY")),
+        ];
+        out.push((format!("s3://{}/rsm-demo-{run}/", var("RSM_TEST_S3_BUCKET")), sets));
+    }
+    if let Some(endpoint) = test_server("RSM_TEST_AZURE_ENDPOINT", "RSM_SKIP_AZURE", &start("azurite")) {
+        let sets = vec![
+            format!("azure.endpoint.url={endpoint}"),
+            format!("azure.account.name={}", var("RSM_TEST_AZURE_ACCOUNT")),
+            format!("azure.account.key={}", var("RSM_TEST_AZURE_KEY")),
+        ];
+        out.push((format!("az://{}/rsm-demo-{run}/", var("RSM_TEST_AZURE_CONTAINER")), sets));
+    }
+    if let Some(endpoint) = test_server("RSM_TEST_GCS_ENDPOINT", "RSM_SKIP_GCS", &start("fake-gcs")) {
+        let sets = vec![format!("gcs.endpoint.url={endpoint}"), "gcs.credentials.default=false".to_string()];
+        out.push((format!("gs://{}/rsm-demo-{run}/", var("RSM_TEST_GCS_BUCKET")), sets));
+    }
+    out
+}
+
+/// `rsm demo --store URL` against every real store, then `rsm ls` and `rsm verify` on what it left.
 #[test]
 fn demo_runs_against_real_stores() {
-    use rsm_core::testkit::test_server;
-    let stores = [test_server("RSM_TEST_HDFS_URL", "RSM_SKIP_HDFS", "eval \"$(tools/servers/minidfs.sh start)\"")
-        .map(|u| format!("{}/rsm-demo-{}", u.trim_end_matches('/'), Uuid::random()))];
-    for url in stores.into_iter().flatten() {
-        let out = ok(&["demo", "--segments", "2", "--segment-mib", "1", "--store", &url]);
+    for (url, sets) in real_stores() {
+        let mut args = vec!["demo", "--segments", "2", "--segment-mib", "1", "--store", url.as_str()];
+        for s in &sets {
+            args.extend(["--set", s.as_str()]);
+        }
+        let out = ok(&args);
         assert!(out.lines().any(|l| l.starts_with("byte-identical") && l.trim_end().ends_with("yes")), "{url}: {out}");
         assert!(out.contains(&url), "{out}");
+        let mut verify = vec!["verify", "--store", url.as_str()];
+        for s in &sets {
+            verify.extend(["--set", s.as_str()]);
+        }
+        let v = ok(&verify);
+        assert!(v.contains("verified 2 segments"), "{url}: {v}");
     }
 }

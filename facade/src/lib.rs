@@ -1,8 +1,8 @@
 //! The blocking facade: opens a store by URL with its settings and runs the async core on one shared
 //! tokio runtime. The CLI, the C ABI and JNI are thin faces over this crate, so they behave the same.
 //!
-//! Store URLs: `file:///absolute/path` (the embedded default), `hdfs://namenode:port/path` and `memory:`
-//! (tests). Settings are the
+//! Store URLs: `file:///absolute/path` (the embedded default), `s3://bucket/prefix`, `az://container/prefix`,
+//! `gs://bucket/prefix`, `hdfs://namenode:port/path` and `memory:` (tests). Settings are the
 //! keys a broker passes under `rsm.config.` (see [`rsm_core::TieredConfig`] and each backend).
 
 #![warn(missing_docs)]
@@ -57,10 +57,16 @@ pub fn open_backend(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn Stor
             Ok((Arc::new(FsBackend::new(path, fsync)?), String::new()))
         }
         "hdfs" | "viewfs" => rsm_backend_hdfs::from_url(url, r),
+        "s3" => rsm_backend_s3::from_url(url, r),
+        "az" => rsm_backend_azure::from_url(url, r),
+        "gs" => rsm_backend_gcs::from_url(url, r),
         "memory:" => Ok((Arc::new(MemoryBackend::new()), String::new())),
         _ => Err(Error::config(
             "store",
-            format!("unsupported store URL scheme `{}` (supported: file, hdfs, memory)", scheme.trim_end_matches(':')),
+            format!(
+                "unsupported store URL scheme `{}` (supported: file, s3, az, gs, hdfs, memory)",
+                scheme.trim_end_matches(':')
+            ),
         )),
     }
 }

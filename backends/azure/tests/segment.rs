@@ -1,0 +1,15 @@
+//! A 64 MiB segment through `TieredStorage` on Azurite with the default 25 MiB blocks (so its log goes
+//! in blocks and a block list): copied, fetched and deleted, byte for byte, printing what each step
+//! cost in real HTTP requests and wall time (figures, not assertions: Azurite is an emulator).
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_copy_fetch_delete_64mib() {
+    let b = common::backend_with(&common::settings(&[]));
+    let report = rsm_backend_object_store::testing::segment_round_trip("azure/azurite", b, 64 << 20).await;
+    println!("{report}");
+    // The log in 3 blocks and a block list, one PUT each for the index bundle and the manifest.
+    let put = report.copy_http.get(rsm_backend_azure::Method::Put).requests;
+    assert_eq!(put, 6, "{}", report.copy_http);
+}
