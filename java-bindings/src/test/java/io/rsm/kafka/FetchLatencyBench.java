@@ -49,6 +49,14 @@ public final class FetchLatencyBench {
         oursConfig.put("broker.id", 1);
         ours.configure(oursConfig);
 
+        // The same plugin with smaller chunks and less read-ahead: the broker closes after 1 MiB.
+        RustRemoteStorageManager small = new RustRemoteStorageManager();
+        Map<String, Object> smallConfig = new HashMap<>(oursConfig);
+        smallConfig.put("store.url", "file://" + dir.resolve("rsm-store-small-chunks"));
+        smallConfig.put("chunk.size", String.valueOf(1 << 20));
+        smallConfig.put("fetch.concurrency", "2");
+        small.configure(smallConfig);
+
         RemoteStorageManager kafka = (RemoteStorageManager) Class
                 .forName("org.apache.kafka.server.log.remote.storage.LocalTieredStorage")
                 .getConstructor().newInstance();
@@ -63,6 +71,7 @@ public final class FetchLatencyBench {
         for (TestSegments.Segment s : segments) {
             RemoteLogSegmentMetadata md = s.metadata(tp);
             ours.copyLogSegmentData(md, s.data());
+            small.copyLogSegmentData(md, s.data());
             kafka.copyLogSegmentData(md, s.data());
             mds.add(md);
         }
@@ -70,6 +79,7 @@ public final class FetchLatencyBench {
         Random random = new Random(1);
         List<Long> oursMicros = new ArrayList<>();
         List<Long> kafkaMicros = new ArrayList<>();
+        List<Long> smallMicros = new ArrayList<>();
         for (int i = -100; i < iterations; i++) {
             int k = random.nextInt(segments.size());
             TestSegments.Segment s = segments.get(k);
@@ -79,17 +89,22 @@ public final class FetchLatencyBench {
             do {
                 pos = s.batchPositions.get(random.nextInt(s.batchPositions.size()));
             } while (pos > limit);
-            boolean oursFirst = (i & 1) == 0;
-            long a = fetch(oursFirst ? ours : kafka, mds.get(k), pos);
-            long b = fetch(oursFirst ? kafka : ours, mds.get(k), pos);
-            if (i >= 0) {
-                oursMicros.add(oursFirst ? a : b);
-                kafkaMicros.add(oursFirst ? b : a);
+            // Rotate who goes first, so page-cache and JIT effects fall on each in turn.
+            RemoteStorageManager[] order = {ours, kafka, small};
+            List<List<Long>> sinks = List.of(oursMicros, kafkaMicros, smallMicros);
+            for (int j = 0; j < 3; j++) {
+                int w = Math.floorMod(i + j, 3);
+                long us = fetch(order[w], mds.get(k), pos);
+                if (i >= 0) {
+                    sinks.get(w).add(us);
+                }
             }
         }
         print("rsm-plugin", oursMicros);
         print("LocalTieredStorage", kafkaMicros);
+        print("rsm-plugin-1MiB-chunks", smallMicros);
         ours.close();
+        small.close();
         kafka.close();
         if (NativeBridge.liveHandles(1) != 0) {
             throw new IllegalStateException("native streams left open: " + NativeBridge.liveHandles(1));
