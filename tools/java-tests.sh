@@ -68,6 +68,13 @@ step "unit tests compiled and run on the Kafka $NEWEST API"
 "${MVN[@]}" -f java-bindings/pom.xml test -Drsm.native.dir="$dist" -Dkafka.api.version="$NEWEST" \
   -Drsm.build.dir="$OUT/kafka-$NEWEST" 2>&1 | tee "$OUT/java-tests-newest.txt"
 
+# The unit tests run with -Xcheck:jni: any complaint of the JVM about our JNI use fails the run.
+if grep -rlE 'WARNING in native method|FATAL ERROR in native method|JNI call made' "$OUT"/java-tests-*.txt \
+    "$OUT"/surefire-reports "$OUT/kafka-$NEWEST"/surefire-reports 2>/dev/null; then
+  echo "the JVM's JNI checks complained (see the files above)" >&2
+  exit 1
+fi
+
 step "results"
 for f in "$OUT"/e2e/*/summary.txt; do
   echo "--- $f"

@@ -273,6 +273,9 @@ class BrokerEndToEndIT {
             // Broker-visible latency of a 1 MiB fetch served from remote storage.
             summary.put("consumer fetch of 1 MiB from remote (ms)", remoteFetchLatency(broker, tp, earliestLocal));
 
+            // Transactions, committed and aborted: read_committed needs the transaction indexes from remote.
+            transactions(broker, admin, cfg);
+
             // Restart the broker and read from remote again, once Kafka's metadata manager has read its topic
             // back (until then the broker refuses remote reads itself, before calling any plugin).
             long rlmmReady = count(broker.log(), RLMM_READY);
@@ -357,6 +360,97 @@ class BrokerEndToEndIT {
                         bad.subList(0, Math.min(20, bad.size()))));
             }
         }
+    }
+
+    /**
+     * A topic written by a transactional producer, every third transaction aborted, tiered; read back from
+     * remote storage with read_committed (only committed records, which needs the aborted-transaction data
+     * of the remote transaction indexes) and read_uncommitted (everything).
+     */
+    private void transactions(KafkaBroker broker, Admin admin, Map<String, String> cfg) throws Exception {
+        String topic = "tiered-txn";
+        TopicPartition tp = new TopicPartition(topic, 0);
+        admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all().get(60, TimeUnit.SECONDS);
+        Uuid id = topicId(admin, topic);
+        Path remoteDir = broker.store.resolve(topic + "-" + id).resolve("0");
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "rsm-e2e");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        List<byte[]> committed = new ArrayList<>();
+        List<byte[]> all = new ArrayList<>();
+        int aborted = 0;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            producer.initTransactions();
+            for (int t = 0; t < 60; t++) {
+                producer.beginTransaction();
+                List<byte[]> values = new ArrayList<>();
+                for (int i = 0; i < 100; i++) {
+                    byte[] v = new byte[1000];
+                    new Random(t * 1000L + i).nextBytes(v);
+                    ByteBuffer.wrap(v).putInt(t).putInt(i);
+                    values.add(v);
+                    producer.send(new ProducerRecord<>(topic, 0, ("t" + t).getBytes(StandardCharsets.UTF_8), v));
+                }
+                all.addAll(values);
+                if (t % 3 == 2) {
+                    // Sent first: an abort drops what the producer still buffers, and these must be in the log.
+                    producer.flush();
+                    producer.abortTransaction();
+                    aborted++;
+                } else {
+                    producer.commitTransaction();
+                    committed.addAll(values);
+                }
+            }
+        }
+        long end = offset(admin, tp, OffsetSpec.latest());
+        waitFor("transactional topic tiered", 240, () -> baseOffsets(remoteDir, ".manifest").size() >= 4
+                && offset(admin, tp, OffsetSpec.earliestLocal()) > end / 2);
+        long earliestLocal = offset(admin, tp, OffsetSpec.earliestLocal());
+        List<byte[]> readCommitted = consumeValues(broker, tp, "read_committed", end);
+        List<byte[]> readUncommitted = consumeValues(broker, tp, "read_uncommitted", end);
+        assertEquals(committed.size(), readCommitted.size(), "read_committed count");
+        for (int i = 0; i < committed.size(); i++) {
+            assertArrayEquals(committed.get(i), readCommitted.get(i), "committed record " + i);
+        }
+        assertEquals(all.size(), readUncommitted.size(), "read_uncommitted count");
+        for (int i = 0; i < all.size(); i++) {
+            assertArrayEquals(all.get(i), readUncommitted.get(i), "record " + i);
+        }
+        long txnIndexReads = count(broker.log(), "serving TRANSACTION index");
+        summary.put("transactions", "60 (" + aborted + " aborted), " + all.size() + " records in "
+                + baseOffsets(remoteDir, ".manifest").size() + " remote segments (earliest local offset "
+                + earliestLocal + "); read_committed returned the " + readCommitted.size()
+                + " committed, read_uncommitted all " + readUncommitted.size() + "; " + txnIndexReads
+                + " transaction-index reads served");
+        assertTrue(txnIndexReads > 0, "the broker read transaction indexes from remote");
+    }
+
+    /** Every record value of [0, end) in the given isolation level, in offset order. */
+    static List<byte[]> consumeValues(KafkaBroker broker, TopicPartition tp, String isolation, long end) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        List<byte[]> out = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            c.assign(List.of(tp));
+            c.seek(tp, 0);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+            while (c.position(tp) < end) {
+                if (System.nanoTime() > deadline) {
+                    fail(isolation + " read stalled at " + c.position(tp) + " of " + end);
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
+                    out.add(r.value());
+                }
+            }
+        }
+        return out;
     }
 
     static int produce(KafkaBroker broker, String topic, String compression, int count, int first,
