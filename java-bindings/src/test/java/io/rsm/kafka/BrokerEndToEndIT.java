@@ -221,7 +221,8 @@ class BrokerEndToEndIT {
             List<Long> remoteSegments = baseOffsets(remoteDir, ".manifest");
             summary.put("segments in remote store", remoteSegments.size() + " (latest tiered offset " + latestTiered
                     + ", earliest local offset " + earliestLocal + ", local .log files " + localLogs(localDir) + ")");
-            summary.put("time to tier everything", ms(t) + " ms after the last produce");
+            summary.put("time until every closed segment was remote and deleted locally", ms(t)
+                    + " ms after the last produce");
             log(summary.get("segments in remote store"));
             assertTrue(remoteSegments.size() >= 10, "many segments remote: " + remoteSegments);
             assertEquals(0L, remoteSegments.get(0));
@@ -324,6 +325,11 @@ class BrokerEndToEndIT {
             long served = count(log, "io.rsm.native.rsm_jni - serving segment");
             long indexes = count(log, "index of segment");
             long deleted = count(log, "io.rsm.native.rsm_jni - deleted segment");
+            List<Long> copyMicros = log.lines().filter(l -> l.contains("io.rsm.native.rsm_jni - copied segment"))
+                    .map(l -> l.replaceAll(".* in ([0-9.]+) ms$", "$1"))
+                    .map(v -> (long) (Double.parseDouble(v) * 1000)).sorted().collect(Collectors.toList());
+            summary.put("plugin copy time per segment (ms, from its log lines)", String.format(
+                    "median %.1f, max %.1f", percentile(copyMicros, 50) / 1000.0, percentile(copyMicros, 100) / 1000.0));
             summary.put("broker log", "copied " + copied + ", served " + served + " segment reads and " + indexes
                     + " index reads, deleted " + deleted);
             assertTrue(copied >= remoteSegments.size(), "copies in the broker log");

@@ -61,6 +61,8 @@ final class KafkaBroker implements AutoCloseable {
         p.put("group.initial.rebalance.delay.ms", "0");
         // Local retention and file deletion checked every second, so local segments go soon after upload.
         p.put("log.retention.check.interval.ms", "1000");
+        // The first retention check otherwise comes 30 s after start-up.
+        p.put("log.initial.task.delay.ms", "1000");
         p.put("log.segment.delete.delay.ms", "500");
         // Tiered storage with our plugin.
         p.put("remote.log.storage.system.enable", "true");
