@@ -155,6 +155,14 @@ class RustRemoteStorageManagerTest {
             assertArrayEquals(Arrays.copyOfRange(log, 0, r), Arrays.copyOfRange(buf, 0, r));
             assertEquals(0, big.read(buf, 5, 0));
             assertThrows(IndexOutOfBoundsException.class, () -> big.read(buf, buf.length - 1, 2));
+            // The native side checks too, and asks for no memory of the requested size.
+            long h = handleOf(big);
+            for (int[] bad : new int[][] {{0, Integer.MAX_VALUE}, {-1, 5}, {5, -1}, {buf.length, 1}}) {
+                NativeStorageException e = assertThrows(NativeStorageException.class,
+                        () -> NativeBridge.read(h, buf, bad[0], bad[1]));
+                assertEquals(NativeStorageException.INVALID_ARGUMENT, e.kind(), e.getMessage());
+            }
+            assertTrue(big.read(buf, 0, 1) == 1, "the stream still works after refused reads");
         }
     }
 
