@@ -1,0 +1,127 @@
+package io.rsm.kafka;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.util.Objects;
+
+/**
+ * An {@link InputStream} over a native stream handle: each read copies, into the caller's array, at most what
+ * the native stream already holds (a short read is normal), {@code -1} at the end. {@link #close()} frees the
+ * native buffers and stops the read at once; if the broker drops the stream without closing it, a
+ * {@link Cleaner} does the same once the stream is unreachable. Not safe for concurrent use by several
+ * threads (no {@code InputStream} is); a close from another thread is safe.
+ */
+final class NativeInputStream extends InputStream {
+    private static final Cleaner CLEANER = Cleaner.create(r -> {
+        Thread t = new Thread(r, "rsm-native-stream-cleaner");
+        t.setDaemon(true);
+        return t;
+    });
+
+    private final long handle;
+    private final String what;
+    private final Cleaner.Cleanable cleanable;
+    private final byte[] one = new byte[1];
+    private volatile boolean closed;
+
+    /** Frees a native stream; holds no reference to the stream object, so the Cleaner can run it. */
+    private static final class Release implements Runnable {
+        private final long handle;
+
+        Release(long handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        public void run() {
+            try {
+                NativeBridge.closeStream(handle);
+            } catch (Throwable ignored) {
+                // Closing cannot fail for a valid handle; a stale one is harmless.
+            }
+        }
+    }
+
+    NativeInputStream(long handle, String what) {
+        this.handle = handle;
+        this.what = what;
+        this.cleanable = CLEANER.register(this, new Release(handle));
+    }
+
+    private void ensureOpen() throws IOException {
+        if (closed) {
+            throw new IOException(what + ": stream closed");
+        }
+    }
+
+    private IOException failure(Throwable t) {
+        return new IOException(what + ": " + t.getMessage(),
+                RustRemoteStorageManager.toRemoteStorageException(t, what));
+    }
+
+    @Override
+    public int read() throws IOException {
+        int n = read(one, 0, 1);
+        return n < 0 ? -1 : one[0] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+        Objects.checkFromIndexSize(off, len, b.length);
+        ensureOpen();
+        if (len == 0) {
+            return 0;
+        }
+        try {
+            return NativeBridge.read(handle, b, off, len);
+        } catch (NativeStorageException e) {
+            throw failure(e);
+        } finally {
+            // The Cleaner must not free the handle while a call on it runs.
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public long skip(long n) throws IOException {
+        ensureOpen();
+        if (n <= 0) {
+            return 0;
+        }
+        try {
+            return NativeBridge.skip(handle, n);
+        } catch (NativeStorageException e) {
+            throw failure(e);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public int available() throws IOException {
+        if (closed) {
+            return 0;
+        }
+        try {
+            return NativeBridge.available(handle);
+        } catch (NativeStorageException e) {
+            throw failure(e);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Frees the native stream now; closing twice is harmless. */
+    @Override
+    public void close() {
+        closed = true;
+        cleanable.clean();
+    }
+
+    @Override
+    public String toString() {
+        return "NativeInputStream[" + what + ", handle " + handle + (closed ? ", closed]" : "]");
+    }
+}

@@ -1,0 +1,702 @@
+package io.rsm.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * End to end with a real broker from Maven Central: produce many segments, see them tiered to our store and
+ * gone locally, read everything back through the broker from remote storage, look offsets up by timestamp,
+ * restart and read again, let retention and topic deletion remove the remote data, and check the broker's
+ * log shows our plugin copying, serving and deleting without an exception.
+ *
+ * <p>Runs for every {@code version=classpath-file} pair in the system property {@code rsm.brokers} (made by
+ * tools/java-tests.sh); skipped when it is empty.
+ */
+class BrokerEndToEndIT {
+    static final int SEGMENT_BYTES = 1 << 20;
+    static final long T0 = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(2);
+    static final String METADATA_WARM_UP = "Remote log metadata cache is not initialized";
+    static final String METADATA_WARM_UP_40 = "This instance is in invalid state, initialized: false";
+    static final String RLMM_READY = "Initialized topic-based RLMM resources successfully";
+    static final String RLMM_CAUGHT_UP = "Initialized for all the";
+    static final Path OUT = Paths.get(System.getProperty("rsm.e2e.out", "target/e2e"));
+
+    static Stream<String[]> brokers() {
+        String spec = System.getProperty("rsm.brokers", "").trim();
+        if (spec.isEmpty()) {
+            return Stream.of(new String[][] {{"none", ""}});
+        }
+        return Stream.of(spec.split(",")).map(s -> s.trim().split("=", 2));
+    }
+
+    /** What was produced at one offset. */
+    static final class Expected {
+        final byte[] key;
+        final byte[] value;
+        final Header[] headers;
+        final long timestamp;
+
+        Expected(byte[] key, byte[] value, Header[] headers, long timestamp) {
+            this.key = key;
+            this.value = value;
+            this.headers = headers;
+            this.timestamp = timestamp;
+        }
+    }
+
+    final Map<String, String> summary = new TreeMap<>();
+
+    @ParameterizedTest(name = "Kafka {0}")
+    @MethodSource("brokers")
+    void tieredStorageThroughARealBroker(String version, String classpathFile) throws Exception {
+        Assumptions.assumeFalse(classpathFile.isEmpty(), "no broker class path given (rsm.brokers)");
+        Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
+        assertTrue(Files.isRegularFile(jar), "plugin jar " + jar);
+        String classpath = Files.readString(Paths.get(classpathFile)).trim();
+        Path work = OUT.resolve("kafka-" + version);
+        deleteRecursively(work);
+        log("=== Kafka " + version + ": work dir " + work);
+        try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, Map.of())) {
+            broker.format();
+            long t = System.nanoTime();
+            broker.start();
+            log("broker started in " + ms(t) + " ms on " + broker.bootstrap());
+            run(broker);
+        } catch (Throwable e) {
+            Path log = work.resolve("broker.log");
+            System.err.println("broker log: " + log);
+            throw e;
+        } finally {
+            StringBuilder sb = new StringBuilder();
+            summary.forEach((k, v) -> sb.append(k).append(": ").append(v).append('\n'));
+            Files.createDirectories(work);
+            Files.writeString(work.resolve("summary.txt"), sb.toString());
+            System.out.println("--- summary Kafka " + version + "\n" + sb);
+        }
+    }
+
+    /**
+     * Runs {@link FetchLatencyBench} in a JVM with the kafka-storage test jar (Kafka's LocalTieredStorage) on
+     * its class path, with our plugin jar: both managers in one JVM, on the same segments.
+     */
+    @org.junit.jupiter.api.Test
+    void remoteFetchLatencyAgainstKafkasLocalTieredStorage() throws Exception {
+        String cpFile = System.getProperty("rsm.bench.classpath", "").trim();
+        Assumptions.assumeFalse(cpFile.isEmpty(), "no class path with LocalTieredStorage given (rsm.bench.classpath)");
+        Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
+        Path testClasses = Paths.get(FetchLatencyBench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path work = OUT.resolve("fetch-latency");
+        deleteRecursively(work);
+        Files.createDirectories(work);
+        String classpath = Files.readString(Paths.get(cpFile)).trim() + java.io.File.pathSeparator + jar
+                + java.io.File.pathSeparator + testClasses;
+        // The kafka-storage test jar carries a log4j2.yaml that writes storage.log; use a console-only one.
+        Files.writeString(work.resolve("log4j2.properties"), String.join("\n", "status = warn",
+                "appender.out.type = Console", "appender.out.name = OUT", "appender.out.layout.type = PatternLayout",
+                "appender.out.layout.pattern = %p %c - %m%n", "rootLogger.level = WARN",
+                "rootLogger.appenderRef.out.ref = OUT", ""));
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx1g", "-Dlog4j2.configurationFile=" + work.resolve("log4j2.properties"), "-cp", classpath, FetchLatencyBench.class.getName(), work.toString(), "400")
+                .directory(work.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(work.resolve("bench.out").toFile())
+                .start();
+        assertTrue(p.waitFor(600, TimeUnit.SECONDS), "benchmark finished");
+        String out = Files.readString(work.resolve("bench.out"));
+        assertEquals(0, p.exitValue(), out);
+        List<String> results = out.lines().filter(l -> l.startsWith("RESULT ")).collect(Collectors.toList());
+        assertEquals(3, results.size(), out);
+        StringBuilder sb = new StringBuilder("1 MiB remote fetch, broker read pattern, same JVM, same data (us):\n");
+        for (String r : results) {
+            String[] f = r.split(" ");
+            sb.append(String.format("  %-24s median %s, p90 %s, n %s%n", f[1], f[2], f[3], f[4]));
+        }
+        Files.writeString(work.resolve("summary.txt"), sb.toString());
+        System.out.println(sb);
+    }
+
+    private void run(KafkaBroker broker) throws Exception {
+        String topic = "tiered";
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap()))) {
+            Map<String, String> cfg = new HashMap<>();
+            cfg.put("remote.storage.enable", "true");
+            cfg.put("segment.bytes", String.valueOf(SEGMENT_BYTES));
+            cfg.put("local.retention.ms", "1000");
+            cfg.put("retention.ms", "-1");
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all().get(60, TimeUnit.SECONDS);
+            Uuid topicId = topicId(admin, topic);
+            Path remoteDir = broker.store.resolve(topic + "-" + topicId).resolve("0");
+            Path localDir = broker.logDir.resolve(topic + "-0");
+
+            // Watch segments roll locally and appear remotely, for the roll-to-remote time.
+            Map<Long, Long> rolledAt = new ConcurrentHashMap<>();
+            Map<Long, Long> remoteAt = new ConcurrentHashMap<>();
+            AtomicBoolean watching = new AtomicBoolean(true);
+            Thread watcher = new Thread(() -> {
+                while (watching.get()) {
+                    long now = System.currentTimeMillis();
+                    for (long base : baseOffsets(localDir, ".log")) {
+                        rolledAt.putIfAbsent(base, now);
+                    }
+                    for (long base : baseOffsets(remoteDir, ".manifest")) {
+                        remoteAt.putIfAbsent(base, now);
+                    }
+                    sleep(25);
+                }
+            }, "segment-watcher");
+            watcher.setDaemon(true);
+            watcher.start();
+
+            // Produce: three producers (none, zstd, gzip), keys, values, headers, explicit timestamps.
+            TreeMap<Long, Expected> expected = new TreeMap<>();
+            long t = System.nanoTime();
+            int n = 0;
+            n = produce(broker, topic, "none", 10000, n, expected, 16384);
+            n = produce(broker, topic, "zstd", 10000, n, expected, 65536);
+            n = produce(broker, topic, "gzip", 10000, n, expected, 32768);
+            long end = expected.lastKey() + 1;
+            summary.put("records produced", n + " (offsets 0.." + (end - 1) + ") in " + ms(t) + " ms");
+            log("produced " + n + " records");
+
+            // Wait until the closed segments are remote and gone locally.
+            t = System.nanoTime();
+            waitFor("segments tiered and local ones deleted", 240, () -> {
+                long tiered = offset(admin, tp, OffsetSpec.latestTiered());
+                long local = offset(admin, tp, OffsetSpec.earliestLocal());
+                return tiered > 0 && local > end / 2 && tiered >= local - 1 && localLogs(localDir) <= 3;
+            });
+            long earliestLocal = offset(admin, tp, OffsetSpec.earliestLocal());
+            long latestTiered = offset(admin, tp, OffsetSpec.latestTiered());
+            List<Long> remoteSegments = baseOffsets(remoteDir, ".manifest");
+            summary.put("segments in remote store", remoteSegments.size() + " (latest tiered offset " + latestTiered
+                    + ", earliest local offset " + earliestLocal + ", local .log files " + localLogs(localDir) + ")");
+            summary.put("time until every closed segment was remote and deleted locally", ms(t)
+                    + " ms after the last produce");
+            log(summary.get("segments in remote store"));
+            assertTrue(remoteSegments.size() >= 10, "many segments remote: " + remoteSegments);
+            assertEquals(0L, remoteSegments.get(0));
+            watching.set(false);
+            watcher.join();
+            List<Long> latencies = new ArrayList<>();
+            List<Long> bases = new ArrayList<>(new TreeMap<>(rolledAt).keySet());
+            for (int i = 0; i + 1 < bases.size(); i++) {
+                Long remote = remoteAt.get(bases.get(i));
+                if (remote != null) {
+                    latencies.add(remote - rolledAt.get(bases.get(i + 1)));
+                }
+            }
+            Collections.sort(latencies);
+            summary.put("roll to remote (ms)", "median " + percentile(latencies, 50) + ", p90 " + percentile(latencies, 90)
+                    + ", max " + percentile(latencies, 100) + " over " + latencies.size() + " segments");
+
+            // Everything from offset 0, byte for byte, most of it from remote storage.
+            t = System.nanoTime();
+            int checked = consumeAndCompare(broker, tp, 0, end, expected);
+            summary.put("records verified from offset 0", checked + " in " + ms(t) + " ms (offsets below "
+                    + earliestLocal + " from remote)");
+            assertEquals(n, checked);
+
+            // From the middle of remote segments (mid-batch), across batch and segment boundaries.
+            int middles = 0;
+            for (int i = 1; i + 1 < remoteSegments.size() && i <= 6; i++) {
+                long mid = (remoteSegments.get(i) + remoteSegments.get(i + 1)) / 2 + 1;
+                middles += consumeAndCompare(broker, tp, mid, Math.min(end, mid + 1500), expected);
+            }
+            summary.put("records verified from segment middles", String.valueOf(middles));
+
+            // Offsets by timestamp, answered from remote indexes.
+            Random random = new Random(5);
+            try (KafkaConsumer<byte[], byte[]> c = consumer(broker, 500)) {
+                for (int i = 0; i < 40; i++) {
+                    long offset = random.nextInt((int) earliestLocal);
+                    long ts = expected.get(offset).timestamp;
+                    Map<TopicPartition, OffsetAndTimestamp> r = c.offsetsForTimes(Map.of(tp, ts - 3),
+                            Duration.ofSeconds(30));
+                    assertNotNull(r.get(tp), "timestamp " + ts);
+                    assertEquals(offset, r.get(tp).offset(), "offset for timestamp " + (ts - 3));
+                    assertEquals(ts, r.get(tp).timestamp());
+                    assertEquals(offset, offset(admin, tp, OffsetSpec.forTimestamp(ts)));
+                }
+            }
+            summary.put("offsets for timestamps checked", "40 (consumer and admin)");
+
+            // Broker-visible latency of a 1 MiB fetch served from remote storage.
+            summary.put("consumer fetch of 1 MiB from remote (ms)", remoteFetchLatency(broker, tp, earliestLocal));
+
+            // Transactions, committed and aborted: read_committed needs the transaction indexes from remote.
+            transactions(broker, admin, cfg);
+
+            // Restart the broker and read from remote again, once Kafka's metadata manager has read its topic
+            // back (until then the broker refuses remote reads itself, before calling any plugin).
+            long rlmmReady = count(broker.log(), RLMM_READY);
+            long rlmmCaughtUp = count(broker.log(), RLMM_CAUGHT_UP);
+            t = System.nanoTime();
+            broker.stop();
+            broker.start();
+            waitFor("remote log metadata manager ready after restart", 120,
+                    () -> count(logOf(broker), RLMM_READY) > rlmmReady
+                            && count(logOf(broker), RLMM_CAUGHT_UP) > rlmmCaughtUp);
+            log("broker restarted in " + ms(t) + " ms");
+            try (Admin a2 = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap()))) {
+                int again = consumeAndCompare(broker, tp, 0, earliestLocal, expected);
+                summary.put("records verified from remote after restart", String.valueOf(again));
+                assertEquals(earliestLocal, again);
+
+                // A short retention: the remote segments go.
+                a2.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.TOPIC, topic),
+                        List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "60000"), AlterConfigOp.OpType.SET))))
+                        .all().get(30, TimeUnit.SECONDS);
+                t = System.nanoTime();
+                waitFor("remote segments deleted by retention", 180, () -> baseOffsets(remoteDir, ".manifest").isEmpty());
+                long earliest = offset(a2, tp, OffsetSpec.earliest());
+                summary.put("retention", "all " + remoteSegments.size() + " remote segments deleted in " + ms(t)
+                        + " ms; earliest offset now " + earliest);
+                assertTrue(earliest >= latestTiered, "earliest " + earliest);
+
+                // A second topic, tiered, then deleted: its remote data goes.
+                String doomed = "tiered-doomed";
+                Map<String, String> cfg2 = new HashMap<>(cfg);
+                a2.createTopics(List.of(new NewTopic(doomed, 1, (short) 1).configs(cfg2))).all().get(60, TimeUnit.SECONDS);
+                Uuid doomedId = topicId(a2, doomed);
+                Path doomedDir = broker.store.resolve(doomed + "-" + doomedId).resolve("0");
+                produce(broker, doomed, "lz4", 6000, 0, new TreeMap<>(), 65536);
+                waitFor("second topic tiered", 180, () -> baseOffsets(doomedDir, ".manifest").size() >= 3);
+                int doomedSegments = baseOffsets(doomedDir, ".manifest").size();
+                a2.deleteTopics(List.of(doomed)).all().get(60, TimeUnit.SECONDS);
+                t = System.nanoTime();
+                waitFor("deleted topic's remote data removed", 180, () -> filesUnder(doomedDir) == 0);
+                summary.put("topic deletion", doomedSegments + " remote segments removed " + ms(t) + " ms after delete");
+            }
+
+            // The broker log: our plugin copied, served and deleted, and nothing failed.
+            String log = broker.log();
+            long copied = count(log, "io.rsm.native.rsm_jni - copied segment");
+            long served = count(log, "io.rsm.native.rsm_jni - serving segment");
+            long indexes = count(log, "index of segment");
+            long deleted = count(log, "io.rsm.native.rsm_jni - deleted segment");
+            List<Long> copyMicros = log.lines().filter(l -> l.contains("io.rsm.native.rsm_jni - copied segment"))
+                    .map(l -> l.replaceAll(".* in ([0-9.]+) ms$", "$1"))
+                    .map(v -> (long) (Double.parseDouble(v) * 1000)).sorted().collect(Collectors.toList());
+            summary.put("plugin copy time per segment (ms, from its log lines)", String.format(
+                    "median %.1f, max %.1f", percentile(copyMicros, 50) / 1000.0, percentile(copyMicros, 100) / 1000.0));
+            summary.put("broker log", "copied " + copied + ", served " + served + " segment reads and " + indexes
+                    + " index reads, deleted " + deleted);
+            assertTrue(copied >= remoteSegments.size(), "copies in the broker log");
+            assertTrue(served > 0, "serving in the broker log");
+            assertTrue(deleted >= remoteSegments.size(), "deletes in the broker log");
+            // Kafka's own metadata manager (TopicBasedRemoteLogMetadataManager) needs a moment after a restart
+            // to read its topic back; a remote read in that window fails in the broker, before our plugin is
+            // called, and the consumer retries. Those lines are counted apart, not as plugin failures.
+            List<String> lines = log.lines().collect(Collectors.toList());
+            List<String> bad = new ArrayList<>();
+            int warmUp = 0;
+            for (int i = 0; i < lines.size(); i++) {
+                String l = lines.get(i);
+                boolean failure = l.contains("Exception") || l.contains(" ERROR ")
+                        || (l.contains(" WARN ") && (l.contains("io.rsm") || l.contains("RemoteStorage")));
+                boolean ours = l.contains("rsm") || l.contains("RemoteStorage") || l.contains("remote")
+                        || l.contains("Remote");
+                if (!failure || !ours) {
+                    continue;
+                }
+                String following = i + 1 < lines.size() ? lines.get(i + 1) : "";
+                if (l.contains(METADATA_WARM_UP) || l.contains(METADATA_WARM_UP_40)
+                        || following.contains(METADATA_WARM_UP) || following.contains(METADATA_WARM_UP_40)) {
+                    warmUp += l.contains(" ERROR ") ? 1 : 0;
+                    continue;
+                }
+                bad.add(l);
+            }
+            summary.put("remote reads refused while Kafka's metadata manager warmed up after restart",
+                    String.valueOf(warmUp));
+            summary.put("plugin or remote-storage exceptions in the broker log", String.valueOf(bad.size()));
+            if (!bad.isEmpty()) {
+                fail("the broker log shows remote-storage failures:\n" + String.join("\n",
+                        bad.subList(0, Math.min(20, bad.size()))));
+            }
+        }
+    }
+
+    /**
+     * A topic written by a transactional producer, every third transaction aborted, tiered; read back from
+     * remote storage with read_committed (only committed records, which needs the aborted-transaction data
+     * of the remote transaction indexes) and read_uncommitted (everything).
+     */
+    private void transactions(KafkaBroker broker, Admin admin, Map<String, String> cfg) throws Exception {
+        String topic = "tiered-txn";
+        TopicPartition tp = new TopicPartition(topic, 0);
+        admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all().get(60, TimeUnit.SECONDS);
+        Uuid id = topicId(admin, topic);
+        Path remoteDir = broker.store.resolve(topic + "-" + id).resolve("0");
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "rsm-e2e");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+        List<byte[]> committed = new ArrayList<>();
+        List<byte[]> all = new ArrayList<>();
+        int aborted = 0;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            producer.initTransactions();
+            for (int t = 0; t < 60; t++) {
+                producer.beginTransaction();
+                List<byte[]> values = new ArrayList<>();
+                for (int i = 0; i < 100; i++) {
+                    byte[] v = new byte[1000];
+                    new Random(t * 1000L + i).nextBytes(v);
+                    ByteBuffer.wrap(v).putInt(t).putInt(i);
+                    values.add(v);
+                    producer.send(new ProducerRecord<>(topic, 0, ("t" + t).getBytes(StandardCharsets.UTF_8), v));
+                }
+                all.addAll(values);
+                if (t % 3 == 2) {
+                    // Sent first: an abort drops what the producer still buffers, and these must be in the log.
+                    producer.flush();
+                    producer.abortTransaction();
+                    aborted++;
+                } else {
+                    producer.commitTransaction();
+                    committed.addAll(values);
+                }
+            }
+        }
+        long end = offset(admin, tp, OffsetSpec.latest());
+        waitFor("transactional topic tiered", 240, () -> baseOffsets(remoteDir, ".manifest").size() >= 4
+                && offset(admin, tp, OffsetSpec.earliestLocal()) > end / 2);
+        long earliestLocal = offset(admin, tp, OffsetSpec.earliestLocal());
+        List<byte[]> readCommitted = consumeValues(broker, tp, "read_committed", end);
+        List<byte[]> readUncommitted = consumeValues(broker, tp, "read_uncommitted", end);
+        assertEquals(committed.size(), readCommitted.size(), "read_committed count");
+        for (int i = 0; i < committed.size(); i++) {
+            assertArrayEquals(committed.get(i), readCommitted.get(i), "committed record " + i);
+        }
+        assertEquals(all.size(), readUncommitted.size(), "read_uncommitted count");
+        for (int i = 0; i < all.size(); i++) {
+            assertArrayEquals(all.get(i), readUncommitted.get(i), "record " + i);
+        }
+        long txnIndexReads = count(broker.log(), "serving TRANSACTION index");
+        summary.put("transactions", "60 (" + aborted + " aborted), " + all.size() + " records in "
+                + baseOffsets(remoteDir, ".manifest").size() + " remote segments (earliest local offset "
+                + earliestLocal + "); read_committed returned the " + readCommitted.size()
+                + " committed, read_uncommitted all " + readUncommitted.size() + "; " + txnIndexReads
+                + " transaction-index reads served");
+        assertTrue(txnIndexReads > 0, "the broker read transaction indexes from remote");
+    }
+
+    /** Every record value of [0, end) in the given isolation level, in offset order. */
+    static List<byte[]> consumeValues(KafkaBroker broker, TopicPartition tp, String isolation, long end) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        List<byte[]> out = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            c.assign(List.of(tp));
+            c.seek(tp, 0);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+            while (c.position(tp) < end) {
+                if (System.nanoTime() > deadline) {
+                    fail(isolation + " read stalled at " + c.position(tp) + " of " + end);
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
+                    out.add(r.value());
+                }
+            }
+        }
+        return out;
+    }
+
+    static int produce(KafkaBroker broker, String topic, String compression, int count, int first,
+                       TreeMap<Long, Expected> expected, int batchSize) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression);
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, batchSize);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            List<Expected> records = new ArrayList<>();
+            for (int i = first; i < first + count; i++) {
+                Random r = new Random(i);
+                byte[] key = i % 97 == 0 ? null : ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                byte[] value;
+                if (compression.equals("none")) {
+                    value = new byte[200 + r.nextInt(1400)];
+                    r.nextBytes(value);
+                } else {
+                    // Half text, half noise: compressible, but not so much that segments stay few.
+                    StringBuilder sb = new StringBuilder();
+                    while (sb.length() < 300 + r.nextInt(700)) {
+                        sb.append("record ").append(i).append(" says ").append(r.nextInt(1000)).append("; ");
+                    }
+                    byte[] text = sb.toString().getBytes(StandardCharsets.UTF_8);
+                    value = new byte[text.length * 2];
+                    System.arraycopy(text, 0, value, 0, text.length);
+                    byte[] noise = new byte[text.length];
+                    r.nextBytes(noise);
+                    System.arraycopy(noise, 0, value, text.length, noise.length);
+                }
+                Header[] headers = i % 5 == 0 ? new Header[0] : new Header[] {
+                        new RecordHeader("seq", ByteBuffer.allocate(4).putInt(i).array()),
+                        new RecordHeader("producer", compression.getBytes(StandardCharsets.UTF_8))};
+                long ts = T0 + i * 10L;
+                records.add(new Expected(key, value, headers, ts));
+                sent.add(producer.send(new ProducerRecord<>(topic, 0, ts, key, value, List.of(headers))));
+            }
+            producer.flush();
+            for (int i = 0; i < sent.size(); i++) {
+                expected.put(sent.get(i).get(60, TimeUnit.SECONDS).offset(), records.get(i));
+            }
+        }
+        return first + count;
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(KafkaBroker broker, int maxPollRecords) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPollRecords);
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /** Reads offsets [from, to) and compares every record with what was produced; returns how many. */
+    static int consumeAndCompare(KafkaBroker broker, TopicPartition tp, long from, long to,
+                                 Map<Long, Expected> expected) {
+        int checked = 0;
+        try (KafkaConsumer<byte[], byte[]> c = consumer(broker, 2000)) {
+            c.assign(List.of(tp));
+            c.seek(tp, from);
+            long next = from;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+            while (next < to) {
+                if (System.nanoTime() > deadline) {
+                    fail("consuming " + from + ".." + to + " stalled at " + next);
+                }
+                ConsumerRecords<byte[], byte[]> records = c.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    if (r.offset() >= to) {
+                        break;
+                    }
+                    assertEquals(next, r.offset(), "offsets are contiguous");
+                    Expected e = expected.get(r.offset());
+                    assertNotNull(e, "offset " + r.offset());
+                    assertArrayEquals(e.key, r.key(), "key at " + r.offset());
+                    assertArrayEquals(e.value, r.value(), "value at " + r.offset());
+                    assertEquals(e.timestamp, r.timestamp(), "timestamp at " + r.offset());
+                    Header[] got = r.headers().toArray();
+                    assertEquals(e.headers.length, got.length, "headers at " + r.offset());
+                    for (int i = 0; i < got.length; i++) {
+                        assertEquals(e.headers[i].key(), got[i].key());
+                        assertArrayEquals(e.headers[i].value(), got[i].value());
+                    }
+                    next++;
+                    checked++;
+                }
+            }
+        }
+        return checked;
+    }
+
+    /** Times the consumer's first poll after a seek to a remote offset, 1 MiB per fetch; median and p90. */
+    static String remoteFetchLatency(KafkaBroker broker, TopicPartition tp, long earliestLocal) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 1 << 20);
+        p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 1 << 20);
+        List<Long> micros = new ArrayList<>();
+        Random random = new Random(9);
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            c.assign(List.of(tp));
+            for (int i = 0; i < 60; i++) {
+                c.seek(tp, random.nextInt((int) earliestLocal));
+                long t = System.nanoTime();
+                while (c.poll(Duration.ofMillis(100)).isEmpty()) {
+                    if (System.nanoTime() - t > TimeUnit.SECONDS.toNanos(30)) {
+                        fail("no records from remote within 30 s");
+                    }
+                }
+                micros.add((System.nanoTime() - t) / 1000);
+            }
+        }
+        Collections.sort(micros);
+        return String.format("median %.1f, p90 %.1f over %d seeks (consumer poll to first records)",
+                percentile(micros, 50) / 1000.0, percentile(micros, 90) / 1000.0, micros.size());
+    }
+
+    static Uuid topicId(Admin admin, String topic) throws InterruptedException {
+        Uuid[] id = new Uuid[1];
+        waitFor("topic " + topic + " visible", 60, () -> {
+            try {
+                id[0] = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic)
+                        .topicId();
+                return true;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        return id[0];
+    }
+
+    static String logOf(KafkaBroker broker) {
+        try {
+            return broker.log();
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    static long offset(Admin admin, TopicPartition tp, OffsetSpec spec) {
+        try {
+            return admin.listOffsets(Map.of(tp, spec)).partitionResult(tp).get(30, TimeUnit.SECONDS).offset();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static List<Long> baseOffsets(Path dir, String suffix) {
+        List<Long> out = new ArrayList<>();
+        if (!Files.isDirectory(dir)) {
+            return out;
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(suffix))
+                    .forEach(f -> out.add(Long.parseLong(f.substring(0, 20))));
+        } catch (IOException | RuntimeException e) {
+            // The directory changes under us; the next look sees it.
+        }
+        Collections.sort(out);
+        return out;
+    }
+
+    static int localLogs(Path dir) {
+        return baseOffsets(dir, ".log").size();
+    }
+
+    static long filesUnder(Path dir) {
+        if (!Files.exists(dir)) {
+            return 0;
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).count();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    static long count(String text, String needle) {
+        return text.lines().filter(l -> l.contains(needle)).count();
+    }
+
+    static long percentile(List<Long> sorted, int p) {
+        if (sorted.isEmpty()) {
+            return -1;
+        }
+        int i = (int) Math.ceil(p / 100.0 * sorted.size()) - 1;
+        return sorted.get(Math.max(0, Math.min(sorted.size() - 1, i)));
+    }
+
+    static void waitFor(String what, int seconds, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        RuntimeException last = null;
+        while (true) {
+            try {
+                if (condition.getAsBoolean()) {
+                    return;
+                }
+            } catch (RuntimeException e) {
+                last = e;
+            }
+            if (System.nanoTime() > deadline) {
+                fail("timed out after " + seconds + " s waiting for: " + what, last);
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    static long ms(long startNanos) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+    }
+
+    static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static void log(String line) {
+        System.out.println("[e2e] " + line);
+    }
+
+    static void deleteRecursively(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            List<Path> all = files.sorted(Collections.reverseOrder()).collect(Collectors.toList());
+            for (Path f : all) {
+                Files.deleteIfExists(f);
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package io.rsm.kafka;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
+
+/**
+ * Broker-visible latency of a remote fetch of 1 MiB: our plugin against Kafka's own {@code LocalTieredStorage}
+ * (from the kafka-storage test jar), both in this one JVM, on the same segments.
+ *
+ * <p>One fetch is what the broker's read path does (RemoteLogManager.read through RemoteLogInputStream):
+ * {@code fetchLogSegment(metadata, position)} at a batch boundary, read a 17-byte batch header, then the rest
+ * of the batch, batch after batch until 1 MiB is in hand, then close. Both managers run interleaved, after a
+ * warm-up, on the same random positions. Run by {@link BrokerEndToEndIT} in a JVM whose class path has the
+ * kafka-storage test jar; prints {@code RESULT <name> <median us> <p90 us> <n>} lines.
+ */
+public final class FetchLatencyBench {
+    static final int FETCH_BYTES = 1 << 20;
+
+    private FetchLatencyBench() {}
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Paths.get(args[0]);
+        int iterations = Integer.parseInt(args[1]);
+        TopicIdPartition tp = new TopicIdPartition(Uuid.randomUuid(), new TopicPartition("bench", 0));
+        List<TestSegments.Segment> segments = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            // About 8 MiB each, in batches of about 16 KiB.
+            segments.add(TestSegments.write(dir.resolve("segments"), i * 20_000L, 512, 16, 1000, false, 100 + i));
+        }
+
+        RustRemoteStorageManager ours = new RustRemoteStorageManager();
+        Map<String, Object> oursConfig = new HashMap<>();
+        oursConfig.put("store.url", "file://" + dir.resolve("rsm-store"));
+        oursConfig.put("broker.id", 1);
+        ours.configure(oursConfig);
+
+        // The same plugin with smaller chunks and less read-ahead: the broker closes after 1 MiB.
+        RustRemoteStorageManager small = new RustRemoteStorageManager();
+        Map<String, Object> smallConfig = new HashMap<>(oursConfig);
+        smallConfig.put("store.url", "file://" + dir.resolve("rsm-store-small-chunks"));
+        smallConfig.put("chunk.size", String.valueOf(1 << 20));
+        smallConfig.put("fetch.concurrency", "2");
+        small.configure(smallConfig);
+
+        RemoteStorageManager kafka = (RemoteStorageManager) Class
+                .forName("org.apache.kafka.server.log.remote.storage.LocalTieredStorage")
+                .getConstructor().newInstance();
+        Map<String, Object> kafkaConfig = new HashMap<>();
+        kafkaConfig.put("dir", dir.resolve("local-tiered-storage").toString());
+        kafkaConfig.put("delete.on.close", "true");
+        kafkaConfig.put("broker.id", 1);
+        Files.createDirectories(dir.resolve("local-tiered-storage"));
+        kafka.configure(kafkaConfig);
+
+        List<RemoteLogSegmentMetadata> mds = new ArrayList<>();
+        for (TestSegments.Segment s : segments) {
+            RemoteLogSegmentMetadata md = s.metadata(tp);
+            ours.copyLogSegmentData(md, s.data());
+            small.copyLogSegmentData(md, s.data());
+            kafka.copyLogSegmentData(md, s.data());
+            mds.add(md);
+        }
+
+        Random random = new Random(1);
+        List<Long> oursMicros = new ArrayList<>();
+        List<Long> kafkaMicros = new ArrayList<>();
+        List<Long> smallMicros = new ArrayList<>();
+        for (int i = -100; i < iterations; i++) {
+            int k = random.nextInt(segments.size());
+            TestSegments.Segment s = segments.get(k);
+            // A batch boundary at least 1 MiB before the end, as the broker's fetch position is.
+            int limit = s.size() - FETCH_BYTES;
+            int pos;
+            do {
+                pos = s.batchPositions.get(random.nextInt(s.batchPositions.size()));
+            } while (pos > limit);
+            // Rotate who goes first, so page-cache and JIT effects fall on each in turn.
+            RemoteStorageManager[] order = {ours, kafka, small};
+            List<List<Long>> sinks = List.of(oursMicros, kafkaMicros, smallMicros);
+            for (int j = 0; j < 3; j++) {
+                int w = Math.floorMod(i + j, 3);
+                long us = fetch(order[w], mds.get(k), pos);
+                if (i >= 0) {
+                    sinks.get(w).add(us);
+                }
+            }
+        }
+        print("rsm-plugin", oursMicros);
+        print("LocalTieredStorage", kafkaMicros);
+        print("rsm-plugin-1MiB-chunks", smallMicros);
+        ours.close();
+        small.close();
+        kafka.close();
+        if (NativeBridge.liveHandles(1) != 0) {
+            throw new IllegalStateException("native streams left open: " + NativeBridge.liveHandles(1));
+        }
+    }
+
+    /** One broker-style 1 MiB read; returns microseconds. */
+    static long fetch(RemoteStorageManager rsm, RemoteLogSegmentMetadata md, int pos) throws Exception {
+        long t = System.nanoTime();
+        int got = 0;
+        ByteBuffer header = ByteBuffer.allocate(17);
+        try (InputStream in = rsm.fetchLogSegment(md, pos)) {
+            while (got < FETCH_BYTES) {
+                readFully(in, header.array(), 17);
+                int batchLength = header.getInt(8);
+                byte[] batch = new byte[12 + batchLength];
+                System.arraycopy(header.array(), 0, batch, 0, 17);
+                readFully(in, batch, batch.length - 17, 17);
+                got += batch.length;
+            }
+        }
+        return (System.nanoTime() - t) / 1000;
+    }
+
+    private static void readFully(InputStream in, byte[] b, int len) throws IOException {
+        readFully(in, b, len, 0);
+    }
+
+    private static void readFully(InputStream in, byte[] b, int len, int off) throws IOException {
+        int n = 0;
+        while (n < len) {
+            int r = in.read(b, off + n, len - n);
+            if (r < 0) {
+                throw new IOException("end of segment after " + n + " of " + len + " bytes");
+            }
+            n += r;
+        }
+    }
+
+    private static void print(String name, List<Long> micros) {
+        Collections.sort(micros);
+        System.out.println("RESULT " + name + " " + percentile(micros, 50) + " " + percentile(micros, 90) + " "
+                + micros.size());
+    }
+
+    static long percentile(List<Long> sorted, int p) {
+        int i = (int) Math.ceil(p / 100.0 * sorted.size()) - 1;
+        return sorted.get(Math.max(0, Math.min(sorted.size() - 1, i)));
+    }
+}

@@ -1,0 +1,200 @@
+package io.rsm.kafka;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.Uuid;
+
+/**
+ * One real Kafka broker (KRaft, combined broker and controller) from Maven Central, run as a subprocess from
+ * a resolved class path: storage formatted with a random cluster id, tiered storage on, our plugin jar in
+ * {@code remote.log.storage.manager.class.path}, the filesystem store under the work directory.
+ */
+final class KafkaBroker implements AutoCloseable {
+    final String version;
+    final Path work;
+    final Path logDir;
+    final Path store;
+    final Path brokerLog;
+    final int port;
+    final int controllerPort;
+    private final String classpath;
+    private final Path properties;
+    private Process process;
+
+    KafkaBroker(String version, String classpath, Path work, Path pluginJar, Map<String, String> extra)
+            throws IOException {
+        this.version = version;
+        this.classpath = classpath;
+        this.work = work;
+        this.logDir = work.resolve("kafka-logs");
+        this.store = work.resolve("tiered-store");
+        this.brokerLog = work.resolve("broker.log");
+        this.port = freePort();
+        this.controllerPort = freePort();
+        Files.createDirectories(work);
+        Map<String, String> p = new TreeMap<>();
+        p.put("process.roles", "broker,controller");
+        p.put("node.id", "1");
+        p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
+        p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
+        p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+        p.put("controller.listener.names", "CONTROLLER");
+        p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        p.put("inter.broker.listener.name", "PLAINTEXT");
+        p.put("log.dirs", logDir.toString());
+        p.put("num.partitions", "1");
+        p.put("offsets.topic.replication.factor", "1");
+        p.put("offsets.topic.num.partitions", "3");
+        p.put("transaction.state.log.replication.factor", "1");
+        p.put("transaction.state.log.min.isr", "1");
+        p.put("share.coordinator.state.topic.replication.factor", "1");
+        p.put("share.coordinator.state.topic.min.isr", "1");
+        p.put("group.initial.rebalance.delay.ms", "0");
+        // Local retention and file deletion checked every second, so local segments go soon after upload.
+        p.put("log.retention.check.interval.ms", "1000");
+        // The first retention check otherwise comes 30 s after start-up.
+        p.put("log.initial.task.delay.ms", "1000");
+        p.put("log.segment.delete.delay.ms", "500");
+        // Tiered storage with our plugin.
+        p.put("remote.log.storage.system.enable", "true");
+        p.put("remote.log.storage.manager.class.name", RustRemoteStorageManager.class.getName());
+        p.put("remote.log.storage.manager.class.path", pluginJar.toString());
+        p.put("remote.log.metadata.manager.listener.name", "PLAINTEXT");
+        p.put("rlmm.config.remote.log.metadata.topic.replication.factor", "1");
+        p.put("rlmm.config.remote.log.metadata.topic.num.partitions", "3");
+        p.put("remote.log.manager.task.interval.ms", "500");
+        p.put("rsm.config.store.url", "file://" + store);
+        p.put("rsm.config.chunk.size", "262144");
+        p.put("rsm.config.fs.fsync", "false");
+        p.putAll(extra);
+        StringBuilder text = new StringBuilder();
+        p.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        properties = work.resolve("server.properties");
+        Files.writeString(properties, text.toString());
+        Files.writeString(work.resolve("log4j2.properties"), String.join("\n",
+                "status = warn",
+                "appender.file.type = File",
+                "appender.file.name = FILE",
+                "appender.file.fileName = " + brokerLog,
+                "appender.file.append = true",
+                "appender.file.layout.type = PatternLayout",
+                "appender.file.layout.pattern = [%d] %p [%t] %c - %m%n",
+                "rootLogger.level = INFO",
+                "rootLogger.appenderRef.file.ref = FILE",
+                // Our plugin at debug, so serving lines show.
+                "logger.rsm.name = io.rsm",
+                "logger.rsm.level = DEBUG",
+                "logger.rlm.name = org.apache.kafka.server.log.remote",
+                "logger.rlm.level = DEBUG",
+                "logger.rlmq.name = org.apache.kafka.server.log.remote.metadata.storage",
+                "logger.rlmq.level = INFO",
+                ""));
+    }
+
+    String bootstrap() {
+        return "127.0.0.1:" + port;
+    }
+
+    private List<String> java(String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx768m");
+        cmd.add("-Dlog4j2.configurationFile=" + work.resolve("log4j2.properties"));
+        cmd.add("-cp");
+        cmd.add(classpath);
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    /** Formats the storage directory with a random cluster id. */
+    void format() throws Exception {
+        String clusterId = Uuid.randomUuid().toString();
+        Process f = new ProcessBuilder(java("kafka.tools.StorageTool", "format", "-t", clusterId, "-c",
+                properties.toString()))
+                .directory(work.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(work.resolve("format.out").toFile())
+                .start();
+        if (!f.waitFor(120, TimeUnit.SECONDS) || f.exitValue() != 0) {
+            f.destroyForcibly();
+            throw new IllegalStateException("formatting failed: " + Files.readString(work.resolve("format.out")));
+        }
+    }
+
+    void start() throws Exception {
+        process = new ProcessBuilder(java("kafka.Kafka", properties.toString()))
+                .directory(work.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(work.resolve("broker.out").toFile()))
+                .start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("broker " + version + " exited: " + tail());
+            }
+            if (Files.exists(brokerLog) && Files.readString(brokerLog).contains("Kafka Server started")) {
+                try (Socket s = new Socket("127.0.0.1", port)) {
+                    if (s.isConnected()) {
+                        return;
+                    }
+                } catch (IOException notYet) {
+                    // keep waiting
+                }
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("broker " + version + " did not start: " + tail());
+    }
+
+    /** Stops the broker cleanly (SIGTERM, as an operator would), waiting for it to exit. */
+    void stop() throws Exception {
+        if (process == null) {
+            return;
+        }
+        process.destroy();
+        if (!process.waitFor(90, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            process.waitFor(30, TimeUnit.SECONDS);
+        }
+        process = null;
+    }
+
+    String log() throws IOException {
+        return Files.exists(brokerLog) ? Files.readString(brokerLog, StandardCharsets.UTF_8) : "";
+    }
+
+    String tail() throws IOException {
+        String out = Files.exists(work.resolve("broker.out")) ? Files.readString(work.resolve("broker.out")) : "";
+        String all = log() + "\n--- stdout ---\n" + out;
+        return all.length() > 6000 ? all.substring(all.length() - 6000) : all;
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            stop();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IOException(e);
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            s.setReuseAddress(true);
+            return s.getLocalPort();
+        }
+    }
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The Kafka plugin's tests, from a fresh clone: builds the JNI library (rsm-jni), packages the plugin jar with
+# it, and runs
+#   - the JUnit tests against the filesystem store, compiled and run on the baseline Kafka API (4.0.0), then
+#     again compiled and run on the newest (4.4.0);
+#   - end to end with real KRaft brokers from Maven Central (newest and oldest line served), our jar on their
+#     remote.log.storage.manager.class.path;
+#   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM.
+# Needs cargo, a JDK 17+ and Maven; the first run downloads what it needs into ~/.m2 (a few hundred MB), later
+# runs work from there (RSM_MVN_OFFLINE=1 forbids the network; RSM_MVN_REPO=/dir uses another local repository).
+# Results: java-bindings/target/e2e/*/summary.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+export CARGO_TERM_COLOR=never
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+NEWEST=${RSM_KAFKA_NEWEST:-4.4.0}
+OLDEST=${RSM_KAFKA_OLDEST:-4.0.0}
+OUT=$ROOT/java-bindings/target
+MVN=(mvn -B --no-transfer-progress)
+if [[ "${RSM_MVN_OFFLINE:-}" == 1 ]]; then
+  MVN+=(-o)
+fi
+if [[ -n "${RSM_MVN_REPO:-}" ]]; then
+  # Another local repository (a cold-cache run without touching ~/.m2).
+  MVN+=(-Dmaven.repo.local="$RSM_MVN_REPO")
+fi
+
+step() { printf '\n=== %s\n' "$*"; }
+start=$(date +%s)
+
+step "toolchain"
+java -version 2>&1 | sed -n 1p
+"${MVN[@]}" -version 2>&1 | sed -n 1p
+cargo --version
+
+step "native library (cargo build --release -p rsm-jni)"
+t=$(date +%s)
+cargo build --locked --release -p rsm-jni
+lib=$CARGO_TARGET_DIR/release/librsm_jni.so
+# The jar carries a copy without debug info (the symbols stay, for stack traces): 14 MB -> about 3 MB.
+dist=$CARGO_TARGET_DIR/jni-dist
+mkdir -p "$dist"
+if command -v objcopy >/dev/null; then
+  objcopy --strip-debug "$lib" "$dist/librsm_jni.so"
+else
+  cp "$lib" "$dist/librsm_jni.so"
+fi
+echo "native library built in $(( $(date +%s) - t )) s: $(du -h "$dist/librsm_jni.so" | cut -f1)"
+
+step "broker class paths (Kafka $NEWEST and $OLDEST from Maven Central)"
+mkdir -p "$OUT"
+for v in "$NEWEST" "$OLDEST"; do
+  "${MVN[@]}" -q -f java-bindings/broker-runtime/pom.xml -Dkafka.version="$v" dependency:build-classpath \
+    -Dmdep.outputFile="$OUT/broker-$v.classpath"
+done
+# Kafka's LocalTieredStorage lives in the kafka-storage test jar, which Central does not serve for every
+# version (not 4.4.0): the comparison runs on the oldest line's.
+"${MVN[@]}" -q -f java-bindings/broker-runtime/pom.xml -Dkafka.version="$OLDEST" -Plocal-tiered-storage \
+  dependency:build-classpath -Dmdep.outputFile="$OUT/bench.classpath"
+
+step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers $NEWEST and $OLDEST"
+"${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" \
+  -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
+  -Drsm.bench.classpath="$OUT/bench.classpath" 2>&1 | tee "$OUT/java-tests-baseline.txt"
+
+step "unit tests compiled and run on the Kafka $NEWEST API"
+"${MVN[@]}" -f java-bindings/pom.xml test -Drsm.native.dir="$dist" -Dkafka.api.version="$NEWEST" \
+  -Drsm.build.dir="$OUT/kafka-$NEWEST" 2>&1 | tee "$OUT/java-tests-newest.txt"
+
+# The unit tests run with -Xcheck:jni: any complaint of the JVM about our JNI use fails the run.
+if grep -rlE 'WARNING in native method|FATAL ERROR in native method|JNI call made' "$OUT"/java-tests-*.txt \
+    "$OUT"/surefire-reports "$OUT/kafka-$NEWEST"/surefire-reports 2>/dev/null; then
+  echo "the JVM's JNI checks complained (see the files above)" >&2
+  exit 1
+fi
+
+step "results"
+for f in "$OUT"/e2e/*/summary.txt; do
+  echo "--- $f"
+  cat "$f"
+done
+# Sum Maven's per-run totals (the unindented "Tests run:" lines); refuse skipped tests: every test must run.
+totals=$(grep -hE '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' \
+  "$OUT/java-tests-baseline.txt" "$OUT/java-tests-newest.txt")
+passed=$(echo "$totals" | awk -F'[:,]' '{s+=$2-$4-$6-$8} END {print s+0}')
+failed=$(echo "$totals" | awk -F'[:,]' '{s+=$4+$6} END {print s+0}')
+skipped=$(echo "$totals" | awk -F'[:,]' '{s+=$8} END {print s+0}')
+echo "java tests took $(( $(date +%s) - start )) s"
+if [[ "$skipped" != 0 ]]; then
+  echo "$skipped Java tests were skipped; every test must run" >&2
+  exit 1
+fi
+echo "java: ${passed} passed, ${failed} failed"
