@@ -24,6 +24,9 @@ use tokio::io::AsyncWriteExt;
 /// Free read buffers kept for reuse (a few chunks' worth).
 const READ_BUFFERS_RETAINED: usize = 32 << 20;
 
+/// Reads up to this size run in place rather than on the blocking pool (see `get_range`).
+const INLINE_READ_MAX: u64 = 1 << 20;
+
 /// Prefix of temporary upload files; listing skips them.
 const TMP_PREFIX: &str = ".rsm-tmp-";
 
@@ -242,6 +245,15 @@ impl StorageBackend for FsBackend {
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        // A small read (a fetch's first piece) runs in place on a multi-thread runtime: handing it to a
+        // blocking-pool thread and back costs two thread wake-ups, more than the read itself from the
+        // page cache. Larger reads (read-ahead of whole chunks) go to the pool, so they overlap.
+        let small = range.end.saturating_sub(range.start) <= INLINE_READ_MAX;
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if small && multi_thread {
+            return tokio::task::block_in_place(|| self.get_range_blocking(key, range));
+        }
         let (this, key) = (self.clone(), key.to_string());
         blocking(move || this.get_range_blocking(&key, range)).await
     }
