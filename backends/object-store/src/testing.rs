@@ -15,42 +15,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Reads the variables `vars` that `script start` exports for a test server.
-///
-/// When one is missing the test fails, naming the script to run, unless `skip_var` is `1` and `CI` is not
-/// `true`: then this prints that the tests are skipped and returns `None`.
+/// Reads the variables `vars` that `script start` exports for the `label` test server (see
+/// [`rsm_core::testkit::test_server_vars`]: a missing one fails the test unless skipped locally).
 pub fn server_env(label: &str, skip_var: &str, script: &str, vars: &[&str]) -> Option<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    let mut missing = Vec::new();
-    for v in vars {
-        match std::env::var(v) {
-            Ok(x) if !x.is_empty() => {
-                out.insert(v.to_string(), x);
-            }
-            _ => missing.push(*v),
-        }
-    }
-    if missing.is_empty() {
-        return Some(out);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let skip = std::env::var(skip_var).is_ok_and(|v| v == "1");
-    if skip && !ci {
-        // Straight to the file descriptor: the test harness's capture would swallow `eprintln!` when
-        // the process then exits.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {label} tests ({skip_var}=1 and {} not set; start the server with `eval \"$({script} start)\"`)",
-            missing.join(", ")
-        );
-        return None;
-    }
-    let hint = if ci { "; skipping is not allowed in CI" } else { ", or set it to 1 to skip these tests locally" };
-    panic!(
-        "{} not set: start the {label} test server with `eval \"$({script} start)\"` from the repository root (the skip variable is {skip_var}{hint})",
-        missing.join(", ")
-    );
+    rsm_core::testkit::test_server_vars(vars, skip_var, &format!("eval \"$({script} start)\"  # the {label} server"))
 }
 
 /// [`server_env`], ending the test process with success when the tests are skipped (so every test of

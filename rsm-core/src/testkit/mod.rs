@@ -17,19 +17,42 @@ use crate::model::Uuid;
 use std::path::Path;
 
 /// The address of a real test server from the environment variable `var` (set by the server's script,
-/// whose start command `how` names). Without it the test fails loudly, unless a developer said
-/// `skip_var=1` outside CI (`CI` is not `true`): then this prints that the test skipped and returns `None`.
+/// whose start command `how` names). See [`test_server_vars`].
 pub fn test_server(var: &str, skip_var: &str, how: &str) -> Option<String> {
-    if let Some(v) = std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
-        return Some(v);
+    test_server_vars(&[var], skip_var, how).map(|mut v| v.remove(var).expect("present"))
+}
+
+/// The settings of a real test server from the environment variables `vars` (set by the server's script,
+/// whose start command `how` names). When one is missing the test fails loudly, unless a developer said
+/// `skip_var=1` outside CI (`CI` is not `true`): then this prints that the test skipped and returns `None`.
+pub fn test_server_vars(
+    vars: &[&str],
+    skip_var: &str,
+    how: &str,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut missing = Vec::new();
+    for &v in vars {
+        match std::env::var(v).map(|x| x.trim().to_string()) {
+            Ok(x) if !x.is_empty() => {
+                out.insert(v.to_string(), x);
+            }
+            _ => missing.push(v),
+        }
     }
+    if missing.is_empty() {
+        return Some(out);
+    }
+    let missing = missing.join(", ");
     let skip = std::env::var(skip_var).is_ok_and(|v| v == "1");
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     if skip && !ci {
-        eprintln!("skipped: {var} is not set and {skip_var}=1");
+        // Straight to the descriptor: a harness that captures output would swallow it if the process exits.
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {missing} not set and {skip_var}=1 (start: `{how}`)");
         return None;
     }
-    panic!("{var} is not set: start the server with `{how}`, or skip locally with {skip_var}=1 (never in CI)");
+    panic!("{missing} not set: start the server with `{how}`, or skip locally with {skip_var}=1 (never in CI)");
 }
 
 /// A unique key prefix for one check.
