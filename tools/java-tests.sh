@@ -4,7 +4,8 @@
 #   - the JUnit tests against the filesystem store, compiled and run on the baseline Kafka API (4.0.0), then
 #     again compiled and run on the newest (4.4.0);
 #   - end to end with real KRaft brokers from Maven Central (newest and oldest line served), our jar on their
-#     remote.log.storage.manager.class.path;
+#     remote.log.storage.manager.class.path, on the filesystem store; then the newest again on S3 (moto: the
+#     one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here);
 #   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM.
 # Needs cargo, a JDK 17+ and Maven; the first run downloads what it needs into ~/.m2 (a few hundred MB), later
 # runs work from there (RSM_MVN_OFFLINE=1 forbids the network; RSM_MVN_REPO=/dir uses another local repository).
@@ -34,6 +35,16 @@ java -version 2>&1 | sed -n 1p
 "${MVN[@]}" -version 2>&1 | sed -n 1p
 cargo --version
 
+step "S3 server for the broker run on S3"
+if [[ -z "${RSM_TEST_S3_ENDPOINT:-}" ]]; then
+  eval "$(tools/servers/moto.sh start)"
+  trap 'tools/servers/moto.sh stop || true' EXIT
+fi
+echo "S3 on $RSM_TEST_S3_ENDPOINT, bucket $RSM_TEST_S3_BUCKET"
+s3_props=(-Drsm.s3.endpoint="$RSM_TEST_S3_ENDPOINT" -Drsm.s3.bucket="$RSM_TEST_S3_BUCKET"
+  -Drsm.s3.region="$RSM_TEST_S3_REGION" -Drsm.s3.access.key="$RSM_TEST_S3_ACCESS_KEY"
+  -Drsm.s3.secret.key="$RSM_TEST_S3_SECRET_KEY")
+
 step "native library (cargo build --release -p rsm-jni)"
 t=$(date +%s)
 cargo build --locked --release -p rsm-jni
@@ -62,7 +73,7 @@ done
 step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers $NEWEST and $OLDEST"
 "${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" \
   -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
-  -Drsm.bench.classpath="$OUT/bench.classpath" 2>&1 | tee "$OUT/java-tests-baseline.txt"
+  -Drsm.bench.classpath="$OUT/bench.classpath" "${s3_props[@]}" 2>&1 | tee "$OUT/java-tests-baseline.txt"
 
 step "unit tests compiled and run on the Kafka $NEWEST API"
 "${MVN[@]}" -f java-bindings/pom.xml test -Drsm.native.dir="$dist" -Dkafka.api.version="$NEWEST" \

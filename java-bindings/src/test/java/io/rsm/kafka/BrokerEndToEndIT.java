@@ -2,6 +2,7 @@ package io.rsm.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -60,7 +61,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * log shows our plugin copying, serving and deleting without an exception.
  *
  * <p>Runs for every {@code version=classpath-file} pair in the system property {@code rsm.brokers} (made by
- * tools/java-tests.sh); skipped when it is empty.
+ * tools/java-tests.sh) on the filesystem store, and once more on S3 with the first (newest) of them, on the
+ * server the {@code rsm.s3.*} properties name (moto in the tests); skipped when {@code rsm.brokers} is empty.
  */
 class BrokerEndToEndIT {
     static final int SEGMENT_BYTES = 1 << 20;
@@ -74,9 +76,15 @@ class BrokerEndToEndIT {
     static Stream<String[]> brokers() {
         String spec = System.getProperty("rsm.brokers", "").trim();
         if (spec.isEmpty()) {
-            return Stream.of(new String[][] {{"none", ""}});
+            return Stream.of(new String[][] {{"none", "", "filesystem"}});
         }
-        return Stream.of(spec.split(",")).map(s -> s.trim().split("=", 2));
+        List<String[]> runs = new ArrayList<>();
+        for (String pair : spec.split(",")) {
+            String[] vc = pair.trim().split("=", 2);
+            runs.add(new String[] {vc[0], vc[1], "filesystem"});
+        }
+        runs.add(new String[] {runs.get(0)[0], runs.get(0)[1], "s3"});
+        return runs.stream();
     }
 
     /** What was produced at one offset. */
@@ -98,17 +106,22 @@ class BrokerEndToEndIT {
     /** The broker log's line count when the second topic's deletion was asked for. */
     long doomedDeletedAtLine = Long.MAX_VALUE;
 
-    @ParameterizedTest(name = "Kafka {0}")
+    @ParameterizedTest(name = "Kafka {0} on the {2} store")
     @MethodSource("brokers")
-    void tieredStorageThroughARealBroker(String version, String classpathFile) throws Exception {
+    void tieredStorageThroughARealBroker(String version, String classpathFile, String storeKind) throws Exception {
         Assumptions.assumeFalse(classpathFile.isEmpty(), "no broker class path given (rsm.brokers)");
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
         assertTrue(Files.isRegularFile(jar), "plugin jar " + jar);
         String classpath = Files.readString(Paths.get(classpathFile)).trim();
-        Path work = OUT.resolve("kafka-" + version);
+        boolean s3 = storeKind.equals("s3");
+        Path work = OUT.resolve("kafka-" + version + (s3 ? "-s3" : ""));
         deleteRecursively(work);
-        log("=== Kafka " + version + ": work dir " + work);
-        try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, Map.of())) {
+        TestStore store = s3 ? TestStore.s3FromSystemProperties() : TestStore.filesystem(work.resolve("tiered-store"));
+        assertNotNull(store, "no S3 server given for the S3 run (system property rsm.s3.endpoint; "
+                + "tools/java-tests.sh starts moto and passes it)");
+        summary.put("store", store.name());
+        log("=== Kafka " + version + " on the " + store + " store: work dir " + work);
+        try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store)) {
             broker.format();
             long t = System.nanoTime();
             broker.start();
@@ -123,7 +136,7 @@ class BrokerEndToEndIT {
             summary.forEach((k, v) -> sb.append(k).append(": ").append(v).append('\n'));
             Files.createDirectories(work);
             Files.writeString(work.resolve("summary.txt"), sb.toString());
-            System.out.println("--- summary Kafka " + version + "\n" + sb);
+            System.out.println("--- summary Kafka " + version + " on the " + storeKind + " store\n" + sb);
         }
     }
 
@@ -178,7 +191,7 @@ class BrokerEndToEndIT {
             cfg.put("retention.ms", "-1");
             admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all().get(60, TimeUnit.SECONDS);
             Uuid topicId = topicId(admin, topic);
-            Path remoteDir = broker.store.resolve(topic + "-" + topicId).resolve("0");
+            String remoteDir = topic + "-" + topicId + "/0/";
             Path localDir = broker.logDir.resolve(topic + "-0");
 
             // Watch segments roll locally and appear remotely, for the roll-to-remote time.
@@ -191,8 +204,12 @@ class BrokerEndToEndIT {
                     for (long base : baseOffsets(localDir, ".log")) {
                         rolledAt.putIfAbsent(base, now);
                     }
-                    for (long base : baseOffsets(remoteDir, ".manifest")) {
-                        remoteAt.putIfAbsent(base, now);
+                    try {
+                        for (long base : baseOffsets(broker.store, remoteDir, ".manifest")) {
+                            remoteAt.putIfAbsent(base, now);
+                        }
+                    } catch (RuntimeException e) {
+                        // A listing that failed now; the next look sees it (waitFor below fails on a dead store).
                     }
                     sleep(25);
                 }
@@ -220,7 +237,7 @@ class BrokerEndToEndIT {
             });
             long earliestLocal = offset(admin, tp, OffsetSpec.earliestLocal());
             long latestTiered = offset(admin, tp, OffsetSpec.latestTiered());
-            List<Long> remoteSegments = baseOffsets(remoteDir, ".manifest");
+            List<Long> remoteSegments = baseOffsets(broker.store, remoteDir, ".manifest");
             summary.put("segments in remote store", remoteSegments.size() + " (latest tiered offset " + latestTiered
                     + ", earliest local offset " + earliestLocal + ", local .log files " + localLogs(localDir) + ")");
             summary.put("time until every closed segment was remote and deleted locally", ms(t)
@@ -300,7 +317,8 @@ class BrokerEndToEndIT {
                         List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "60000"), AlterConfigOp.OpType.SET))))
                         .all().get(30, TimeUnit.SECONDS);
                 t = System.nanoTime();
-                waitFor("remote segments deleted by retention", 180, () -> baseOffsets(remoteDir, ".manifest").isEmpty());
+                // Every object of the partition goes, not only the manifests.
+                waitFor("remote segments deleted by retention", 180, () -> broker.store.keysUnder(remoteDir).isEmpty());
                 long earliest = offset(a2, tp, OffsetSpec.earliest());
                 summary.put("retention", "all " + remoteSegments.size() + " remote segments deleted in " + ms(t)
                         + " ms; earliest offset now " + earliest);
@@ -311,14 +329,14 @@ class BrokerEndToEndIT {
                 Map<String, String> cfg2 = new HashMap<>(cfg);
                 a2.createTopics(List.of(new NewTopic(doomed, 1, (short) 1).configs(cfg2))).all().get(60, TimeUnit.SECONDS);
                 Uuid doomedId = topicId(a2, doomed);
-                Path doomedDir = broker.store.resolve(doomed + "-" + doomedId).resolve("0");
+                String doomedDir = doomed + "-" + doomedId + "/0/";
                 produce(broker, doomed, "lz4", 6000, 0, new TreeMap<>(), 65536);
-                waitFor("second topic tiered", 180, () -> baseOffsets(doomedDir, ".manifest").size() >= 3);
-                int doomedSegments = baseOffsets(doomedDir, ".manifest").size();
+                waitFor("second topic tiered", 180, () -> baseOffsets(broker.store, doomedDir, ".manifest").size() >= 3);
+                int doomedSegments = baseOffsets(broker.store, doomedDir, ".manifest").size();
                 doomedDeletedAtLine = broker.log().lines().count();
                 a2.deleteTopics(List.of(doomed)).all().get(60, TimeUnit.SECONDS);
                 t = System.nanoTime();
-                waitFor("deleted topic's remote data removed", 180, () -> filesUnder(doomedDir) == 0);
+                waitFor("deleted topic's remote data removed", 180, () -> broker.store.keysUnder(doomedDir).isEmpty());
                 summary.put("topic deletion", doomedSegments + " remote segments removed " + ms(t) + " ms after delete");
             }
 
@@ -335,6 +353,11 @@ class BrokerEndToEndIT {
                     "median %.1f, max %.1f", percentile(copyMicros, 50) / 1000.0, percentile(copyMicros, 100) / 1000.0));
             summary.put("broker log", "copied " + copied + ", served " + served + " segment reads and " + indexes
                     + " index reads, deleted " + deleted);
+            String stdout = Files.readString(broker.work.resolve("broker.out"));
+            for (String secret : broker.store.secrets()) {
+                assertFalse(log.contains(secret) || stdout.contains(secret),
+                        "a secret setting of the store shows in the broker's log or output");
+            }
             assertTrue(copied >= remoteSegments.size(), "copies in the broker log");
             assertTrue(served > 0, "serving in the broker log");
             assertTrue(deleted >= remoteSegments.size(), "deletes in the broker log");
@@ -389,7 +412,7 @@ class BrokerEndToEndIT {
         TopicPartition tp = new TopicPartition(topic, 0);
         admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all().get(60, TimeUnit.SECONDS);
         Uuid id = topicId(admin, topic);
-        Path remoteDir = broker.store.resolve(topic + "-" + id).resolve("0");
+        String remoteDir = topic + "-" + id + "/0/";
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "rsm-e2e");
@@ -423,7 +446,7 @@ class BrokerEndToEndIT {
             }
         }
         long end = offset(admin, tp, OffsetSpec.latest());
-        waitFor("transactional topic tiered", 240, () -> baseOffsets(remoteDir, ".manifest").size() >= 4
+        waitFor("transactional topic tiered", 240, () -> baseOffsets(broker.store, remoteDir, ".manifest").size() >= 4
                 && offset(admin, tp, OffsetSpec.earliestLocal()) > end / 2);
         long earliestLocal = offset(admin, tp, OffsetSpec.earliestLocal());
         List<byte[]> readCommitted = consumeValues(broker, tp, "read_committed", end);
@@ -438,7 +461,7 @@ class BrokerEndToEndIT {
         }
         long txnIndexReads = count(broker.log(), "serving TRANSACTION index");
         summary.put("transactions", "60 (" + aborted + " aborted), " + all.size() + " records in "
-                + baseOffsets(remoteDir, ".manifest").size() + " remote segments (earliest local offset "
+                + baseOffsets(broker.store, remoteDir, ".manifest").size() + " remote segments (earliest local offset "
                 + earliestLocal + "); read_committed returned the " + readCommitted.size()
                 + " committed, read_uncommitted all " + readUncommitted.size() + "; " + txnIndexReads
                 + " transaction-index reads served");
@@ -638,19 +661,21 @@ class BrokerEndToEndIT {
         return out;
     }
 
-    static int localLogs(Path dir) {
-        return baseOffsets(dir, ".log").size();
+    /** The base offsets of the remote objects under {@code prefix} whose keys end with {@code suffix}. */
+    static List<Long> baseOffsets(TestStore store, String prefix, String suffix) {
+        List<Long> out = new ArrayList<>();
+        for (String key : store.keysUnder(prefix)) {
+            String name = key.substring(key.lastIndexOf('/') + 1);
+            if (name.endsWith(suffix)) {
+                out.add(Long.parseLong(name.substring(0, 20)));
+            }
+        }
+        Collections.sort(out);
+        return out;
     }
 
-    static long filesUnder(Path dir) {
-        if (!Files.exists(dir)) {
-            return 0;
-        }
-        try (Stream<Path> files = Files.walk(dir)) {
-            return files.filter(Files::isRegularFile).count();
-        } catch (IOException | RuntimeException e) {
-            return -1;
-        }
+    static int localLogs(Path dir) {
+        return baseOffsets(dir, ".log").size();
     }
 
     static long count(String text, String needle) {

@@ -16,13 +16,13 @@ import org.apache.kafka.common.Uuid;
 /**
  * One real Kafka broker (KRaft, combined broker and controller) from Maven Central, run as a subprocess from
  * a resolved class path: storage formatted with a random cluster id, tiered storage on, our plugin jar in
- * {@code remote.log.storage.manager.class.path}, the filesystem store under the work directory.
+ * {@code remote.log.storage.manager.class.path}, tiering to the given store.
  */
 final class KafkaBroker implements AutoCloseable {
     final String version;
     final Path work;
     final Path logDir;
-    final Path store;
+    final TestStore store;
     final Path brokerLog;
     final int port;
     final int controllerPort;
@@ -30,13 +30,12 @@ final class KafkaBroker implements AutoCloseable {
     private final Path properties;
     private Process process;
 
-    KafkaBroker(String version, String classpath, Path work, Path pluginJar, Map<String, String> extra)
-            throws IOException {
+    KafkaBroker(String version, String classpath, Path work, Path pluginJar, TestStore store) throws IOException {
         this.version = version;
         this.classpath = classpath;
         this.work = work;
         this.logDir = work.resolve("kafka-logs");
-        this.store = work.resolve("tiered-store");
+        this.store = store;
         this.brokerLog = work.resolve("broker.log");
         this.port = freePort();
         this.controllerPort = freePort();
@@ -72,10 +71,8 @@ final class KafkaBroker implements AutoCloseable {
         p.put("rlmm.config.remote.log.metadata.topic.replication.factor", "1");
         p.put("rlmm.config.remote.log.metadata.topic.num.partitions", "3");
         p.put("remote.log.manager.task.interval.ms", "500");
-        p.put("rsm.config.store.url", "file://" + store);
         p.put("rsm.config.chunk.size", "262144");
-        p.put("rsm.config.fs.fsync", "false");
-        p.putAll(extra);
+        p.putAll(store.brokerSettings());
         StringBuilder text = new StringBuilder();
         p.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
         properties = work.resolve("server.properties");

@@ -1,0 +1,196 @@
+package io.rsm.kafka;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * The remote store a test broker tiers to: the plugin's {@code rsm.config.*} settings for it, and a view of the
+ * keys it holds that does not go through our SDK (a directory walk, or S3's ListObjectsV2 over plain HTTP), so
+ * the end-to-end test sees what really landed in the store.
+ */
+abstract class TestStore {
+    /** A short name for reports ("filesystem", "s3"). */
+    abstract String name();
+
+    /** The broker's {@code rsm.config.*} lines for this store. */
+    abstract Map<String, String> brokerSettings();
+
+    /** The secret values among {@link #brokerSettings()}: none may show in the broker's log. */
+    List<String> secrets() {
+        return List.of();
+    }
+
+    /**
+     * The keys under {@code prefix} (relative to the store's root, e.g. {@code topic-id/0/}), relative to
+     * that root. A store that cannot be read right now gives what it could read; the callers poll.
+     */
+    abstract List<String> keysUnder(String prefix);
+
+    /** The filesystem store under {@code root}. */
+    static TestStore filesystem(Path root) {
+        return new Filesystem(root);
+    }
+
+    /**
+     * An S3 store on the server named by the system properties {@code rsm.s3.endpoint}, {@code rsm.s3.bucket},
+     * {@code rsm.s3.region}, {@code rsm.s3.access.key} and {@code rsm.s3.secret.key} (tools/java-tests.sh
+     * passes moto's), under a fresh prefix. Null when no endpoint is given.
+     */
+    static TestStore s3FromSystemProperties() {
+        String endpoint = System.getProperty("rsm.s3.endpoint", "").trim();
+        if (endpoint.isEmpty()) {
+            return null;
+        }
+        String prefix = "e2e-" + UUID.randomUUID().toString().substring(0, 8) + "/";
+        return new S3(endpoint, required("rsm.s3.bucket"), prefix, required("rsm.s3.region"),
+                required("rsm.s3.access.key"), required("rsm.s3.secret.key"));
+    }
+
+    private static String required(String property) {
+        String v = System.getProperty(property, "").trim();
+        if (v.isEmpty()) {
+            throw new IllegalStateException("system property " + property + " is not set");
+        }
+        return v;
+    }
+
+    @Override
+    public String toString() {
+        return name();
+    }
+
+    private static final class Filesystem extends TestStore {
+        private final Path root;
+
+        Filesystem(Path root) {
+            this.root = root;
+        }
+
+        @Override
+        String name() {
+            return "filesystem";
+        }
+
+        @Override
+        Map<String, String> brokerSettings() {
+            Map<String, String> p = new TreeMap<>();
+            p.put("rsm.config.store.url", "file://" + root);
+            p.put("rsm.config.fs.fsync", "false");
+            return p;
+        }
+
+        @Override
+        List<String> keysUnder(String prefix) {
+            List<String> out = new ArrayList<>();
+            Path dir = root.resolve(prefix);
+            if (!Files.isDirectory(dir)) {
+                return out;
+            }
+            try (Stream<Path> files = Files.walk(dir)) {
+                files.filter(Files::isRegularFile).forEach(f -> out.add(root.relativize(f).toString()));
+            } catch (IOException | RuntimeException e) {
+                // The directory changes under us; the next look sees it.
+            }
+            return out;
+        }
+    }
+
+    /** S3 through unsigned ListObjectsV2 requests: moto does not check signatures. */
+    private static final class S3 extends TestStore {
+        private static final Pattern KEY = Pattern.compile("<Key>([^<]*)</Key>");
+        private static final Pattern NEXT = Pattern.compile("<NextContinuationToken>([^<]*)</NextContinuationToken>");
+        private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        private final String endpoint;
+        private final String bucket;
+        private final String prefix;
+        private final String region;
+        private final String accessKey;
+        private final String secretKey;
+
+        S3(String endpoint, String bucket, String prefix, String region, String accessKey, String secretKey) {
+            this.endpoint = endpoint.replaceAll("/+$", "");
+            this.bucket = bucket;
+            this.prefix = prefix;
+            this.region = region;
+            this.accessKey = accessKey;
+            this.secretKey = secretKey;
+        }
+
+        @Override
+        String name() {
+            return "s3";
+        }
+
+        @Override
+        Map<String, String> brokerSettings() {
+            Map<String, String> p = new TreeMap<>();
+            p.put("rsm.config.store.url", "s3://" + bucket + "/" + prefix);
+            p.put("rsm.config.s3.endpoint.url", endpoint);
+            p.put("rsm.config.s3.region", region);
+            p.put("rsm.config.aws.access.key.id", accessKey);
+            p.put("rsm.config.aws.secret.access.key", secretKey);
+            return p;
+        }
+
+        @Override
+        List<String> secrets() {
+            return List.of(secretKey);
+        }
+
+        @Override
+        List<String> keysUnder(String relative) {
+            List<String> out = new ArrayList<>();
+            String token = null;
+            try {
+                do {
+                    String query = "list-type=2&prefix=" + encode(prefix + relative)
+                            + (token == null ? "" : "&continuation-token=" + encode(token));
+                    HttpRequest request = HttpRequest.newBuilder(URI.create(endpoint + "/" + bucket + "?" + query))
+                            .timeout(Duration.ofSeconds(10)).GET().build();
+                    HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
+                    if (response.statusCode() != 200) {
+                        throw new IllegalStateException("ListObjectsV2 " + request.uri() + ": HTTP "
+                                + response.statusCode() + " " + response.body());
+                    }
+                    Matcher keys = KEY.matcher(response.body());
+                    while (keys.find()) {
+                        out.add(unescape(keys.group(1)).substring(prefix.length()));
+                    }
+                    Matcher next = NEXT.matcher(response.body());
+                    token = next.find() ? unescape(next.group(1)) : null;
+                } while (token != null);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot list s3://" + bucket + "/" + prefix + relative, e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+            return out;
+        }
+
+        private static String encode(String s) {
+            return URLEncoder.encode(s, StandardCharsets.UTF_8);
+        }
+
+        private static String unescape(String xml) {
+            return xml.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'")
+                    .replace("&amp;", "&");
+        }
+    }
+}
