@@ -5,13 +5,15 @@ import java.io.InputStream;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.Objects;
+import java.util.function.LongConsumer;
 
 /**
  * An {@link InputStream} over a native stream handle: each read copies, into the caller's array, at most what
  * the native stream already holds (a short read is normal), {@code -1} at the end. {@link #close()} frees the
  * native buffers and stops the read at once; if the broker drops the stream without closing it, a
  * {@link Cleaner} does the same once the stream is unreachable. Not safe for concurrent use by several
- * threads (no {@code InputStream} is); a close from another thread is safe.
+ * threads (no {@code InputStream} is); a close from another thread is safe. The bytes each read returns are
+ * passed to the optional metrics callback (skipped bytes are not read, so not counted).
  */
 final class NativeInputStream extends InputStream {
     private static final Cleaner CLEANER = Cleaner.create(r -> {
@@ -23,6 +25,7 @@ final class NativeInputStream extends InputStream {
     private final long handle;
     private final String what;
     private final Cleaner.Cleanable cleanable;
+    private final LongConsumer bytesRead;
     private final byte[] one = new byte[1];
     private volatile boolean closed;
 
@@ -44,9 +47,11 @@ final class NativeInputStream extends InputStream {
         }
     }
 
-    NativeInputStream(long handle, String what) {
+    /** @param bytesRead told the number of bytes of every read that returns some; may be {@code null} */
+    NativeInputStream(long handle, String what, LongConsumer bytesRead) {
         this.handle = handle;
         this.what = what;
+        this.bytesRead = bytesRead;
         this.cleanable = CLEANER.register(this, new Release(handle));
     }
 
@@ -74,14 +79,19 @@ final class NativeInputStream extends InputStream {
         if (len == 0) {
             return 0;
         }
+        int n;
         try {
-            return NativeBridge.read(handle, b, off, len);
+            n = NativeBridge.read(handle, b, off, len);
         } catch (NativeStorageException e) {
             throw failure(e);
         } finally {
             // The Cleaner must not free the handle while a call on it runs.
             Reference.reachabilityFence(this);
         }
+        if (n > 0 && bytesRead != null) {
+            bytesRead.accept(n);
+        }
+        return n;
     }
 
     @Override

@@ -1,8 +1,10 @@
 package io.rsm.kafka;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Constructor;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,6 +12,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import io.rsm.kafka.PluginMetricsRecorder.Operation;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.types.Password;
@@ -35,6 +38,10 @@ import org.slf4j.LoggerFactory;
  * {@code RemoteStorageException} before), and everything else, a panic in the native code and an
  * {@link OutOfMemoryError} included, as a {@code RemoteStorageException} with the cause attached. No
  * {@link Error} escapes a storage call.
+ *
+ * <p>Metrics (calls, failures, bytes and latency per operation, see {@link PluginMetricsRecorder}) go to a
+ * registry of the plugin's own, reported over JMX; {@code MonitorableRustRemoteStorageManager}, for brokers
+ * 4.1 and later, hands them to the broker's registry instead (KIP-877).
  */
 public class RustRemoteStorageManager implements RemoteStorageManager {
     /** The setting (under {@code rsm.config.}) that names the store. */
@@ -47,6 +54,12 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
 
     private volatile long store;
     private volatile String description = "unconfigured";
+    /** Where the metrics go; {@code null} until configured and after close. Changed under {@code this}. */
+    private volatile PluginMetricsRecorder metrics;
+    /** The broker's registry, once handed over (KIP-877); used from then on instead of the plugin's own. */
+    private PluginMetricsRecorder.SensorRegistry brokerRegistry;
+    /** The broker's {@code broker.id} setting: a tag of the plugin's own metrics. */
+    private Object brokerId;
 
     /** Kafka instantiates the plugin by reflection and then calls {@link #configure}. */
     public RustRemoteStorageManager() {}
@@ -56,7 +69,7 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
      * plus {@code broker.id}. Unknown or malformed settings throw a {@link ConfigException} naming the key.
      */
     @Override
-    public void configure(Map<String, ?> configs) {
+    public synchronized void configure(Map<String, ?> configs) {
         Objects.requireNonNull(configs, "configs");
         try {
             NativeBridge.ensureLoaded();
@@ -90,8 +103,45 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         if (previous != 0) {
             NativeBridge.closeStore(previous);
         }
-        log.info("rsm plugin configured: store {} for broker {} ({} settings)", description,
-                configs.get("broker.id"), keys.size());
+        brokerId = configs.get("broker.id");
+        if (metrics == null) {
+            metrics = newRecorder();
+        }
+        log.info("rsm plugin configured: store {} for broker {} ({} settings), metrics in {}", description,
+                brokerId, keys.size(), metrics);
+    }
+
+    /** In the broker's registry if it handed one over and it still takes sensors; else the plugin's own. */
+    private PluginMetricsRecorder newRecorder() {
+        if (brokerRegistry != null) {
+            try {
+                return new PluginMetricsRecorder(brokerRegistry, "the broker's metrics (KIP-877)");
+            } catch (RuntimeException e) {
+                log.warn("rsm plugin: the broker's metrics registry refused the plugin's metrics, which go to its"
+                        + " own JMX registry instead: {}", e.toString());
+            }
+        }
+        return PluginMetricsRecorder.ownJmx(brokerId);
+    }
+
+    /**
+     * Moves the metrics to the broker's registry ({@code MonitorableRustRemoteStorageManager} calls this from
+     * {@code withPluginMetrics}, which Kafka calls right after {@link #configure}). The plugin's own registry,
+     * if any, is closed: its MBeans go.
+     */
+    synchronized void useBrokerMetrics(PluginMetricsRecorder.SensorRegistry registry) {
+        brokerRegistry = Objects.requireNonNull(registry, "registry");
+        PluginMetricsRecorder old = metrics;
+        if (old != null) {
+            metrics = newRecorder();
+            old.close();
+            log.info("rsm plugin: metrics in {}", metrics);
+        }
+    }
+
+    /** Where the metrics go now (tests). */
+    PluginMetricsRecorder metrics() {
+        return metrics;
     }
 
     private long store() throws RemoteStorageException {
@@ -106,16 +156,44 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
     public Optional<CustomMetadata> copyLogSegmentData(RemoteLogSegmentMetadata metadata, LogSegmentData data)
             throws RemoteStorageException {
         String what = "copy of segment " + metadata.remoteLogSegmentId();
+        long start = System.nanoTime();
+        PluginMetricsRecorder m = metrics;
+        boolean ok = false;
         try {
+            byte[] epochs = bytes(data.leaderEpochIndex());
             byte[] custom = NativeBridge.copy(store(), MetadataCodec.encode(metadata),
                     data.logSegment().toString(), data.offsetIndex().toString(), data.timeIndex().toString(),
                     data.transactionIndex().map(Path::toString).orElse(null),
-                    data.producerSnapshotIndex().toString(), bytes(data.leaderEpochIndex()));
+                    data.producerSnapshotIndex().toString(), epochs);
+            ok = true;
+            if (m != null) {
+                m.bytes(Operation.COPY_SEGMENT, uploadedBytes(data, epochs.length));
+            }
             return custom == null ? Optional.empty() : Optional.of(new CustomMetadata(custom));
         } catch (Throwable t) {
             // A local file the broker handed over that is missing is a failed copy, not a missing resource.
             throw toRemoteStorageException(t, what, false);
+        } finally {
+            if (m != null) {
+                m.call(Operation.COPY_SEGMENT, start, ok);
+            }
         }
+    }
+
+    /** The bytes a copy uploaded: the segment's files and the leader-epoch checkpoint. */
+    private static long uploadedBytes(LogSegmentData data, int epochBytes) {
+        long n = epochBytes;
+        List<Path> files = new ArrayList<>(List.of(data.logSegment(), data.offsetIndex(), data.timeIndex(),
+                data.producerSnapshotIndex()));
+        data.transactionIndex().ifPresent(files::add);
+        for (Path p : files) {
+            try {
+                n += Files.size(p);
+            } catch (IOException | RuntimeException e) {
+                // Gone since the copy read it (the broker's retention); the metric misses it.
+            }
+        }
+        return n;
     }
 
     @Override
@@ -135,11 +213,20 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
 
     private InputStream fetch(RemoteLogSegmentMetadata metadata, int start, int end) throws RemoteStorageException {
         String what = "segment " + metadata.remoteLogSegmentId() + " from position " + start;
+        long t0 = System.nanoTime();
+        PluginMetricsRecorder m = metrics;
+        boolean ok = false;
         try {
             long h = NativeBridge.fetchSegment(store(), MetadataCodec.encode(metadata), start, end);
-            return new NativeInputStream(h, what);
+            InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_SEGMENT));
+            ok = true;
+            return in;
         } catch (Throwable t) {
             throw toRemoteStorageException(t, what);
+        } finally {
+            if (m != null) {
+                m.call(Operation.FETCH_SEGMENT, t0, ok);
+            }
         }
     }
 
@@ -147,11 +234,20 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
     public InputStream fetchIndex(RemoteLogSegmentMetadata metadata, IndexType indexType)
             throws RemoteStorageException {
         String what = indexType + " index of segment " + metadata.remoteLogSegmentId();
+        long start = System.nanoTime();
+        PluginMetricsRecorder m = metrics;
+        boolean ok = false;
         try {
             long h = NativeBridge.fetchIndex(store(), MetadataCodec.encode(metadata), indexCode(indexType));
-            return new NativeInputStream(h, what);
+            InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_INDEX));
+            ok = true;
+            return in;
         } catch (Throwable t) {
             throw toRemoteStorageException(t, what);
+        } finally {
+            if (m != null) {
+                m.call(Operation.FETCH_INDEX, start, ok);
+            }
         }
     }
 
@@ -169,18 +265,34 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
 
     @Override
     public void deleteLogSegmentData(RemoteLogSegmentMetadata metadata) throws RemoteStorageException {
+        long start = System.nanoTime();
+        PluginMetricsRecorder m = metrics;
+        boolean ok = false;
         try {
             NativeBridge.delete(store(), MetadataCodec.encode(metadata));
+            ok = true;
         } catch (Throwable t) {
             throw toRemoteStorageException(t, "delete of segment " + metadata.remoteLogSegmentId());
+        } finally {
+            if (m != null) {
+                m.call(Operation.DELETE_SEGMENT, start, ok);
+            }
         }
     }
 
-    /** Releases the store; streams already open stay readable until closed. Closing twice is harmless. */
+    /**
+     * Releases the store and removes the metrics (the plugin's own MBeans go); streams already open stay
+     * readable until closed. Closing twice is harmless.
+     */
     @Override
-    public void close() {
+    public synchronized void close() {
         long s = store;
         store = 0;
+        PluginMetricsRecorder m = metrics;
+        metrics = null;
+        if (m != null) {
+            m.close();
+        }
         if (s != 0) {
             NativeBridge.closeStore(s);
             log.info("rsm plugin closed: store {}", description);

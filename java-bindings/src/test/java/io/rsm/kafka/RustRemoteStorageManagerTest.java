@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,10 +19,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import javax.management.ObjectName;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
@@ -75,11 +78,13 @@ class RustRemoteStorageManagerTest {
     }
 
     @AfterEach
-    void closeAndCheckLeaks() {
+    void closeAndCheckLeaks() throws Exception {
         rsm.close();
         rsm.close();
         assertEquals(0, NativeBridge.liveHandles(0), "stores left open");
         assertEquals(0, NativeBridge.liveHandles(1), "native streams left open");
+        assertEquals(Set.of(), ManagementFactory.getPlatformMBeanServer()
+                .queryNames(new ObjectName("io.rsm.kafka:*"), null), "metrics MBeans left registered");
     }
 
     static byte[] readAll(InputStream in) throws IOException {

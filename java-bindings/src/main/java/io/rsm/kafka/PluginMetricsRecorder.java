@@ -1,0 +1,255 @@
+package io.rsm.kafka;
+
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
+import javax.management.MBeanServer;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.JmxReporter;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.common.metrics.stats.Avg;
+import org.apache.kafka.common.metrics.stats.CumulativeCount;
+import org.apache.kafka.common.metrics.stats.Max;
+import org.apache.kafka.common.metrics.stats.Meter;
+import org.apache.kafka.common.metrics.stats.Rate;
+import org.apache.kafka.common.metrics.stats.WindowedCount;
+import org.apache.kafka.common.utils.Time;
+
+/**
+ * The plugin's metrics, per operation (tag {@code operation}): calls, failed calls, bytes and call latency,
+ * recorded with Kafka's own {@code org.apache.kafka.common.metrics} (in the 4.0 API).
+ *
+ * <p>They go either to the broker's registry, through KIP-877's {@code PluginMetrics} (see
+ * {@code MonitorableRustRemoteStorageManager}), or to a registry of the plugin's own with a {@link JmxReporter}
+ * (JMX domain {@value #JMX_DOMAIN}), which {@link #close()} closes, unregistering its MBeans.
+ */
+final class PluginMetricsRecorder implements AutoCloseable {
+    /** The metric group of the plugin's own registry (the broker's {@code PluginMetrics} has its own). */
+    static final String GROUP = "remote-storage-manager-metrics";
+    /** The JMX domain of the plugin's own registry. */
+    static final String JMX_DOMAIN = "io.rsm.kafka";
+
+    private static final AtomicLong INSTANCES = new AtomicLong();
+
+    /** The operations measured; {@link #tag} is the value of the {@code operation} tag. */
+    enum Operation {
+        COPY_SEGMENT("copy-segment", "segment copies", "bytes of the segment files uploaded"),
+        FETCH_SEGMENT("fetch-segment", "segment fetches", "bytes of segments read through the returned streams"),
+        FETCH_INDEX("fetch-index", "index fetches", "bytes of indexes read through the returned streams"),
+        DELETE_SEGMENT("delete-segment", "segment deletes", null);
+
+        final String tag;
+        final String calls;
+        /** What the byte metrics count; {@code null}: the operation has none. */
+        final String bytes;
+
+        Operation(String tag, String calls, String bytes) {
+            this.tag = tag;
+            this.calls = calls;
+            this.bytes = bytes;
+        }
+    }
+
+    /**
+     * Where sensors are registered: the broker's {@code PluginMetrics} or the plugin's own {@link Metrics}.
+     * The same shape as {@code PluginMetrics}, which does not exist in the 4.0 API.
+     */
+    interface SensorRegistry {
+        MetricName metricName(String name, String description, LinkedHashMap<String, String> tags);
+
+        Sensor addSensor(String name);
+
+        void removeSensor(String name);
+
+        /** Called once the recorder has removed its sensors. */
+        default void close() {}
+    }
+
+    private static final class Sensors {
+        final Sensor calls;
+        final Sensor errors;
+        final Sensor bytes;
+
+        Sensors(Sensor calls, Sensor errors, Sensor bytes) {
+            this.calls = calls;
+            this.errors = errors;
+            this.bytes = bytes;
+        }
+    }
+
+    private final SensorRegistry registry;
+    private final String description;
+    private final Map<Operation, Sensors> sensors = new EnumMap<>(Operation.class);
+    private final List<String> sensorNames = new ArrayList<>();
+    private boolean closed;
+
+    PluginMetricsRecorder(SensorRegistry registry, String description) {
+        this.registry = registry;
+        this.description = description;
+        // Sensor names are global in a registry: unique per recorder, so that two never share one.
+        String prefix = "io.rsm.kafka." + INSTANCES.incrementAndGet() + ".";
+        try {
+            for (Operation op : Operation.values()) {
+                LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+                tags.put("operation", op.tag);
+                Sensor calls = sensor(prefix + op.tag + ".calls");
+                calls.add(registry.metricName("request-rate", "The number of " + op.calls + " per second", tags),
+                        new Rate(TimeUnit.SECONDS, new WindowedCount()));
+                calls.add(registry.metricName("request-total", "The total number of " + op.calls
+                        + ", failed ones included", tags), new CumulativeCount());
+                calls.add(registry.metricName("request-latency-avg", "The average time of " + op.calls
+                        + " in ms (of the call; a fetch's stream is read afterwards)", tags), new Avg());
+                calls.add(registry.metricName("request-latency-max", "The longest time of " + op.calls
+                        + " in ms (of the call; a fetch's stream is read afterwards)", tags), new Max());
+                Sensor errors = sensor(prefix + op.tag + ".errors");
+                errors.add(registry.metricName("error-rate", "The number of failed " + op.calls + " per second",
+                        tags), new Rate(TimeUnit.SECONDS, new WindowedCount()));
+                errors.add(registry.metricName("error-total", "The total number of failed " + op.calls, tags),
+                        new CumulativeCount());
+                Sensor bytes = null;
+                if (op.bytes != null) {
+                    bytes = sensor(prefix + op.tag + ".bytes");
+                    bytes.add(new Meter(TimeUnit.SECONDS,
+                            registry.metricName("byte-rate", "The " + op.bytes + " per second", tags),
+                            registry.metricName("byte-total", "The total " + op.bytes, tags)));
+                }
+                sensors.put(op, new Sensors(calls, errors, bytes));
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private Sensor sensor(String name) {
+        Sensor s = registry.addSensor(name);
+        sensorNames.add(name);
+        return s;
+    }
+
+    /**
+     * The plugin's own registry, reported over JMX as
+     * {@code io.rsm.kafka:type=remote-storage-manager-metrics,broker-id=<id>,operation=<operation>}. Another
+     * recorder of the same broker id in this JVM (tests; a broker has one plugin instance) adds
+     * {@code instance=<n>}, so that neither replaces, nor on close unregisters, the other's MBeans.
+     */
+    static PluginMetricsRecorder ownJmx(Object brokerId) {
+        LinkedHashMap<String, String> base = new LinkedHashMap<>();
+        if (brokerId != null) {
+            base.put("broker-id", String.valueOf(brokerId));
+        }
+        MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        LinkedHashMap<String, String> tags = new LinkedHashMap<>(base);
+        for (int n = 2; server.isRegistered(objectName(tags, Operation.COPY_SEGMENT)); n++) {
+            tags = new LinkedHashMap<>(base);
+            tags.put("instance", Integer.toString(n));
+        }
+        // Over JMX only the plugin's metrics, not the registry's own count of them.
+        JmxReporter jmx = new JmxReporter();
+        jmx.configure(Map.of(JmxReporter.EXCLUDE_CONFIG, ".*:type=kafka-metrics-count(,.*)?"));
+        Metrics metrics = new Metrics(new MetricConfig().tags(tags), List.of(jmx), Time.SYSTEM,
+                new KafkaMetricsContext(JMX_DOMAIN));
+        SensorRegistry registry = new SensorRegistry() {
+            @Override
+            public MetricName metricName(String name, String description, LinkedHashMap<String, String> t) {
+                return metrics.metricName(name, GROUP, description, t);
+            }
+
+            @Override
+            public Sensor addSensor(String name) {
+                return metrics.sensor(name);
+            }
+
+            @Override
+            public void removeSensor(String name) {
+                metrics.removeSensor(name);
+            }
+
+            @Override
+            public void close() {
+                metrics.close();
+            }
+        };
+        return new PluginMetricsRecorder(registry, "JMX " + jmxPrefix(tags) + ",operation=*");
+    }
+
+    private static String jmxPrefix(Map<String, String> tags) {
+        StringBuilder b = new StringBuilder(JMX_DOMAIN).append(":type=").append(GROUP);
+        for (Map.Entry<String, String> e : tags.entrySet()) {
+            b.append(',').append(e.getKey()).append('=').append(jmxValue(e.getValue()));
+        }
+        return b.toString();
+    }
+
+    /** A tag value as JmxReporter writes it: as is if plain, else quoted (Kafka's Sanitizer, internal). */
+    private static String jmxValue(String v) {
+        return v.matches("[\\w-%\\. \t]*") ? v : ObjectName.quote(v);
+    }
+
+    /** The object name the plugin's own registry gives an operation's MBean. */
+    static ObjectName objectName(Map<String, String> tags, Operation op) {
+        String name = jmxPrefix(tags) + ",operation=" + op.tag;
+        try {
+            return new ObjectName(name);
+        } catch (MalformedObjectNameException e) {
+            throw new IllegalArgumentException(name, e);
+        }
+    }
+
+    /** Records one call: its latency from {@code startNanos}, and a failure unless {@code ok}. */
+    void call(Operation op, long startNanos, boolean ok) {
+        Sensors s = sensors.get(op);
+        s.calls.record((System.nanoTime() - startNanos) / 1e6);
+        if (!ok) {
+            s.errors.record(1);
+        }
+    }
+
+    void bytes(Operation op, long n) {
+        if (n > 0) {
+            sensors.get(op).bytes.record(n);
+        }
+    }
+
+    /** Counts the bytes read from a fetch's stream. */
+    LongConsumer bytesOf(Operation op) {
+        Sensor s = sensors.get(op).bytes;
+        return n -> s.record(n);
+    }
+
+    /** Removes the sensors and their metrics; closing twice is harmless. */
+    @Override
+    public void close() {
+        synchronized (sensorNames) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            for (String name : sensorNames) {
+                try {
+                    registry.removeSensor(name);
+                } catch (RuntimeException e) {
+                    // The broker closed its PluginMetrics first: the metrics are gone already.
+                }
+            }
+            sensorNames.clear();
+            registry.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return description;
+    }
+}

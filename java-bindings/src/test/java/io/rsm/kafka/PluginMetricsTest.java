@@ -1,0 +1,332 @@
+package io.rsm.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.reflect.Method;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import javax.management.MBeanAttributeInfo;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.server.log.remote.storage.LogSegmentData;
+import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
+import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
+import org.apache.kafka.server.log.remote.storage.RemoteStorageManager.IndexType;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The plugin's metrics: exact counts, failures and bytes after a known set of calls, over JMX (the plugin's own
+ * registry) and, on a 4.1+ API, in the broker's registry through {@code Monitorable}.
+ */
+class PluginMetricsTest {
+    static final TopicIdPartition TP = new TopicIdPartition(Uuid.randomUuid(), new TopicPartition("metrics", 0));
+    static final MBeanServer JMX = ManagementFactory.getPlatformMBeanServer();
+    static final String[] OPERATIONS = {"copy-segment", "fetch-segment", "fetch-index", "delete-segment"};
+
+    @TempDir
+    static Path segmentsDir;
+    static TestSegments.Segment plain;
+    static TestSegments.Segment withTxn;
+
+    @TempDir
+    Path storeDir;
+
+    @BeforeAll
+    static void writeSegments() throws IOException {
+        plain = TestSegments.write(segmentsDir, 0, 20, 10, 200, false, 3);
+        withTxn = TestSegments.write(segmentsDir, plain.lastOffset + 1, 20, 10, 200, true, 4);
+    }
+
+    Map<String, Object> settings(int brokerId) {
+        Map<String, Object> s = new HashMap<>();
+        s.put("store.url", "file://" + storeDir.resolve("store"));
+        s.put("chunk.size", "65536");
+        s.put("fs.fsync", "false");
+        s.put("broker.id", brokerId);
+        return s;
+    }
+
+    @AfterEach
+    void nothingLeaks() throws Exception {
+        assertEquals(Set.of(), JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null), "MBeans left registered");
+        assertEquals(0, NativeBridge.liveHandles(0), "stores left open");
+        assertEquals(0, NativeBridge.liveHandles(1), "native streams left open");
+    }
+
+    /** The bytes a copy of the segment uploads: its files and the leader-epoch checkpoint, as written. */
+    static long uploadSize(TestSegments.Segment s) throws IOException {
+        long n = Files.size(s.log) + Files.size(s.offsetIndex) + Files.size(s.timeIndex) + Files.size(s.snapshot)
+                + s.leaderEpochs.length;
+        return s.txnIndex.isPresent() ? n + Files.size(s.txnIndex.get()) : n;
+    }
+
+    /** Reads exactly {@code n} bytes (in reads of at most 100) and closes. */
+    static byte[] readExactly(InputStream in, int n) throws IOException {
+        try (in) {
+            byte[] out = new byte[n];
+            int got = 0;
+            while (got < n) {
+                int r = in.read(out, got, Math.min(100, n - got));
+                assertTrue(r > 0, "short stream");
+                got += r;
+            }
+            return out;
+        }
+    }
+
+    /** What the test did, counted by the test: the expected value of each metric, per operation. */
+    static final class Expected {
+        final Map<String, long[]> byOp = new LinkedHashMap<>(); // {requests, errors, bytes}
+
+        Expected() {
+            for (String op : OPERATIONS) {
+                byOp.put(op, new long[3]);
+            }
+        }
+
+        void call(String op, boolean ok, long bytes) {
+            long[] v = byOp.get(op);
+            v[0]++;
+            v[1] += ok ? 0 : 1;
+            v[2] += bytes;
+        }
+    }
+
+    /**
+     * Copies two segments and fails a third copy; reads parts of a segment and an index, fails fetches of a
+     * missing segment and a missing index; deletes twice.
+     */
+    static Expected exercise(RustRemoteStorageManager rsm) throws Exception {
+        Expected e = new Expected();
+        RemoteLogSegmentMetadata a = plain.metadata(TP);
+        RemoteLogSegmentMetadata b = withTxn.metadata(TP);
+        rsm.copyLogSegmentData(a, plain.data());
+        e.call("copy-segment", true, uploadSize(plain));
+        rsm.copyLogSegmentData(b, withTxn.data());
+        e.call("copy-segment", true, uploadSize(withTxn));
+        LogSegmentData gone = new LogSegmentData(segmentsDir.resolve("missing.log"), plain.offsetIndex,
+                plain.timeIndex, plain.txnIndex, plain.snapshot, ByteBuffer.wrap(plain.leaderEpochs));
+        assertThrows(RemoteStorageException.class, () -> rsm.copyLogSegmentData(plain.metadata(TP), gone));
+        e.call("copy-segment", false, 0);
+
+        byte[] log = Files.readAllBytes(plain.log);
+        // 1000 bytes of a stream from the start, then closed early.
+        assertTrue(Arrays.equals(Arrays.copyOf(log, 1000), readExactly(rsm.fetchLogSegment(a, 0), 1000)));
+        e.call("fetch-segment", true, 1000);
+        // A range read to its end: 300 bytes, one of them by read(); a skip reads nothing.
+        try (InputStream in = rsm.fetchLogSegment(b, 100, 399)) {
+            assertTrue(in.read() >= 0);
+            assertEquals(50, in.skip(50));
+            assertEquals(249, in.readAllBytes().length);
+        }
+        e.call("fetch-segment", true, 1 + 249);
+        // A stream opened and closed unread.
+        rsm.fetchLogSegment(a, 0).close();
+        e.call("fetch-segment", true, 0);
+        assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchLogSegment(withTxn.metadata(TP), 0));
+        e.call("fetch-segment", false, 0);
+
+        int offsetIndexSize = (int) Files.size(plain.offsetIndex);
+        assertEquals(offsetIndexSize, readExactly(rsm.fetchIndex(a, IndexType.OFFSET), offsetIndexSize).length);
+        e.call("fetch-index", true, offsetIndexSize);
+        assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchIndex(a, IndexType.TRANSACTION));
+        e.call("fetch-index", false, 0);
+
+        rsm.deleteLogSegmentData(a);
+        e.call("delete-segment", true, 0);
+        rsm.deleteLogSegmentData(b);
+        e.call("delete-segment", true, 0);
+        return e;
+    }
+
+    static ObjectName mbean(String tags, String op) throws Exception {
+        return new ObjectName("io.rsm.kafka:type=remote-storage-manager-metrics," + tags + ",operation=" + op);
+    }
+
+    static double jmx(ObjectName name, String attribute) throws Exception {
+        return (Double) JMX.getAttribute(name, attribute);
+    }
+
+    static void assertJmx(Expected e, String tags) throws Exception {
+        for (Map.Entry<String, long[]> x : e.byOp.entrySet()) {
+            String op = x.getKey();
+            ObjectName name = mbean(tags, op);
+            long[] v = x.getValue();
+            assertEquals(v[0], jmx(name, "request-total"), op + " request-total");
+            assertEquals(v[1], jmx(name, "error-total"), op + " error-total");
+            double avg = jmx(name, "request-latency-avg");
+            double max = jmx(name, "request-latency-max");
+            if (v[0] == 0) {
+                // Kafka's Avg and Max of no samples.
+                assertTrue(Double.isNaN(avg) && Double.isNaN(max), op + " latency avg " + avg + ", max " + max);
+                assertEquals(0.0, jmx(name, "request-rate"), op + " request-rate");
+            } else {
+                assertTrue(avg >= 0 && max >= avg, op + " latency avg " + avg + ", max " + max);
+                assertTrue(jmx(name, "request-rate") > 0, op + " request-rate");
+            }
+            assertEquals(v[1] > 0, jmx(name, "error-rate") > 0, op + " error-rate");
+            Set<String> attributes = Arrays.stream(JMX.getMBeanInfo(name).getAttributes())
+                    .map(MBeanAttributeInfo::getName).collect(Collectors.toCollection(TreeSet::new));
+            Set<String> expected = new TreeSet<>(List.of("request-rate", "request-total", "request-latency-avg",
+                    "request-latency-max", "error-rate", "error-total"));
+            if (!op.equals("delete-segment")) {
+                expected.addAll(List.of("byte-rate", "byte-total"));
+                assertEquals(v[2], jmx(name, "byte-total"), op + " byte-total");
+            }
+            assertEquals(expected, attributes, op);
+            for (MBeanAttributeInfo a : JMX.getMBeanInfo(name).getAttributes()) {
+                assertFalse(a.getDescription() == null || a.getDescription().isEmpty(), a.getName());
+            }
+        }
+    }
+
+    @Test
+    void overJmxTheCountsFailuresAndBytesOfEveryOperation() throws Exception {
+        RustRemoteStorageManager rsm = new RustRemoteStorageManager();
+        rsm.configure(settings(42));
+        try {
+            Set<ObjectName> expected = new TreeSet<>();
+            for (String op : OPERATIONS) {
+                expected.add(mbean("broker-id=42", op));
+            }
+            assertEquals(expected, new TreeSet<>(JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null)),
+                    "one MBean per operation, nothing else");
+            Expected e = exercise(rsm);
+            assertJmx(e, "broker-id=42");
+            assertEquals(e.byOp.get("copy-segment")[2], uploadSize(plain) + uploadSize(withTxn));
+        } finally {
+            rsm.close();
+        }
+        assertEquals(Set.of(), JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null), "close unregisters");
+    }
+
+    @Test
+    void twoInstancesOfOneBrokerIdKeepTheirOwnMBeans() throws Exception {
+        RustRemoteStorageManager first = new RustRemoteStorageManager();
+        RustRemoteStorageManager second = new RustRemoteStorageManager();
+        first.configure(settings(42));
+        try {
+            second.configure(settings(42));
+            Expected e = new Expected();
+            second.copyLogSegmentData(plain.metadata(TP), plain.data());
+            e.call("copy-segment", true, uploadSize(plain));
+            assertJmx(new Expected(), "broker-id=42");
+            assertJmx(e, "broker-id=42,instance=2");
+            first.close();
+            assertFalse(JMX.isRegistered(mbean("broker-id=42", "copy-segment")));
+            assertJmx(e, "broker-id=42,instance=2");
+            // Configured again, it takes the free name again: close and reopen do not leak names.
+            first.configure(settings(42));
+            assertJmx(new Expected(), "broker-id=42");
+        } finally {
+            first.close();
+            second.close();
+        }
+    }
+
+    @Test
+    void streamsReadAfterCloseAndCallsBeforeConfigureAreNotRecordedAnywhere() throws Exception {
+        RustRemoteStorageManager rsm = new RustRemoteStorageManager();
+        assertThrows(RemoteStorageException.class, () -> rsm.fetchLogSegment(plain.metadata(TP), 0));
+        assertEquals(null, rsm.metrics());
+        rsm.configure(settings(44));
+        RemoteLogSegmentMetadata md = plain.metadata(TP);
+        rsm.copyLogSegmentData(md, plain.data());
+        InputStream in = rsm.fetchLogSegment(md, 0);
+        rsm.close();
+        assertEquals(plain.size(), in.readAllBytes().length, "a stream outlives its store and its metrics");
+        in.close();
+    }
+
+    /**
+     * On the 4.0 API the Monitorable class cannot even load (a 4.0 broker never can use it); on 4.1+ it hands
+     * every metric to the broker's registry (Kafka's own PluginMetricsImpl, as Plugin.wrapInstance makes it,
+     * after configure), and close removes them. Reflection, so that this compiles on the 4.0 API.
+     */
+    @Test
+    void monitorableHandsTheMetricsToTheBrokersRegistry() throws Exception {
+        String api = System.getProperty("kafka.api.version", "4.0.0");
+        String monitorable = "io.rsm.kafka.MonitorableRustRemoteStorageManager";
+        if (api.startsWith("4.0.")) {
+            assertThrows(ClassNotFoundException.class,
+                    () -> Class.forName("org.apache.kafka.common.metrics.Monitorable"));
+            assertThrows(NoClassDefFoundError.class, () -> Class.forName(monitorable));
+            return;
+        }
+        Class<?> pluginMetricsType = Class.forName("org.apache.kafka.common.metrics.PluginMetrics");
+        RustRemoteStorageManager rsm = (RustRemoteStorageManager) Class.forName(monitorable)
+                .getConstructor().newInstance();
+        assertTrue(Class.forName("org.apache.kafka.common.metrics.Monitorable").isInstance(rsm));
+        Map<String, String> pluginTags = new LinkedHashMap<>();
+        pluginTags.put("config", "remote.log.storage.manager.class.name");
+        pluginTags.put("class", rsm.getClass().getSimpleName());
+        try (Metrics registry = new Metrics()) {
+            Object pluginMetrics = Class.forName("org.apache.kafka.common.metrics.internals.PluginMetricsImpl")
+                    .getConstructor(Metrics.class, Map.class).newInstance(registry, pluginTags);
+            try {
+                // The broker configures, then hands the registry over: the plugin's own MBeans go.
+                rsm.configure(settings(45));
+                assertTrue(JMX.isRegistered(mbean("broker-id=45", "copy-segment")));
+                Method with = rsm.getClass().getMethod("withPluginMetrics", pluginMetricsType);
+                with.invoke(rsm, pluginMetrics);
+                assertEquals(Set.of(), JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null));
+
+                Expected e = exercise(rsm);
+                for (Map.Entry<String, long[]> x : e.byOp.entrySet()) {
+                    String op = x.getKey();
+                    long[] v = x.getValue();
+                    Map<String, String> tags = new LinkedHashMap<>(pluginTags);
+                    tags.put("operation", op);
+                    assertEquals((double) v[0], value(registry, "request-total", tags), op);
+                    assertEquals((double) v[1], value(registry, "error-total", tags), op);
+                    if (!op.equals("delete-segment")) {
+                        assertEquals((double) v[2], value(registry, "byte-total", tags), op);
+                    }
+                }
+                Set<String> names = pluginMetricNames(registry);
+                assertEquals(4 * 6 + 3 * 2, names.size(), names.toString());
+            } finally {
+                rsm.close();
+            }
+            assertEquals(Set.of(), pluginMetricNames(registry), "close removes the plugin's metrics");
+            assertEquals(Set.of(), JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null));
+            ((AutoCloseable) pluginMetrics).close();
+        }
+    }
+
+    static double value(Metrics registry, String name, Map<String, String> tags) {
+        KafkaMetric m = registry.metric(new MetricName(name, "plugins", "", tags));
+        assertTrue(m != null, "no metric " + name + " " + tags + " in " + pluginMetricNames(registry));
+        return (Double) m.metricValue();
+    }
+
+    static Set<String> pluginMetricNames(Metrics registry) {
+        return registry.metrics().keySet().stream().filter(n -> n.group().equals("plugins"))
+                .map(n -> n.name() + n.tags()).collect(Collectors.toCollection(TreeSet::new));
+    }
+}
