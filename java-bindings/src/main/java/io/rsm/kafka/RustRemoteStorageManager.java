@@ -243,7 +243,11 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
             ok = true;
             return in;
         } catch (Throwable t) {
-            throw toRemoteStorageException(t, what);
+            RemoteStorageException e = toRemoteStorageException(t, what);
+            // A segment without transactions has no transaction index: Kafka asks for it anyway and takes
+            // not-found as the answer, so that is no failure in the metrics.
+            ok = indexType == IndexType.TRANSACTION && e instanceof RemoteResourceNotFoundException;
+            throw e;
         } finally {
             if (m != null) {
                 m.call(Operation.FETCH_INDEX, start, ok);

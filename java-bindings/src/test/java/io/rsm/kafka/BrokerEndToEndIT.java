@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -21,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -121,7 +123,9 @@ class BrokerEndToEndIT {
                 + "tools/java-tests.sh starts moto and passes it)");
         summary.put("store", store.name());
         log("=== Kafka " + version + " on the " + store + " store: work dir " + work);
-        try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store)) {
+        // The S3 run installs the plugin as an operator may on 4.1+: on the broker's own class path, as the
+        // class that takes the broker's metrics registry (KIP-877).
+        try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store, s3)) {
             broker.format();
             long t = System.nanoTime();
             broker.start();
@@ -301,6 +305,7 @@ class BrokerEndToEndIT {
             long rlmmReady = count(broker.log(), RLMM_READY);
             long rlmmCaughtUp = count(broker.log(), RLMM_CAUGHT_UP);
             t = System.nanoTime();
+            long restartLine = broker.log().lines().count();
             broker.stop();
             broker.start();
             waitFor("remote log metadata manager ready after restart", 120,
@@ -361,6 +366,19 @@ class BrokerEndToEndIT {
             assertTrue(copied >= remoteSegments.size(), "copies in the broker log");
             assertTrue(served > 0, "serving in the broker log");
             assertTrue(deleted >= remoteSegments.size(), "deletes in the broker log");
+            // The log line of an operation comes just before its metrics are recorded: a background task of
+            // the broker may be between the two, so look again for a little while before failing.
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    pluginMetrics(broker, broker.log().lines().skip(restartLine).collect(Collectors.joining("\n")));
+                    break;
+                } catch (AssertionError e) {
+                    if (attempt == 10) {
+                        throw e;
+                    }
+                    sleep(500);
+                }
+            }
             // Kafka's own metadata manager (TopicBasedRemoteLogMetadataManager) needs a moment after a restart
             // to read its topic back; a remote read in that window fails in the broker, before our plugin is
             // called, and the consumer retries. Those lines are counted apart, not as plugin failures.
@@ -659,6 +677,56 @@ class BrokerEndToEndIT {
         }
         Collections.sort(out);
         return out;
+    }
+
+    /**
+     * The plugin's metrics, read over JMX from the broker's JVM, against the plugin's log lines since the
+     * broker's restart ({@code since}): one set of metrics per operation, in the broker's registry for the
+     * Monitorable install and in the plugin's own otherwise, counting what the log shows.
+     */
+    private void pluginMetrics(KafkaBroker broker, String since) throws IOException {
+        boolean monitorable = broker.pluginClass.equals(KafkaBroker.MONITORABLE);
+        Map<String, Map<String, Double>> beans = new TreeMap<>(broker.mbeans("kafka.server:type=plugins,*"));
+        beans.putAll(broker.mbeans("io.rsm.kafka:*"));
+        Map<String, Map<String, Double>> byOperation = new TreeMap<>();
+        for (Map.Entry<String, Map<String, Double>> e : beans.entrySet()) {
+            String op = e.getKey().replaceAll(".*[,:]operation=([a-z-]+).*", "$1");
+            if (op.equals(e.getKey())) {
+                continue;
+            }
+            assertTrue(e.getKey().startsWith(monitorable ? "kafka.server:" : "io.rsm.kafka:"),
+                    "metrics of " + broker.pluginClass + " in " + e.getKey());
+            assertNull(byOperation.put(op, e.getValue()), "two MBeans for " + op + ": " + beans.keySet());
+        }
+        assertEquals(Set.of("copy-segment", "fetch-segment", "fetch-index", "delete-segment"), byOperation.keySet(),
+                beans.keySet().toString());
+        Map<String, Double> copy = byOperation.get("copy-segment");
+        Map<String, Double> fetch = byOperation.get("fetch-segment");
+        Map<String, Double> index = byOperation.get("fetch-index");
+        Map<String, Double> delete = byOperation.get("delete-segment");
+        double copied = count(since, "io.rsm.native.rsm_jni - copied segment");
+        double indexesServed = since.lines()
+                .filter(l -> l.contains("io.rsm.native.rsm_jni - serving ") && l.contains(" index of segment "))
+                .count();
+        assertEquals(copied, copy.get("request-total") - copy.get("error-total"), "copies: " + copy);
+        assertTrue(copy.get("byte-total") >= copied, "copy bytes: " + copy);
+        assertEquals(count(since, "io.rsm.native.rsm_jni - serving segment"), fetch.get("request-total"), 0.0,
+                "fetches: " + fetch);
+        assertTrue(fetch.get("byte-total") > 0, "bytes read from remote: " + fetch);
+        // The served ones log a line; a segment without transactions answers its TRANSACTION index with
+        // not-found (counted as a request, not an error), which logs none.
+        assertTrue(index.get("request-total") >= indexesServed, "index fetches: " + index);
+        assertEquals(count(since, "io.rsm.native.rsm_jni - deleted segment"), delete.get("request-total"), 0.0,
+                "deletes: " + delete);
+        for (Map<String, Double> m : List.of(fetch, index, delete)) {
+            assertEquals(0.0, m.get("error-total"), "errors: " + m);
+        }
+        summary.put("plugin metrics over JMX since the restart (" + (monitorable ? "broker's registry, KIP-877"
+                : "plugin's own registry") + ")", String.format("copies %.0f (%.0f failed, %.1f MB), fetches %.0f "
+                + "(%.1f MB read), index fetches %.0f, deletes %.0f; fetch latency avg %.1f ms, max %.1f ms",
+                copy.get("request-total"), copy.get("error-total"), copy.get("byte-total") / 1e6,
+                fetch.get("request-total"), fetch.get("byte-total") / 1e6, index.get("request-total"),
+                delete.get("request-total"), fetch.get("request-latency-avg"), fetch.get("request-latency-max")));
     }
 
     /** The base offsets of the remote objects under {@code prefix} whose keys end with {@code suffix}. */

@@ -11,12 +11,21 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import javax.management.JMException;
+import javax.management.MBeanAttributeInfo;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXServiceURL;
 import org.apache.kafka.common.Uuid;
 
 /**
  * One real Kafka broker (KRaft, combined broker and controller) from Maven Central, run as a subprocess from
  * a resolved class path: storage formatted with a random cluster id, tiered storage on, our plugin jar in
- * {@code remote.log.storage.manager.class.path}, tiering to the given store.
+ * {@code remote.log.storage.manager.class.path} (or, as an operator may install it, on the broker's own class
+ * path as {@link #MONITORABLE}, which the broker hands its metrics registry), tiering to the given store. JMX is
+ * open on a loopback port, to read the plugin's metrics.
  */
 final class KafkaBroker implements AutoCloseable {
     final String version;
@@ -26,13 +35,27 @@ final class KafkaBroker implements AutoCloseable {
     final Path brokerLog;
     final int port;
     final int controllerPort;
+    final int jmxPort;
+    /** The plugin class the broker loads. */
+    final String pluginClass;
     private final String classpath;
     private final Path properties;
     private Process process;
 
-    KafkaBroker(String version, String classpath, Path work, Path pluginJar, TestStore store) throws IOException {
+    /** The plugin class for brokers 4.1 and later with the jar on their own class path (KIP-877 metrics). */
+    static final String MONITORABLE = "io.rsm.kafka.MonitorableRustRemoteStorageManager";
+
+    /**
+     * A broker of {@code version} (its class path resolved in {@code classpath}) in {@code work}, with our
+     * {@code pluginJar}: in {@code remote.log.storage.manager.class.path} as {@link RustRemoteStorageManager},
+     * or, with {@code onBrokerClassPath}, on the broker's own class path as {@link #MONITORABLE}.
+     */
+    KafkaBroker(String version, String classpath, Path work, Path pluginJar, TestStore store,
+            boolean onBrokerClassPath) throws IOException {
         this.version = version;
-        this.classpath = classpath;
+        this.classpath = onBrokerClassPath ? classpath + java.io.File.pathSeparator + pluginJar : classpath;
+        this.pluginClass = onBrokerClassPath ? MONITORABLE : RustRemoteStorageManager.class.getName();
+        this.jmxPort = freePort();
         this.work = work;
         this.logDir = work.resolve("kafka-logs");
         this.store = store;
@@ -65,8 +88,10 @@ final class KafkaBroker implements AutoCloseable {
         p.put("log.segment.delete.delay.ms", "500");
         // Tiered storage with our plugin.
         p.put("remote.log.storage.system.enable", "true");
-        p.put("remote.log.storage.manager.class.name", RustRemoteStorageManager.class.getName());
-        p.put("remote.log.storage.manager.class.path", pluginJar.toString());
+        p.put("remote.log.storage.manager.class.name", pluginClass);
+        if (!onBrokerClassPath) {
+            p.put("remote.log.storage.manager.class.path", pluginJar.toString());
+        }
         p.put("remote.log.metadata.manager.listener.name", "PLAINTEXT");
         p.put("rlmm.config.remote.log.metadata.topic.replication.factor", "1");
         p.put("rlmm.config.remote.log.metadata.topic.num.partitions", "3");
@@ -101,10 +126,16 @@ final class KafkaBroker implements AutoCloseable {
         return "127.0.0.1:" + port;
     }
 
-    private List<String> java(String... args) {
+    private List<String> java(boolean jmx, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx768m");
+        if (jmx) {
+            cmd.addAll(List.of("-Dcom.sun.management.jmxremote.port=" + jmxPort,
+                    "-Dcom.sun.management.jmxremote.rmi.port=" + jmxPort,
+                    "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
+                    "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false"));
+        }
         cmd.add("-Dlog4j2.configurationFile=" + work.resolve("log4j2.properties"));
         cmd.add("-cp");
         cmd.add(classpath);
@@ -115,7 +146,7 @@ final class KafkaBroker implements AutoCloseable {
     /** Formats the storage directory with a random cluster id. */
     void format() throws Exception {
         String clusterId = Uuid.randomUuid().toString();
-        Process f = new ProcessBuilder(java("kafka.tools.StorageTool", "format", "-t", clusterId, "-c",
+        Process f = new ProcessBuilder(java(false, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c",
                 properties.toString()))
                 .directory(work.toFile())
                 .redirectErrorStream(true)
@@ -128,7 +159,7 @@ final class KafkaBroker implements AutoCloseable {
     }
 
     void start() throws Exception {
-        process = new ProcessBuilder(java("kafka.Kafka", properties.toString()))
+        process = new ProcessBuilder(java(true, "kafka.Kafka", properties.toString()))
                 .directory(work.toFile())
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(work.resolve("broker.out").toFile()))
@@ -163,6 +194,31 @@ final class KafkaBroker implements AutoCloseable {
             process.waitFor(30, TimeUnit.SECONDS);
         }
         process = null;
+    }
+
+    /**
+     * The attributes of the MBeans matching {@code pattern} in the broker's JVM, by object name (attribute
+     * values as numbers).
+     */
+    Map<String, Map<String, Double>> mbeans(String pattern) throws IOException {
+        JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + jmxPort + "/jmxrmi");
+        Map<String, Map<String, Double>> out = new TreeMap<>();
+        try (JMXConnector c = JMXConnectorFactory.connect(url)) {
+            MBeanServerConnection s = c.getMBeanServerConnection();
+            for (ObjectName name : s.queryNames(new ObjectName(pattern), null)) {
+                Map<String, Double> attributes = new TreeMap<>();
+                for (MBeanAttributeInfo a : s.getMBeanInfo(name).getAttributes()) {
+                    Object v = s.getAttribute(name, a.getName());
+                    if (v instanceof Number) {
+                        attributes.put(a.getName(), ((Number) v).doubleValue());
+                    }
+                }
+                out.put(name.toString(), attributes);
+            }
+        } catch (JMException e) {
+            throw new IOException("JMX query " + pattern + ": " + e, e);
+        }
+        return out;
     }
 
     String log() throws IOException {

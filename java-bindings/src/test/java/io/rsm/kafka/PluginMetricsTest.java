@@ -154,7 +154,12 @@ class PluginMetricsTest {
         int offsetIndexSize = (int) Files.size(plain.offsetIndex);
         assertEquals(offsetIndexSize, readExactly(rsm.fetchIndex(a, IndexType.OFFSET), offsetIndexSize).length);
         e.call("fetch-index", true, offsetIndexSize);
+        // A segment without transactions has no transaction index: not-found is Kafka's expected answer, not a
+        // failure. The index of a segment that is not there is one.
         assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchIndex(a, IndexType.TRANSACTION));
+        e.call("fetch-index", true, 0);
+        assertThrows(RemoteResourceNotFoundException.class,
+                () -> rsm.fetchIndex(withTxn.metadata(TP), IndexType.OFFSET));
         e.call("fetch-index", false, 0);
 
         rsm.deleteLogSegmentData(a);
