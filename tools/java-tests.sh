@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The Kafka plugin's tests, from a fresh clone: builds the JNI library (rsm-jni), packages the plugin jar with
 # it, and runs
-#   - the JUnit tests against the filesystem store, compiled and run on the baseline Kafka API (4.0.0), then
+#   - the JUnit tests against the filesystem store, compiled and run on the baseline Kafka API (3.9.2), then
 #     again compiled and run on the newest (4.4.0);
-#   - end to end with real KRaft brokers from Maven Central (newest and oldest line served), our jar on their
-#     remote.log.storage.manager.class.path, on the filesystem store; then the newest again on S3 (moto: the
-#     one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here);
+#   - end to end with real KRaft brokers from Maven Central (4.4.0, the first 4.x line 4.0.0, and 3.9.2), our
+#     jar on their remote.log.storage.manager.class.path, on the filesystem store; then 4.4.0 again on S3
+#     (moto: the one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here), the jar
+#     on the broker's class path as the KIP-877 class;
 #   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM.
 # Needs cargo, a JDK 17+ and Maven; the first run downloads what it needs into ~/.m2 (a few hundred MB), later
 # runs work from there (RSM_MVN_OFFLINE=1 forbids the network; RSM_MVN_REPO=/dir uses another local repository).
@@ -16,7 +17,11 @@ ROOT=$PWD
 export CARGO_TERM_COLOR=never
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 NEWEST=${RSM_KAFKA_NEWEST:-4.4.0}
-OLDEST=${RSM_KAFKA_OLDEST:-4.0.0}
+# The baseline: 3.9, the line where tiered storage left early access (3.6-3.8 are served too, early access).
+OLDEST=${RSM_KAFKA_OLDEST:-3.9.2}
+# The first 4.x line; also where the kafka-storage test jar (Kafka's LocalTieredStorage) for the latency
+# comparison comes from.
+FIRST4=${RSM_KAFKA_FIRST4:-4.0.0}
 OUT=$ROOT/java-bindings/target
 MVN=(mvn -B --no-transfer-progress)
 if [[ "${RSM_MVN_OFFLINE:-}" == 1 ]]; then
@@ -59,20 +64,20 @@ else
 fi
 echo "native library built in $(( $(date +%s) - t )) s: $(du -h "$dist/librsm_jni.so" | cut -f1)"
 
-step "broker class paths (Kafka $NEWEST and $OLDEST from Maven Central)"
+step "broker class paths (Kafka $NEWEST, $FIRST4 and $OLDEST from Maven Central)"
 mkdir -p "$OUT"
-for v in "$NEWEST" "$OLDEST"; do
+for v in "$NEWEST" "$FIRST4" "$OLDEST"; do
   "${MVN[@]}" -q -f java-bindings/broker-runtime/pom.xml -Dkafka.version="$v" dependency:build-classpath \
     -Dmdep.outputFile="$OUT/broker-$v.classpath"
 done
 # Kafka's LocalTieredStorage lives in the kafka-storage test jar, which Central does not serve for every
-# version (not 4.4.0): the comparison runs on the oldest line's.
-"${MVN[@]}" -q -f java-bindings/broker-runtime/pom.xml -Dkafka.version="$OLDEST" -Plocal-tiered-storage \
+# version (not 4.4.0): the comparison runs on the first 4.x line's.
+"${MVN[@]}" -q -f java-bindings/broker-runtime/pom.xml -Dkafka.version="$FIRST4" -Plocal-tiered-storage \
   dependency:build-classpath -Dmdep.outputFile="$OUT/bench.classpath"
 
-step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers $NEWEST and $OLDEST"
-"${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" \
-  -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
+step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers $NEWEST, $FIRST4 and $OLDEST"
+"${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" -Dkafka.api.version="$OLDEST" \
+  -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$FIRST4=$OUT/broker-$FIRST4.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
   -Drsm.bench.classpath="$OUT/bench.classpath" "${s3_props[@]}" 2>&1 | tee "$OUT/java-tests-baseline.txt"
 
 step "unit tests compiled and run on the Kafka $NEWEST API"

@@ -1,5 +1,6 @@
 package io.rsm.kafka;
 
+import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
@@ -20,7 +21,33 @@ final class MetadataCodec {
     private static final int FLAG_TXN_IDX_EMPTY = 1;
     private static final int FLAG_CUSTOM = 2;
 
+    /**
+     * {@code RemoteLogSegmentMetadata.isTxnIdxEmpty()}, which Kafka 4.0 added (KIP-1058); null on 3.9, whose
+     * metadata does not say, so the flag stays off (the broker then asks for the index and gets not-found).
+     */
+    private static final Method TXN_IDX_EMPTY = txnIdxEmptyMethod();
+
     private MetadataCodec() {}
+
+    private static Method txnIdxEmptyMethod() {
+        try {
+            return RemoteLogSegmentMetadata.class.getMethod("isTxnIdxEmpty");
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+    }
+
+    /** Whether Kafka says the segment's transaction index is empty (always false where it cannot say). */
+    static boolean txnIdxEmpty(RemoteLogSegmentMetadata md) {
+        if (TXN_IDX_EMPTY == null) {
+            return false;
+        }
+        try {
+            return (Boolean) TXN_IDX_EMPTY.invoke(md);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("RemoteLogSegmentMetadata.isTxnIdxEmpty() failed", e);
+        }
+    }
 
     static byte[] encode(RemoteLogSegmentMetadata md) {
         TopicIdPartition tp = md.remoteLogSegmentId().topicIdPartition();
@@ -49,7 +76,7 @@ final class MetadataCodec {
         b.putLong(md.eventTimestampMs());
         b.putInt(md.segmentSizeInBytes());
         b.put(md.state().id());
-        int flags = (md.isTxnIdxEmpty() ? FLAG_TXN_IDX_EMPTY : 0) | (custom.isPresent() ? FLAG_CUSTOM : 0);
+        int flags = (txnIdxEmpty(md) ? FLAG_TXN_IDX_EMPTY : 0) | (custom.isPresent() ? FLAG_CUSTOM : 0);
         b.put((byte) flags);
         b.putInt(epochs.size());
         for (Map.Entry<Integer, Long> e : epochs.entrySet()) {
@@ -73,7 +100,7 @@ final class MetadataCodec {
                 + " id=" + md.remoteLogSegmentId().id() + " start=" + md.startOffset() + " end=" + md.endOffset()
                 + " maxTs=" + md.maxTimestampMs() + " broker=" + md.brokerId() + " eventTs=" + md.eventTimestampMs()
                 + " size=" + md.segmentSizeInBytes() + " state=" + md.state().id() + " txnIdxEmpty="
-                + md.isTxnIdxEmpty() + " epochs=" + epochs + " custom=" + custom;
+                + txnIdxEmpty(md) + " epochs=" + epochs + " custom=" + custom;
     }
 
     static String hex(byte[] bytes) {

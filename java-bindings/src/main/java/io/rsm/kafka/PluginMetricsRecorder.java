@@ -28,7 +28,7 @@ import org.apache.kafka.common.utils.Time;
 
 /**
  * The plugin's metrics, per operation (tag {@code operation}): calls, failed calls, bytes and call latency,
- * recorded with Kafka's own {@code org.apache.kafka.common.metrics} (in the 4.0 API).
+ * recorded with Kafka's own {@code org.apache.kafka.common.metrics} (in the 3.9 API).
  *
  * <p>They go either to the broker's registry, through KIP-877's {@code PluginMetrics} (see
  * {@code MonitorableRustRemoteStorageManager}), or to a registry of the plugin's own with a {@link JmxReporter}
@@ -63,7 +63,7 @@ final class PluginMetricsRecorder implements AutoCloseable {
 
     /**
      * Where sensors are registered: the broker's {@code PluginMetrics} or the plugin's own {@link Metrics}.
-     * The same shape as {@code PluginMetrics}, which does not exist in the 4.0 API.
+     * The same shape as {@code PluginMetrics}, which does not exist before Kafka 4.1.
      */
     interface SensorRegistry {
         MetricName metricName(String name, String description, LinkedHashMap<String, String> tags);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.Constructor;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -34,11 +35,15 @@ class MetadataCodecTest {
             + "0000018bcfe569c8"
             + "00001000"
             + "01"
-            + "03"
+            + "03" // flags: transaction index empty, custom metadata
             + "00000002"
             + "000000000000000000000064"
             + "000000020000000000000096"
             + "00000002cafe";
+    /** Kafka 3.9's metadata cannot say the transaction index is empty: the same bytes with that flag off. */
+    static final String GOLDEN_WITHOUT_TXN_FLAG = GOLDEN.substring(0, 172) + "02" + GOLDEN.substring(174);
+    /** Kafka 4.0's constructor with {@code txnIdxEmpty} (KIP-1058); null on 3.9, which has the one without. */
+    static final Constructor<RemoteLogSegmentMetadata> WITH_TXN_FLAG = constructorWithTxnFlag();
 
     @BeforeAll
     static void load() {
@@ -50,17 +55,49 @@ class MetadataCodecTest {
         Map<Integer, Long> epochs = new HashMap<>();
         epochs.put(0, 100L);
         epochs.put(2, 150L);
-        return new RemoteLogSegmentMetadata(new RemoteLogSegmentId(tp, new Uuid(-0x0f0e0d0c0b0a0908L, 0x1122334455667788L)),
+        return metadata(new RemoteLogSegmentId(tp, new Uuid(-0x0f0e0d0c0b0a0908L, 0x1122334455667788L)),
                 100, 199, 1_700_000_000_123L, 3, 1_700_000_000_456L, 4096,
                 Optional.of(new CustomMetadata(new byte[] {(byte) 0xca, (byte) 0xfe})),
                 RemoteLogSegmentState.COPY_SEGMENT_FINISHED, epochs, true);
+    }
+
+    private static Constructor<RemoteLogSegmentMetadata> constructorWithTxnFlag() {
+        try {
+            return RemoteLogSegmentMetadata.class.getConstructor(RemoteLogSegmentId.class, long.class, long.class,
+                    long.class, int.class, long.class, int.class, Optional.class, RemoteLogSegmentState.class,
+                    Map.class, boolean.class);
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+    }
+
+    /** Kafka's metadata, with the transaction-index flag where the API has it (4.0 and later). */
+    static RemoteLogSegmentMetadata metadata(RemoteLogSegmentId id, long start, long end, long maxTs, int broker,
+            long eventTs, int size, Optional<CustomMetadata> custom, RemoteLogSegmentState state,
+            Map<Integer, Long> epochs, boolean txnIdxEmpty) {
+        if (WITH_TXN_FLAG == null) {
+            return new RemoteLogSegmentMetadata(id, start, end, maxTs, broker, eventTs, size, custom, state, epochs);
+        }
+        try {
+            return WITH_TXN_FLAG.newInstance(id, start, end, maxTs, broker, eventTs, size, custom, state, epochs,
+                    txnIdxEmpty);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void theTransactionIndexFlagIsReadWhereKafkasApiHasIt() {
+        // KIP-1058's flag exists from Kafka 4.0 on.
+        assertEquals(TestSegments.kafkaApiAtLeast(4, 0), WITH_TXN_FLAG != null, System.getProperty("kafka.api.version"));
+        assertEquals(WITH_TXN_FLAG != null, MetadataCodec.txnIdxEmpty(sample()));
     }
 
     @Test
     void javaWritesTheGoldenVectorAndRustReadsItBack() {
         RemoteLogSegmentMetadata md = sample();
         byte[] enc = MetadataCodec.encode(md);
-        assertEquals(GOLDEN, MetadataCodec.hex(enc));
+        assertEquals(WITH_TXN_FLAG != null ? GOLDEN : GOLDEN_WITHOUT_TXN_FLAG, MetadataCodec.hex(enc));
         assertEquals(MetadataCodec.describe(md), NativeBridge.describeMetadata(enc));
     }
 
@@ -80,7 +117,7 @@ class MetadataCodecTest {
             Optional<CustomMetadata> custom = r.nextBoolean() ? Optional.empty()
                     : Optional.of(new CustomMetadata(randomBytes(r, r.nextInt(128))));
             RemoteLogSegmentState state = RemoteLogSegmentState.values()[r.nextInt(4)];
-            RemoteLogSegmentMetadata md = new RemoteLogSegmentMetadata(
+            RemoteLogSegmentMetadata md = metadata(
                     new RemoteLogSegmentId(tp, new Uuid(r.nextLong(), r.nextLong())), start, start + r.nextInt(1 << 20),
                     r.nextLong(), r.nextInt(), r.nextLong(), r.nextInt(Integer.MAX_VALUE), custom, state, epochs,
                     r.nextBoolean());

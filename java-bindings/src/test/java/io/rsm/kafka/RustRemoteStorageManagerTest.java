@@ -381,9 +381,8 @@ class RustRemoteStorageManagerTest {
                     : kind == 2 && brokerHasRetriable ? retriable : RemoteStorageException.class.getName();
             assertEquals(expected, mapped.getClass().getName(), "kind " + kind);
         }
-        // On the 4.0 baseline there is no RetriableRemoteStorageException; from 4.2 there is.
-        String api = System.getProperty("kafka.api.version", "4.0.0");
-        assertEquals(!api.startsWith("4.0") && !api.startsWith("4.1"), brokerHasRetriable, api);
+        // Before Kafka 4.2 there is no RetriableRemoteStorageException; from 4.2 there is.
+        assertEquals(TestSegments.kafkaApiAtLeast(4, 2), brokerHasRetriable, System.getProperty("kafka.api.version"));
         // Whatever else escapes (an Error included) becomes a RemoteStorageException with the cause kept.
         OutOfMemoryError oom = new OutOfMemoryError("Java heap space");
         RemoteStorageException m = RustRemoteStorageManager.toRemoteStorageException(oom, "copy");

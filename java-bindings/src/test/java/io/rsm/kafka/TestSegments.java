@@ -76,6 +76,18 @@ final class TestSegments {
         }
     }
 
+    /** Whether the Kafka API the tests run on (system property {@code kafka.api.version}) is at least major.minor. */
+    static boolean kafkaApiAtLeast(int major, int minor) {
+        String api = System.getProperty("kafka.api.version", "");
+        String[] v = api.split("\\.");
+        if (v.length < 2) {
+            throw new IllegalStateException("kafka.api.version is not set (the build passes it): '" + api + "'");
+        }
+        int ma = Integer.parseInt(v[0]);
+        int mi = Integer.parseInt(v[1]);
+        return ma > major || (ma == major && mi >= minor);
+    }
+
     static Segment write(Path dir, long baseOffset, int batches, int recordsPerBatch, int valueBytes,
                          boolean withTxnIndex, long seed) throws IOException {
         Files.createDirectories(dir);
