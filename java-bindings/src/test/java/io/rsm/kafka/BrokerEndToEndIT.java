@@ -125,8 +125,9 @@ class BrokerEndToEndIT {
         log("=== Kafka " + version + " on the " + store + " store: work dir " + work);
         // The S3 run installs the plugin as an operator may on 4.1+: on the broker's own class path, as the
         // class that takes the broker's metrics registry (KIP-877). Older brokers lack Monitorable.
-        String[] v = version.split("\\.");
-        boolean kip877 = Integer.parseInt(v[0]) > 4 || (Integer.parseInt(v[0]) == 4 && Integer.parseInt(v[1]) >= 1);
+        String[] parts = version.split("\\.");
+        boolean kip877 = Integer.parseInt(parts[0]) > 4
+                || (Integer.parseInt(parts[0]) == 4 && Integer.parseInt(parts[1]) >= 1);
         try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store, s3 && kip877)) {
             broker.format();
             long t = System.nanoTime();
