@@ -197,7 +197,11 @@ impl ChunkEntry {
                 self.data_length
             )));
         }
-        let crc = crc32c::crc32c(data);
+        self.check_crc(crc32c::crc32c(data), what)
+    }
+
+    /// Checks `crc`, the CRC-32C of the chunk's bytes as read, against this entry's.
+    pub fn check_crc(&self, crc: u32, what: &str) -> Result<()> {
         if crc != self.rdi.crc32c {
             return Err(Error::corrupt(format!(
                 "{what}: chunk at position {} (offsets {}..={}) has CRC-32C {crc:#010x}, its entry says {:#010x}",

@@ -266,7 +266,7 @@ pub async fn bad_positions_are_invalid(b: B) {
     }
 }
 
-/// Damaged objects are reported as corrupt; no damaged byte is ever returned.
+/// Damaged objects are reported as corrupt; no damaged byte of a chunk read whole in one read is returned.
 pub async fn corruption_is_never_returned(b: B) {
     let f = Fixture::new(b.clone(), "corruption");
     let (_, md, data) = f.segment(0);
