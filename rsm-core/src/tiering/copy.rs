@@ -134,6 +134,7 @@ pub fn eligible(lag: CopyLag, age_ms: i64, bytes_after: u64) -> bool {
 mod tests {
     use super::*;
     use crate::config::props;
+    use crate::tiering::segments::test_support::{aged, at};
     use crate::tiering::settings::{BrokerSettings, TopicPolicy, TopicSettings};
 
     const HOUR: i64 = 3_600_000;
@@ -722,11 +723,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let segs: Vec<LocalSegment> = c
-                .segments
-                .iter()
-                .map(|&(b, s, age)| LocalSegment { base_offset: b, size_bytes: s, largest_timestamp_ms: NOW - age })
-                .collect();
+            let segs = aged(c.segments, NOW);
             let plan = segments_to_copy(&CopyInput {
                 segments: &segs,
                 log_end_offset: c.log_end,
@@ -796,11 +793,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let segs: Vec<LocalSegment> = c
-                .bases
-                .iter()
-                .map(|&b| LocalSegment { base_offset: b, size_bytes: 1, largest_timestamp_ms: 0 })
-                .collect();
+            let segs = at(c.bases);
             let e = segments_to_copy(&CopyInput {
                 segments: &segs,
                 log_end_offset: c.log_end,

@@ -127,6 +127,7 @@ pub fn follower_log_start(current: i64, leader_earliest: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tiering::segments::test_support::{aged, at};
     use Limit::{AtMost, Unlimited};
 
     const HOUR: i64 = 3_600_000;
@@ -285,11 +286,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let segs: Vec<LocalSegment> = c
-                .segments
-                .iter()
-                .map(|&(b, s, age)| LocalSegment { base_offset: b, size_bytes: s, largest_timestamp_ms: NOW - age })
-                .collect();
+            let segs = aged(c.segments, NOW);
             let plan = local_segments_to_delete(&LocalRetentionInput {
                 segments: &segs,
                 log_end_offset: c.log_end,
@@ -347,11 +344,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let segs: Vec<LocalSegment> = c
-                .bases
-                .iter()
-                .map(|&b| LocalSegment { base_offset: b, size_bytes: 1, largest_timestamp_ms: 0 })
-                .collect();
+            let segs = at(c.bases);
             let e = local_segments_to_delete(&LocalRetentionInput {
                 segments: &segs,
                 log_end_offset: 20,

@@ -369,6 +369,7 @@ impl PartitionOffsets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tiering::segments::test_support::assert_outcome;
 
     fn rng(start: i64, end: i64) -> OffsetRange {
         OffsetRange { start, end }
@@ -409,14 +410,7 @@ mod tests {
             Case { name: "Ry < Rx", lx: 0, ly: 200, lz: 300, remote: Some((50, 40)), error: Some("Ry >= Rx violated") },
         ];
         for c in cases {
-            let got = check_offsets(c.lx, c.ly, c.lz, c.remote.map(|(s, e)| rng(s, e)));
-            match c.error {
-                None => assert!(got.is_ok(), "{}: {got:?}", c.name),
-                Some(m) => {
-                    let e = got.expect_err(c.name);
-                    assert!(e.to_string().contains(m), "{}: {e}", c.name);
-                }
-            }
+            assert_outcome(c.name, check_offsets(c.lx, c.ly, c.lz, c.remote.map(|(s, e)| rng(s, e))), c.error);
         }
     }
 
@@ -603,14 +597,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let got = PartitionOffsets::new(c.log_start, c.local, c.lz, c.hw, c.ly, c.remote);
-            match c.error {
-                None => assert!(got.is_ok(), "{}: {got:?}", c.name),
-                Some(m) => {
-                    let e = got.expect_err(c.name);
-                    assert!(e.to_string().contains(m), "{}: {e}", c.name);
-                }
-            }
+            assert_outcome(c.name, PartitionOffsets::new(c.log_start, c.local, c.lz, c.hw, c.ly, c.remote), c.error);
         }
     }
 

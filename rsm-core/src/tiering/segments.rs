@@ -101,13 +101,45 @@ pub(crate) fn age_ms(now_ms: i64, ts: i64) -> i64 {
     now_ms.saturating_sub(ts)
 }
 
+/// Builders and checks the rules' table-driven tests share.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use super::LocalSegment;
+    use crate::error::Result;
 
-    fn l(base: i64) -> LocalSegment {
+    /// A local segment of one byte with no timestamp, at `base`.
+    pub(crate) fn l(base: i64) -> LocalSegment {
         LocalSegment { base_offset: base, size_bytes: 1, largest_timestamp_ms: 0 }
     }
+
+    /// Local segments from `(base offset, size, age in ms at now_ms)` rows.
+    pub(crate) fn aged(rows: &[(i64, u64, i64)], now_ms: i64) -> Vec<LocalSegment> {
+        rows.iter()
+            .map(|&(b, s, age)| LocalSegment { base_offset: b, size_bytes: s, largest_timestamp_ms: now_ms - age })
+            .collect()
+    }
+
+    /// One-byte local segments at `bases`.
+    pub(crate) fn at(bases: &[i64]) -> Vec<LocalSegment> {
+        bases.iter().map(|&b| l(b)).collect()
+    }
+
+    /// `got` is Ok when `error` is None, else an error whose text contains `error`.
+    pub(crate) fn assert_outcome<T: std::fmt::Debug>(case: &str, got: Result<T>, error: Option<&str>) {
+        match error {
+            None => assert!(got.is_ok(), "{case}: {got:?}"),
+            Some(msg) => {
+                let e = got.expect_err(case);
+                assert!(e.to_string().contains(msg), "{case}: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{assert_outcome, l};
+    use super::*;
 
     fn r(start: i64, end: i64) -> RemoteSegment {
         RemoteSegment { start_offset: start, end_offset: end, size_bytes: 1, max_timestamp_ms: 0 }
@@ -146,14 +178,7 @@ mod tests {
             },
         ];
         for c in cases {
-            let got = check_local(&c.segments, c.log_end);
-            match c.error {
-                None => assert!(got.is_ok(), "{}: {got:?}", c.name),
-                Some(msg) => {
-                    let e = got.expect_err(c.name);
-                    assert!(e.to_string().contains(msg), "{}: {e}", c.name);
-                }
-            }
+            assert_outcome(c.name, check_local(&c.segments, c.log_end), c.error);
         }
     }
 
@@ -180,14 +205,7 @@ mod tests {
             Case { name: "contained", segments: vec![r(0, 19), r(5, 10)], error: Some("out of order or overlapping") },
         ];
         for c in cases {
-            let got = check_remote(&c.segments);
-            match c.error {
-                None => assert!(got.is_ok(), "{}: {got:?}", c.name),
-                Some(msg) => {
-                    let e = got.expect_err(c.name);
-                    assert!(e.to_string().contains(msg), "{}: {e}", c.name);
-                }
-            }
+            assert_outcome(c.name, check_remote(&c.segments), c.error);
         }
     }
 
