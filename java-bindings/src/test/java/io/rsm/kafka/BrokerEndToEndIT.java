@@ -125,9 +125,7 @@ class BrokerEndToEndIT {
         log("=== Kafka " + version + " on the " + store + " store: work dir " + work);
         // The S3 run installs the plugin as an operator may on 4.1+: on the broker's own class path, as the
         // class that takes the broker's metrics registry (KIP-877). Older brokers lack Monitorable.
-        String[] parts = version.split("\\.");
-        boolean kip877 = Integer.parseInt(parts[0]) > 4
-                || (Integer.parseInt(parts[0]) == 4 && Integer.parseInt(parts[1]) >= 1);
+        boolean kip877 = TestSegments.versionAtLeast(version, 4, 1);
         try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store, s3 && kip877)) {
             broker.format();
             long t = System.nanoTime();
@@ -667,19 +665,9 @@ class BrokerEndToEndIT {
         }
     }
 
+    /** The base offsets of the files in the local directory {@code dir} whose names end with {@code suffix}. */
     static List<Long> baseOffsets(Path dir, String suffix) {
-        List<Long> out = new ArrayList<>();
-        if (!Files.isDirectory(dir)) {
-            return out;
-        }
-        try (Stream<Path> files = Files.list(dir)) {
-            files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(suffix))
-                    .forEach(f -> out.add(Long.parseLong(f.substring(0, 20))));
-        } catch (IOException | RuntimeException e) {
-            // The directory changes under us; the next look sees it.
-        }
-        Collections.sort(out);
-        return out;
+        return baseOffsets(TestStore.filesystem(dir), "", suffix);
     }
 
     /**

@@ -78,10 +78,14 @@ final class TestSegments {
 
     /** Whether the Kafka API the tests run on (system property {@code kafka.api.version}) is at least major.minor. */
     static boolean kafkaApiAtLeast(int major, int minor) {
-        String api = System.getProperty("kafka.api.version", "");
-        String[] v = api.split("\\.");
+        return versionAtLeast(System.getProperty("kafka.api.version", ""), major, minor);
+    }
+
+    /** Whether the Kafka {@code version} (major.minor.patch) is at least major.minor. */
+    static boolean versionAtLeast(String version, int major, int minor) {
+        String[] v = version.split("\\.");
         if (v.length < 2) {
-            throw new IllegalStateException("kafka.api.version is not set (the build passes it): '" + api + "'");
+            throw new IllegalStateException("not a Kafka version: '" + version + "'");
         }
         int ma = Integer.parseInt(v[0]);
         int mi = Integer.parseInt(v[1]);
