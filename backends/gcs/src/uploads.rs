@@ -22,7 +22,7 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
     PutOptions, PutPayload, PutResult, UploadPart,
 };
-use rsm_backend_object_store::{ClientSettings, StatusError};
+use rsm_backend_object_store::{ClientSettings, StatusError, percent_encode};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -78,19 +78,6 @@ impl JsonUploadStore {
 
 fn generic(e: impl std::error::Error + Send + Sync + 'static) -> object_store::Error {
     object_store::Error::Generic { store: "GCS", source: Box::new(e) }
-}
-
-/// Percent-encodes an object name for a query string.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// What came back from one request.
@@ -169,8 +156,8 @@ impl Shared {
         format!(
             "{}/upload/storage/v1/b/{}/o?uploadType={kind}&name={}",
             self.base,
-            encode(&self.bucket),
-            encode(location.as_ref())
+            percent_encode(&self.bucket),
+            percent_encode(location.as_ref())
         )
     }
 }

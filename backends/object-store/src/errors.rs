@@ -47,7 +47,8 @@ impl Redactor {
     }
 }
 
-fn percent_encode(s: &str) -> String {
+/// Percent-encodes `s` for a URL path segment or query value: every byte but RFC 3986's unreserved ones.
+pub fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {

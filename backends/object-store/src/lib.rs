@@ -25,7 +25,7 @@ mod settings;
 pub mod testing;
 
 pub use counter::{CountingConnector, HttpCounter, HttpCounts, Method, MethodCounts};
-pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error};
+pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error, percent_encode};
 pub use settings::{ClientSettings, split_store_url};
 
 use async_trait::async_trait;
