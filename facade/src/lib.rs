@@ -7,6 +7,9 @@
 
 #![warn(missing_docs)]
 
+mod code;
+pub use code::ResultCode;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;

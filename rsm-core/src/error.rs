@@ -1,8 +1,11 @@
 //! The one error type of the SDK.
 //!
-//! Every failure is one of six kinds, which the C ABI, JNI and CLI map to their own codes and exceptions
-//! (see [`ErrorKind`]). Messages always name what was involved: the segment, the object key, the offset or
-//! the configuration key. They never contain secrets.
+//! An [`Error`] has a [`ErrorKind`] (what went wrong: not found, invalid argument, configuration, corrupt
+//! data, a store failure) and, apart from it, an [`ErrorStatus`] (whether retrying may succeed), so a
+//! transient failure of any kind can be said. It carries what was involved: the operation and the object
+//! key, offset or segment as context, and for configuration errors the key at fault. The C ABI, JNI and CLI
+//! derive their codes and exceptions from kind and status (`rsm_facade::ResultCode`). Messages never
+//! contain secrets.
 
 use std::fmt;
 
@@ -12,29 +15,25 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The coarse class of an [`Error`], stable across the FFI and JNI boundary.
+/// What went wrong, whatever the status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i32)]
 pub enum ErrorKind {
-    /// The segment, index or object does not exist (`RemoteResourceNotFoundException`).
-    NotFound = 1,
-    /// A transient backend failure; retrying may succeed (`RetriableRemoteStorageException`).
-    Retriable = 2,
-    /// A permanent backend failure (`RemoteStorageException`).
-    Storage = 3,
+    /// The segment, index or object does not exist.
+    NotFound,
+    /// The store failed (a network, server or file-system failure).
+    Storage,
     /// Data failed a checksum or format check; no bytes of it were returned.
-    Corrupt = 4,
+    Corrupt,
     /// The caller passed something invalid (a position outside the segment, bad metadata).
-    InvalidArgument = 5,
+    InvalidArgument,
     /// A configuration setting is missing, unknown or malformed.
-    Config = 6,
+    Config,
 }
 
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ErrorKind::NotFound => "not found",
-            ErrorKind::Retriable => "retriable storage error",
             ErrorKind::Storage => "storage error",
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::InvalidArgument => "invalid argument",
@@ -43,96 +42,181 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An SDK error. See [`ErrorKind`] for the classes.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The named thing does not exist.
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// A transient failure of the backend; the operation may be retried.
-    #[error("retriable storage error: {message}")]
-    Retriable {
-        /// What failed, naming the object key or segment.
-        message: String,
-        /// The underlying cause.
-        #[source]
-        source: Option<BoxError>,
-    },
-    /// A permanent failure of the backend.
-    #[error("storage error: {message}")]
-    Storage {
-        /// What failed, naming the object key or segment.
-        message: String,
-        /// The underlying cause.
-        #[source]
-        source: Option<BoxError>,
-    },
-    /// A checksum or format check failed.
-    #[error("corrupt: {0}")]
-    Corrupt(String),
-    /// The caller passed an invalid argument.
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
-    /// A configuration setting is missing, unknown or malformed.
-    #[error("invalid configuration `{key}`: {message}")]
-    Config {
-        /// The configuration key at fault.
-        key: String,
-        /// What is wrong with it.
-        message: String,
-    },
+/// Whether retrying the same operation may succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ErrorStatus {
+    /// Retrying will fail the same way.
+    #[default]
+    Permanent,
+    /// The failure may pass: a timeout, a refused or reset connection, a throttled or unavailable server.
+    Transient,
+}
+
+/// An SDK error. See [`ErrorKind`] and [`ErrorStatus`].
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    status: ErrorStatus,
+    message: String,
+    /// The configuration key at fault (kind [`ErrorKind::Config`]).
+    config_key: Option<String>,
+    /// The backend or storage operation that failed (`get_range`, `copy`, ...).
+    operation: Option<&'static str>,
+    /// What the operation was about, as `(name, value)`: the object key, the offset, the attempts made.
+    context: Vec<(&'static str, String)>,
+    source: Option<BoxError>,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.kind, self.status, &self.config_key) {
+            (ErrorKind::Config, _, Some(key)) => write!(f, "invalid configuration `{key}`: {}", self.message)?,
+            (ErrorKind::Storage, ErrorStatus::Transient, _) => write!(f, "retriable storage error: {}", self.message)?,
+            (kind, ErrorStatus::Transient, _) => write!(f, "{kind} (transient): {}", self.message)?,
+            (kind, ErrorStatus::Permanent, _) => write!(f, "{kind}: {}", self.message)?,
+        }
+        if self.operation.is_some() || !self.context.is_empty() {
+            f.write_str(" (")?;
+            let mut sep = "";
+            if let Some(op) = self.operation {
+                write!(f, "operation {op}")?;
+                sep = ", ";
+            }
+            for (name, value) in &self.context {
+                write!(f, "{sep}{name} {value}")?;
+                sep = ", ";
+            }
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl Error {
-    /// The class of this error.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            Error::NotFound(_) => ErrorKind::NotFound,
-            Error::Retriable { .. } => ErrorKind::Retriable,
-            Error::Storage { .. } => ErrorKind::Storage,
-            Error::Corrupt(_) => ErrorKind::Corrupt,
-            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
-            Error::Config { .. } => ErrorKind::Config,
+    /// A permanent error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            status: ErrorStatus::Permanent,
+            message: message.into(),
+            config_key: None,
+            operation: None,
+            context: Vec::new(),
+            source: None,
         }
     }
 
     /// A not-found error naming `what`.
     pub fn not_found(what: impl Into<String>) -> Self {
-        Error::NotFound(what.into())
+        Error::new(ErrorKind::NotFound, what)
     }
 
     /// A corruption error.
     pub fn corrupt(message: impl Into<String>) -> Self {
-        Error::Corrupt(message.into())
+        Error::new(ErrorKind::Corrupt, message)
     }
 
     /// An invalid-argument error.
     pub fn invalid(message: impl Into<String>) -> Self {
-        Error::InvalidArgument(message.into())
+        Error::new(ErrorKind::InvalidArgument, message)
     }
 
     /// A configuration error naming `key`.
     pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Config { key: key.into(), message: message.into() }
+        Error { config_key: Some(key.into()), ..Error::new(ErrorKind::Config, message) }
     }
 
     /// A permanent storage error with a cause.
     pub fn storage(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Storage { message: message.into(), source: Some(source.into()) }
+        Error::new(ErrorKind::Storage, message).with_source(source)
     }
 
     /// A transient storage error with a cause.
     pub fn retriable(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Retriable { message: message.into(), source: Some(source.into()) }
+        Error::storage(message, source).transient()
+    }
+
+    /// The same error, marked transient.
+    pub fn transient(mut self) -> Self {
+        self.status = ErrorStatus::Transient;
+        self
+    }
+
+    /// The same error with `source` as its cause.
+    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The same error, saying which operation failed (kept if one was said already).
+    pub fn with_operation(mut self, operation: &'static str) -> Self {
+        self.operation.get_or_insert(operation);
+        self
+    }
+
+    /// The same error with one more piece of context (`key`, `a/b.log`), unless that name is there already.
+    pub fn with_context(mut self, name: &'static str, value: impl fmt::Display) -> Self {
+        if !self.context.iter().any(|(n, _)| *n == name) {
+            self.context.push((name, value.to_string()));
+        }
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether retrying may succeed.
+    pub fn status(&self) -> ErrorStatus {
+        self.status
+    }
+
+    /// Whether retrying may succeed (the status is [`ErrorStatus::Transient`]).
+    pub fn is_transient(&self) -> bool {
+        self.status == ErrorStatus::Transient
+    }
+
+    /// The message, without kind, context or causes.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The configuration key at fault, for kind [`ErrorKind::Config`].
+    pub fn config_key(&self) -> Option<&str> {
+        self.config_key.as_deref()
+    }
+
+    /// The operation that failed, when one was said.
+    pub fn operation(&self) -> Option<&'static str> {
+        self.operation
+    }
+
+    /// The value of the context `name` (`key`, `attempts`, ...), when given.
+    pub fn context_value(&self, name: &str) -> Option<&str> {
+        self.context.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The same error naming another configuration key (a face that spells a setting differently).
+    pub fn rename_config_key(mut self, from: &str, to: &str) -> Self {
+        if self.config_key.as_deref() == Some(from) {
+            self.config_key = Some(to.to_string());
+        }
+        self
     }
 
     /// Classifies an I/O error met while working on `what` (an object key or a path): missing files are
-    /// not-found, interruptions and timeouts are retriable, the rest are permanent storage errors.
+    /// not-found, interruptions and timeouts are transient storage errors, the rest are permanent.
     pub fn from_io(what: impl fmt::Display, err: std::io::Error) -> Self {
         use std::io::ErrorKind as K;
         match err.kind() {
-            K::NotFound => Error::NotFound(format!("{what}")),
+            K::NotFound => Error::not_found(format!("{what}")),
             K::Interrupted
             | K::TimedOut
             | K::WouldBlock
@@ -157,16 +241,10 @@ impl Error {
         out
     }
 
-    /// Adds context in front of the message, keeping the kind and cause.
-    pub fn context(self, ctx: impl fmt::Display) -> Self {
-        match self {
-            Error::NotFound(m) => Error::NotFound(format!("{ctx}: {m}")),
-            Error::Retriable { message, source } => Error::Retriable { message: format!("{ctx}: {message}"), source },
-            Error::Storage { message, source } => Error::Storage { message: format!("{ctx}: {message}"), source },
-            Error::Corrupt(m) => Error::Corrupt(format!("{ctx}: {m}")),
-            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{ctx}: {m}")),
-            c @ Error::Config { .. } => c,
-        }
+    /// Adds context in front of the message, keeping kind, status, key and cause.
+    pub fn context(mut self, ctx: impl fmt::Display) -> Self {
+        self.message = format!("{ctx}: {}", self.message);
+        self
     }
 }
 
@@ -177,20 +255,41 @@ mod tests {
     #[test]
     fn io_errors_are_classified() {
         let nf = Error::from_io("k", std::io::Error::from(std::io::ErrorKind::NotFound));
-        assert_eq!(nf.kind(), ErrorKind::NotFound);
+        assert_eq!((nf.kind(), nf.status()), (ErrorKind::NotFound, ErrorStatus::Permanent));
         let t = Error::from_io("k", std::io::Error::from(std::io::ErrorKind::TimedOut));
-        assert_eq!(t.kind(), ErrorKind::Retriable);
+        assert_eq!((t.kind(), t.status()), (ErrorKind::Storage, ErrorStatus::Transient));
         let p = Error::from_io("k", std::io::Error::from(std::io::ErrorKind::PermissionDenied));
-        assert_eq!(p.kind(), ErrorKind::Storage);
+        assert_eq!((p.kind(), p.status()), (ErrorKind::Storage, ErrorStatus::Permanent));
         assert!(p.full_message().starts_with("storage error: I/O on k: "), "{}", p.full_message());
     }
 
     #[test]
-    fn config_error_names_key_and_context_keeps_kind() {
+    fn config_error_names_key_and_context_keeps_everything() {
         let e = Error::config("chunk.size", "must be positive");
         assert_eq!(e.to_string(), "invalid configuration `chunk.size`: must be positive");
+        let e = e.context("store orders");
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert_eq!(e.config_key(), Some("chunk.size"));
+        assert_eq!(e.to_string(), "invalid configuration `chunk.size`: store orders: must be positive");
         let c = Error::corrupt("bad crc").context("segment x");
         assert_eq!(c.kind(), ErrorKind::Corrupt);
         assert_eq!(c.to_string(), "corrupt: segment x: bad crc");
+        let renamed = Error::config("store", "bad").rename_config_key("store", "store.url");
+        assert_eq!(renamed.to_string(), "invalid configuration `store.url`: bad");
+    }
+
+    #[test]
+    fn status_is_apart_from_kind_and_context_is_named() {
+        let e = Error::corrupt("short read").transient();
+        assert_eq!((e.kind(), e.is_transient()), (ErrorKind::Corrupt, true));
+        assert_eq!(e.to_string(), "corrupt (transient): short read");
+        let e = Error::retriable("timed out", "io")
+            .with_operation("get_range")
+            .with_context("key", "t/0/a.log")
+            .with_operation("other")
+            .with_context("key", "ignored");
+        assert_eq!(e.operation(), Some("get_range"));
+        assert_eq!(e.context_value("key"), Some("t/0/a.log"));
+        assert_eq!(e.full_message(), "retriable storage error: timed out (operation get_range, key t/0/a.log): io");
     }
 }

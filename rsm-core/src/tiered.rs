@@ -6,7 +6,7 @@
 
 use crate::backend::{ByteStream, StorageBackend};
 use crate::config::ConfigReader;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::batch::{BatchIter, batch_size_at};
 use crate::format::chunk::{ChunkEntry, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
@@ -284,11 +284,11 @@ impl TieredStorage {
             return Ok(m);
         }
         let key = self.keys(metadata).manifest;
-        let m = self.read_manifest(&key).await.map_err(|e| match e {
-            Error::NotFound(_) => {
+        let m = self.read_manifest(&key).await.map_err(|e| match e.kind() {
+            ErrorKind::NotFound => {
                 Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
             }
-            e => e,
+            _ => e,
         })?;
         if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
             return Err(Error::corrupt(format!(

@@ -570,7 +570,7 @@ impl HdfsBackend {
                 Ok(bytes) => return Ok(bytes),
                 Err(e) => {
                     let e = classify(&format!("reading {}", Self::what(key, path)), e);
-                    if attempt == READ_RETRIES || e.kind() != rsm_core::ErrorKind::Retriable {
+                    if attempt == READ_RETRIES || !e.is_transient() {
                         return Err(e);
                     }
                     tracing::debug!(key, error = %e.full_message(), "ranged read failed; re-opening");
@@ -587,7 +587,7 @@ impl HdfsBackend {
             Ok(existed) => Ok(existed),
             Err(HdfsError::RPCError(class, _)) if class.ends_with("PathIsNotEmptyDirectoryException") => Ok(false),
             Err(e) => match classify(&format!("deleting {}", Self::what(key, path)), e) {
-                Error::NotFound(_) => Ok(false),
+                e if e.kind() == rsm_core::ErrorKind::NotFound => Ok(false),
                 e => Err(e),
             },
         }
@@ -617,7 +617,7 @@ impl HdfsBackend {
         match self.client.list_status(&dir, false).await {
             Ok(v) => Ok(v),
             Err(e) => match classify(&format!("listing {dir}"), e) {
-                Error::NotFound(_) => Ok(Vec::new()),
+                e if e.kind() == rsm_core::ErrorKind::NotFound => Ok(Vec::new()),
                 e => Err(e),
             },
         }
@@ -883,30 +883,33 @@ mod tests {
     #[test]
     fn errors_are_classified() {
         let io = |k| HdfsError::IOError(std::io::Error::from(k));
-        let kind = |e| classify("object k (hdfs path /k)", e).kind();
-        assert_eq!(kind(HdfsError::FileNotFound("/k".into())), ErrorKind::NotFound);
+        let kind = |e| {
+            let e = classify("object k (hdfs path /k)", e);
+            (e.kind(), e.is_transient())
+        };
+        assert_eq!(kind(HdfsError::FileNotFound("/k".into())), (ErrorKind::NotFound, false));
         assert_eq!(
             kind(HdfsError::RPCError("java.io.FileNotFoundException".into(), "File does not exist".into())),
-            ErrorKind::NotFound
+            (ErrorKind::NotFound, false)
         );
-        assert_eq!(kind(io(std::io::ErrorKind::ConnectionRefused)), ErrorKind::Retriable);
-        assert_eq!(kind(io(std::io::ErrorKind::TimedOut)), ErrorKind::Retriable);
+        assert_eq!(kind(io(std::io::ErrorKind::ConnectionRefused)), (ErrorKind::Storage, true));
+        assert_eq!(kind(io(std::io::ErrorKind::TimedOut)), (ErrorKind::Storage, true));
         assert_eq!(
             kind(HdfsError::RPCError("org.apache.hadoop.ipc.StandbyException".into(), "standby".into())),
-            ErrorKind::Retriable
+            (ErrorKind::Storage, true)
         );
         assert_eq!(
             kind(HdfsError::RPCError(
                 "org.apache.hadoop.hdfs.server.namenode.SafeModeException".into(),
                 "safe mode".into()
             )),
-            ErrorKind::Retriable
+            (ErrorKind::Storage, true)
         );
-        assert_eq!(kind(HdfsError::DataTransferError("dn".into())), ErrorKind::Retriable);
-        assert_eq!(kind(HdfsError::ChecksumError), ErrorKind::Corrupt);
+        assert_eq!(kind(HdfsError::DataTransferError("dn".into())), (ErrorKind::Storage, true));
+        assert_eq!(kind(HdfsError::ChecksumError), (ErrorKind::Corrupt, false));
         assert_eq!(
             kind(HdfsError::RPCError("org.apache.hadoop.security.AccessControlException".into(), "denied".into())),
-            ErrorKind::Storage
+            (ErrorKind::Storage, false)
         );
         let e = classify("object k (hdfs path /k)", io(std::io::ErrorKind::ConnectionRefused));
         assert!(e.full_message().contains("object k"), "{}", e.full_message());
@@ -938,9 +941,9 @@ mod tests {
             props([("hdfs.namenode.url", "hdfs://127.0.0.1:1"), ("hdfs.conf.dfs.client.failover.max.attempts", "0")]);
         let b = from_config(&mut ConfigReader::new(&p)).unwrap();
         let e = b.get_range("t/k", 0..10).await.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Retriable, "{}", e.full_message());
+        assert!(e.is_transient(), "{}", e.full_message());
         assert!(e.to_string().contains("t/k"), "{e}");
         let e = b.put_bytes("t/k", Bytes::from_static(b"x")).await.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Retriable, "{}", e.full_message());
+        assert!(e.is_transient(), "{}", e.full_message());
     }
 }

@@ -11,7 +11,7 @@
 //! - for a fetch, a stream handle that Java reads in chunks into its own `byte[]` (short reads, `-1` at the
 //!   end), then closes; handles are registry ids ([`handles`]), so a stale or doubled close is harmless;
 //! - every failure as a Java `io.rsm.kafka.NativeStorageException(int kind, String message)` carrying the
-//!   [`rsm_core::ErrorKind`] number and the full message, including panics ([`KIND_PANIC`]): every entry
+//!   [`rsm_facade::ResultCode`] number (from the error's kind and status) and the full message, including panics ([`KIND_PANIC`]): every entry
 //!   point runs inside `EnvUnowned::with_env`, which catches unwinding, and the [`ThrowToJava`] policy turns
 //!   the outcome into that exception. Nothing unwinds into the JVM.
 //! - log events through [`log`], a queue a Java daemon thread drains into SLF4J.
@@ -32,7 +32,7 @@ use jni::errors::ErrorPolicy;
 use jni::objects::{JByteArray, JClass, JObjectArray, JString, JThrowable, JValue};
 use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned, jni_sig};
-use rsm_core::{Error, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
+use rsm_core::{Error, ErrorKind, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
 use rsm_facade::{SegmentReader, Store};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The exception kind for a Rust panic caught at the boundary.
-pub const KIND_PANIC: i32 = 100;
+pub const KIND_PANIC: i32 = rsm_facade::ResultCode::Panic as i32;
 /// The exception kind for a failure of JNI itself (a bad argument type, a missing class).
 pub const KIND_JNI: i32 = 101;
 
@@ -116,7 +116,7 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowToJava {
             return Ok(T::default());
         }
         match err {
-            Failure::Rsm(e) => throw(env, e.kind() as i32, &e.full_message())?,
+            Failure::Rsm(e) => throw(env, rsm_facade::ResultCode::of(&e) as i32, &e.full_message())?,
             Failure::Jni(e) => throw(env, KIND_JNI, &format!("JNI call failed: {e}"))?,
         }
         Ok(T::default())
@@ -174,11 +174,8 @@ pub fn open_store(mut settings: BTreeMap<String, String>) -> Result<Store> {
                 "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
             )
         })?;
-    Store::open(&url, &settings).map_err(|e| match e {
-        // The facade names the URL `store`; on the broker it is this key.
-        Error::Config { key, message } if key == "store" => Error::config(STORE_URL_KEY, message),
-        e => e,
-    })
+    // The facade names the URL `store`; on the broker it is this key.
+    Store::open(&url, &settings).map_err(|e| e.rename_config_key("store", STORE_URL_KEY))
 }
 
 /// A fetch in progress: a segment's bytes from the facade's reader, or an index already in memory.
@@ -247,9 +244,11 @@ impl NativeStream {
 
 fn with_stream<T>(handle: jlong, f: impl FnOnce(&mut NativeStream) -> Result<T>) -> Result<T> {
     let stream = STREAMS.get(handle)?;
-    let mut s = stream.lock().map_err(|_| Error::Storage {
-        message: format!("stream handle {handle} is unusable: a panic interrupted an earlier call on it"),
-        source: None,
+    let mut s = stream.lock().map_err(|_| {
+        Error::new(
+            ErrorKind::Storage,
+            format!("stream handle {handle} is unusable: a panic interrupted an earlier call on it"),
+        )
     })?;
     f(&mut s)
 }
@@ -620,8 +619,8 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_selfTest<'l>(
                 Ok(())
             }
             11 => Err(Error::not_found(message).into()),
-            12 => Err(Error::Retriable { message, source: None }.into()),
-            13 => Err(Error::Storage { message, source: None }.into()),
+            12 => Err(Error::new(ErrorKind::Storage, message).transient().into()),
+            13 => Err(Error::new(ErrorKind::Storage, message).into()),
             14 => Err(Error::corrupt(message).into()),
             15 => Err(Error::invalid(message).into()),
             16 => Err(Error::config("some.key", message).into()),
@@ -633,7 +632,6 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_selfTest<'l>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::ErrorKind;
     use rsm_core::config::props;
 
     #[test]

@@ -1,0 +1,66 @@
+//! The result codes every face reports, derived from an error's kind and status in this one place: the JNI
+//! plugin's exception kinds and the C ABI's result codes are these numbers.
+
+use rsm_core::{Error, ErrorKind};
+
+/// What a face tells its caller about a call. The numbers are stable: Java's `NativeStorageException`
+/// kinds are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum ResultCode {
+    /// Success.
+    Ok = 0,
+    /// The segment, index or object does not exist.
+    NotFound = 1,
+    /// A transient failure: retrying may succeed.
+    StorageTransient = 2,
+    /// A permanent failure of the store.
+    StoragePermanent = 3,
+    /// Data failed a checksum or format check.
+    Corrupt = 4,
+    /// The caller passed something invalid.
+    InvalidArgument = 5,
+    /// A setting is missing, unknown or malformed.
+    Config = 6,
+    /// A panic inside the library, caught at the boundary.
+    Panic = 100,
+}
+
+impl ResultCode {
+    /// The code of `e`: any transient failure is [`ResultCode::StorageTransient`] (a caller's one question
+    /// is whether to retry); otherwise the kind decides.
+    pub fn of(e: &Error) -> Self {
+        if e.is_transient() {
+            return ResultCode::StorageTransient;
+        }
+        match e.kind() {
+            ErrorKind::NotFound => ResultCode::NotFound,
+            ErrorKind::Storage => ResultCode::StoragePermanent,
+            ErrorKind::Corrupt => ResultCode::Corrupt,
+            ErrorKind::InvalidArgument => ResultCode::InvalidArgument,
+            ErrorKind::Config => ResultCode::Config,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_kind_and_status() {
+        let cases = [
+            (Error::not_found("x"), ResultCode::NotFound, 1),
+            (Error::retriable("x", "timeout"), ResultCode::StorageTransient, 2),
+            (Error::corrupt("short read").transient(), ResultCode::StorageTransient, 2),
+            (Error::storage("x", "denied"), ResultCode::StoragePermanent, 3),
+            (Error::corrupt("crc"), ResultCode::Corrupt, 4),
+            (Error::invalid("x"), ResultCode::InvalidArgument, 5),
+            (Error::config("k", "x"), ResultCode::Config, 6),
+        ];
+        for (e, code, number) in cases {
+            assert_eq!(ResultCode::of(&e), code, "{e}");
+            assert_eq!(code as i32, number, "{e}");
+        }
+    }
+}
