@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use rsm_core::backend::Op;
 use rsm_core::config::parse_properties;
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::manifest::Manifest;
@@ -223,7 +224,7 @@ fn demo(
     let t = Instant::now();
     let copied = copy_partition(&store, &partition, 0)?;
     let copy_secs = t.elapsed().as_secs_f64();
-    let copy_counts = (store.counts().put.requests(), store.counts().total());
+    let copy_counts = (store.counts().get(Op::Put).requests, store.counts().total_requests());
 
     let t = Instant::now();
     let mut fetched_bytes = 0u64;
@@ -282,8 +283,8 @@ fn demo(
     println!("{:<24} {:>14}", "chunks", chunks);
     println!("{:<24} {:>14}", "copy requests (PUT)", copy_counts.0);
     println!("{:<24} {:>14.2}", "PUT per segment", copy_counts.0 as f64 / copied.len() as f64);
-    println!("{:<24} {:>14}", "GET requests", c.get.requests());
-    println!("{:<24} {:>14}", "all requests", c.total());
+    println!("{:<24} {:>14}", "GET requests", c.get(Op::Get).requests);
+    println!("{:<24} {:>14}", "all requests", c.total_requests());
     println!("{:<24} {:>14.1}", "copy MiB/s", mib(total_bytes) / copy_secs);
     println!("{:<24} {:>14.1}", "fetch MiB/s", mib(fetched_bytes) / fetch_secs);
     println!("{:<24} {:>14}", "byte-identical", "yes");
@@ -330,8 +331,8 @@ fn run(cli: Cli) -> Result<()> {
                 done.len(),
                 mib(bytes),
                 t.elapsed().as_secs_f64(),
-                c.total(),
-                c.put.requests()
+                c.total_requests(),
+                c.get(Op::Put).requests
             );
             Ok(())
         }

@@ -1,28 +1,44 @@
-//! The blocking facade: opens a store by URL with its settings and runs the async core on one shared
-//! tokio runtime. The CLI, the C ABI and JNI are thin faces over this crate, so they behave the same.
+//! The blocking facade: opens a store by URL with its settings, stacks the backend layers, and runs the
+//! async core on one shared tokio runtime. The CLI, the C ABI and JNI are thin faces over this crate, so
+//! they behave the same; what every face needs lives here:
+//! - [`Store`]: open by URL ([`Store::open`]) or from a face's settings map with `store.url` in it
+//!   ([`Store::open_settings`]), then Kafka's operations, blocking;
+//! - [`Registry`]: the kinds of store by URL scheme, one cargo feature per backend (`fs`, `s3`, `azure`,
+//!   `gcs`, `hdfs`; all on by default, so a host can build only the stores it uses);
+//! - [`SegmentReader`]: the stream adapter (short reads, skips, pieces without copying);
+//! - [`wire`]: the compact metadata encoding a face passes as bytes;
+//! - [`ResultCode`]: the code of an error, from its kind and status.
 //!
 //! Store URLs: `file:///absolute/path` (the embedded default), `s3://bucket/prefix`, `az://container/prefix`,
 //! `gs://bucket/prefix`, `hdfs://namenode:port/path` and `memory:` (tests). Settings are the
-//! keys a broker passes under `rsm.config.` (see [`rsm_core::TieredConfig`] and each backend).
+//! keys a broker passes under `rsm.config.` (see [`rsm_core::TieredConfig`], [`RetryConfig`] and each
+//! backend).
+//!
+//! Every store is wrapped as: the store, then [`CountingLayer`] (requests and bytes, [`Store::counts`]),
+//! then [`RetryLayer`] unless the store's own client retries (`retry.*`), then [`TracingLayer`].
 
 #![warn(missing_docs)]
 
 mod code;
+mod reader;
+mod registry;
+pub mod wire;
+
 pub use code::ResultCode;
+pub use reader::SegmentReader;
+pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 
 use bytes::Bytes;
-use futures::StreamExt;
-use rsm_backend_fs::FsBackend;
-use rsm_core::backend::{ByteStream, CountingBackend, MemoryBackend, RequestCounts, StorageBackend};
-use rsm_core::config::ConfigReader;
+use rsm_core::backend::layers::{CountingLayer, RetryConfig, RetryLayer, TracingLayer};
+use rsm_core::backend::{CountSnapshot, RequestCounts, StorageBackend};
+use rsm_core::config::{ConfigReader, STORE_URL_KEY};
 use rsm_core::format::manifest::Manifest;
-use rsm_core::tiered::VerifyReport;
+use rsm_core::storage::VerifyReport;
 use rsm_core::{
     CustomMetadata, Error, IndexType, LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, Result,
     TieredConfig, TieredStorage, TopicIdPartition,
 };
 use std::collections::BTreeMap;
-use std::io;
 use std::sync::{Arc, OnceLock};
 use tokio::runtime::Runtime;
 
@@ -39,42 +55,47 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
-/// Builds the backend a store URL names, reading its settings from `r`. Returns the backend and the key
-/// prefix the URL's path names (empty for stores whose path is their root).
+/// The `retry.*` keys; they apply to stores whose client does not retry by itself.
+const RETRY_KEYS: [&str; 4] = ["retry.max.attempts", "retry.backoff.ms", "retry.backoff.max.ms", "retry.deadline.ms"];
+
+/// Opens the backend `url` names with the kinds of `registry`, reading its settings (and `retry.*`) from
+/// `r`, and stacks the layers over it. Returns the stack, the counts of its counting layer, and the key
+/// prefix the URL's path names.
 ///
 /// Backends are built inside the shared runtime, because some (HDFS) start background tasks on it.
-pub fn open_backend(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
-    let _inside = runtime().enter();
-    let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or(url);
-    match scheme {
-        "file" => {
-            let path = &url["file://".len()..];
-            if !path.starts_with('/') {
+pub fn open_backend(
+    registry: &Registry,
+    url: &str,
+    r: &mut ConfigReader<'_>,
+) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String)> {
+    let kind = registry.kind_of(url)?;
+    let (raw, prefix) = {
+        let _inside = runtime().enter();
+        (kind.open)(url, r)?
+    };
+    let retry = if kind.retries_itself {
+        for key in RETRY_KEYS {
+            if r.string(key).is_some() {
                 return Err(Error::config(
-                    "store",
-                    format!("`{url}`: a file URL needs an absolute path (file:///...)"),
+                    key,
+                    format!("`{}` stores retry in their own client; set its retry settings instead", scheme_of(url)),
                 ));
             }
-            r.ignore("fs.root");
-            let fsync = r.bool("fs.fsync", true)?;
-            Ok((Arc::new(FsBackend::new(path, fsync)?), String::new()))
         }
-        "hdfs" | "viewfs" => rsm_backend_hdfs::from_url(url, r),
-        "s3" => rsm_backend_s3::from_url(url, r),
-        "az" => rsm_backend_azure::from_url(url, r),
-        "gs" => rsm_backend_gcs::from_url(url, r),
-        "memory:" => Ok((Arc::new(MemoryBackend::new()), String::new())),
-        _ => Err(Error::config(
-            "store",
-            format!(
-                "unsupported store URL scheme `{}` (supported: file, s3, az, gs, hdfs, memory)",
-                scheme.trim_end_matches(':')
-            ),
-        )),
+        None
+    } else {
+        Some(RetryConfig::read(r)?)
+    };
+    let counting = Arc::new(CountingLayer::new(raw));
+    let counts = counting.counts();
+    let mut stack: Arc<dyn StorageBackend> = counting;
+    if let Some(config) = retry {
+        stack = Arc::new(RetryLayer::new(stack, config));
     }
+    Ok((Arc::new(TracingLayer::new(stack)), counts, prefix))
 }
 
-/// A store opened by URL: a [`TieredStorage`] over a request-counted backend.
+/// A store opened by URL: a [`TieredStorage`] over the layered backend.
 #[derive(Debug)]
 pub struct Store {
     storage: TieredStorage,
@@ -84,15 +105,32 @@ pub struct Store {
 impl Store {
     /// Opens `url` with `settings`; unknown settings fail, naming the key.
     pub fn open(url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
+        Self::open_in(&Registry::builtin(), url, settings)
+    }
+
+    /// Opens the store the settings name with `store.url` (how a broker, the C ABI and JNI name it); the
+    /// other settings are the store's.
+    pub fn open_settings(settings: &BTreeMap<String, String>) -> Result<Self> {
+        let url = settings.get(STORE_URL_KEY).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
+            Error::config(
+                STORE_URL_KEY,
+                "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
+            )
+        })?;
+        Self::open(url, settings)
+    }
+
+    /// [`Store::open`] with the kinds of store of `registry`.
+    pub fn open_in(registry: &Registry, url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
+        let url = url.trim();
         let mut r = ConfigReader::new(settings);
         r.ignore("broker.id");
-        let (backend, url_prefix) = open_backend(url, &mut r)?;
+        r.ignore(STORE_URL_KEY);
+        let (backend, counts, url_prefix) = open_backend(registry, url, &mut r)?;
         let mut config = TieredConfig::read(&mut r)?;
         config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
         r.finish()?;
-        let counting = Arc::new(CountingBackend::new(backend));
-        let counts = counting.counts();
-        Ok(Store { storage: TieredStorage::new(counting, config), counts })
+        Ok(Store { storage: TieredStorage::new(backend, config), counts })
     }
 
     /// The storage manager.
@@ -100,9 +138,10 @@ impl Store {
         &self.storage
     }
 
-    /// Requests and bytes so far, by operation.
-    pub fn counts(&self) -> &RequestCounts {
-        &self.counts
+    /// Requests, failures and bytes so far, by operation, at the contract's level (a store's client may
+    /// make more requests underneath: retries, multipart parts).
+    pub fn counts(&self) -> CountSnapshot {
+        self.counts.snapshot()
     }
 
     /// Copies a segment (see [`RemoteStorageManager::copy_log_segment_data`]).
@@ -112,8 +151,7 @@ impl Store {
 
     /// Opens a reader of the segment's bytes `start..=end` (see [`RemoteStorageManager::fetch_log_segment`]).
     pub fn fetch(&self, md: &RemoteLogSegmentMetadata, start: i32, end: Option<i32>) -> Result<SegmentReader> {
-        let stream = runtime().block_on(self.storage.fetch_log_segment(md, start, end))?;
-        Ok(SegmentReader { stream: Some(stream), current: Bytes::new() })
+        Ok(SegmentReader::stream(runtime().block_on(self.storage.fetch_log_segment(md, start, end))?))
     }
 
     /// The exact bytes of an index (see [`RemoteStorageManager::fetch_index`]).
@@ -152,51 +190,6 @@ impl Store {
     }
 }
 
-/// A blocking reader over a fetch stream. Dropping it stops the fetch and frees its buffers at once.
-pub struct SegmentReader {
-    stream: Option<ByteStream>,
-    current: Bytes,
-}
-
-impl SegmentReader {
-    /// The next piece of bytes (`None` at the end), without copying.
-    pub fn next_bytes(&mut self) -> Result<Option<Bytes>> {
-        if !self.current.is_empty() {
-            return Ok(Some(std::mem::take(&mut self.current)));
-        }
-        let Some(stream) = self.stream.as_mut() else {
-            return Ok(None);
-        };
-        match runtime().block_on(stream.next()) {
-            Some(Ok(b)) => Ok(Some(b)),
-            Some(Err(e)) => {
-                self.stream = None;
-                Err(e)
-            }
-            None => {
-                self.stream = None;
-                Ok(None)
-            }
-        }
-    }
-}
-
-impl io::Read for SegmentReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.current.is_empty() {
-            match self.next_bytes() {
-                Ok(Some(b)) => self.current = b,
-                Ok(None) => return Ok(0),
-                Err(e) => return Err(io::Error::other(e)),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current[..n]);
-        let _ = self.current.split_to(n);
-        Ok(n)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,7 +199,8 @@ mod tests {
     fn store_urls_and_settings_are_checked() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
-        Store::open(&url, &props([("chunk.size", "1048576"), ("broker.id", "3")])).unwrap();
+        Store::open(&url, &props([("chunk.size", "1048576"), ("broker.id", "3"), ("retry.max.attempts", "2")]))
+            .unwrap();
         let e = Store::open(&url, &props([("chunk.sise", "1")])).unwrap_err();
         assert_eq!(e.to_string(), "invalid configuration `chunk.sise`: unknown setting");
         let e = Store::open(&url, &props([("chunk.size", "12")])).unwrap_err();
@@ -214,6 +208,26 @@ mod tests {
         let e = Store::open("ftp://x", &BTreeMap::new()).unwrap_err();
         assert!(e.to_string().contains("unsupported store URL scheme `ftp`"), "{e}");
         let e = Store::open("file://relative", &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.config_key(), Some(STORE_URL_KEY));
         assert!(e.to_string().contains("absolute path"), "{e}");
+    }
+
+    #[test]
+    fn the_store_url_setting_is_required_and_named() {
+        let e = Store::open_settings(&props([("chunk.size", "1048576")])).unwrap_err();
+        assert!(e.to_string().starts_with("invalid configuration `store.url`: is required"), "{e}");
+        let e = Store::open_settings(&props([("store.url", "ftp://x")])).unwrap_err();
+        assert!(e.to_string().starts_with("invalid configuration `store.url`: unsupported store URL scheme"), "{e}");
+        let e = Store::open_settings(&props([("store.url", "memory:"), ("chunk.sise", "1")])).unwrap_err();
+        assert_eq!(e.to_string(), "invalid configuration `chunk.sise`: unknown setting");
+        Store::open_settings(&props([("store.url", " memory: "), ("broker.id", "1")])).unwrap();
+    }
+
+    #[cfg(feature = "s3")]
+    #[test]
+    fn retry_settings_are_refused_for_stores_that_retry_themselves() {
+        let p = props([("s3.endpoint.url", "http://127.0.0.1:1"), ("retry.max.attempts", "5")]);
+        let e = Store::open("s3://bucket/prefix", &p).unwrap_err();
+        assert_eq!(e.config_key(), Some("retry.max.attempts"), "{e}");
     }
 }

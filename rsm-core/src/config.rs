@@ -11,6 +11,10 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::str::FromStr;
 
+/// The setting that names the store by URL (`rsm.config.store.url` on a broker, `--store` in the CLI).
+/// Errors about the URL name this key.
+pub const STORE_URL_KEY: &str = "store.url";
+
 /// A secret setting (a key, a token, a SAS, a connection string). Its `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);

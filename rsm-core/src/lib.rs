@@ -4,10 +4,11 @@
 //! - [`model`]: Kafka's plugin types (segment ids, metadata, `LogSegmentData`, index types);
 //! - [`format`]: Kafka's on-disk formats (record batches, `.index`, `.timeindex`) and ours (the manifest,
 //!   the SR-32 remote log index files);
-//! - [`backend`]: the [`StorageBackend`] contract every store implements, with an in-memory store and a
-//!   request-counting wrapper;
+//! - [`backend`]: the [`StorageBackend`] contract every store implements, an in-memory store, the request
+//!   accounting type and the layers (counting, retry, fault injection, tracing) that wrap any store;
 //! - [`rsm`]: the [`RemoteStorageManager`] contract Kafka's broker calls;
-//! - [`tiered`]: [`TieredStorage`], the one implementation of that contract over any backend;
+//! - [`storage`]: [`TieredStorage`], the one implementation of that contract over any backend, split by job
+//!   (remote layout, copy, the fetch planner, the chunk source seam, caches);
 //! - [`config`]: typed settings read from string maps;
 //! - `testkit` (feature): the contract suites every backend runs, and fixture partitions.
 
@@ -19,13 +20,13 @@ pub mod error;
 pub mod format;
 pub mod model;
 pub mod rsm;
+pub mod storage;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-pub mod tiered;
 pub mod tiering;
 
 pub use backend::StorageBackend;
 pub use error::{Error, ErrorKind, Result};
 pub use model::*;
 pub use rsm::RemoteStorageManager;
-pub use tiered::{TieredConfig, TieredStorage};
+pub use storage::{TieredConfig, TieredStorage};

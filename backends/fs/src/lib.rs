@@ -62,6 +62,21 @@ impl FsBackend {
         Self::new(root, fsync).map_err(|e| Error::config("fs.root", e.to_string()))
     }
 
+    /// Opens `file:///absolute/path` with `fs.fsync` (default true) from `r`: the store rooted at the path,
+    /// with no key prefix of its own.
+    pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(std::sync::Arc<dyn StorageBackend>, String)> {
+        let path = url.strip_prefix("file://").unwrap_or(url);
+        if !path.starts_with('/') {
+            return Err(Error::config(
+                rsm_core::config::STORE_URL_KEY,
+                format!("`{url}`: a file URL needs an absolute path (file:///...)"),
+            ));
+        }
+        r.ignore("fs.root");
+        let fsync = r.bool("fs.fsync", true)?;
+        Ok((std::sync::Arc::new(Self::new(path, fsync)?), String::new()))
+    }
+
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root

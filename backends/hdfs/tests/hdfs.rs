@@ -7,7 +7,7 @@ mod common;
 use bytes::Bytes;
 use futures::StreamExt;
 use rsm_backend_hdfs::{HdfsBackend, TMP_PREFIX, from_config, from_url};
-use rsm_core::backend::{CountingBackend, RequestCounts};
+use rsm_core::backend::{CountingLayer, Op, RequestCounts};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
@@ -18,7 +18,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 fn snapshot(c: &RequestCounts) -> [u64; 6] {
-    [c.put.requests(), c.get.requests(), c.delete.requests(), c.list.requests(), c.put.bytes(), c.get.bytes()]
+    let c = c.snapshot();
+    let (put, get) = (c.get(Op::Put), c.get(Op::Get));
+    [
+        put.requests,
+        get.requests,
+        c.get(Op::Delete).requests,
+        c.get(Op::List).requests,
+        put.bytes_sent,
+        get.bytes_received,
+    ]
 }
 
 fn delta(now: [u64; 6], then: [u64; 6]) -> String {
@@ -64,7 +73,7 @@ async fn segment_over_64_mib_copy_fetch_delete() {
     assert!(log.len() > 64 << 20, "segment of {} bytes", log.len());
     eprintln!("generated a {} byte segment in {:?}", log.len(), t.elapsed());
 
-    let counting = Arc::new(CountingBackend::new(common::make(url.clone()).await));
+    let counting = Arc::new(CountingLayer::new(common::make(url.clone()).await));
     let p = props([("key.prefix", unique_prefix("big-segment"))]);
     let mut r = ConfigReader::new(&p);
     let config = TieredConfig::read(&mut r).unwrap();

@@ -15,9 +15,9 @@ use rsm_backend_object_store::ObjectStoreBackend;
 use rsm_backend_object_store::testing::{segment_partition, server_env_or_exit};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
+use rsm_core::storage::partition_prefix;
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::testkit::unique_prefix;
-use rsm_core::tiered::partition_prefix;
 use rsm_core::{
     ErrorKind, LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, StorageBackend, TieredConfig,
     TieredStorage,

@@ -5,7 +5,7 @@
 //! here.
 //!
 //! What crosses the boundary:
-//! - segment metadata as the compact byte encoding of [`codec`] (Java writes it, Rust reads it);
+//! - segment metadata as the compact byte encoding of [`rsm_facade::wire`] (Java writes it, Rust reads it);
 //! - for a copy, the paths of the segment's files and the leader-epoch checkpoint bytes: Rust reads the files
 //!   itself, so no segment bytes cross JNI on the way out;
 //! - for a fetch, a stream handle that Java reads in chunks into its own `byte[]` (short reads, `-1` at the
@@ -22,7 +22,6 @@
 
 #![warn(missing_docs)]
 
-pub mod codec;
 pub mod handles;
 pub mod log;
 
@@ -33,7 +32,7 @@ use jni::objects::{JByteArray, JClass, JObjectArray, JString, JThrowable, JValue
 use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned, jni_sig};
 use rsm_core::{Error, ErrorKind, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
-use rsm_facade::{SegmentReader, Store};
+use rsm_facade::{SegmentReader, Store, wire};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -44,11 +43,8 @@ pub const KIND_PANIC: i32 = rsm_facade::ResultCode::Panic as i32;
 /// The exception kind for a failure of JNI itself (a bad argument type, a missing class).
 pub const KIND_JNI: i32 = 101;
 
-/// The settings key that names the store (`rsm.config.store.url` on the broker).
-pub const STORE_URL_KEY: &str = "store.url";
-
 static STORES: Registry<Store> = Registry::new("store");
-static STREAMS: Registry<Mutex<NativeStream>> = Registry::new("stream");
+static STREAMS: Registry<Mutex<SegmentReader>> = Registry::new("stream");
 static EXCEPTION_CLASS: OnceLock<jni::refs::Global<JClass<'static>>> = OnceLock::new();
 
 /// What went wrong inside an entry point.
@@ -158,91 +154,14 @@ fn bytes(env: &Env<'_>, a: &JByteArray<'_>, what: &str) -> Outcome<Vec<u8>> {
 }
 
 fn metadata(env: &Env<'_>, a: &JByteArray<'_>) -> Outcome<RemoteLogSegmentMetadata> {
-    Ok(codec::decode_metadata(&bytes(env, a, "segment metadata")?)?)
+    Ok(wire::decode_metadata(&bytes(env, a, "segment metadata")?)?)
 }
 
 fn to_bool(b: bool) -> jboolean {
     b
 }
 
-/// Opens a store from the plugin's settings: `store.url` names it, the rest are its settings.
-pub fn open_store(mut settings: BTreeMap<String, String>) -> Result<Store> {
-    let url =
-        settings.remove(STORE_URL_KEY).map(|u| u.trim().to_string()).filter(|u| !u.is_empty()).ok_or_else(|| {
-            Error::config(
-                STORE_URL_KEY,
-                "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
-            )
-        })?;
-    // The facade names the URL `store`; on the broker it is this key.
-    Store::open(&url, &settings).map_err(|e| e.rename_config_key("store", STORE_URL_KEY))
-}
-
-/// A fetch in progress: a segment's bytes from the facade's reader, or an index already in memory.
-pub struct NativeStream {
-    reader: Option<SegmentReader>,
-    current: Bytes,
-}
-
-impl NativeStream {
-    /// A stream over a segment reader.
-    pub fn segment(reader: SegmentReader) -> Self {
-        NativeStream { reader: Some(reader), current: Bytes::new() }
-    }
-
-    /// A stream over bytes already read.
-    pub fn bytes(b: Bytes) -> Self {
-        NativeStream { reader: None, current: b }
-    }
-
-    /// Makes sure some bytes are buffered; `false` at the end.
-    fn fill(&mut self) -> Result<bool> {
-        while self.current.is_empty() {
-            let Some(reader) = self.reader.as_mut() else {
-                return Ok(false);
-            };
-            match reader.next_bytes() {
-                Ok(Some(b)) => self.current = b,
-                Ok(None) => {
-                    self.reader = None;
-                    return Ok(false);
-                }
-                Err(e) => {
-                    self.reader = None;
-                    return Err(e);
-                }
-            }
-        }
-        Ok(true)
-    }
-
-    /// Up to `max` bytes of what is buffered, taken off the front (empty at the end).
-    pub fn next_chunk(&mut self, max: usize) -> Result<Bytes> {
-        if max == 0 || !self.fill()? {
-            return Ok(Bytes::new());
-        }
-        let n = max.min(self.current.len());
-        Ok(self.current.split_to(n))
-    }
-
-    /// Discards up to `n` bytes; returns how many were discarded (less only at the end).
-    pub fn skip(&mut self, n: u64) -> Result<u64> {
-        let mut done = 0u64;
-        while done < n && self.fill()? {
-            let k = (n - done).min(self.current.len() as u64) as usize;
-            let _ = self.current.split_to(k);
-            done += k as u64;
-        }
-        Ok(done)
-    }
-
-    /// Bytes readable without waiting.
-    pub fn buffered(&self) -> usize {
-        self.current.len()
-    }
-}
-
-fn with_stream<T>(handle: jlong, f: impl FnOnce(&mut NativeStream) -> Result<T>) -> Result<T> {
+fn with_stream<T>(handle: jlong, f: impl FnOnce(&mut SegmentReader) -> Result<T>) -> Result<T> {
     let stream = STREAMS.get(handle)?;
     let mut s = stream.lock().map_err(|_| {
         Error::new(
@@ -327,8 +246,8 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_openStore<'l>(
         }
         let keys: Vec<&String> = settings.keys().collect();
         tracing::debug!(target: "rsm_jni", "opening store with settings {keys:?}");
-        let url = settings.get(STORE_URL_KEY).cloned().unwrap_or_default();
-        let store = open_store(settings)?;
+        let url = settings.get(rsm_core::config::STORE_URL_KEY).cloned().unwrap_or_default();
+        let store = Store::open_settings(&settings)?;
         let handle = STORES.insert(store);
         tracing::info!(target: "rsm_jni", "opened store {url} (handle {handle})");
         Ok(handle)
@@ -404,7 +323,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_fetchSegment<'l>(
         let md = metadata(env, &md)?;
         let t = Instant::now();
         let reader = s.fetch(&md, start, (end >= 0).then_some(end))?;
-        let handle = STREAMS.insert(Mutex::new(NativeStream::segment(reader)));
+        let handle = STREAMS.insert(Mutex::new(reader));
         tracing::debug!(target: "rsm_jni",
             "serving segment {} from position {start}{} (stream {handle}, opened in {:.1} ms)",
             md.remote_log_segment_id,
@@ -434,7 +353,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_fetchIndex<'l>(
             .ok_or_else(|| Error::invalid(format!("unknown index type ordinal {index_type}")))?;
         let b = s.fetch_index(&md, kind)?;
         tracing::debug!(target: "rsm_jni", "serving {kind} index of segment {} ({} bytes)", md.remote_log_segment_id, b.len());
-        Ok(STREAMS.insert(Mutex::new(NativeStream::bytes(b))))
+        Ok(STREAMS.insert(Mutex::new(SegmentReader::bytes(b))))
     })
 }
 
@@ -549,7 +468,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_describeMetadata<'l>(
 ) -> JString<'l> {
     entry(&mut env, |env| {
         let md = metadata(env, &md)?;
-        Ok(env.new_string(codec::describe_metadata(&md))?)
+        Ok(env.new_string(wire::describe_metadata(&md))?)
     })
 }
 
@@ -632,34 +551,10 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_selfTest<'l>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::config::props;
-
-    #[test]
-    fn the_store_url_setting_is_required_and_named() {
-        let e = open_store(props([("chunk.size", "1048576")])).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Config);
-        assert!(e.to_string().starts_with("invalid configuration `store.url`: is required"), "{e}");
-        let e = open_store(props([("store.url", "ftp://x")])).unwrap_err();
-        assert!(e.to_string().starts_with("invalid configuration `store.url`: unsupported store URL scheme"), "{e}");
-        let e = open_store(props([("store.url", "memory:"), ("chunk.sise", "1")])).unwrap_err();
-        assert_eq!(e.to_string(), "invalid configuration `chunk.sise`: unknown setting");
-        open_store(props([("store.url", " memory: "), ("broker.id", "1")])).unwrap();
-    }
-
-    #[test]
-    fn streams_serve_short_reads_skips_and_end() {
-        let mut s = NativeStream::bytes(Bytes::from_static(b"0123456789"));
-        assert_eq!(s.buffered(), 10);
-        assert_eq!(&s.next_chunk(3).unwrap()[..], b"012");
-        assert_eq!(s.skip(4).unwrap(), 4);
-        assert_eq!(&s.next_chunk(usize::MAX).unwrap()[..], b"789", "a huge read takes what is there");
-        assert!(s.next_chunk(5).unwrap().is_empty());
-        assert_eq!(s.skip(u64::MAX).unwrap(), 0);
-    }
 
     #[test]
     fn stream_handles_fail_cleanly_after_close_and_after_a_panic() {
-        let h = STREAMS.insert(Mutex::new(NativeStream::bytes(Bytes::from_static(b"abc"))));
+        let h = STREAMS.insert(Mutex::new(SegmentReader::bytes(Bytes::from_static(b"abc"))));
         let r = std::panic::catch_unwind(|| with_stream(h, |_| -> Result<()> { panic!("boom") }));
         assert!(r.is_err());
         let e = with_stream(h, |s| s.next_chunk(1)).unwrap_err();

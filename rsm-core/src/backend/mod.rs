@@ -1,13 +1,16 @@
-//! The storage contract each backend implements, with an in-memory backend and a request counter.
+//! The storage contract each backend implements, an in-memory backend, the request accounting type and the
+//! layers (counting, retry, faults, tracing) that wrap any backend.
 //!
 //! Keys are `/`-separated relative paths (`topic-id/0/00000000000000000000-id.log`). A backend never makes
 //! a partial object visible: an upload either replaces the object whole or leaves it as it was.
 
-mod counting;
+mod counts;
+pub mod layers;
 mod memory;
 mod pool;
 
-pub use counting::{CountingBackend, OpCounts, RequestCounts};
+pub use counts::{CountSnapshot, Op, OpCount, RequestCounts};
+pub use layers::{CountingLayer, LayeredBackend};
 pub use memory::MemoryBackend;
 pub use pool::BufferPool;
 

@@ -2,12 +2,16 @@
 //!
 //! Entry layout (big-endian): magic i16 (0), length i16 (bytes after this field), crc u32 (CRC-32C of the
 //! bytes after the crc field), firstOffset i64, lastOffset i64, firstTimestamp i64, lastTimestamp i64,
-//! dataLength i32, rdiLength i16, rdi.
+//! dataLength i32 (the chunk's original length), rdiLength i16, rdi.
 //!
-//! Our RDI (44 bytes) names the object and the byte range: version u8 (0), object u8 (0 = a segment's
-//! `.log` object), transform u8 (0 = none; compression and encryption come later), reserved u8, the
-//! segment's start offset i64 and id (16 bytes) (which with the partition give the object key), position
-//! u64 (in the object), stored length u32, CRC-32C u32 of the chunk's original bytes.
+//! Our RDI names the object, where the chunk is stored and where it belongs, apart: a transform (compression,
+//! encryption) changes the stored position and length, never the original ones.
+//! - version 1 (52 bytes, written by manifest version 2): version u8 (1), object u8 (0 = a segment's `.log`
+//!   object), transform u8 (0 = none), reserved u8, the segment's start offset i64 and id (16 bytes) (which
+//!   with the partition give the object key), stored position u64 (in the object), stored length u32,
+//!   CRC-32C u32 of the chunk's original bytes, original position u64 (in the segment's `.log` file);
+//! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
+//!   the stored position (chunks stored in place).
 
 use crate::error::{Error, Result};
 use crate::format::batch::Batch;
@@ -18,8 +22,10 @@ use crate::model::Uuid;
 pub const ENTRY_MAGIC: i16 = 0;
 /// Size of an entry before its RDI.
 pub const ENTRY_FIXED_LEN: usize = 46;
-/// Size of our RDI.
-pub const RDI_LEN: usize = 44;
+/// Size of our RDI as written (version 1).
+pub const RDI_LEN: usize = 52;
+/// Size of a version-0 RDI (manifest version 1).
+pub const RDI_V0_LEN: usize = 44;
 
 /// Which object of a segment holds a chunk.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -54,22 +60,26 @@ pub struct Rdi {
     pub stored_length: u32,
     /// CRC-32C of the chunk's original bytes.
     pub crc32c: u32,
+    /// Byte position of the chunk's original bytes in the segment's `.log` file.
+    pub original_position: u64,
 }
 
 impl Rdi {
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[0, self.object as u8, self.transform as u8, 0]);
+        out.extend_from_slice(&[1, self.object as u8, self.transform as u8, 0]);
         out.extend_from_slice(&self.segment_start_offset.to_be_bytes());
         out.extend_from_slice(&self.segment_id.to_bytes());
         out.extend_from_slice(&self.position.to_be_bytes());
         out.extend_from_slice(&self.stored_length.to_be_bytes());
         out.extend_from_slice(&self.crc32c.to_be_bytes());
+        out.extend_from_slice(&self.original_position.to_be_bytes());
     }
 
+    /// Decodes an RDI of version 0 or 1 (its first byte), checking its length against its version.
     fn decode(b: &[u8]) -> Result<Self> {
         let mut r = Reader::new(b, "chunk RDI");
         let version = r.u8()?;
-        if version != 0 || b.len() != RDI_LEN {
+        if !matches!((version, b.len()), (0, RDI_V0_LEN) | (1, RDI_LEN)) {
             return Err(Error::corrupt(format!("chunk RDI: version {version}, length {} unsupported", b.len())));
         }
         let object = match r.u8()? {
@@ -83,14 +93,19 @@ impl Rdi {
         let _reserved = r.u8()?;
         let segment_start_offset = r.i64()?;
         let segment_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
+        let position = r.u64()?;
+        let stored_length = r.u32()?;
+        let crc32c = r.u32()?;
+        let original_position = if version == 0 { position } else { r.u64()? };
         Ok(Rdi {
             object,
             transform,
             segment_start_offset,
             segment_id,
-            position: r.u64()?,
-            stored_length: r.u32()?,
-            crc32c: r.u32()?,
+            position,
+            stored_length,
+            crc32c,
+            original_position,
         })
     }
 }
@@ -113,17 +128,24 @@ pub struct ChunkEntry {
 }
 
 impl ChunkEntry {
-    /// Byte position of the chunk in the original `.log` file (chunks are stored in place).
+    /// Byte position of the chunk in the original `.log` file (a chunk's position is always the original
+    /// one; [`ChunkEntry::stored_range`] says where it is stored).
+    #[allow(clippy::misnamed_getters)]
     pub fn position(&self) -> u64 {
-        self.rdi.position
+        self.rdi.original_position
     }
 
     /// One past the chunk's last byte in the original `.log` file.
     pub fn end(&self) -> u64 {
-        self.rdi.position + self.data_length as u64
+        self.rdi.original_position + self.data_length as u64
     }
 
-    /// Encoded size of this entry.
+    /// Where the chunk is stored in its object: position and length after any transform.
+    pub fn stored_range(&self) -> std::ops::Range<u64> {
+        self.rdi.position..self.rdi.position + self.rdi.stored_length as u64
+    }
+
+    /// Encoded size of this entry (as written: RDI version 1).
     pub fn encoded_len(&self) -> usize {
         ENTRY_FIXED_LEN + RDI_LEN
     }
@@ -145,7 +167,8 @@ impl ChunkEntry {
         out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
     }
 
-    /// Decodes one entry from the front of `r`, checking magic, length and CRC.
+    /// Decodes one entry (with an RDI of version 0 or 1) from the front of `r`, checking magic, length and
+    /// CRC.
     pub fn decode(r: &mut Reader<'_>) -> Result<Self> {
         let at = r.position();
         let magic = r.i16()?;
@@ -255,6 +278,7 @@ impl Chunker {
                 position: batch.position(),
                 stored_length: 0,
                 crc32c: 0,
+                original_position: batch.position(),
             },
         });
         open.rdi.crc32c = crc32c::crc32c_append(open.rdi.crc32c, batch.bytes());
@@ -334,15 +358,19 @@ mod tests {
                 segment_start_offset: 10,
                 segment_id: Uuid::new(5, 6),
                 position: 77,
-                stored_length: 300,
+                stored_length: 120,
                 crc32c: 0xdead,
+                original_position: 1_000,
             },
         };
         let mut buf = Vec::new();
         e.encode(&mut buf);
-        assert_eq!(buf.len(), 90);
-        assert_eq!(&buf[..4], &[0, 0, 0, 86]); // magic 0, length 86
-        assert_eq!(ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap(), e);
+        assert_eq!(buf.len(), 98);
+        assert_eq!(&buf[..4], &[0, 0, 0, 94]); // magic 0, length 94
+        assert_eq!(buf[46], 1, "RDI version 1");
+        let d = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap();
+        assert_eq!(d, e);
+        assert_eq!((d.position(), d.end(), d.stored_range()), (1_000, 1_300, 77..197), "original apart from stored");
         buf[20] ^= 1;
         let err = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap_err();
         assert!(err.to_string().contains("CRC"), "{err}");

@@ -1,7 +1,8 @@
-//! Big-endian cursor used by the binary formats; every short read is a [`Error::Corrupt`] naming what
-//! was being read.
+//! The one big-endian cursor of the SDK: the stored formats (manifest, chunk entries) and the encodings
+//! that cross a boundary (the metadata JNI passes) read through it. Every short read is an error naming
+//! what was being read: corrupt for stored data, invalid argument for a caller's input.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// A checked big-endian reader over a byte slice.
 #[derive(Debug)]
@@ -9,12 +10,34 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     what: &'a str,
+    kind: ErrorKind,
 }
 
 impl<'a> Reader<'a> {
-    /// A reader of `buf`; `what` names the thing being decoded in errors.
+    /// A reader of stored bytes `buf`; `what` names the thing being decoded in errors, which are corrupt.
     pub fn new(buf: &'a [u8], what: &'a str) -> Self {
-        Reader { buf, pos: 0, what }
+        Reader { buf, pos: 0, what, kind: ErrorKind::Corrupt }
+    }
+
+    /// A reader of bytes a caller passed; its errors are invalid arguments.
+    pub fn input(buf: &'a [u8], what: &'a str) -> Self {
+        Reader { buf, pos: 0, what, kind: ErrorKind::InvalidArgument }
+    }
+
+    /// An error of this reader's kind, naming what is decoded.
+    pub fn error(&self, message: impl std::fmt::Display) -> Error {
+        Error::new(self.kind, format!("{}: {message}", self.what))
+    }
+
+    /// A count of entries of `entry_size` bytes each (an i32), refused when negative or when that many
+    /// entries cannot fit in what remains, so no caller allocates by an unchecked length.
+    pub fn count(&mut self, name: &str, entry_size: usize) -> Result<usize> {
+        let n = self.i32()?;
+        let rest = self.remaining();
+        if n < 0 || (n as usize).saturating_mul(entry_size) > rest {
+            return Err(self.error(format_args!("{name} {n} does not fit the {rest} bytes that remain")));
+        }
+        Ok(n as usize)
     }
 
     /// Bytes consumed so far.
@@ -30,9 +53,8 @@ impl<'a> Reader<'a> {
     /// The next `n` bytes.
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.remaining() < n {
-            return Err(Error::corrupt(format!(
-                "{}: truncated at byte {} (needed {n} more bytes, {} left)",
-                self.what,
+            return Err(self.error(format_args!(
+                "truncated at byte {} (needed {n} more bytes, {} left)",
                 self.pos,
                 self.remaining()
             )));

@@ -1,11 +1,14 @@
 //! The segment manifest: the commit point of a copy. Written last; a segment without one does not exist.
 //!
 //! Versioned binary, big-endian, ending in a CRC-32C of everything before it:
-//! magic `RSMM`, version u16 (1); the segment metadata (topic, partition, topic id, segment id, offsets,
+//! magic `RSMM`, version u16 (2; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
 //! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty); the log object's
 //! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
 //! position and length in the index bundle and a CRC-32C; the chunk count and the chunk table in SR-32
 //! remoteLogIndex entry format; the CRC.
+//!
+//! Version 2 differs from version 1 only in its chunk entries' RDIs (version 1 instead of 0), which keep a
+//! chunk's original position in the `.log` apart from where it is stored (see [`crate::format::chunk`]).
 
 use crate::error::{Error, Result};
 use crate::format::chunk::ChunkEntry;
@@ -18,8 +21,10 @@ use std::collections::BTreeMap;
 
 /// The manifest magic.
 pub const MAGIC: &[u8; 4] = b"RSMM";
-/// The version this code writes and reads.
-pub const VERSION: u16 = 1;
+/// The version this code writes.
+pub const VERSION: u16 = 2;
+/// The oldest version this code reads.
+pub const OLDEST_VERSION: u16 = 1;
 
 /// Where one index lies in the bundle object.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -142,8 +147,10 @@ impl Manifest {
         }
         let mut r = Reader::new(&body[4..], "manifest");
         let version = r.u16()?;
-        if version != VERSION {
-            return Err(Error::corrupt(format!("version {version} is not supported (this build reads {VERSION})")));
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+            return Err(Error::corrupt(format!(
+                "version {version} is not supported (this build reads {OLDEST_VERSION} to {VERSION})"
+            )));
         }
         let topic_len = r.u16()? as usize;
         let topic = std::str::from_utf8(r.bytes(topic_len)?)
@@ -191,6 +198,12 @@ impl Manifest {
             if c.rdi.segment_id != seg_id || c.rdi.segment_start_offset != start_offset {
                 return Err(Error::corrupt(format!("chunk {i} names another segment ({})", c.rdi.segment_id)));
             }
+            if c.rdi.transform == crate::format::chunk::Transform::None && c.rdi.stored_length != c.data_length {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} is stored as is but its stored length {} is not its length {}",
+                    c.rdi.stored_length, c.data_length
+                )));
+            }
             if c.position() != expected_position {
                 return Err(Error::corrupt(format!(
                     "chunk {i} starts at {}, expected {expected_position}",
@@ -227,7 +240,7 @@ impl Manifest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::chunk::{Rdi, RdiObject, Transform};
 
@@ -254,6 +267,7 @@ mod tests {
                 position: p,
                 stored_length: len,
                 crc32c: 9,
+                original_position: p,
             },
         };
         Manifest {
@@ -275,7 +289,7 @@ mod tests {
     fn round_trip_and_lookups() {
         let m = sample();
         let bytes = m.encode();
-        assert_eq!(&bytes[..6], b"RSMM\0\x01");
+        assert_eq!(&bytes[..6], b"RSMM\0\x02");
         let d = Manifest::decode(&bytes, "k").unwrap();
         assert_eq!(d, m);
         assert_eq!(d.chunk_at_position(0), Some(0));

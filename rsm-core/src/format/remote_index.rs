@@ -226,6 +226,7 @@ mod tests {
                         position: i as u64 * 100,
                         stored_length: 100,
                         crc32c: 0,
+                        original_position: i as u64 * 100,
                     },
                 }
             })

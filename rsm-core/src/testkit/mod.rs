@@ -8,7 +8,6 @@
 //! works under a unique key prefix, so backends that share a bucket do not interfere.
 
 pub mod backend_contract;
-pub mod faults;
 pub mod rsm_contract;
 
 use crate::format::partition::LocalPartition;

@@ -1,6 +1,8 @@
 //! The RemoteStorageManager contract over [`TieredStorage`], run on any backend with real Kafka segments.
 
 use super::{fixture_partition, unique_prefix};
+use crate::backend::Op;
+use crate::backend::layers::{Fault, FaultLayer, FaultRule};
 use crate::backend::{ByteStream, StorageBackend};
 use crate::config::{ConfigReader, props};
 use crate::error::{Error, ErrorKind};
@@ -8,8 +10,7 @@ use crate::format::batch::BatchIter;
 use crate::format::partition::{LocalPartition, LocalSegment};
 use crate::model::{IndexType, LogSegmentData, RemoteLogSegmentMetadata};
 use crate::rsm::RemoteStorageManager;
-use crate::testkit::faults::FailingUploads;
-use crate::tiered::{TieredConfig, TieredStorage, partition_prefix};
+use crate::storage::{TieredConfig, TieredStorage, partition_prefix};
 use bytes::Bytes;
 use futures::StreamExt;
 use std::sync::Arc;
@@ -198,13 +199,14 @@ pub async fn delete_then_not_found(b: B) {
 pub async fn failed_copy_leaves_no_segment(b: B) {
     for suffix in [".manifest", ".indexes", ".log"] {
         let f = Fixture::new(b.clone(), "failed-copy");
-        let failing = Arc::new(FailingUploads::new(b.clone(), suffix));
+        let rule = FaultRule { op: Some(Op::Put), key: format!("*{suffix}"), fault: Fault::transient(), times: None };
+        let failing = Arc::new(FaultLayer::new(b.clone()).with_rule(rule));
         let rsm = TieredStorage::new(failing.clone(), f.config.clone());
         let (_, md, data) = f.segment(0);
         let e = rsm.copy_log_segment_data(&md, &data).await.unwrap_err();
         assert!(e.is_transient(), "{suffix}: {e}");
         assert!(e.to_string().contains(&md.remote_log_segment_id.to_string()), "{suffix}: names the segment: {e}");
-        assert_eq!(failing.failures(), 1, "{suffix}");
+        assert_eq!(failing.injected(), 1, "{suffix}");
         let fetch = f.rsm.fetch_log_segment(&md, 0, None).await.err().expect("no visible segment");
         assert_eq!(fetch.kind(), ErrorKind::NotFound, "{suffix}");
         let prefix = partition_prefix(&f.config.key_prefix, &md.remote_log_segment_id.topic_id_partition);

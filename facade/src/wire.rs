@@ -1,7 +1,9 @@
-//! The compact byte encoding of Kafka's `RemoteLogSegmentMetadata` that crosses JNI.
+//! The compact byte encoding of Kafka's `RemoteLogSegmentMetadata` that a face passes across a language
+//! boundary (JNI today; any host that would rather hand over bytes than a struct).
 //!
 //! Java writes it (`io.rsm.kafka.MetadataCodec`) and Rust reads it, so no Java object is walked from native
-//! code. All integers are big-endian, as `java.nio.ByteBuffer` writes them. Version 1:
+//! code. All integers are big-endian, as `java.nio.ByteBuffer` writes them, and are read with the SDK's one
+//! cursor, [`rsm_core::format::codec::Reader`]. Version 1:
 //!
 //! ```text
 //! u8   version = 1
@@ -20,6 +22,7 @@
 //! Nothing may follow. Every length is checked against the bytes that remain before anything is allocated,
 //! so a malformed array can never make the native side allocate more than the array's own size.
 
+use rsm_core::format::codec::Reader;
 use rsm_core::{
     CustomMetadata, Error, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result,
     TopicIdPartition, TopicPartition, Uuid,
@@ -32,87 +35,35 @@ pub const VERSION: u8 = 1;
 const FLAG_TXN_IDX_EMPTY: u8 = 1;
 const FLAG_CUSTOM: u8 = 2;
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        let rest = self.buf.len() - self.pos;
-        if n > rest {
-            return Err(Error::invalid(format!(
-                "segment metadata encoding: {what} needs {n} bytes at offset {}, only {rest} remain",
-                self.pos
-            )));
-        }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
-    }
-
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
-        Ok(self.take(N, what)?.try_into().expect("take returned N bytes"))
-    }
-
-    fn u8(&mut self, what: &str) -> Result<u8> {
-        Ok(self.array::<1>(what)?[0])
-    }
-
-    fn u16(&mut self, what: &str) -> Result<u16> {
-        Ok(u16::from_be_bytes(self.array(what)?))
-    }
-
-    fn i32(&mut self, what: &str) -> Result<i32> {
-        Ok(i32::from_be_bytes(self.array(what)?))
-    }
-
-    fn i64(&mut self, what: &str) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.array(what)?))
-    }
-
-    fn uuid(&mut self, what: &str) -> Result<Uuid> {
-        Ok(Uuid::new(self.i64(what)?, self.i64(what)?))
-    }
-
-    /// A count of entries of `entry_size` bytes each, checked against what remains.
-    fn count(&mut self, what: &str, entry_size: usize) -> Result<usize> {
-        let n = self.i32(what)?;
-        let rest = self.buf.len() - self.pos;
-        if n < 0 || (n as usize).saturating_mul(entry_size) > rest {
-            return Err(Error::invalid(format!(
-                "segment metadata encoding: {what} {n} does not fit the {rest} bytes that remain"
-            )));
-        }
-        Ok(n as usize)
-    }
+fn uuid(r: &mut Reader<'_>) -> Result<Uuid> {
+    Ok(Uuid::new(r.i64()?, r.i64()?))
 }
 
 /// Decodes the metadata Java encoded.
 pub fn decode_metadata(buf: &[u8]) -> Result<RemoteLogSegmentMetadata> {
-    let mut r = Reader { buf, pos: 0 };
-    let version = r.u8("version")?;
+    let mut r = Reader::input(buf, "segment metadata encoding");
+    let version = r.u8()?;
     if version != VERSION {
         return Err(Error::invalid(format!(
             "segment metadata encoding version {version} is not supported (this library reads {VERSION}); \
              the plugin jar and its native library do not match"
         )));
     }
-    let topic_id = r.uuid("topic id")?;
-    let topic_len = r.u16("topic name length")? as usize;
-    let topic = std::str::from_utf8(r.take(topic_len, "topic name")?)
+    let topic_id = uuid(&mut r)?;
+    let topic_len = r.u16()? as usize;
+    let topic = std::str::from_utf8(r.bytes(topic_len)?)
         .map_err(|_| Error::invalid("segment metadata encoding: the topic name is not UTF-8"))?
         .to_string();
-    let partition = r.i32("partition")?;
-    let id = r.uuid("segment id")?;
-    let start_offset = r.i64("start offset")?;
-    let end_offset = r.i64("end offset")?;
-    let max_timestamp_ms = r.i64("max timestamp")?;
-    let broker_id = r.i32("broker id")?;
-    let event_timestamp_ms = r.i64("event timestamp")?;
-    let segment_size_in_bytes = r.i32("segment size")?;
-    let state = RemoteLogSegmentState::for_id(r.u8("state")? as i8)?;
-    let flags = r.u8("flags")?;
+    let partition = r.i32()?;
+    let id = uuid(&mut r)?;
+    let start_offset = r.i64()?;
+    let end_offset = r.i64()?;
+    let max_timestamp_ms = r.i64()?;
+    let broker_id = r.i32()?;
+    let event_timestamp_ms = r.i64()?;
+    let segment_size_in_bytes = r.i32()?;
+    let state = RemoteLogSegmentState::for_id(r.u8()? as i8)?;
+    let flags = r.u8()?;
     if flags & !(FLAG_TXN_IDX_EMPTY | FLAG_CUSTOM) != 0 {
         return Err(Error::invalid(format!("segment metadata encoding: unknown flags {flags:#04x}")));
     }
@@ -120,8 +71,8 @@ pub fn decode_metadata(buf: &[u8]) -> Result<RemoteLogSegmentMetadata> {
     let mut segment_leader_epochs = BTreeMap::new();
     let mut last_epoch = None;
     for _ in 0..epochs_len {
-        let epoch = r.i32("leader epoch")?;
-        let offset = r.i64("leader epoch start offset")?;
+        let epoch = r.i32()?;
+        let offset = r.i64()?;
         if last_epoch.is_some_and(|l| epoch <= l) {
             return Err(Error::invalid(format!(
                 "segment metadata encoding: leader epochs are not increasing at epoch {epoch}"
@@ -132,15 +83,12 @@ pub fn decode_metadata(buf: &[u8]) -> Result<RemoteLogSegmentMetadata> {
     }
     let custom_metadata = if flags & FLAG_CUSTOM != 0 {
         let n = r.count("custom metadata length", 1)?;
-        Some(CustomMetadata(r.take(n, "custom metadata")?.to_vec()))
+        Some(CustomMetadata(r.bytes(n)?.to_vec()))
     } else {
         None
     };
-    if r.pos != buf.len() {
-        return Err(Error::invalid(format!(
-            "segment metadata encoding: {} unexpected bytes after the end",
-            buf.len() - r.pos
-        )));
+    if r.remaining() != 0 {
+        return Err(r.error(format_args!("{} unexpected bytes after the end", r.remaining())));
     }
     Ok(RemoteLogSegmentMetadata {
         remote_log_segment_id: RemoteLogSegmentId::new(

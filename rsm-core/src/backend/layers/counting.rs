@@ -1,0 +1,90 @@
+//! Counts requests, failures and bytes by operation at the contract's level.
+
+use super::LayeredBackend;
+use crate::backend::{ByteStream, ObjectMeta, Op, RequestCounts, StorageBackend};
+use crate::error::Result;
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Counts what passes through into a [`RequestCounts`]: one request per call (one upload is one request
+/// here, whatever the store does underneath), the bytes sent and received, and the calls that failed.
+#[derive(Debug)]
+pub struct CountingLayer {
+    inner: Arc<dyn StorageBackend>,
+    counts: Arc<RequestCounts>,
+}
+
+impl CountingLayer {
+    /// Wraps `inner` with fresh counters.
+    pub fn new(inner: Arc<dyn StorageBackend>) -> Self {
+        CountingLayer { inner, counts: RequestCounts::new() }
+    }
+
+    /// The live counters.
+    pub fn counts(&self) -> Arc<RequestCounts> {
+        self.counts.clone()
+    }
+
+    fn judge<T>(&self, op: Op, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.counts.fail(op);
+        }
+        r
+    }
+}
+
+#[async_trait]
+impl LayeredBackend for CountingLayer {
+    fn inner(&self) -> &Arc<dyn StorageBackend> {
+        &self.inner
+    }
+
+    async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
+        self.counts.start(Op::Put, len);
+        self.judge(Op::Put, self.inner.put_file(key, path, len).await)
+    }
+
+    async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
+        self.counts.start(Op::Put, 0);
+        let counts = self.counts.clone();
+        let counted = data.inspect(move |b| {
+            if let Ok(b) = b {
+                counts.add_sent(Op::Put, b.len() as u64);
+            }
+        });
+        self.judge(Op::Put, self.inner.put_stream(key, Box::pin(counted)).await)
+    }
+
+    async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
+        self.counts.start(Op::Put, bytes.len() as u64);
+        self.judge(Op::Put, self.inner.put_bytes(key, bytes).await)
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        self.counts.start(Op::Get, 0);
+        let r = self.judge(Op::Get, self.inner.get_range(key, range).await);
+        if let Ok(b) = &r {
+            self.counts.add_received(Op::Get, b.len() as u64);
+        }
+        r
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        self.counts.start(Op::Delete, 0);
+        self.judge(Op::Delete, self.inner.delete(key).await)
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<()> {
+        self.counts.start(Op::Delete, 0);
+        self.judge(Op::Delete, self.inner.delete_many(keys).await)
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        self.counts.start(Op::List, 0);
+        self.judge(Op::List, self.inner.list(prefix).await)
+    }
+}

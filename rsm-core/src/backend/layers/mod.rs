@@ -1,0 +1,100 @@
+//! Cross-cutting concerns as layers over any [`StorageBackend`]: each wraps another backend and changes
+//! only what it is about, passing every other call through unchanged.
+//!
+//! A layer implements [`LayeredBackend`]: it names its inner backend, and every method it does not override
+//! goes straight to that backend. A blanket implementation makes every layer a [`StorageBackend`], so
+//! layers stack in any order and the backend contract suite runs over each of them.
+//!
+//! - [`CountingLayer`]: requests, failures and bytes by operation, into a [`RequestCounts`](super::RequestCounts);
+//! - [`RetryLayer`]: retries transient failures with exponential backoff and jitter, bounded by attempts and
+//!   a deadline (settings `retry.*`), for stores whose client does not retry by itself;
+//! - [`FaultLayer`]: injects errors, latency and hangs by operation and key pattern (tests, isolation);
+//! - [`TracingLayer`]: one `tracing` span per operation, and the operation and key on every error.
+
+mod counting;
+mod faults;
+mod retry;
+mod tracing;
+
+pub use self::tracing::TracingLayer;
+pub use counting::CountingLayer;
+pub use faults::{Fault, FaultLayer, FaultRule};
+pub use retry::{RetryConfig, RetryLayer};
+
+use super::{ByteStream, ObjectMeta, StorageBackend};
+use crate::error::Result;
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A backend that wraps another. Every method passes through to [`LayeredBackend::inner`] unless the
+/// layer overrides it; `put_bytes` and `delete_many` pass through as themselves, so a store's own bulk
+/// delete and a retry layer's replay of bytes still work below any layer.
+#[async_trait]
+pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
+    /// The wrapped backend.
+    fn inner(&self) -> &Arc<dyn StorageBackend>;
+
+    /// See [`StorageBackend::put_file`].
+    async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
+        self.inner().put_file(key, path, len).await
+    }
+
+    /// See [`StorageBackend::put_stream`].
+    async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
+        self.inner().put_stream(key, data).await
+    }
+
+    /// See [`StorageBackend::put_bytes`].
+    async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
+        self.inner().put_bytes(key, bytes).await
+    }
+
+    /// See [`StorageBackend::get_range`].
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        self.inner().get_range(key, range).await
+    }
+
+    /// See [`StorageBackend::delete`].
+    async fn delete(&self, key: &str) -> Result<()> {
+        self.inner().delete(key).await
+    }
+
+    /// See [`StorageBackend::delete_many`].
+    async fn delete_many(&self, keys: &[String]) -> Result<()> {
+        self.inner().delete_many(keys).await
+    }
+
+    /// See [`StorageBackend::list`].
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        self.inner().list(prefix).await
+    }
+}
+
+#[async_trait]
+impl<T: LayeredBackend> StorageBackend for T {
+    async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
+        LayeredBackend::put_file(self, key, path, len).await
+    }
+    async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
+        LayeredBackend::put_stream(self, key, data).await
+    }
+    async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
+        LayeredBackend::put_bytes(self, key, bytes).await
+    }
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        LayeredBackend::get_range(self, key, range).await
+    }
+    async fn delete(&self, key: &str) -> Result<()> {
+        LayeredBackend::delete(self, key).await
+    }
+    async fn delete_many(&self, keys: &[String]) -> Result<()> {
+        LayeredBackend::delete_many(self, keys).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        LayeredBackend::list(self, prefix).await
+    }
+}

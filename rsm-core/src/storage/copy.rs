@@ -1,0 +1,158 @@
+//! Copy: scan the `.log` (batch checks, chunk table), upload it and the index bundle, then commit the
+//! manifest.
+
+use super::TieredStorage;
+use super::layout::SegmentKeys;
+use crate::error::{Error, Result};
+use crate::format::batch::{BatchIter, batch_size_at};
+use crate::format::chunk::{ChunkEntry, Chunker};
+use crate::format::index::{read_offset_index, read_time_index};
+use crate::format::manifest::{IndexLocation, Manifest};
+use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
+use bytes::Bytes;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::from_io(path.display(), e)
+}
+
+/// Reads the first `len` bytes of the log at `path` in blocks, checks every batch (CRC-32C when `verify`)
+/// and cuts the chunk table. Memory: one block, or one batch when a batch is larger.
+fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Result<()> {
+    const BLOCK: usize = 1 << 20;
+    let mut file = std::fs::File::open(path).map_err(io_err(path))?.take(len);
+    let mut buf = vec![0u8; BLOCK];
+    let (mut filled, mut file_pos, mut read_total) = (0usize, 0u64, 0u64);
+    loop {
+        while filled < buf.len() && read_total < len {
+            let n = file.read(&mut buf[filled..]).map_err(io_err(path))?;
+            if n == 0 {
+                return Err(Error::invalid(format!(
+                    "{}: ended after {read_total} bytes, expected {len}",
+                    path.display()
+                )));
+            }
+            filled += n;
+            read_total += n as u64;
+        }
+        let mut it = BatchIter::new(&buf[..filled], file_pos, verify);
+        while let Some(b) = it.next_complete()? {
+            chunker.push(&b);
+        }
+        let consumed = it.consumed();
+        if consumed == 0 && filled == buf.len() {
+            // One batch larger than the buffer: grow to hold it.
+            let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
+            buf.resize(need, 0);
+            continue;
+        }
+        buf.copy_within(consumed..filled, 0);
+        filled -= consumed;
+        file_pos += consumed as u64;
+        if read_total == len {
+            if filled > 0 {
+                return Err(Error::corrupt(format!("truncated record batch at position {file_pos}")));
+            }
+            return Ok(());
+        }
+    }
+}
+
+impl TieredStorage {
+    async fn upload_indexes(
+        &self,
+        key: &str,
+        data: &LogSegmentData,
+        base_offset: i64,
+        log_len: u64,
+    ) -> Result<[Option<IndexLocation>; 5]> {
+        async fn read(p: &PathBuf) -> Result<Bytes> {
+            Ok(Bytes::from(tokio::fs::read(p).await.map_err(io_err(p))?))
+        }
+        let offset = read(&data.offset_index).await?;
+        read_offset_index(&data.offset_index.display().to_string(), base_offset, &offset, log_len)?;
+        let time = read(&data.time_index).await?;
+        read_time_index(&data.time_index.display().to_string(), base_offset, &time)?;
+        let snapshot = read(&data.producer_snapshot_index).await?;
+        let txn = match &data.transaction_index {
+            Some(p) => Some(read(p).await?),
+            None => None,
+        };
+        let parts: [Option<Bytes>; 5] =
+            [Some(offset), Some(time), Some(snapshot), txn, Some(data.leader_epoch_index.clone())];
+        let mut locations = [None; 5];
+        let mut position = 0u64;
+        for (slot, part) in locations.iter_mut().zip(&parts) {
+            if let Some(b) = part {
+                *slot = Some(IndexLocation { position, length: b.len() as u64, crc32c: crc32c::crc32c(b) });
+                position += b.len() as u64;
+            }
+        }
+        let stream = futures::stream::iter(parts.into_iter().flatten().map(Ok));
+        self.backend.put_stream(key, Box::pin(stream)).await?;
+        Ok(locations)
+    }
+
+    /// Copies a segment: the scan and both uploads at once, then the manifest. On failure the caller
+    /// removes whatever was written.
+    pub(super) async fn copy_segment(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        data: &LogSegmentData,
+        keys: &SegmentKeys,
+    ) -> Result<()> {
+        let log_path = data.log_segment.clone();
+        let log_len = tokio::fs::metadata(&log_path).await.map_err(io_err(&log_path))?.len();
+        if log_len > i32::MAX as u64 {
+            return Err(Error::invalid(format!(
+                "{}: {log_len} bytes, above Kafka's 2 GiB segment limit",
+                log_path.display()
+            )));
+        }
+        if log_len != md.segment_size_in_bytes as u64 {
+            tracing::warn!(segment = %md.remote_log_segment_id, log_len, metadata_size = md.segment_size_in_bytes,
+                "log file size differs from the metadata's segment size; copying the file as it is");
+        }
+        let verify = self.config.verify_checksums;
+        let mut chunker = Chunker::new(self.config.chunk_size as u64, md.start_offset, md.remote_log_segment_id.id);
+        let scan_path = log_path.clone();
+        let scan = tokio::task::spawn_blocking(move || {
+            scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish())
+        });
+        // The scan and both uploads run at once; all three finish before any result is judged, so a
+        // cleanup never races an upload still in flight.
+        let (scan, log_up, idx_up) = tokio::join!(
+            scan,
+            self.backend.put_file(&keys.log, &log_path, log_len),
+            self.upload_indexes(&keys.indexes, data, md.start_offset, log_len)
+        );
+        let chunks: Vec<ChunkEntry> =
+            scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
+        log_up?;
+        let indexes = idx_up?;
+        if let (Some(first), Some(last)) = (chunks.first(), chunks.last())
+            && (first.first_offset < md.start_offset || last.last_offset > md.end_offset)
+        {
+            return Err(Error::invalid(format!(
+                "{}: holds offsets {}..={}, outside the metadata's {}..={}",
+                log_path.display(),
+                first.first_offset,
+                last.last_offset,
+                md.start_offset,
+                md.end_offset
+            )));
+        }
+        let manifest = Manifest {
+            metadata: md.clone(),
+            log_length: log_len,
+            chunk_target: self.config.chunk_size,
+            indexes,
+            chunks,
+        };
+        self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
+        self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
+        Ok(())
+    }
+}

@@ -1,0 +1,482 @@
+//! [`TieredStorage`]: the one [`RemoteStorageManager`] implementation, over any [`StorageBackend`], split by
+//! job:
+//! - [`layout`]: where each object of a segment lives (keys);
+//! - [`copy`](self#copy): scan, uploads, manifest;
+//! - [`fetch`]: the planner (position, offset or timestamp to chunk reads) and the checks on what streams;
+//! - [`chunk_source`]: the seam between the planner and the store ([`ChunkSource`]): where a chunk's bytes
+//!   come from (the backend today; a cache and transforms later);
+//! - [`cache`]: the bounded, weighted cache type (manifests now);
+//! - [`settings`]: the settings, [`TieredConfig`].
+//!
+//! # Copy
+//! The scan of the `.log` (every batch checked, the chunk table cut on batch boundaries), the upload of the
+//! `.log` and of the index bundle run at once; the manifest, written last, is the commit point. A failed copy
+//! removes what it wrote.
+
+pub mod cache;
+pub mod chunk_source;
+mod copy;
+pub mod fetch;
+pub mod layout;
+pub mod settings;
+
+pub use cache::{Cache, CacheStats};
+pub use chunk_source::{BackendChunks, ChunkSource};
+pub use layout::{SegmentKeys, partition_prefix, segment_keys};
+pub use settings::TieredConfig;
+
+use crate::backend::{ByteStream, StorageBackend};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::manifest::Manifest;
+use crate::model::{CustomMetadata, IndexType, LogSegmentData, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use crate::rsm::RemoteStorageManager;
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use std::sync::Arc;
+
+/// Kafka's remote storage contract over any backend.
+#[derive(Debug)]
+pub struct TieredStorage {
+    backend: Arc<dyn StorageBackend>,
+    chunks: Arc<dyn ChunkSource>,
+    config: TieredConfig,
+    manifests: Cache<Uuid, Arc<Manifest>>,
+}
+
+/// What [`TieredStorage::verify`] checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Chunks read and checked.
+    pub chunks: usize,
+    /// Log bytes read.
+    pub bytes: u64,
+    /// Index files read and checked.
+    pub indexes: usize,
+}
+
+impl TieredStorage {
+    /// A storage manager over `backend`, reading chunks from it directly.
+    pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
+        let chunks = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
+        let manifests = Cache::with_entries(config.manifest_cache_entries);
+        TieredStorage { backend, chunks, config, manifests }
+    }
+
+    /// The same storage manager reading chunks through `chunks` (a cache, a transform) instead.
+    pub fn with_chunk_source(mut self, chunks: Arc<dyn ChunkSource>) -> Self {
+        self.chunks = chunks;
+        self
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn StorageBackend> {
+        &self.backend
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TieredConfig {
+        &self.config
+    }
+
+    /// Hits and misses of the manifest cache.
+    pub fn manifest_cache_stats(&self) -> CacheStats {
+        self.manifests.stats()
+    }
+
+    /// The keys of a segment.
+    pub fn keys(&self, metadata: &RemoteLogSegmentMetadata) -> SegmentKeys {
+        segment_keys(&self.config.key_prefix, metadata)
+    }
+
+    /// Reads and decodes the manifest at `key`.
+    pub async fn read_manifest(&self, key: &str) -> Result<Manifest> {
+        let bytes = self.backend.get_range(key, 0..u64::MAX).await?;
+        Manifest::decode(&bytes, key)
+    }
+
+    /// The manifest of a segment (cached); not found when the segment was never committed or was deleted.
+    pub async fn manifest(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
+        metadata.validate()?;
+        let id = metadata.remote_log_segment_id.id;
+        if let Some(m) = self.manifests.get(&id) {
+            return Ok(m);
+        }
+        let key = self.keys(metadata).manifest;
+        let m = self.read_manifest(&key).await.map_err(|e| match e.kind() {
+            ErrorKind::NotFound => {
+                Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
+            }
+            _ => e,
+        })?;
+        if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
+            return Err(Error::corrupt(format!(
+                "manifest {key} describes segment {}",
+                m.metadata.remote_log_segment_id
+            )));
+        }
+        let m = Arc::new(m);
+        self.manifests.insert(id, m.clone());
+        Ok(m)
+    }
+
+    /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key.
+    pub async fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
+        let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
+        let mut out = Vec::new();
+        for o in self.backend.list(&prefix).await? {
+            if o.key.ends_with(".manifest") {
+                out.push(self.read_manifest(&o.key).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes the objects of segments that have no manifest (the leftovers of failed copies whose
+    /// cleanup did not finish) and were last written more than `min_age` ago, so copies still in flight
+    /// are left alone. Returns the deleted keys. Covers one partition, or the whole prefix when `None`.
+    pub async fn sweep_orphans(
+        &self,
+        tp: Option<&TopicIdPartition>,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<String>> {
+        let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
+        let objects = self.backend.list(&prefix).await?;
+        let committed: std::collections::HashSet<&str> =
+            objects.iter().filter_map(|o| o.key.strip_suffix(".manifest")).collect();
+        let now = std::time::SystemTime::now();
+        let orphans: Vec<String> = objects
+            .iter()
+            .filter(|o| {
+                let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
+                let is_segment_object = o.key.ends_with(".log") || o.key.ends_with(".indexes");
+                let old = o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
+                is_segment_object && old && !committed.contains(stem)
+            })
+            .map(|o| o.key.clone())
+            .collect();
+        if !orphans.is_empty() {
+            tracing::info!(count = orphans.len(), prefix = %prefix, "deleting objects of uncommitted segments");
+            self.backend.delete_many(&orphans).await?;
+        }
+        Ok(orphans)
+    }
+
+    /// Reads every chunk and index of a segment and checks them against the manifest.
+    pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
+        let m = self.manifest(md).await?;
+        let mut report = VerifyReport::default();
+        let mut s = self.stream_range(m.clone(), 0, m.log_length);
+        while let Some(b) = s.next().await {
+            report.bytes += b?.len() as u64;
+            report.chunks += 1;
+        }
+        for t in IndexType::ALL {
+            if m.index(t).is_some() {
+                self.fetch_index(md, t).await?;
+                report.indexes += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl RemoteStorageManager for TieredStorage {
+    async fn copy_log_segment_data(
+        &self,
+        metadata: &RemoteLogSegmentMetadata,
+        data: &LogSegmentData,
+    ) -> Result<Option<CustomMetadata>> {
+        metadata.validate()?;
+        let keys = self.keys(metadata);
+        self.manifests.remove(&metadata.remote_log_segment_id.id);
+        let result = self.copy_segment(metadata, data, &keys).await;
+        if let Err(e) = &result {
+            tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
+            let all = [keys.manifest, keys.log, keys.indexes];
+            if let Err(ce) = self.backend.delete_many(&all).await {
+                tracing::warn!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
+                    "cleanup after a failed copy failed; the objects are garbage without a manifest");
+            }
+        }
+        result.map(|_| None).map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
+    }
+
+    async fn fetch_log_segment(
+        &self,
+        metadata: &RemoteLogSegmentMetadata,
+        start_position: i32,
+        end_position: Option<i32>,
+    ) -> Result<ByteStream> {
+        let m = self.manifest(metadata).await?;
+        let id = &metadata.remote_log_segment_id;
+        if start_position < 0 || start_position as u64 >= m.log_length {
+            return Err(Error::invalid(format!(
+                "start position {start_position} is outside segment {id} of {} bytes",
+                m.log_length
+            )));
+        }
+        let end = match end_position {
+            Some(e) if e < start_position => {
+                return Err(Error::invalid(format!(
+                    "end position {e} is before start position {start_position} in segment {id}"
+                )));
+            }
+            Some(e) => (e as u64 + 1).min(m.log_length),
+            None => m.log_length,
+        };
+        Ok(self.stream_range(m, start_position as u64, end))
+    }
+
+    async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {
+        let m = self.manifest(metadata).await?;
+        let id = &metadata.remote_log_segment_id;
+        let loc = m.index(index_type).ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
+        let key = self.keys(metadata).indexes;
+        let bytes = self.backend.get_range(&key, loc.position..loc.position + loc.length).await?;
+        if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
+            return Err(Error::corrupt(format!(
+                "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",
+                bytes.len(),
+                loc.length
+            )));
+        }
+        Ok(bytes)
+    }
+
+    async fn delete_log_segment_data(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
+        metadata.validate()?;
+        let keys = self.keys(metadata);
+        self.manifests.remove(&metadata.remote_log_segment_id.id);
+        // The manifest first: from then on the segment does not exist for readers.
+        self.backend.delete(&keys.manifest).await?;
+        self.backend.delete_many(&[keys.log, keys.indexes]).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fetch::FIRST_READ_BYTES;
+    use super::*;
+    use crate::backend::layers::LayeredBackend;
+    use crate::backend::{CountingLayer, MemoryBackend, Op};
+    use crate::testkit::rsm_contract::{Fixture, collect};
+    use std::ops::Range;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Tracks how many ranged reads are in flight at once, and the reads started (a store bills a request
+    /// that was started and then cancelled) with the bytes they asked for. Each read waits 5 ms.
+    #[derive(Debug)]
+    struct InFlight {
+        inner: Arc<dyn StorageBackend>,
+        now: AtomicUsize,
+        max: AtomicUsize,
+        started: AtomicUsize,
+        started_bytes: AtomicUsize,
+    }
+
+    impl InFlight {
+        fn new() -> Self {
+            InFlight {
+                inner: Arc::new(MemoryBackend::new()),
+                now: 0.into(),
+                max: 0.into(),
+                started: 0.into(),
+                started_bytes: 0.into(),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl LayeredBackend for InFlight {
+        fn inner(&self) -> &Arc<dyn StorageBackend> {
+            &self.inner
+        }
+        async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            self.started_bytes.fetch_add((range.end - range.start) as usize, Ordering::SeqCst);
+            let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max.fetch_max(n, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let r = self.inner.get_range(key, range).await;
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            r
+        }
+    }
+
+    /// A segment of about 16 MiB in 4 MiB chunks (the default) copied to a backend: big enough for a
+    /// fetch to take several reads after the first.
+    struct Big {
+        rsm: TieredStorage,
+        md: RemoteLogSegmentMetadata,
+        log: Vec<u8>,
+        m: Arc<Manifest>,
+        _dir: tempfile::TempDir,
+    }
+
+    async fn big_segment(backend: Arc<dyn StorageBackend>) -> Big {
+        let dir = tempfile::tempdir().unwrap();
+        let partition = crate::testkit::fixture_partition(dir.path(), 16 << 20, 100_000);
+        let seg = partition.closed_segments()[0].clone();
+        let md = partition.segment_metadata(&seg, 1, 0).unwrap();
+        let data = partition.segment_data(&seg).unwrap();
+        let rsm = TieredStorage::new(backend, TieredConfig::default());
+        rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        let log = std::fs::read(&data.log_segment).unwrap();
+        let m = rsm.manifest(&md).await.unwrap();
+        assert!(m.chunks.len() >= 4 && m.chunks[0].data_length > 3 << 20, "4 MiB chunks: {}", m.chunks.len());
+        Big { rsm, md, log, m, _dir: dir }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_run_concurrently_but_bounded_and_in_order() {
+        let tracker = Arc::new(InFlight::new());
+        let big = big_segment(tracker.clone()).await;
+        for concurrency in [1, 3] {
+            tracker.max.store(0, Ordering::SeqCst);
+            let cfg = TieredConfig { fetch_concurrency: concurrency, ..TieredConfig::default() };
+            let rsm = TieredStorage::new(tracker.clone(), cfg);
+            let got = collect(rsm.fetch_log_segment(&big.md, 0, None).await.unwrap()).await.unwrap();
+            assert!(got == big.log, "concurrency {concurrency}: bytes in order");
+            assert_eq!(
+                tracker.max.load(Ordering::SeqCst),
+                concurrency,
+                "reads in flight at most and at least {concurrency}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn sweep_removes_only_old_uncommitted_objects() {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let f = Fixture::new(backend.clone(), "sweep");
+        let (_, md0, data0) = f.segment(0);
+        let (_, md1, _) = f.segment(1);
+        f.rsm.copy_log_segment_data(&md0, &data0).await.unwrap();
+        // The leftovers of a copy of segment 1 that died before its manifest.
+        let orphan = f.rsm.keys(&md1);
+        backend.put_bytes(&orphan.log, Bytes::from_static(b"partial")).await.unwrap();
+        backend.put_bytes(&orphan.indexes, Bytes::from_static(b"partial")).await.unwrap();
+        let tp = md0.remote_log_segment_id.topic_id_partition.clone();
+        let young = f.rsm.sweep_orphans(Some(&tp), std::time::Duration::from_secs(3600)).await.unwrap();
+        assert!(young.is_empty(), "a copy that may be in flight is left alone: {young:?}");
+        let mut swept = f.rsm.sweep_orphans(Some(&tp), std::time::Duration::ZERO).await.unwrap();
+        swept.sort();
+        let mut want = vec![orphan.log.clone(), orphan.indexes.clone()];
+        want.sort();
+        assert_eq!(swept, want);
+        let left = backend.list(&partition_prefix(&f.config.key_prefix, &tp)).await.unwrap();
+        assert_eq!(left.len(), 3, "the committed segment stays whole: {left:?}");
+        assert!(collect(f.fresh_rsm().fetch_log_segment(&md0, 0, None).await.unwrap()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_fetch_inside_a_chunk_reads_at_most_a_fetch_first() {
+        let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+        let counts = counting.counts();
+        let Big { rsm, md, log, .. } = big_segment(counting).await;
+        let start = 1000i32;
+        let bytes_before = counts.snapshot().get(Op::Get).bytes_received;
+        let mut s = rsm.fetch_log_segment(&md, start, None).await.unwrap();
+        let first = s.next().await.unwrap().unwrap();
+        assert_eq!(first.len() as u64, FIRST_READ_BYTES, "the first read is cut");
+        assert_eq!(counts.snapshot().get(Op::Get).bytes_received - bytes_before, FIRST_READ_BYTES);
+        // The rest still arrives whole and in order.
+        let mut all = first.to_vec();
+        while let Some(b) = s.next().await {
+            all.extend_from_slice(&b.unwrap());
+        }
+        assert!(all == log[start as usize..]);
+    }
+
+    /// The broker's read of one fetch: about a mebibyte from a batch boundary, then close. It is one ranged
+    /// read wherever it starts, and a reader that wants more costs one read more, not a read-ahead burst.
+    #[tokio::test]
+    async fn a_broker_fetch_costs_one_or_two_ranged_reads() {
+        let tracker = Arc::new(InFlight::new());
+        let Big { rsm, md, log, m, .. } = big_segment(tracker.clone()).await;
+        let c1 = m.chunks[1];
+        let fetch = (1u64 << 20) + (16 << 10);
+        let past = |at: u64| m.chunks[m.chunk_at_position(at).unwrap()].end() - at;
+        // (case, start, bytes the reader takes, reads started, bytes asked for)
+        let cases = [
+            ("inside a chunk, far from its end", c1.position() + 1000, fetch, 1, FIRST_READ_BYTES),
+            ("at a chunk's start", c1.position(), fetch, 1, FIRST_READ_BYTES),
+            ("near a chunk's end, across it", c1.end() - (100 << 10), fetch, 1, FIRST_READ_BYTES),
+            (
+                "a little more than the first read: then the rest of that chunk",
+                c1.position() + 1000,
+                FIRST_READ_BYTES + 1,
+                2,
+                FIRST_READ_BYTES + past(c1.position() + 1000 + FIRST_READ_BYTES),
+            ),
+        ];
+        for (case, start, wanted, requests, bytes) in cases {
+            let (r0, b0) = (tracker.started.load(Ordering::SeqCst), tracker.started_bytes.load(Ordering::SeqCst));
+            let mut s = rsm.fetch_log_segment(&md, start as i32, None).await.unwrap();
+            let mut got = Vec::new();
+            while (got.len() as u64) < wanted {
+                got.extend_from_slice(&s.next().await.unwrap().unwrap());
+            }
+            drop(s);
+            tokio::task::yield_now().await;
+            assert!(got[..] == log[start as usize..start as usize + got.len()], "{case}: bytes");
+            assert_eq!(tracker.started.load(Ordering::SeqCst) - r0, requests, "{case}: ranged reads started");
+            assert_eq!((tracker.started_bytes.load(Ordering::SeqCst) - b0) as u64, bytes, "{case}: bytes asked for");
+        }
+    }
+
+    /// A chunk that straddles the end of the first read is still checked, across the two reads.
+    #[tokio::test]
+    async fn a_chunk_split_across_reads_is_still_checked() {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let Big { rsm, md, log, m, .. } = big_segment(backend.clone()).await;
+        let c1 = m.chunks[1];
+        // Start 100 KiB before chunk 1: the first read ends inside chunk 1, the second reads its rest.
+        let start = c1.position() - (100 << 10);
+        assert!(start + FIRST_READ_BYTES > c1.position() && start + FIRST_READ_BYTES < c1.end());
+        let key = rsm.keys(&md).log;
+        for (case, damage_at, fails) in [
+            ("in the part the first read carries", c1.position() + 1000, true),
+            ("in the part the second read carries", c1.end() - 1000, true),
+            ("in the chunk the fetch starts inside", start + 10, false),
+        ] {
+            let mut damaged = log.clone();
+            damaged[damage_at as usize] ^= 0x40;
+            backend.put_bytes(&key, Bytes::from(damaged)).await.unwrap();
+            let fresh = TieredStorage::new(backend.clone(), TieredConfig::default());
+            let r = collect(fresh.fetch_log_segment(&md, start as i32, Some(c1.end() as i32 - 1)).await.unwrap()).await;
+            match r {
+                Err(e) if fails => {
+                    assert_eq!(e.kind(), ErrorKind::Corrupt, "{case}: {e}");
+                    assert!(e.to_string().contains(&format!("position {}", c1.position())), "{case}: {e}");
+                }
+                Ok(bytes) if !fails => assert_eq!(bytes.len() as u64, c1.end() - start, "{case}"),
+                other => panic!("{case}: {:?}", other.map(|b| b.len())),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_early_close_costs_one_read() {
+        let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+        let counts = counting.counts();
+        let f = Fixture::new(counting, "early-close");
+        let (_, md, data) = f.segment(0);
+        f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        let (before, bytes_before) =
+            (counts.snapshot().get(Op::Get).requests, counts.snapshot().get(Op::Get).bytes_received);
+        let mut s = f.rsm.fetch_log_segment(&md, 0, None).await.unwrap();
+        let first = s.next().await.unwrap().unwrap();
+        assert!(first.len() >= 17, "a batch header is there");
+        drop(s);
+        tokio::task::yield_now().await;
+        assert_eq!(
+            counts.snapshot().get(Op::Get).requests - before,
+            1,
+            "one ranged read for the header, not the segment"
+        );
+        assert!(counts.snapshot().get(Op::Get).bytes_received - bytes_before <= FIRST_READ_BYTES);
+    }
+}

@@ -1,0 +1,50 @@
+//! The settings of [`TieredStorage`](super::TieredStorage).
+
+use crate::config::ConfigReader;
+use crate::error::{Error, Result};
+
+/// Settings of [`TieredStorage`](super::TieredStorage), read from the keys named on each field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TieredConfig {
+    /// `key.prefix`: prepended to every object key (default empty).
+    pub key_prefix: String,
+    /// `chunk.size`: target chunk size in bytes, 64 KiB to 256 MiB (default 4 MiB).
+    pub chunk_size: u32,
+    /// `fetch.concurrency`: ranged reads in flight per fetch, 1 to 64 (default 4).
+    pub fetch_concurrency: usize,
+    /// `copy.verify.checksums`: check every batch's CRC-32C while copying (default true).
+    pub verify_checksums: bool,
+    /// `manifest.cache.entries`: manifests kept in memory, 0 to 1,000,000 (default 1000).
+    pub manifest_cache_entries: usize,
+}
+
+impl Default for TieredConfig {
+    fn default() -> Self {
+        TieredConfig {
+            key_prefix: String::new(),
+            chunk_size: 4 << 20,
+            fetch_concurrency: 4,
+            verify_checksums: true,
+            manifest_cache_entries: 1000,
+        }
+    }
+}
+
+impl TieredConfig {
+    /// Reads the settings from `r`, with defaults for absent keys.
+    pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
+        let d = TieredConfig::default();
+        let key_prefix = r.string("key.prefix").unwrap_or("").to_string();
+        if !key_prefix.is_empty() {
+            crate::backend::validate_key(&format!("{key_prefix}x"))
+                .map_err(|e| Error::config("key.prefix", e.to_string()))?;
+        }
+        Ok(TieredConfig {
+            key_prefix,
+            chunk_size: r.int_in("chunk.size", d.chunk_size, 64 << 10..=256 << 20)?,
+            fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
+            verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
+            manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
+        })
+    }
+}
