@@ -144,6 +144,12 @@ impl Store {
         self.counts.snapshot()
     }
 
+    /// The requests the store's client really sent (over HTTP: every retry, multipart part and batch), for
+    /// the stores that count them (S3, Azure, GCS).
+    pub fn store_requests(&self) -> Option<CountSnapshot> {
+        self.storage.backend().store_requests().map(|c| c.snapshot())
+    }
+
     /// Copies a segment (see [`RemoteStorageManager::copy_log_segment_data`]).
     pub fn copy(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData) -> Result<Option<CustomMetadata>> {
         runtime().block_on(self.storage.copy_log_segment_data(md, data))

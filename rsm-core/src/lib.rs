@@ -2,7 +2,7 @@
 //!
 //! The core of a Kafka tiered-storage (KIP-405) SDK:
 //! - [`model`]: Kafka's plugin types (segment ids, metadata, `LogSegmentData`, index types);
-//! - [`format`]: Kafka's on-disk formats (record batches, `.index`, `.timeindex`) and ours (the manifest,
+//! - [`format`](mod@format): Kafka's on-disk formats (record batches, `.index`, `.timeindex`) and ours (the manifest,
 //!   the SR-32 remote log index files);
 //! - [`backend`]: the [`StorageBackend`] contract every store implements, an in-memory store, the request
 //!   accounting type and the layers (counting, retry, fault injection, tracing) that wrap any store;

@@ -21,6 +21,7 @@ use futures::stream::BoxStream;
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A stream of bytes, pulled in order; memory is bounded by what the consumer holds.
 pub type ByteStream = BoxStream<'static, Result<Bytes>>;
@@ -68,6 +69,12 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
     /// Uploads `bytes` as `key` (a convenience over [`StorageBackend::put_stream`]).
     async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
         self.put_stream(key, Box::pin(futures::stream::once(async { Ok(bytes) }))).await
+    }
+
+    /// The store client's own count of the requests it really sent (over HTTP: every retry, part and
+    /// batch), when it keeps one. Layers pass it through.
+    fn store_requests(&self) -> Option<Arc<RequestCounts>> {
+        None
     }
 }
 

@@ -21,7 +21,7 @@ pub use counting::CountingLayer;
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use retry::{RetryConfig, RetryLayer};
 
-use super::{ByteStream, ObjectMeta, StorageBackend};
+use super::{ByteStream, ObjectMeta, RequestCounts, StorageBackend};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -72,6 +72,11 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.inner().list(prefix).await
     }
+
+    /// See [`StorageBackend::store_requests`].
+    fn store_requests(&self) -> Option<Arc<RequestCounts>> {
+        self.inner().store_requests()
+    }
 }
 
 #[async_trait]
@@ -96,5 +101,8 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         LayeredBackend::list(self, prefix).await
+    }
+    fn store_requests(&self) -> Option<Arc<RequestCounts>> {
+        LayeredBackend::store_requests(self)
     }
 }
