@@ -22,7 +22,6 @@ pub mod rsm;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tiered;
-pub mod tiering;
 
 pub use backend::StorageBackend;
 pub use error::{Error, ErrorKind, Result};

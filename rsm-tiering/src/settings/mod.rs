@@ -6,8 +6,8 @@
 //! (`remote.log.storage.system.enable`, the `rsm.config.` / `rlmm.config.` prefixes). `docs/settings.md`
 //! lists every key.
 
-use crate::config::ConfigReader;
-use crate::error::{Error, Result};
+use rsm_core::config::ConfigReader;
+use rsm_core::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -875,7 +875,7 @@ fn resolve_lag(lag: Sourced, eff_local: i64, local_desc: &str, tiered: bool, str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::props;
+    use rsm_core::config::props;
 
     const DAY: i64 = 86_400_000;
 
