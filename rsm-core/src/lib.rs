@@ -23,7 +23,6 @@ pub mod rsm;
 pub mod storage;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-pub mod tiering;
 
 pub use backend::StorageBackend;
 pub use error::{Error, ErrorKind, Result};

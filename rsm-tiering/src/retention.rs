@@ -2,7 +2,7 @@
 
 use super::segments::{RemoteSegment, age_ms, check_remote};
 use super::settings::{Limit, RemoteRetention, SizeScope};
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
 /// What the remote retention rule looks at for one partition.
 #[derive(Debug, Clone, Copy)]

@@ -1,15 +1,15 @@
 //! Copy eligibility (SR-16) with delayed upload (KIP-1241): which local segments a leader copies to
 //! remote storage now, oldest first.
 
-use super::segments::{LocalSegment, age_ms, check_local};
+use super::segments::{LocalSegmentSummary, age_ms, check_local};
 use super::settings::{CopyLag, Lag};
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
 /// What the copy rule looks at for one partition.
 #[derive(Debug, Clone, Copy)]
 pub struct CopyInput<'a> {
     /// The local segments, oldest first; the last one is the active segment.
-    pub segments: &'a [LocalSegment],
+    pub segments: &'a [LocalSegmentSummary],
     /// The log end offset (the next offset to be written).
     pub log_end_offset: i64,
     /// The last stable offset: the first offset not yet stable (exclusive, as in Kafka).
@@ -133,9 +133,9 @@ pub fn eligible(lag: CopyLag, age_ms: i64, bytes_after: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::props;
-    use crate::tiering::segments::test_support::{aged, at};
-    use crate::tiering::settings::{BrokerSettings, TopicPolicy, TopicSettings};
+    use crate::segments::test_support::{aged, at};
+    use crate::settings::{BrokerSettings, TopicPolicy, TopicSettings};
+    use rsm_core::config::props;
 
     const HOUR: i64 = 3_600_000;
     const DAY: i64 = 24 * HOUR;
@@ -144,9 +144,9 @@ mod tests {
 
     /// Five closed segments of 1 GB at 0, 100, 200, 300, 400 and an active one of 0.5 GB at 500.
     /// Bytes after each closed segment: 4.5, 3.5, 2.5, 1.5, 0.5 GB.
-    fn partition(ages: [i64; 6]) -> Vec<LocalSegment> {
+    fn partition(ages: [i64; 6]) -> Vec<LocalSegmentSummary> {
         (0..6)
-            .map(|i| LocalSegment {
+            .map(|i| LocalSegmentSummary {
                 base_offset: i as i64 * 100,
                 size_bytes: if i == 5 { GB / 2 } else { GB },
                 largest_timestamp_ms: NOW - ages[i],
@@ -164,7 +164,7 @@ mod tests {
         Old,
     }
 
-    fn scenario(s: Scenario) -> Vec<LocalSegment> {
+    fn scenario(s: Scenario) -> Vec<LocalSegmentSummary> {
         match s {
             Scenario::Typical => partition([8 * DAY, 6 * DAY, 2 * DAY, DAY, 12 * HOUR, HOUR]),
             Scenario::Recent => partition([HOUR; 6]),
@@ -803,7 +803,7 @@ mod tests {
                 now_ms: NOW,
             })
             .expect_err(c.name);
-            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{}: {e}", c.name);
+            assert_eq!(e.kind(), rsm_core::error::ErrorKind::InvalidArgument, "{}: {e}", c.name);
             assert!(e.to_string().contains(c.message), "{}: {e}", c.name);
         }
     }

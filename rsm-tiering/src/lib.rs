@@ -1,6 +1,10 @@
+//! # rsm-tiering
+//!
 //! The broker-side rules of the seeds as pure, deterministic logic (no I/O; time is passed in):
 //! settings, copy eligibility with delayed upload, remote retention, offsets, followers, DeleteRecords
-//! and ListOffsets. A host without Kafka's own RemoteLogManager (a native broker, the CLI) runs these.
+//! and ListOffsets. A host without Kafka's own RemoteLogManager (a native broker, the CLI) runs these;
+//! Kafka's own broker does not need them. Errors and the settings reader come from
+//! [`rsm_core`].
 //!
 //! | rule | module |
 //! |---|---|
@@ -9,10 +13,13 @@
 //! | SR-17 remote retention | [`retention`] |
 //! | SR-20 offset constraints | [`offsets`] |
 //! | SR-21 follower local deletion, SR-17 follower log start | [`follower`] |
-//! | SR-25 DeleteRecords | [`delete_records`] |
+//! | SR-25 DeleteRecords | [`mod@delete_records`] |
 //! | SR-26, SR-27 ListOffsets | [`list_offsets`] |
 //!
-//! `docs/tiering-rules.md` states each rule in plain words; `docs/settings.md` lists every setting.
+//! The segment shapes they take are in [`segments`]. `docs/tiering-rules.md` states each rule in plain
+//! words; `docs/settings.md` lists every setting.
+
+#![warn(missing_docs)]
 
 pub mod copy;
 pub mod delete_records;
@@ -32,7 +39,7 @@ pub use follower::{
 pub use list_offsets::{Isolation, LogOffsets, OffsetAnswer, OffsetSpec, TimestampAndOffset, list_offset};
 pub use offsets::{LogStartMoved, OffsetRange, PartitionOffsets, Transition, check_offsets, local_segment_deletable};
 pub use retention::{Expired, ExpiryReason, RetentionInput, RetentionPlan, expired_remote_segments};
-pub use segments::{LocalSegment, RemoteSegment};
+pub use segments::{LocalSegmentSummary, RemoteSegment};
 pub use settings::{
     BrokerSettings, CleanupPolicy, CopyLag, Lag, Limit, RemoteRetention, RetentionLimits, SizeScope, TopicDefaults,
     TopicPolicy, TopicSettings, validate_alter, validate_create,

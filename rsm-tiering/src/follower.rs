@@ -7,15 +7,15 @@
 //! retention.
 
 use super::offsets::local_segment_deletable;
-use super::segments::{LocalSegment, age_ms, check_local};
+use super::segments::{LocalSegmentSummary, age_ms, check_local};
 use super::settings::{Limit, RetentionLimits};
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
 /// What the local deletion rule looks at for one replica of a partition.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalRetentionInput<'a> {
     /// The local segments, oldest first; the last is the active segment.
-    pub segments: &'a [LocalSegment],
+    pub segments: &'a [LocalSegmentSummary],
     /// The local log end offset.
     pub log_end_offset: i64,
     /// The replica's high watermark: a segment is deleted only once it is entirely below it.
@@ -127,7 +127,7 @@ pub fn follower_log_start(current: i64, leader_earliest: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tiering::segments::test_support::{aged, at};
+    use crate::segments::test_support::{aged, at};
     use Limit::{AtMost, Unlimited};
 
     const HOUR: i64 = 3_600_000;

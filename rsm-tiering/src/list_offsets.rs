@@ -2,7 +2,7 @@
 //! first, then local), and NEXT_LOCAL_TIMESTAMP for followers.
 
 use super::offsets::PartitionOffsets;
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
 /// Target timestamp -1: the latest offset.
 pub const LATEST_TIMESTAMP: i64 = -1;

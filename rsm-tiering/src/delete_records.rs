@@ -2,7 +2,7 @@
 //! offset and returns at once, and the remote segments now below it are cleaned asynchronously.
 
 use super::segments::{RemoteSegment, check_remote};
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
 /// The offset a DeleteRecords request uses to mean "up to the high watermark" (Kafka's
 /// `DeleteRecordsRequest.HIGH_WATERMARK`).

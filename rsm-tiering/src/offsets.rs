@@ -7,7 +7,7 @@
 //! therefore holds as `Ry < Ly`: only records below the last stable offset are ever copied.
 
 use super::delete_records::new_log_start;
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
 /// A closed range of offsets, both ends inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,7 +369,7 @@ impl PartitionOffsets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tiering::segments::test_support::assert_outcome;
+    use crate::segments::test_support::assert_outcome;
 
     fn rng(start: i64, end: i64) -> OffsetRange {
         OffsetRange { start, end }

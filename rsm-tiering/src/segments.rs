@@ -1,13 +1,15 @@
 //! The segment shapes the rules work on, and the checks that reject lists out of order or overlapping.
 
-use crate::error::{Error, Result};
+use rsm_core::error::{Error, Result};
 
-/// A segment of the local log, as the copy and local-retention rules see it.
+/// A segment of the local log, as the copy and local-retention rules see it: only the facts they need
+/// (base offset, size, largest timestamp). The segment's files in a partition directory are
+/// [`rsm_core::format::partition::LocalSegment`].
 ///
 /// Its last offset is the next segment's base offset minus one; for the active (last) segment it is the
 /// log end offset minus one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalSegment {
+pub struct LocalSegmentSummary {
     /// The first offset of the segment.
     pub base_offset: i64,
     /// The size of the `.log` file in bytes.
@@ -33,7 +35,7 @@ pub struct RemoteSegment {
 /// Checks a local segment list: not empty (the active segment is always there), base offsets
 /// non-negative and strictly ascending (oldest first, no two segments sharing offsets), and the active
 /// segment starting at or below the log end offset.
-pub(crate) fn check_local(segments: &[LocalSegment], log_end_offset: i64) -> Result<()> {
+pub(crate) fn check_local(segments: &[LocalSegmentSummary], log_end_offset: i64) -> Result<()> {
     let Some(active) = segments.last() else {
         return Err(Error::invalid("local segment list is empty: the active segment must be present"));
     };
@@ -104,23 +106,27 @@ pub(crate) fn age_ms(now_ms: i64, ts: i64) -> i64 {
 /// Builders and checks the rules' table-driven tests share.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use super::LocalSegment;
-    use crate::error::Result;
+    use super::LocalSegmentSummary;
+    use rsm_core::error::Result;
 
     /// A local segment of one byte with no timestamp, at `base`.
-    pub(crate) fn l(base: i64) -> LocalSegment {
-        LocalSegment { base_offset: base, size_bytes: 1, largest_timestamp_ms: 0 }
+    pub(crate) fn l(base: i64) -> LocalSegmentSummary {
+        LocalSegmentSummary { base_offset: base, size_bytes: 1, largest_timestamp_ms: 0 }
     }
 
     /// Local segments from `(base offset, size, age in ms at now_ms)` rows.
-    pub(crate) fn aged(rows: &[(i64, u64, i64)], now_ms: i64) -> Vec<LocalSegment> {
+    pub(crate) fn aged(rows: &[(i64, u64, i64)], now_ms: i64) -> Vec<LocalSegmentSummary> {
         rows.iter()
-            .map(|&(b, s, age)| LocalSegment { base_offset: b, size_bytes: s, largest_timestamp_ms: now_ms - age })
+            .map(|&(b, s, age)| LocalSegmentSummary {
+                base_offset: b,
+                size_bytes: s,
+                largest_timestamp_ms: now_ms - age,
+            })
             .collect()
     }
 
     /// One-byte local segments at `bases`.
-    pub(crate) fn at(bases: &[i64]) -> Vec<LocalSegment> {
+    pub(crate) fn at(bases: &[i64]) -> Vec<LocalSegmentSummary> {
         bases.iter().map(|&b| l(b)).collect()
     }
 
@@ -149,7 +155,7 @@ mod tests {
     fn local_lists() {
         struct Case {
             name: &'static str,
-            segments: Vec<LocalSegment>,
+            segments: Vec<LocalSegmentSummary>,
             log_end: i64,
             error: Option<&'static str>,
         }
