@@ -24,20 +24,18 @@
 
 #![warn(missing_docs)]
 
-use object_store::azure::{AzureConfigKey, MicrosoftAzure, MicrosoftAzureBuilder};
-use rsm_backend_object_store::{
-    ClientSettings, CountingConnector, HttpCounter, ObjectStoreBackend, Redactor, UploadSettings, split_store_url,
-};
-use rsm_core::backend::StorageBackend;
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use rsm_backend_object_store::{ClientSettings, CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
 use rsm_core::config::{ConfigReader, Secret};
 use rsm_core::{Error, Result};
-use std::fmt;
-use std::sync::Arc;
 
-pub use rsm_backend_object_store::{HttpCounts, Method};
+pub use rsm_backend_object_store::{CloudStore, HttpCounts, Method};
 
-/// The settings of an Azure Blob store. `Debug` never shows a key, SAS, secret or connection string.
-#[derive(Clone)]
+rsm_backend_object_store::cloud_constructors!(AzureConfig, "az://container/prefix");
+
+/// The settings of an Azure Blob store. `Debug` never shows a key, SAS, secret or connection string (a
+/// [`Secret`] shows as `****`).
+#[derive(Clone, Debug)]
 pub struct AzureConfig {
     /// `azure.container.name`.
     pub container: String,
@@ -65,26 +63,6 @@ pub struct AzureConfig {
     pub upload: UploadSettings,
     /// Timeouts and retries (`azure.api.call.timeout`, ...).
     pub client: ClientSettings,
-}
-
-impl fmt::Debug for AzureConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AzureConfig")
-            .field("container", &self.container)
-            .field("account", &self.account)
-            .field("account_key", &self.account_key)
-            .field("sas_token", &self.sas_token)
-            .field("connection_string", &self.connection_string)
-            .field("endpoint", &self.endpoint)
-            .field("client_id", &self.client_id)
-            .field("tenant_id", &self.tenant_id)
-            .field("client_secret", &self.client_secret)
-            .field("federated_token_file", &self.federated_token_file)
-            .field("msi_endpoint", &self.msi_endpoint)
-            .field("upload", &self.upload)
-            .field("client", &self.client)
-            .finish()
-    }
 }
 
 /// The parts of an Azure connection string we use.
@@ -132,24 +110,20 @@ fn parse_connection_string(s: &Secret) -> Result<ConnectionString> {
     {
         out.endpoint = Some(format!("{protocol}://{a}.blob.{suffix}"));
     }
+    if let Some(e) = &out.endpoint
+        && !(e.starts_with("http://") || e.starts_with("https://"))
+    {
+        return Err(Error::config(KEY, "has a blob endpoint that is not an http:// or https:// URL"));
+    }
     Ok(out)
 }
 
-impl AzureConfig {
+impl CloudStore for AzureConfig {
+    const KIND: CloudKind = CloudKind::new("azure", "Azure", "az", "container");
+
     /// Reads the settings; `container` (from a URL) stands in for `azure.container.name` when given.
-    pub fn read(r: &mut ConfigReader<'_>, container: Option<&str>) -> Result<Self> {
-        let from_key = r.string("azure.container.name");
-        let container = match (container, from_key) {
-            (Some(u), Some(k)) if u != k => {
-                return Err(Error::config(
-                    "azure.container.name",
-                    format!("`{k}` differs from the container `{u}` of the store URL"),
-                ));
-            }
-            (Some(u), _) => u.to_string(),
-            (None, Some(k)) => k.to_string(),
-            (None, None) => r.required("azure.container.name")?.to_string(),
-        };
+    fn read(r: &mut ConfigReader<'_>, container: Option<&str>) -> Result<Self> {
+        let container = Self::KIND.read_container(r, container)?;
         let connection_string = r.secret("azure.connection.string");
         let cs = match &connection_string {
             Some(s) => parse_connection_string(s)?,
@@ -158,12 +132,7 @@ impl AzureConfig {
         let account = r.string("azure.account.name").map(str::to_string).or(cs.account);
         let account_key = r.secret("azure.account.key").or(cs.key);
         let sas_token = r.secret("azure.sas.token").map(|s| Secret::new(s.expose().trim_start_matches('?'))).or(cs.sas);
-        let endpoint = r.string("azure.endpoint.url").map(|e| e.trim_end_matches('/').to_string()).or(cs.endpoint);
-        if let Some(e) = &endpoint
-            && !(e.starts_with("http://") || e.starts_with("https://"))
-        {
-            return Err(Error::config("azure.endpoint.url", format!("`{e}` is not an http:// or https:// URL")));
-        }
+        let endpoint = Self::KIND.read_endpoint(r)?.or(cs.endpoint);
         if account_key.is_some() && sas_token.is_some() {
             return Err(Error::config("azure.sas.token", "set either an account key or a SAS token, not both"));
         }
@@ -180,7 +149,7 @@ impl AzureConfig {
         }
         let block = r.int_in("azure.upload.block.size", 25usize << 20, 64 << 10..=1 << 30)?;
         let in_flight = r.int_in("azure.upload.blocks.in.flight", 4usize, 1..=32)?;
-        let client = ClientSettings::read(r, "azure")?;
+        let client = ClientSettings::read(r, Self::KIND.name)?;
         Ok(AzureConfig {
             container,
             account,
@@ -196,6 +165,10 @@ impl AzureConfig {
             upload: UploadSettings { parts_in_flight: in_flight, ..UploadSettings::with_part_size(block) },
             client,
         })
+    }
+
+    fn upload(&self) -> UploadSettings {
+        self.upload
     }
 
     fn redactor(&self) -> Redactor {
@@ -216,14 +189,13 @@ impl AzureConfig {
         r
     }
 
-    /// Builds object_store's client, counting its requests into `counter`.
-    pub fn build_store(&self, counter: Arc<HttpCounter>) -> Result<MicrosoftAzure> {
+    fn stores(&self, http: CountingConnector) -> object_store::Result<CloudStores> {
         let allow_http = self.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
         let mut b = MicrosoftAzureBuilder::from_env()
             .with_container_name(&self.container)
             .with_client_options(self.client.client_options(allow_http))
             .with_retry(self.client.retry_config())
-            .with_http_connector(CountingConnector::new(counter));
+            .with_http_connector(http);
         if let Some(a) = &self.account {
             b = b.with_account(a);
         }
@@ -251,66 +223,14 @@ impl AzureConfig {
         if let Some(v) = &self.msi_endpoint {
             b = b.with_msi_endpoint(v);
         }
-        b.build().map_err(|e| {
-            Error::config("azure.container.name", self.redactor().scrub(&format!("cannot build the Azure client: {e}")))
-        })
+        Ok(CloudStores::one(b.build()?))
     }
-
-    /// Builds the backend.
-    pub fn build(&self) -> Result<ObjectStoreBackend> {
-        let counter = HttpCounter::new();
-        let store = Arc::new(self.build_store(counter.clone())?);
-        Ok(ObjectStoreBackend::new("azure", store.clone())
-            .with_paginated_list(store)
-            .with_upload(self.upload)
-            .with_redactor(self.redactor())
-            .with_counter(counter))
-    }
-}
-
-/// Builds an Azure backend from settings alone (`azure.container.name` required).
-pub fn from_config(r: &mut ConfigReader<'_>) -> Result<ObjectStoreBackend> {
-    AzureConfig::read(r, None)?.build()
-}
-
-/// Opens `az://container/prefix` with settings from `r`, returning the backend and the key prefix
-/// (empty, or ending with `/`). The URL's container stands for the container setting. See [`open_url`] for
-/// the concrete backend with its HTTP request counts.
-pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
-    let (backend, prefix) = open_url(url, r)?;
-    Ok((backend, prefix))
-}
-
-/// [`from_url`], returning the concrete backend, whose [`ObjectStoreBackend::http_counts`] tells the
-/// real HTTP requests made so far by method.
-pub fn open_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<ObjectStoreBackend>, String)> {
-    let (container, prefix) = split_store_url(url, "az", "container")?;
-    let backend = AzureConfig::read(r, Some(&container))?.build()?;
-    Ok((Arc::new(backend), prefix))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::config::props;
-
-    #[test]
-    fn container_is_required_and_unknown_keys_fail() {
-        let p = props([("azure.account.name", "a")]);
-        let e = from_config(&mut ConfigReader::new(&p)).unwrap_err();
-        assert!(e.to_string().contains("`azure.container.name`"), "{e}");
-
-        let p = props([
-            ("azure.container.name", "c"),
-            ("azure.account.name", "a"),
-            ("azure.account.key", "a2V5"),
-            ("azure.acount.key", "typo"),
-        ]);
-        let mut r = ConfigReader::new(&p);
-        from_config(&mut r).unwrap();
-        let e = r.finish().unwrap_err();
-        assert!(e.to_string().contains("`azure.acount.key`"), "{e}");
-    }
+    use rsm_backend_object_store::testing;
 
     #[test]
     fn connection_strings_parse() {
@@ -321,8 +241,17 @@ mod tests {
         assert_eq!(cs.account.as_deref(), Some("acc"));
         assert_eq!(cs.key.unwrap().expose(), "a2V5PT0=");
         assert_eq!(cs.endpoint.as_deref(), Some("http://127.0.0.1:1/acc"));
+        let e = parse_connection_string(&Secret::new("AccountName=a;BlobEndpoint=ftp://h/a")).err().unwrap();
+        assert!(e.to_string().contains("`azure.connection.string`"), "{e}");
         let e = parse_connection_string(&Secret::new("AccountKey=s3cr3t;Bogus=1")).err().unwrap();
         assert!(e.to_string().contains("Bogus"), "{e}");
         assert!(!e.to_string().contains("s3cr3t"), "{e}");
+    }
+
+    /// The container is required, unknown keys fail, and a URL gives the container and the prefix.
+    #[test]
+    fn constructors_check_settings() {
+        let minimal = [("azure.account.name", "a"), ("azure.account.key", "a2V5")];
+        testing::constructors_check_settings::<AzureConfig>(&minimal, "azure.acount.key");
     }
 }

@@ -24,16 +24,15 @@
 pub mod uploads;
 
 use object_store::client::HttpConnector;
-use object_store::gcp::{GcpCredential, GoogleCloudStorage, GoogleCloudStorageBuilder};
-use rsm_backend_object_store::{
-    ClientSettings, CountingConnector, HttpCounter, ObjectStoreBackend, Redactor, UploadSettings, split_store_url,
-};
-use rsm_core::backend::StorageBackend;
+use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
+use rsm_backend_object_store::{ClientSettings, CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
 use rsm_core::config::{ConfigReader, Secret};
 use rsm_core::{Error, Result};
 use std::sync::Arc;
 
-pub use rsm_backend_object_store::{HttpCounts, Method};
+pub use rsm_backend_object_store::{CloudStore, HttpCounts, Method};
+
+rsm_backend_object_store::cloud_constructors!(GcsConfig, "gs://bucket/prefix");
 
 /// Where credentials come from.
 #[derive(Clone, Debug)]
@@ -63,21 +62,12 @@ pub struct GcsConfig {
     pub client: ClientSettings,
 }
 
-impl GcsConfig {
+impl CloudStore for GcsConfig {
+    const KIND: CloudKind = CloudKind::new("gcs", "GCS", "gs", "bucket");
+
     /// Reads the settings; `bucket` (from a URL) stands in for `gcs.bucket.name` when given.
-    pub fn read(r: &mut ConfigReader<'_>, bucket: Option<&str>) -> Result<Self> {
-        let from_key = r.string("gcs.bucket.name");
-        let bucket = match (bucket, from_key) {
-            (Some(u), Some(k)) if u != k => {
-                return Err(Error::config(
-                    "gcs.bucket.name",
-                    format!("`{k}` differs from the bucket `{u}` of the store URL"),
-                ));
-            }
-            (Some(u), _) => u.to_string(),
-            (None, Some(k)) => k.to_string(),
-            (None, None) => r.required("gcs.bucket.name")?.to_string(),
-        };
+    fn read(r: &mut ConfigReader<'_>, bucket: Option<&str>) -> Result<Self> {
+        let bucket = Self::KIND.read_container(r, bucket)?;
         let json = r.secret("gcs.credentials.json");
         let path = r.string("gcs.credentials.path").map(str::to_string);
         let explicit_default = r.string("gcs.credentials.default").is_some();
@@ -100,12 +90,7 @@ impl GcsConfig {
             (None, None, true) => GcsCredentials::Default,
             (None, None, false) => GcsCredentials::Anonymous,
         };
-        let endpoint = r.string("gcs.endpoint.url").map(|e| e.trim_end_matches('/').to_string());
-        if let Some(e) = &endpoint
-            && !(e.starts_with("http://") || e.starts_with("https://"))
-        {
-            return Err(Error::config("gcs.endpoint.url", format!("`{e}` is not an http:// or https:// URL")));
-        }
+        let endpoint = Self::KIND.read_endpoint(r)?;
         let chunk = r.int_in("gcs.resumable.upload.chunk.size", 25usize << 20, uploads::CHUNK_GRANULARITY..=1 << 30)?;
         if chunk % uploads::CHUNK_GRANULARITY != 0 {
             return Err(Error::config(
@@ -113,7 +98,7 @@ impl GcsConfig {
                 format!("{chunk} is not a multiple of 262144 (256 KiB)"),
             ));
         }
-        let client = ClientSettings::read(r, "gcs")?;
+        let client = ClientSettings::read(r, Self::KIND.name)?;
         Ok(GcsConfig {
             bucket,
             credentials,
@@ -122,6 +107,10 @@ impl GcsConfig {
             upload: UploadSettings { parts_in_flight: 2, ..UploadSettings::with_part_size(chunk) },
             client,
         })
+    }
+
+    fn upload(&self) -> UploadSettings {
+        self.upload
     }
 
     fn redactor(&self) -> Redactor {
@@ -141,17 +130,18 @@ impl GcsConfig {
         r
     }
 
-    /// Builds object_store's client, counting its requests into `counter`.
-    pub fn build_store(&self, counter: Arc<HttpCounter>) -> Result<GoogleCloudStorage> {
+    /// object_store's client for reads, listings and deletes, and JSON API uploads, both through `http`.
+    fn stores(&self, http: CountingConnector) -> object_store::Result<CloudStores> {
         let allow_http = self.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
+        let options = self.client.client_options(allow_http);
         let mut b = match &self.credentials {
             GcsCredentials::Default => GoogleCloudStorageBuilder::from_env(),
             _ => GoogleCloudStorageBuilder::new(),
         }
         .with_bucket_name(&self.bucket)
-        .with_client_options(self.client.client_options(allow_http))
+        .with_client_options(options.clone())
         .with_retry(self.client.retry_config())
-        .with_http_connector(CountingConnector::new(counter.clone()));
+        .with_http_connector(http.clone());
         match &self.credentials {
             GcsCredentials::Default => {}
             GcsCredentials::Json(j) => b = b.with_service_account_key(j.expose()),
@@ -167,73 +157,24 @@ impl GcsConfig {
         if let Some(e) = &self.endpoint {
             b = b.with_base_url(e);
         }
-        b.build().map_err(|e| {
-            Error::config("gcs.bucket.name", self.redactor().scrub(&format!("cannot build the GCS client: {e}")))
-        })
-    }
-
-    /// Builds the backend: object_store's client for reads, listings and deletes, JSON API uploads.
-    pub fn build(&self) -> Result<ObjectStoreBackend> {
-        let counter = HttpCounter::new();
-        let gcs = Arc::new(self.build_store(counter.clone())?);
-        let allow_http = self.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
-        let http = CountingConnector::new(counter.clone())
-            .connect(&self.client.client_options(allow_http))
-            .map_err(|e| Error::config("gcs.endpoint.url", e.to_string()))?;
-        let store = uploads::JsonUploadStore::new(
+        let gcs = Arc::new(b.build()?);
+        let uploads = uploads::JsonUploadStore::new(
             gcs.clone(),
-            http,
+            http.connect(&options)?,
             self.endpoint.clone().unwrap_or_else(|| "https://storage.googleapis.com".to_string()),
             self.bucket.clone(),
             matches!(self.credentials, GcsCredentials::Anonymous),
             self.client,
         );
-        Ok(ObjectStoreBackend::new("gcs", Arc::new(store))
-            .with_paginated_list(gcs)
-            .with_upload(self.upload)
-            .with_redactor(self.redactor())
-            .with_counter(counter))
+        Ok(CloudStores { objects: Arc::new(uploads), lister: gcs })
     }
-}
-
-/// Builds a GCS backend from settings alone (`gcs.bucket.name` required).
-pub fn from_config(r: &mut ConfigReader<'_>) -> Result<ObjectStoreBackend> {
-    GcsConfig::read(r, None)?.build()
-}
-
-/// Opens `gs://bucket/prefix` with settings from `r`, returning the backend and the key prefix
-/// (empty, or ending with `/`). The URL's bucket stands for the bucket setting. See [`open_url`] for
-/// the concrete backend with its HTTP request counts.
-pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
-    let (backend, prefix) = open_url(url, r)?;
-    Ok((backend, prefix))
-}
-
-/// [`from_url`], returning the concrete backend, whose [`ObjectStoreBackend::http_counts`] tells the
-/// real HTTP requests made so far by method.
-pub fn open_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<ObjectStoreBackend>, String)> {
-    let (bucket, prefix) = split_store_url(url, "gs", "bucket")?;
-    let backend = GcsConfig::read(r, Some(&bucket))?.build()?;
-    Ok((Arc::new(backend), prefix))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rsm_backend_object_store::testing;
     use rsm_core::config::props;
-
-    #[test]
-    fn bucket_is_required_and_unknown_keys_fail() {
-        let p = props([("gcs.credentials.default", "false")]);
-        let e = from_config(&mut ConfigReader::new(&p)).unwrap_err();
-        assert!(e.to_string().contains("`gcs.bucket.name`"), "{e}");
-
-        let p = props([("gcs.bucket.name", "b"), ("gcs.credentials.default", "false"), ("gcs.endpont.url", "typo")]);
-        let mut r = ConfigReader::new(&p);
-        from_config(&mut r).unwrap();
-        let e = r.finish().unwrap_err();
-        assert!(e.to_string().contains("`gcs.endpont.url`"), "{e}");
-    }
 
     #[test]
     fn credentials_conflict() {
@@ -243,5 +184,11 @@ mod tests {
         let p = props([("gcs.bucket.name", "b"), ("gcs.credentials.json", "{}"), ("gcs.credentials.default", "true")]);
         let e = from_config(&mut ConfigReader::new(&p)).unwrap_err();
         assert!(e.to_string().contains("`gcs.credentials.default`"), "{e}");
+    }
+
+    /// The bucket is required, unknown keys fail, and a URL gives the bucket and the prefix.
+    #[test]
+    fn constructors_check_settings() {
+        testing::constructors_check_settings::<GcsConfig>(&[("gcs.credentials.default", "false")], "gcs.endpont.url");
     }
 }

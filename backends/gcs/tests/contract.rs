@@ -4,17 +4,4 @@
 
 mod common;
 
-use rsm_core::StorageBackend;
-use std::sync::Arc;
-
-async fn make() -> Arc<dyn StorageBackend> {
-    common::backend()
-}
-
-mod backend {
-    rsm_core::backend_contract_tests!(super::make());
-}
-
-mod rsm {
-    rsm_core::rsm_contract_tests!(super::make());
-}
+rsm_backend_object_store::cloud_contract_tests!(common::SERVER.backend());

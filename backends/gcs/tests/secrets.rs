@@ -5,7 +5,8 @@
 mod common;
 
 use bytes::Bytes;
-use rsm_backend_gcs::GcsConfig;
+use rsm_backend_gcs::{CloudStore, GcsConfig};
+use rsm_backend_object_store::testing::{assert_hidden, error_text};
 use rsm_core::StorageBackend;
 use rsm_core::config::ConfigReader;
 
@@ -18,13 +19,7 @@ fn key_json() -> String {
 }
 
 fn assert_clean(what: &str, text: &str) {
-    for s in [PRIVATE, "rsmsecretkeyid"] {
-        assert!(!text.contains(s), "{what} shows a secret: {text}");
-    }
-}
-
-fn all_of(e: &rsm_core::Error) -> String {
-    format!("{e} | {} | {e:?}", e.full_message())
+    assert_hidden(what, text, &[PRIVATE, "rsmsecretkeyid"]);
 }
 
 async fn round_trip(b: &dyn StorageBackend) {
@@ -37,13 +32,10 @@ async fn round_trip(b: &dyn StorageBackend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_account_json_never_appears() {
     let json = key_json();
-    let mut p = common::settings(&[("gcs.credentials.json", &json)]);
+    let mut p = common::SERVER.settings(&[("gcs.credentials.json", &json)]);
     p.remove("gcs.credentials.default");
-    let mut r = ConfigReader::new(&p);
-    let config = GcsConfig::read(&mut r, None).unwrap();
-    r.finish().unwrap();
+    let (config, b) = common::SERVER.config_and_backend(&p);
     assert_clean("the settings' Debug", &format!("{config:?}"));
-    let b = config.build().unwrap();
     assert_clean("the backend's Debug", &format!("{b:?}"));
     round_trip(&b).await;
 
@@ -51,13 +43,13 @@ async fn service_account_json_never_appears() {
     let b = GcsConfig::read(&mut ConfigReader::new(&p), None).unwrap().build().unwrap();
     let e = b.put_bytes("secrets/obj", Bytes::from_static(b"x")).await.unwrap_err();
     assert!(e.to_string().contains("secrets/obj"), "{e}");
-    assert_clean("an upload error", &all_of(&e));
+    assert_clean("an upload error", &error_text(&e));
     let e = b.get_range("secrets/obj", 0..1).await.unwrap_err();
-    assert_clean("a read error", &all_of(&e));
+    assert_clean("a read error", &error_text(&e));
 
     p.insert("gcs.endpoint.url".into(), "ftp://nowhere".into());
     let e = GcsConfig::read(&mut ConfigReader::new(&p), None).unwrap_err();
-    assert_clean("a settings error", &all_of(&e));
+    assert_clean("a settings error", &error_text(&e));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,12 +57,9 @@ async fn service_account_file_works() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("key.json");
     std::fs::write(&path, key_json()).unwrap();
-    let mut p = common::settings(&[("gcs.credentials.path", path.to_str().unwrap())]);
+    let mut p = common::SERVER.settings(&[("gcs.credentials.path", path.to_str().unwrap())]);
     p.remove("gcs.credentials.default");
-    let mut r = ConfigReader::new(&p);
-    let config = GcsConfig::read(&mut r, None).unwrap();
-    r.finish().unwrap();
-    let b = config.build().unwrap();
+    let (_, b) = common::SERVER.config_and_backend(&p);
     assert_clean("the backend's Debug", &format!("{b:?}"));
     round_trip(&b).await;
 }

@@ -15,18 +15,33 @@
 //!   every message names the key and is scrubbed of secrets (see [`Redactor`]).
 //! - **An HTTP request counter** ([`HttpCounter`], [`CountingConnector`]) below object_store, counting
 //!   every real request by method.
+//!
+//! The cloud crates describe their settings and client with a [`CloudStore`]; [`cloud`] assembles the
+//! backend and gives each crate its constructors, so none of them writes that code again.
 
 #![warn(missing_docs)]
 
+pub mod cloud;
 mod counter;
 mod errors;
 mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use cloud::{CloudKind, CloudStore, CloudStores};
 pub use counter::{CountingConnector, HttpCounter, HttpCounts, Method, MethodCounts};
 pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error, percent_encode};
 pub use settings::{ClientSettings, split_store_url};
+
+/// What the exported macros name; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use rsm_core;
+    pub use rsm_core::Result;
+    pub use rsm_core::backend::StorageBackend;
+    pub use rsm_core::config::ConfigReader;
+    pub use std::sync::Arc;
+}
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};

@@ -1,17 +1,22 @@
-//! Test support for the cloud crates (feature `testing`): server settings from the environment, and a
-//! segment round trip through [`TieredStorage`] that measures real HTTP requests and time.
+//! Test support for the cloud crates (feature `testing`): a [`TestServer`] (the settings of a crate's
+//! emulator from the variables its start script exports, and backends on it), the checks every cloud crate
+//! runs on its server ([`cloud_contract_tests!`](crate::cloud_contract_tests), [`TestServer::url_round_trip`],
+//! [`TestServer::segment_round_trip`]), and a segment round trip through [`TieredStorage`] that measures
+//! real HTTP requests and time.
 
-use crate::{HttpCounts, ObjectStoreBackend};
+use crate::cloud::open_url;
+use crate::{CloudStore, HttpCounts, Method, ObjectStoreBackend};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::testkit::unique_prefix;
 use rsm_core::{
-    ErrorKind, RemoteLogSegmentMetadata, RemoteStorageManager, StorageBackend, TieredConfig, TieredStorage, Uuid,
+    Error, ErrorKind, RemoteLogSegmentMetadata, RemoteStorageManager, StorageBackend, TieredConfig, TieredStorage, Uuid,
 };
 use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +33,196 @@ pub fn server_env_or_exit(label: &str, skip_var: &str, script: &str, vars: &[&st
         Some(v) => v,
         None => std::process::exit(0),
     }
+}
+
+/// Where a setting of a [`TestServer`]'s backend gets its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The start script's variable `RSM_TEST_{LABEL}_{name}` (`Var("REGION")`: `RSM_TEST_S3_REGION`).
+    Var(&'static str),
+    /// This value.
+    Value(&'static str),
+}
+
+/// The emulator a cloud crate's tests run against, for the settings type `C`.
+///
+/// Its start script exports `RSM_TEST_{LABEL}_ENDPOINT` and `RSM_TEST_{LABEL}_{CONTAINER}` (`LABEL` and
+/// `CONTAINER` are the [`CloudKind`](crate::CloudKind)'s label and container word in capitals:
+/// `RSM_TEST_S3_BUCKET`, `RSM_TEST_AZURE_CONTAINER`), which become the endpoint and bucket or container
+/// settings, and whatever else [`Source::Var`] names. Without them a test fails, naming the script,
+/// unless `RSM_SKIP_{LABEL}=1` outside CI: then the test binary ends, skipped.
+pub struct TestServer<C> {
+    script: &'static str,
+    part_size: &'static str,
+    settings: &'static [(&'static str, Source)],
+    config: PhantomData<fn() -> C>,
+}
+
+impl<C: CloudStore> TestServer<C> {
+    /// The server that `script start` starts; `part_size` is the setting of the upload part size (5 MiB
+    /// for [`Self::backend`]); `settings` are the settings beyond the endpoint and the container.
+    pub const fn new(
+        script: &'static str,
+        part_size: &'static str,
+        settings: &'static [(&'static str, Source)],
+    ) -> Self {
+        TestServer { script, part_size, settings, config: PhantomData }
+    }
+
+    /// The full name of the start script's variable `RSM_TEST_{LABEL}_{name}`.
+    pub fn var(&self, name: &str) -> String {
+        format!("RSM_TEST_{}_{name}", C::KIND.label.to_uppercase())
+    }
+
+    /// The settings of every backend on the server, each with the full name of its variable, or its value.
+    fn sources(&self) -> Vec<(String, std::result::Result<String, &'static str>)> {
+        let kind = C::KIND;
+        let mut v = vec![
+            (format!("{}.endpoint.url", kind.name), Ok(self.var("ENDPOINT"))),
+            (kind.container_setting(), Ok(self.var(&kind.container.to_uppercase()))),
+        ];
+        v.extend(self.settings.iter().map(|&(k, s)| match s {
+            Source::Var(n) => (k.to_string(), Ok(self.var(n))),
+            Source::Value(x) => (k.to_string(), Err(x)),
+        }));
+        v
+    }
+
+    /// The server's variables, by full name (the test process ends as skipped when allowed and they are
+    /// missing).
+    pub fn env(&self) -> BTreeMap<String, String> {
+        let vars: Vec<String> = self.sources().into_iter().filter_map(|(_, s)| s.ok()).collect();
+        let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
+        let label = C::KIND.label;
+        server_env_or_exit(label, &format!("RSM_SKIP_{}", label.to_uppercase()), self.script, &vars)
+    }
+
+    /// Settings for the server, with `extra` on top.
+    pub fn settings(&self, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let env = self.env();
+        let mut p: BTreeMap<String, String> = self
+            .sources()
+            .into_iter()
+            .map(|(k, s)| match s {
+                Ok(var) => (k, env[&var].clone()),
+                Err(value) => (k, value.to_string()),
+            })
+            .collect();
+        p.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        p
+    }
+
+    /// The settings read from `settings` (every key checked), and a backend built from them.
+    pub fn config_and_backend(&self, settings: &BTreeMap<String, String>) -> (C, ObjectStoreBackend) {
+        let mut r = ConfigReader::new(settings);
+        let config = C::read(&mut r, None).unwrap();
+        r.finish().unwrap();
+        let backend = config.build().unwrap();
+        (config, backend)
+    }
+
+    /// A backend on the server built from `settings`, every key checked.
+    pub fn backend_with(&self, settings: &BTreeMap<String, String>) -> Arc<ObjectStoreBackend> {
+        Arc::new(self.config_and_backend(settings).1)
+    }
+
+    /// A backend on the server with 5 MiB parts (so the contract suites' large objects go in several
+    /// parts) and 3 retries.
+    pub fn backend(&self) -> Arc<ObjectStoreBackend> {
+        let retries = format!("{}.max.retries", C::KIND.name);
+        self.backend_with(&self.settings(&[(self.part_size, "5242880"), (&retries, "3")]))
+    }
+
+    /// A store URL `{scheme}://{container}/url-test/{uuid}/` opens the server's container with the other
+    /// settings (and `extra`) at a prefix of its own: an object is put, read back and listed, `check`
+    /// looks at it (`check(backend, key)`), and it is deleted.
+    pub async fn url_round_trip(&self, extra: &[(&str, &str)], check: impl AsyncFnOnce(&ObjectStoreBackend, &str)) {
+        let kind = C::KIND;
+        let mut p = self.settings(extra);
+        let container = p.remove(&kind.container_setting()).expect("the container setting");
+        let url = format!("{}://{container}/url-test/{}/", kind.scheme, Uuid::random());
+        let mut r = ConfigReader::new(&p);
+        let (b, prefix) = open_url::<C>(&url, &mut r).unwrap();
+        r.finish().unwrap();
+        assert!(prefix.starts_with("url-test/") && prefix.ends_with('/'), "{prefix}");
+        let key = format!("{prefix}obj");
+        b.put_bytes(&key, bytes::Bytes::from_static(b"hello")).await.unwrap();
+        assert_eq!(&b.get_range(&key, 0..u64::MAX).await.unwrap()[..], b"hello");
+        assert_eq!(b.list(&prefix).await.unwrap().len(), 1);
+        println!("{}", b.http_counts().unwrap());
+        check(&b, &key).await;
+        b.delete(&key).await.unwrap();
+        assert!(b.list(&prefix).await.unwrap().is_empty());
+    }
+
+    /// [`segment_round_trip`] of a 64 MiB segment on a backend with the default settings (so its log goes
+    /// in parts), printing the report and checking the requests of the copy by method.
+    pub async fn segment_round_trip(&self, emulator: &str, copy_requests: &[(Method, u64)]) -> SegmentReport {
+        let b = self.backend_with(&self.settings(&[]));
+        let report = segment_round_trip(&format!("{}/{emulator}", C::KIND.name), b, 64 << 20).await;
+        println!("{report}");
+        let got: Vec<(Method, u64)> =
+            copy_requests.iter().map(|(m, _)| (*m, report.copy_http.get(*m).requests)).collect();
+        assert_eq!(got, copy_requests, "{}", report.copy_http);
+        report
+    }
+}
+
+/// The constructors of `C` check its settings, no server needed: the bucket or container setting is
+/// required; an unknown setting (`typo`) fails the reader's `finish`; and a store URL
+/// `{scheme}://bkt/some/prefix` gives the container (shown in the backend's `Debug`) and the prefix
+/// `some/prefix/`. `minimal` are settings that, with the container, build a backend.
+pub fn constructors_check_settings<C: CloudStore>(minimal: &[(&str, &str)], typo: &str) {
+    let container = C::KIND.container_setting();
+    let p = props(minimal.iter().copied());
+    let e = crate::cloud::from_config::<C>(&mut ConfigReader::new(&p)).unwrap_err();
+    assert!(e.to_string().contains(&format!("`{container}`")), "{e}");
+
+    let mut r = ConfigReader::new(&p);
+    let (b, prefix) = crate::cloud::from_url::<C>(&format!("{}://bkt/some/prefix", C::KIND.scheme), &mut r).unwrap();
+    r.finish().unwrap();
+    assert_eq!(prefix, "some/prefix/");
+    assert!(format!("{b:?}").contains("bkt"), "{b:?}");
+
+    let mut p = p;
+    p.insert(container, "c".to_string());
+    p.insert(typo.to_string(), "x".to_string());
+    let mut r = ConfigReader::new(&p);
+    crate::cloud::from_config::<C>(&mut r).unwrap();
+    let e = r.finish().unwrap_err();
+    assert!(e.to_string().contains(&format!("`{typo}`")), "{e}");
+}
+
+/// Fails naming `what` if `text` shows any of `secrets`.
+pub fn assert_hidden(what: &str, text: &str, secrets: &[&str]) {
+    for s in secrets {
+        assert!(!text.contains(s), "{what} shows a secret ({s}): {text}");
+    }
+}
+
+/// All an error shows: its message, its full message (the causes) and its `Debug`.
+pub fn error_text(e: &Error) -> String {
+    format!("{e} | {} | {e:?}", e.full_message())
+}
+
+/// Generates the backend and RemoteStorageManager contract suites (modules `backend` and `rsm`) on the
+/// backend `$backend` gives (an `Arc<ObjectStoreBackend>`, made again for each test):
+/// `rsm_backend_object_store::cloud_contract_tests!(common::SERVER.backend());`
+#[macro_export]
+macro_rules! cloud_contract_tests {
+    ($backend:expr) => {
+        async fn make() -> $crate::__private::Arc<dyn $crate::__private::StorageBackend> {
+            $backend
+        }
+
+        mod backend {
+            $crate::__private::rsm_core::backend_contract_tests!(super::make());
+        }
+
+        mod rsm {
+            $crate::__private::rsm_core::rsm_contract_tests!(super::make());
+        }
+    };
 }
 
 /// What one segment round trip cost.
@@ -124,11 +319,19 @@ pub fn segment_partition(root: &std::path::Path, segment_bytes: usize) -> LocalP
     LocalPartition::open(&dir).expect("open partition")
 }
 
+/// Runs `step` on `backend`, returning its output, its wall time and the HTTP requests it made.
+async fn measured<T>(backend: &ObjectStoreBackend, step: impl Future<Output = T>) -> (T, Duration, HttpCounts) {
+    let counts = || backend.http_counts().expect("the backend counts its HTTP requests");
+    let before = counts();
+    let t = Instant::now();
+    let out = step.await;
+    (out, t.elapsed(), counts().since(&before))
+}
+
 /// Copies, fetches (1 MiB cold, 1 MiB warm, whole) and deletes one generated segment of about
 /// `segment_bytes` through [`TieredStorage`] on `backend`, checking every byte, and reports the HTTP
 /// requests and wall time of each step. The segment must be larger than the multipart threshold.
 pub async fn segment_round_trip(label: &str, backend: Arc<ObjectStoreBackend>, segment_bytes: usize) -> SegmentReport {
-    let counter = backend.counter().expect("the backend counts its HTTP requests").clone();
     let tmp = tempfile::tempdir().unwrap();
     let partition = segment_partition(tmp.path(), segment_bytes);
     let seg = partition.closed_segments()[0].clone();
@@ -151,11 +354,8 @@ pub async fn segment_round_trip(label: &str, backend: Arc<ObjectStoreBackend>, s
     let dynb: Arc<dyn StorageBackend> = backend.clone();
     let rsm = TieredStorage::new(dynb.clone(), config.clone());
 
-    let before = counter.snapshot();
-    let t = Instant::now();
-    rsm.copy_log_segment_data(&md, &data).await.unwrap();
-    let copy_time = t.elapsed();
-    let copy_http = counter.snapshot().since(&before);
+    let (_, copy_time, copy_http) =
+        measured(&backend, async { rsm.copy_log_segment_data(&md, &data).await.unwrap() }).await;
 
     let cold = TieredStorage::new(dynb.clone(), config.clone());
     let pos = (log.len() / 2) as i32;
@@ -163,32 +363,19 @@ pub async fn segment_round_trip(label: &str, backend: Arc<ObjectStoreBackend>, s
         let s = rsm.fetch_log_segment(md, pos, Some(pos + (1 << 20) - 1)).await.unwrap();
         collect(s).await.unwrap()
     }
-    let before = counter.snapshot();
-    let t = Instant::now();
-    let got = one_mib(&cold, &md, pos).await;
-    let fetch_1mib_cold_time = t.elapsed();
-    let fetch_1mib_cold_http = counter.snapshot().since(&before);
+    let (got, fetch_1mib_cold_time, fetch_1mib_cold_http) = measured(&backend, one_mib(&cold, &md, pos)).await;
     assert!(got == log[pos as usize..pos as usize + (1 << 20)], "1 MiB fetch differs");
 
     let pos2 = pos / 2;
-    let before = counter.snapshot();
-    let t = Instant::now();
-    let got = one_mib(&cold, &md, pos2).await;
-    let fetch_1mib_warm_time = t.elapsed();
-    let fetch_1mib_warm_http = counter.snapshot().since(&before);
+    let (got, fetch_1mib_warm_time, fetch_1mib_warm_http) = measured(&backend, one_mib(&cold, &md, pos2)).await;
     assert!(got == log[pos2 as usize..pos2 as usize + (1 << 20)], "1 MiB fetch differs");
 
-    let before = counter.snapshot();
-    let t = Instant::now();
-    let all = collect(cold.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap();
-    let fetch_all_time = t.elapsed();
-    let fetch_all_http = counter.snapshot().since(&before);
+    let (all, fetch_all_time, fetch_all_http) =
+        measured(&backend, async { collect(cold.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap() }).await;
     assert!(all == log, "the fetched log differs from the file");
     let chunks = cold.manifest(&md).await.unwrap().chunks.len();
 
-    let before = counter.snapshot();
-    rsm.delete_log_segment_data(&md).await.unwrap();
-    let delete_http = counter.snapshot().since(&before);
+    let ((), _, delete_http) = measured(&backend, async { rsm.delete_log_segment_data(&md).await.unwrap() }).await;
     let e = TieredStorage::new(dynb.clone(), config).manifest(&md).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(dynb.list(&prefix).await.unwrap().is_empty(), "objects left after the delete");

@@ -21,24 +21,21 @@
 
 #![warn(missing_docs)]
 
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3Builder;
 use object_store::{Attribute, Attributes};
-use rsm_backend_object_store::{
-    ClientSettings, CountingConnector, HttpCounter, ObjectStoreBackend, Redactor, UploadSettings, split_store_url,
-};
-use rsm_core::backend::StorageBackend;
+use rsm_backend_object_store::{ClientSettings, CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
 use rsm_core::config::{ConfigReader, Secret};
 use rsm_core::{Error, Result};
-use std::fmt;
-use std::sync::Arc;
 
-pub use rsm_backend_object_store::{HttpCounts, Method};
+pub use rsm_backend_object_store::{CloudStore, HttpCounts, Method};
+
+rsm_backend_object_store::cloud_constructors!(S3Config, "s3://bucket/prefix");
 
 /// Smallest part S3 accepts (except the last).
 pub const MIN_PART_SIZE: usize = 5 << 20;
 
-/// The settings of an S3 store. `Debug` never shows the credentials.
-#[derive(Clone)]
+/// The settings of an S3 store. `Debug` never shows the credentials (a [`Secret`] shows as `****`).
+#[derive(Clone, Debug)]
 pub struct S3Config {
     /// `s3.bucket.name`.
     pub bucket: String,
@@ -62,45 +59,14 @@ pub struct S3Config {
     pub client: ClientSettings,
 }
 
-impl fmt::Debug for S3Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("S3Config")
-            .field("bucket", &self.bucket)
-            .field("region", &self.region)
-            .field("endpoint", &self.endpoint)
-            .field("path_style", &self.path_style)
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &self.secret_access_key)
-            .field("session_token", &self.session_token)
-            .field("upload", &self.upload)
-            .field("storage_class", &self.storage_class)
-            .field("client", &self.client)
-            .finish()
-    }
-}
+impl CloudStore for S3Config {
+    const KIND: CloudKind = CloudKind::new("s3", "S3", "s3", "bucket");
 
-impl S3Config {
     /// Reads the settings; `bucket` (from a URL) stands in for `s3.bucket.name` when given.
-    pub fn read(r: &mut ConfigReader<'_>, bucket: Option<&str>) -> Result<Self> {
-        let from_key = r.string("s3.bucket.name");
-        let bucket = match (bucket, from_key) {
-            (Some(u), Some(k)) if u != k => {
-                return Err(Error::config(
-                    "s3.bucket.name",
-                    format!("`{k}` differs from the bucket `{u}` of the store URL"),
-                ));
-            }
-            (Some(u), _) => u.to_string(),
-            (None, Some(k)) => k.to_string(),
-            (None, None) => r.required("s3.bucket.name")?.to_string(),
-        };
+    fn read(r: &mut ConfigReader<'_>, bucket: Option<&str>) -> Result<Self> {
+        let bucket = Self::KIND.read_container(r, bucket)?;
         let region = r.string("s3.region").unwrap_or("us-east-1").to_string();
-        let endpoint = r.string("s3.endpoint.url").map(str::to_string);
-        if let Some(e) = &endpoint
-            && !(e.starts_with("http://") || e.starts_with("https://"))
-        {
-            return Err(Error::config("s3.endpoint.url", format!("`{e}` is not an http:// or https:// URL")));
-        }
+        let endpoint = Self::KIND.read_endpoint(r)?;
         let path_style = r.bool("s3.path.style.access.enabled", endpoint.is_some())?;
         let access_key_id = r.secret("aws.access.key.id");
         let secret_access_key = r.secret("aws.secret.access.key");
@@ -120,8 +86,6 @@ impl S3Config {
         }
         let part_size = r.int_in("s3.multipart.upload.part.size", 25usize << 20, MIN_PART_SIZE..=1 << 30)?;
         let parts_in_flight = r.int_in("s3.multipart.upload.parts.in.flight", 4usize, 1..=32)?;
-        let storage_class = r.string("s3.storage.class").map(str::to_string);
-        let client = ClientSettings::read(r, "s3")?;
         Ok(S3Config {
             bucket,
             region,
@@ -131,9 +95,13 @@ impl S3Config {
             secret_access_key,
             session_token,
             upload: UploadSettings { parts_in_flight, ..UploadSettings::with_part_size(part_size) },
-            storage_class,
-            client,
+            storage_class: r.string("s3.storage.class").map(str::to_string),
+            client: ClientSettings::read(r, Self::KIND.name)?,
         })
+    }
+
+    fn upload(&self) -> UploadSettings {
+        self.upload
     }
 
     fn redactor(&self) -> Redactor {
@@ -142,8 +110,15 @@ impl S3Config {
         )
     }
 
-    /// Builds object_store's client, counting its requests into `counter`.
-    pub fn build_store(&self, counter: Arc<HttpCounter>) -> Result<AmazonS3> {
+    fn attributes(&self) -> Attributes {
+        let mut attributes = Attributes::new();
+        if let Some(c) = &self.storage_class {
+            attributes.insert(Attribute::StorageClass, c.clone().into());
+        }
+        attributes
+    }
+
+    fn stores(&self, http: CountingConnector) -> object_store::Result<CloudStores> {
         let allow_http = self.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
         // Static keys, else object_store's default chain (environment, web identity, ECS, instance
         // metadata): `from_env` reads the AWS_* variables that chain needs.
@@ -153,7 +128,7 @@ impl S3Config {
             .with_virtual_hosted_style_request(!self.path_style)
             .with_client_options(self.client.client_options(allow_http))
             .with_retry(self.client.retry_config())
-            .with_http_connector(CountingConnector::new(counter));
+            .with_http_connector(http);
         if let Some(e) = &self.endpoint {
             b = b.with_endpoint(e).with_allow_http(allow_http);
         }
@@ -163,66 +138,23 @@ impl S3Config {
                 b = b.with_token(t.expose());
             }
         }
-        b.build().map_err(|e| {
-            Error::config("s3.bucket.name", self.redactor().scrub(&format!("cannot build the S3 client: {e}")))
-        })
+        Ok(CloudStores::one(b.build()?))
     }
-
-    /// Builds the backend.
-    pub fn build(&self) -> Result<ObjectStoreBackend> {
-        let counter = HttpCounter::new();
-        let store = Arc::new(self.build_store(counter.clone())?);
-        let mut attributes = Attributes::new();
-        if let Some(c) = &self.storage_class {
-            attributes.insert(Attribute::StorageClass, c.clone().into());
-        }
-        Ok(ObjectStoreBackend::new("s3", store.clone())
-            .with_paginated_list(store)
-            .with_upload(self.upload)
-            .with_attributes(attributes)
-            .with_redactor(self.redactor())
-            .with_counter(counter))
-    }
-}
-
-/// Builds an S3 backend from settings alone (`s3.bucket.name` required).
-pub fn from_config(r: &mut ConfigReader<'_>) -> Result<ObjectStoreBackend> {
-    S3Config::read(r, None)?.build()
-}
-
-/// Opens `s3://bucket/prefix` with settings from `r`, returning the backend and the key prefix
-/// (empty, or ending with `/`). The URL's bucket stands for the bucket setting. See [`open_url`] for
-/// the concrete backend with its HTTP request counts.
-pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
-    let (backend, prefix) = open_url(url, r)?;
-    Ok((backend, prefix))
-}
-
-/// [`from_url`], returning the concrete backend, whose [`ObjectStoreBackend::http_counts`] tells the
-/// real HTTP requests made so far by method.
-pub fn open_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<ObjectStoreBackend>, String)> {
-    let (bucket, prefix) = split_store_url(url, "s3", "bucket")?;
-    let backend = S3Config::read(r, Some(&bucket))?.build()?;
-    Ok((Arc::new(backend), prefix))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rsm_backend_object_store::testing;
     use rsm_core::config::props;
 
+    /// The bucket is required, unknown keys fail, and a URL gives the bucket and the prefix.
     #[test]
-    fn bucket_is_required_and_unknown_keys_fail() {
-        let p = props([("s3.region", "eu-west-1")]);
-        let mut r = ConfigReader::new(&p);
-        let e = from_config(&mut r).unwrap_err();
-        assert!(e.to_string().contains("`s3.bucket.name`"), "{e}");
-
-        let p = props([("s3.bucket.name", "b"), ("s3.bukcet.name", "typo")]);
-        let mut r = ConfigReader::new(&p);
-        from_config(&mut r).unwrap();
-        let e = r.finish().unwrap_err();
-        assert!(e.to_string().contains("`s3.bukcet.name`"), "{e}");
+    fn constructors_check_settings() {
+        testing::constructors_check_settings::<S3Config>(
+            &[("s3.endpoint.url", "http://127.0.0.1:1")],
+            "s3.bukcet.name",
+        );
     }
 
     #[test]
@@ -237,15 +169,5 @@ mod tests {
         let p = props([("s3.bucket.name", "b"), ("aws.access.key.id", "AKIA")]);
         let e = from_config(&mut ConfigReader::new(&p)).unwrap_err();
         assert!(e.to_string().contains("`aws.secret.access.key`"), "{e}");
-    }
-
-    #[test]
-    fn url_gives_bucket_and_prefix() {
-        let p = props([("s3.endpoint.url", "http://127.0.0.1:1")]);
-        let mut r = ConfigReader::new(&p);
-        let (b, prefix) = from_url("s3://bkt/some/prefix", &mut r).unwrap();
-        r.finish().unwrap();
-        assert_eq!(prefix, "some/prefix/");
-        assert!(format!("{b:?}").contains("bkt"), "{b:?}");
     }
 }

@@ -10,7 +10,7 @@ use rsm_core::StorageBackend;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_and_one_deletes_take_two_requests() {
-    let b = common::backend();
+    let b = common::SERVER.backend();
     let p = rsm_core::testkit::unique_prefix("batch");
     let keys: Vec<String> = (0..1001).map(|i| format!("{p}k{i:04}")).collect();
     futures::stream::iter(keys.iter())

@@ -10,13 +10,13 @@ use rsm_core::config::ConfigReader;
 
 #[test]
 fn environment_credentials() {
-    let e = common::env();
+    let e = common::SERVER.env();
     // SAFETY: the only test of this binary, before its runtime starts any thread.
     unsafe {
         std::env::set_var("AWS_ACCESS_KEY_ID", &e["RSM_TEST_S3_ACCESS_KEY"]);
         std::env::set_var("AWS_SECRET_ACCESS_KEY", &e["RSM_TEST_S3_SECRET_KEY"]);
     }
-    let mut p = common::settings(&[]);
+    let mut p = common::SERVER.settings(&[]);
     p.remove("aws.access.key.id");
     p.remove("aws.secret.access.key");
     let mut r = ConfigReader::new(&p);

@@ -121,7 +121,7 @@ fn moto_bin() -> String {
 /// A backend on `endpoint` with 5 MiB parts sent one at a time (so a copy takes many requests) and short
 /// timeouts and few retries (so a dead server fails the copy in seconds, not minutes).
 fn backend(endpoint: &str) -> Arc<ObjectStoreBackend> {
-    common::backend_with(&common::settings(&[
+    common::SERVER.backend_with(&common::SERVER.settings(&[
         ("s3.endpoint.url", endpoint),
         ("s3.bucket.name", BUCKET),
         ("s3.multipart.upload.part.size", "5242880"),
@@ -372,13 +372,13 @@ fn http_body(port: u16, path: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ranged_reads_of_a_vanished_key_are_not_found() {
-    let b = common::backend();
+    let b = common::SERVER.backend();
     let p = unique_prefix("vanished");
     let key = format!("{p}obj");
     b.put_bytes(&key, bytes::Bytes::from(vec![7u8; 100_000])).await.unwrap();
     assert_eq!(b.get_range(&key, 10..20).await.unwrap().len(), 10);
     // Another client deletes it.
-    common::backend().delete(&key).await.unwrap();
+    common::SERVER.backend().delete(&key).await.unwrap();
     for r in [10..20, 0..u64::MAX, 99_990..u64::MAX, 500..500] {
         let e = b.get_range(&key, r.clone()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound, "{r:?}: {e}");

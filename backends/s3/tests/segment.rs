@@ -4,14 +4,11 @@
 
 mod common;
 
+use rsm_backend_s3::Method;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segment_copy_fetch_delete_64mib() {
-    let b = common::backend_with(&common::settings(&[]));
-    let report = rsm_backend_object_store::testing::segment_round_trip("s3/moto", b, 64 << 20).await;
-    println!("{report}");
     // One multipart upload for the log (create, 3 parts, complete), one PUT each for the index bundle
     // and the manifest; no listing.
-    let put = report.copy_http.get(rsm_backend_s3::Method::Put).requests;
-    let post = report.copy_http.get(rsm_backend_s3::Method::Post).requests;
-    assert_eq!((put, post), (5, 2), "{}", report.copy_http);
+    common::SERVER.segment_round_trip("moto", &[(Method::Put, 5), (Method::Post, 2)]).await;
 }

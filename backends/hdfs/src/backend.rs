@@ -1,0 +1,384 @@
+//! The [`HdfsBackend`] and its [`StorageBackend`] operations: uploads to a temporary file renamed over
+//! the key, positional ranged reads, deletes that prune the directories they empty, and listings that
+//! walk the tree under a prefix.
+
+use crate::config::HdfsConfig;
+use crate::errors::classify;
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use futures::stream;
+use hdfs_native::client::FileStatus;
+use hdfs_native::file::FileWriter;
+use hdfs_native::{Client, HdfsError, WriteOptions};
+use rsm_core::backend::{ByteStream, ObjectMeta, StorageBackend, clamp_range, validate_key};
+use rsm_core::{Error, Result};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::io::AsyncReadExt;
+
+/// Prefix of temporary upload files; listings skip them.
+pub const TMP_PREFIX: &str = ".rsm-tmp-";
+
+/// Directory listings in flight at once while walking a tree.
+const LIST_CONCURRENCY: usize = 8;
+
+/// Deletes in flight at once in [`StorageBackend::delete_many`].
+const DELETE_CONCURRENCY: usize = 8;
+
+/// A store of objects as files under a root directory of an HDFS cluster.
+#[derive(Clone)]
+pub struct HdfsBackend {
+    client: Client,
+    root: String,
+    upload_piece: usize,
+    config: Arc<HdfsConfig>,
+}
+
+impl fmt::Debug for HdfsBackend {
+    // The client's own Debug prints its whole Hadoop configuration, values included: never show it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HdfsBackend").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+fn system_time(ms: u64) -> Option<SystemTime> {
+    (ms > 0).then(|| SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+/// The parent directory of an absolute HDFS path (`/a/b` -> `/a`, `/a` -> `/`).
+fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+impl HdfsBackend {
+    /// A backend on `client`, storing under the root of `config`.
+    pub(crate) fn new(client: Client, config: HdfsConfig) -> Self {
+        HdfsBackend { client, root: config.root.clone(), upload_piece: config.upload_piece, config: Arc::new(config) }
+    }
+
+    /// The settings this backend was built from.
+    pub fn config(&self) -> &HdfsConfig {
+        &self.config
+    }
+
+    /// The underlying client, for tests and tools that need raw HDFS calls.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The HDFS path of a key (checked).
+    pub fn path(&self, key: &str) -> Result<String> {
+        validate_key(key)?;
+        Ok(self.join(key))
+    }
+
+    fn join(&self, rel: &str) -> String {
+        if self.root == "/" {
+            format!("/{rel}")
+        } else if rel.is_empty() {
+            self.root.clone()
+        } else {
+            format!("{}/{rel}", self.root)
+        }
+    }
+
+    /// The key of an HDFS path under the root, if it is under it.
+    fn key_of<'p>(&self, path: &'p str) -> Option<&'p str> {
+        if self.root == "/" { path.strip_prefix('/') } else { path.strip_prefix(self.root.as_str())?.strip_prefix('/') }
+    }
+
+    fn what(key: &str, path: &str) -> String {
+        format!("object {key} (hdfs path {path})")
+    }
+
+    /// Creates the temporary file beside `target`.
+    async fn create_tmp(&self, key: &str, target: &str) -> Result<(String, FileWriter)> {
+        let name = target.rsplit('/').next().unwrap_or_default();
+        let tmp = format!("{}/{TMP_PREFIX}{name}.{}", parent(target).trim_end_matches('/'), rsm_core::Uuid::random());
+        let opts = WriteOptions::default().overwrite(false).create_parent(true);
+        let writer = self
+            .client
+            .create(&tmp, opts)
+            .await
+            .map_err(|e| classify(&format!("creating {}", Self::what(key, &tmp)), e))?;
+        Ok((tmp, writer))
+    }
+
+    /// Closes the temporary file and renames it over the target if `written` succeeded; otherwise (or if
+    /// that fails) deletes the temporary file and returns the first error.
+    async fn commit(
+        &self,
+        key: &str,
+        target: &str,
+        tmp: &str,
+        mut writer: FileWriter,
+        written: Result<()>,
+    ) -> Result<()> {
+        let result = match written {
+            Ok(()) => match writer.close().await {
+                Ok(()) => self
+                    .client
+                    .rename(tmp, target, true)
+                    .await
+                    .map_err(|e| classify(&format!("renaming {tmp} over {}", Self::what(key, target)), e)),
+                Err(e) => Err(classify(&format!("closing {}", Self::what(key, tmp)), e)),
+            },
+            Err(e) => Err(e),
+        };
+        if result.is_err() {
+            drop(writer);
+            if let Err(e) = self.client.delete(tmp, false).await {
+                tracing::warn!(key, tmp, error = %e, "could not delete the temporary file of a failed upload");
+            }
+        }
+        result
+    }
+
+    async fn write_file(&self, writer: &mut FileWriter, key: &str, tmp: &str, src: &Path, len: u64) -> Result<()> {
+        let mut file = tokio::fs::File::open(src).await.map_err(|e| Error::from_io(src.display(), e))?;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(self.upload_piece as u64) as usize;
+            let mut piece = BytesMut::zeroed(n);
+            file.read_exact(&mut piece)
+                .await
+                .map_err(|e| Error::from_io(format!("{} (uploading {key})", src.display()), e))?;
+            writer
+                .write_bytes(piece.freeze())
+                .await
+                .map_err(|e| classify(&format!("writing {}", Self::what(key, tmp)), e))?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    async fn write_stream(&self, writer: &mut FileWriter, key: &str, tmp: &str, mut data: ByteStream) -> Result<()> {
+        while let Some(item) = data.next().await {
+            let bytes = item?;
+            if bytes.is_empty() {
+                continue;
+            }
+            writer.write_bytes(bytes).await.map_err(|e| classify(&format!("writing {}", Self::what(key, tmp)), e))?;
+        }
+        Ok(())
+    }
+
+    /// A ranged read, in one attempt: open the file (one `getBlockLocations`), check the range, read the
+    /// blocks it touches. A DataNode transfer failure (a replica moved, or the file was replaced or
+    /// deleted between open and read) is retriable; the next call opens the file again.
+    async fn read(&self, key: &str, path: &str, range: Range<u64>) -> Result<Bytes> {
+        let reader = self.client.read(path).await.map_err(|e| classify(&Self::what(key, path), e))?;
+        let r = clamp_range(key, range, reader.file_length() as u64)?;
+        if r.is_empty() {
+            return Ok(Bytes::new());
+        }
+        reader
+            .read_range(r.start as usize, (r.end - r.start) as usize)
+            .await
+            .map_err(|e| classify(&format!("reading {}", Self::what(key, path)), e))
+    }
+
+    /// Deletes one file; `Ok(true)` if it was there. A key that names a non-empty directory (other keys
+    /// extend it) is no object, so there is nothing to delete.
+    async fn delete_path(&self, key: &str, path: &str) -> Result<bool> {
+        match self.client.delete(path, false).await {
+            Ok(existed) => Ok(existed),
+            Err(HdfsError::RPCError(class, _)) if class.ends_with("PathIsNotEmptyDirectoryException") => Ok(false),
+            Err(e) => match classify(&format!("deleting {}", Self::what(key, path)), e) {
+                e if e.kind() == rsm_core::ErrorKind::NotFound => Ok(false),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Removes the directories among `dirs` (and their ancestors) that are empty, deepest first, never
+    /// the root. HDFS refuses to delete a non-empty directory without `recursive`, so a directory a
+    /// concurrent upload is writing into stays; one refusal ends that branch. Failures are only untidiness.
+    async fn prune(&self, dirs: BTreeSet<String>) {
+        let mut pending = dirs;
+        while let Some(dir) = pending.iter().max_by_key(|d| d.len()).cloned() {
+            pending.remove(&dir);
+            if dir.len() <= self.root.len() || self.key_of(&dir).is_none() {
+                continue;
+            }
+            match self.client.delete(&dir, false).await {
+                Ok(_) => {
+                    pending.insert(parent(&dir).to_string());
+                }
+                Err(e) => tracing::trace!(dir, error = %e, "directory kept"),
+            }
+        }
+    }
+
+    /// One directory's entries (files and directories), or none if it does not exist.
+    async fn list_dir(&self, dir: String) -> Result<Vec<FileStatus>> {
+        match self.client.list_status(&dir, false).await {
+            Ok(v) => Ok(v),
+            Err(e) => match classify(&format!("listing {dir}"), e) {
+                e if e.kind() == rsm_core::ErrorKind::NotFound => Ok(Vec::new()),
+                e => Err(e),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl StorageBackend for HdfsBackend {
+    async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
+        let target = self.path(key)?;
+        let size = tokio::fs::metadata(path).await.map_err(|e| Error::from_io(path.display(), e))?.len();
+        if size < len {
+            return Err(Error::invalid(format!(
+                "{}: {size} bytes, expected at least {len} (uploading {key})",
+                path.display()
+            )));
+        }
+        let (tmp, mut writer) = self.create_tmp(key, &target).await?;
+        let written = self.write_file(&mut writer, key, &tmp, path, len).await;
+        self.commit(key, &target, &tmp, writer, written).await
+    }
+
+    async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
+        let target = self.path(key)?;
+        let (tmp, mut writer) = self.create_tmp(key, &target).await?;
+        let written = self.write_stream(&mut writer, key, &tmp, data).await;
+        self.commit(key, &target, &tmp, writer, written).await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        let path = self.path(key)?;
+        self.read(key, &path, range).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        let path = self.path(key)?;
+        if self.delete_path(key, &path).await? {
+            self.prune(BTreeSet::from([parent(&path).to_string()])).await;
+        }
+        Ok(())
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<()> {
+        let paths =
+            keys.iter().map(|k| self.path(k).map(|p| (k.clone(), p))).collect::<Result<Vec<(String, String)>>>()?;
+        let results: Vec<Result<Option<String>>> = stream::iter(paths)
+            .map(|(key, path)| {
+                let this = self.clone();
+                async move {
+                    let existed = this.delete_path(&key, &path).await?;
+                    Ok(existed.then(|| parent(&path).to_string()))
+                }
+            })
+            .buffer_unordered(DELETE_CONCURRENCY)
+            .collect()
+            .await;
+        let mut dirs = BTreeSet::new();
+        let mut first_err = None;
+        for r in results {
+            match r {
+                Ok(Some(d)) => {
+                    dirs.insert(d);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.prune(dirs).await;
+        first_err.map_or(Ok(()), Err)
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        // Walk from the deepest directory the prefix names, descending only into directories that can
+        // hold keys with the prefix, a level at a time with several listings in flight.
+        let dir_part = prefix.rfind('/').map(|i| &prefix[..i]).unwrap_or("");
+        if !dir_part.is_empty() {
+            validate_key(dir_part)?;
+        }
+        let mut out = Vec::new();
+        let mut level = vec![self.join(dir_part)];
+        while !level.is_empty() {
+            let listings: Vec<Result<Vec<FileStatus>>> =
+                stream::iter(level).map(|d| self.list_dir(d)).buffer_unordered(LIST_CONCURRENCY).collect().await;
+            let mut next = Vec::new();
+            for status in listings.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten() {
+                let Some(rel) = self.key_of(&status.path) else {
+                    continue;
+                };
+                let name = rel.rsplit('/').next().unwrap_or(rel);
+                if name.starts_with(TMP_PREFIX) {
+                    continue;
+                }
+                if status.isdir {
+                    let as_dir = format!("{rel}/");
+                    if as_dir.starts_with(prefix) || prefix.starts_with(&as_dir) {
+                        next.push(status.path.clone());
+                    }
+                } else if rel.starts_with(prefix) {
+                    out.push(ObjectMeta {
+                        key: rel.to_string(),
+                        size: status.length as u64,
+                        last_modified: system_time(status.modification_time),
+                    });
+                }
+            }
+            level = next;
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::from_config;
+    use rsm_core::ErrorKind;
+    use rsm_core::config::{ConfigReader, props};
+
+    #[test]
+    fn paths_and_keys() {
+        let at = |root: &str| {
+            HdfsConfig { namenode_url: Some("hdfs://nn:9000".into()), root: root.into(), ..HdfsConfig::default() }
+                .build()
+                .unwrap()
+        };
+        let b = at("/");
+        assert_eq!(b.path("a/b").unwrap(), "/a/b");
+        assert_eq!(b.key_of("/a/b"), Some("a/b"));
+        let b = at("/r/s");
+        assert_eq!(b.path("a/b").unwrap(), "/r/s/a/b");
+        assert_eq!(b.key_of("/r/s/a/b"), Some("a/b"));
+        assert_eq!(b.key_of("/r/st/a"), None);
+        assert_eq!(b.path("../x").unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(parent("/r/s/a"), "/r/s");
+        assert_eq!(parent("/a"), "/");
+    }
+
+    #[tokio::test]
+    async fn a_name_node_that_refuses_connections_is_retriable() {
+        // Nothing listens on port 1; one attempt only, so the test is quick.
+        let p =
+            props([("hdfs.namenode.url", "hdfs://127.0.0.1:1"), ("hdfs.conf.dfs.client.failover.max.attempts", "0")]);
+        let b = from_config(&mut ConfigReader::new(&p)).unwrap();
+        let e = b.get_range("t/k", 0..10).await.unwrap_err();
+        assert!(e.is_transient(), "{}", e.full_message());
+        assert!(e.to_string().contains("t/k"), "{e}");
+        let e = b.put_bytes("t/k", Bytes::from_static(b"x")).await.unwrap_err();
+        assert!(e.is_transient(), "{}", e.full_message());
+    }
+}
