@@ -30,7 +30,7 @@ use rsm_core::config::{ConfigReader, Secret};
 use rsm_core::{Error, Result};
 use std::sync::Arc;
 
-pub use rsm_backend_object_store::{CloudStore, HttpCounts, Method};
+pub use rsm_backend_object_store::{CloudStore, CountSnapshot, Op};
 
 rsm_backend_object_store::cloud_constructors!(GcsConfig, "gs://bucket/prefix");
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use rsm_backend_gcs::Method::{Post, Put};
+use rsm_backend_gcs::Op::{Post, Put};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segment_copy_fetch_delete_64mib() {

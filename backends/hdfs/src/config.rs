@@ -3,7 +3,7 @@
 
 use crate::backend::HdfsBackend;
 use hdfs_native::{ClientBuilder, HdfsError};
-use rsm_core::config::ConfigReader;
+use rsm_core::config::{ConfigReader, STORE_URL_KEY};
 use rsm_core::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -148,8 +148,8 @@ impl HdfsConfig {
         let root_setting = r.string(ROOT).map(|p| normalize_root(ROOT, p)).transpose()?;
         match store_url {
             Some(url) => {
-                let (nn, path) = split_url("store", url)?;
-                let root = normalize_root("store", path.as_deref().unwrap_or("/"))?;
+                let (nn, path) = split_url(STORE_URL_KEY, url)?;
+                let root = normalize_root(STORE_URL_KEY, path.as_deref().unwrap_or("/"))?;
                 if let Some((set, _)) = &from_setting
                     && *set != nn
                 {

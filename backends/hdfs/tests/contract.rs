@@ -1,8 +1,10 @@
 //! The HDFS backend passes the backend and RemoteStorageManager contract suites on a real MiniDFS cluster
 //! (`RSM_TEST_HDFS_URL`, started by `tools/servers/minidfs.sh start`).
 //!
-//! Each generated test builds a fresh backend; the `return` in the expression below leaves the test
-//! (skipped) when the cluster is explicitly not wanted, see `common::hdfs_url`.
+//! Each generated test builds a fresh backend, wrapped as the facade wraps every HDFS store: under the retry
+//! layer, since the HDFS client does not retry by itself (a read that races the replacement of its file can
+//! fail transiently and is retried). The `return` in the expression below leaves the test (skipped) when the
+//! cluster is explicitly not wanted, see `common::hdfs_url`.
 
 mod common;
 
@@ -12,7 +14,7 @@ mod backend {
         let Some(url) = common::hdfs_url() else {
             return;
         };
-        common::make(url)
+        common::make_retried(url)
     });
 }
 
@@ -22,6 +24,6 @@ mod rsm {
         let Some(url) = common::hdfs_url() else {
             return;
         };
-        common::make(url)
+        common::make_retried(url)
     });
 }

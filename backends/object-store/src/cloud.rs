@@ -5,7 +5,7 @@
 //! A cloud crate keeps only what is really its own: its settings keys, its credentials and its builder
 //! calls.
 
-use crate::{CountingConnector, HttpCounter, ObjectStoreBackend, Redactor, UploadSettings, split_store_url};
+use crate::{CountingConnector, ObjectStoreBackend, Redactor, RequestCounts, UploadSettings, split_store_url};
 use object_store::list::PaginatedListStore;
 use object_store::{Attributes, ObjectStore};
 use rsm_core::backend::StorageBackend;
@@ -108,7 +108,7 @@ pub trait CloudStore: Sized {
     /// Builds the backend, counting its real HTTP requests (see [`ObjectStoreBackend::http_counts`]).
     fn build(&self) -> Result<ObjectStoreBackend> {
         let kind = Self::KIND;
-        let counter = HttpCounter::new();
+        let counter = RequestCounts::new();
         let redactor = self.redactor();
         let stores = self.stores(CountingConnector::new(counter.clone())).map_err(|e| {
             let message = redactor.scrub(&format!("cannot build the {} client: {e}", kind.label));

@@ -13,7 +13,7 @@
 //!   whole path segments).
 //! - **Error kinds**: not found, retriable (timeouts, connection failures, 5xx, 429, 408) or permanent;
 //!   every message names the key and is scrubbed of secrets (see [`Redactor`]).
-//! - **An HTTP request counter** ([`HttpCounter`], [`CountingConnector`]) below object_store, counting
+//! - **An HTTP request counter** ([`CountingConnector`], into [`RequestCounts`]) below object_store, counting
 //!   every real request by method.
 //!
 //! The cloud crates describe their settings and client with a [`CloudStore`]; [`cloud`] assembles the
@@ -29,8 +29,9 @@ mod settings;
 pub mod testing;
 
 pub use cloud::{CloudKind, CloudStore, CloudStores};
-pub use counter::{CountingConnector, HttpCounter, HttpCounts, Method, MethodCounts};
+pub use counter::CountingConnector;
 pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error, percent_encode};
+pub use rsm_core::backend::{CountSnapshot, Op, OpCount, RequestCounts};
 pub use settings::{ClientSettings, split_store_url};
 
 /// What the exported macros name; not part of the API.
@@ -91,7 +92,7 @@ pub struct ObjectStoreBackend {
     upload: UploadSettings,
     attributes: Attributes,
     redactor: Redactor,
-    counter: Option<Arc<HttpCounter>>,
+    counter: Option<Arc<RequestCounts>>,
 }
 
 impl fmt::Debug for ObjectStoreBackend {
@@ -148,19 +149,14 @@ impl ObjectStoreBackend {
     }
 
     /// Remembers the HTTP counter the store's connector counts into, for [`Self::http_counts`].
-    pub fn with_counter(mut self, counter: Arc<HttpCounter>) -> Self {
+    pub fn with_counter(mut self, counter: Arc<RequestCounts>) -> Self {
         self.counter = Some(counter);
         self
     }
 
     /// Requests and bytes so far by HTTP method, if a counter was attached.
-    pub fn http_counts(&self) -> Option<HttpCounts> {
+    pub fn http_counts(&self) -> Option<CountSnapshot> {
         self.counter.as_ref().map(|c| c.snapshot())
-    }
-
-    /// The HTTP counter, if one was attached.
-    pub fn counter(&self) -> Option<&Arc<HttpCounter>> {
-        self.counter.as_ref()
     }
 
     /// The upload settings.
@@ -483,6 +479,10 @@ impl StorageBackend for ObjectStoreBackend {
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out.dedup_by(|a, b| a.key == b.key);
         Ok(out)
+    }
+
+    fn store_requests(&self) -> Option<Arc<RequestCounts>> {
+        self.counter.clone()
     }
 }
 

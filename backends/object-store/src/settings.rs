@@ -75,7 +75,7 @@ impl ClientSettings {
 /// `expected` is the scheme (`s3`, `az`, `gs`); `setting` is the bucket setting the URL stands for, used
 /// in error messages.
 pub fn split_store_url(url: &str, expected: &str, setting: &str) -> Result<(String, String)> {
-    let bad = |why: &str| Error::config("store", format!("`{url}`: {why}"));
+    let bad = |why: &str| Error::config(rsm_core::config::STORE_URL_KEY, format!("`{url}`: {why}"));
     let rest = url
         .strip_prefix(expected)
         .and_then(|r| r.strip_prefix("://"))

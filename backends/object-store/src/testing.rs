@@ -5,7 +5,7 @@
 //! real HTTP requests and time.
 
 use crate::cloud::open_url;
-use crate::{CloudStore, HttpCounts, Method, ObjectStoreBackend};
+use crate::{CloudStore, CountSnapshot, ObjectStoreBackend, Op};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
@@ -157,12 +157,11 @@ impl<C: CloudStore> TestServer<C> {
 
     /// [`segment_round_trip`] of a 64 MiB segment on a backend with the default settings (so its log goes
     /// in parts), printing the report and checking the requests of the copy by method.
-    pub async fn segment_round_trip(&self, emulator: &str, copy_requests: &[(Method, u64)]) -> SegmentReport {
+    pub async fn segment_round_trip(&self, emulator: &str, copy_requests: &[(Op, u64)]) -> SegmentReport {
         let b = self.backend_with(&self.settings(&[]));
         let report = segment_round_trip(&format!("{}/{emulator}", C::KIND.name), b, 64 << 20).await;
         println!("{report}");
-        let got: Vec<(Method, u64)> =
-            copy_requests.iter().map(|(m, _)| (*m, report.copy_http.get(*m).requests)).collect();
+        let got: Vec<(Op, u64)> = copy_requests.iter().map(|(m, _)| (*m, report.copy_http.get(*m).requests)).collect();
         assert_eq!(got, copy_requests, "{}", report.copy_http);
         report
     }
@@ -237,23 +236,23 @@ pub struct SegmentReport {
     /// Part size of multipart uploads.
     pub part_size: usize,
     /// Requests of the copy.
-    pub copy_http: HttpCounts,
+    pub copy_http: CountSnapshot,
     /// Wall time of the copy.
     pub copy_time: Duration,
     /// Requests of a 1 MiB fetch with a cold manifest cache (manifest read included).
-    pub fetch_1mib_cold_http: HttpCounts,
+    pub fetch_1mib_cold_http: CountSnapshot,
     /// Wall time of that fetch.
     pub fetch_1mib_cold_time: Duration,
     /// Requests of a 1 MiB fetch with the manifest cached.
-    pub fetch_1mib_warm_http: HttpCounts,
+    pub fetch_1mib_warm_http: CountSnapshot,
     /// Wall time of that fetch.
     pub fetch_1mib_warm_time: Duration,
     /// Requests of a fetch of the whole log (manifest cached).
-    pub fetch_all_http: HttpCounts,
+    pub fetch_all_http: CountSnapshot,
     /// Wall time of that fetch.
     pub fetch_all_time: Duration,
     /// Requests of the delete.
-    pub delete_http: HttpCounts,
+    pub delete_http: CountSnapshot,
 }
 
 impl fmt::Display for SegmentReport {
@@ -320,7 +319,7 @@ pub fn segment_partition(root: &std::path::Path, segment_bytes: usize) -> LocalP
 }
 
 /// Runs `step` on `backend`, returning its output, its wall time and the HTTP requests it made.
-async fn measured<T>(backend: &ObjectStoreBackend, step: impl Future<Output = T>) -> (T, Duration, HttpCounts) {
+async fn measured<T>(backend: &ObjectStoreBackend, step: impl Future<Output = T>) -> (T, Duration, CountSnapshot) {
     let counts = || backend.http_counts().expect("the backend counts its HTTP requests");
     let before = counts();
     let t = Instant::now();

@@ -27,7 +27,7 @@ use rsm_backend_object_store::{ClientSettings, CloudKind, CloudStores, CountingC
 use rsm_core::config::{ConfigReader, Secret};
 use rsm_core::{Error, Result};
 
-pub use rsm_backend_object_store::{CloudStore, HttpCounts, Method};
+pub use rsm_backend_object_store::{CloudStore, CountSnapshot, Op};
 
 rsm_backend_object_store::cloud_constructors!(S3Config, "s3://bucket/prefix");
 

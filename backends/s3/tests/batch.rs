@@ -5,7 +5,7 @@ mod common;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use rsm_backend_s3::Method;
+use rsm_backend_s3::Op;
 use rsm_core::StorageBackend;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,7 +23,7 @@ async fn a_thousand_and_one_deletes_take_two_requests() {
     b.delete_many(&keys).await.unwrap();
     let cost = b.http_counts().unwrap().since(&before);
     println!("delete of 1001 keys: {cost}");
-    assert_eq!(cost.get(Method::Post).requests, 2, "{cost}");
+    assert_eq!(cost.get(Op::Post).requests, 2, "{cost}");
     assert_eq!(cost.total_requests(), 2, "{cost}");
     assert!(b.list(&p).await.unwrap().is_empty());
 }

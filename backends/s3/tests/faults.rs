@@ -160,7 +160,7 @@ fn setup(b: Arc<ObjectStoreBackend>, name: &str) -> Setup {
 /// Waits until the backend has sent at least `n` PUT requests (parts or whole objects).
 async fn wait_for_puts(b: &ObjectStoreBackend, n: u64) {
     let t = Instant::now();
-    while b.http_counts().unwrap().get(rsm_backend_s3::Method::Put).requests < n {
+    while b.http_counts().unwrap().get(rsm_backend_s3::Op::Put).requests < n {
         assert!(t.elapsed() < Duration::from_secs(30), "no uploads started");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }

@@ -4,11 +4,11 @@
 
 mod common;
 
-use rsm_backend_s3::Method;
+use rsm_backend_s3::Op;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segment_copy_fetch_delete_64mib() {
     // One multipart upload for the log (create, 3 parts, complete), one PUT each for the index bundle
     // and the manifest; no listing.
-    common::SERVER.segment_round_trip("moto", &[(Method::Put, 5), (Method::Post, 2)]).await;
+    common::SERVER.segment_round_trip("moto", &[(Op::Put, 5), (Op::Post, 2)]).await;
 }

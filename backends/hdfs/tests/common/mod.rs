@@ -33,6 +33,12 @@ pub async fn make(url: String) -> Arc<dyn StorageBackend> {
     Arc::new(backend(&url))
 }
 
+/// [`make`] under the retry layer with its default policy, as the facade stacks an HDFS store.
+pub async fn make_retried(url: String) -> Arc<dyn StorageBackend> {
+    use rsm_core::backend::layers::{RetryConfig, RetryLayer};
+    Arc::new(RetryLayer::new(make(url).await, RetryConfig::default()))
+}
+
 /// A test's body starts with this: the cluster URL, or return (skipped) from the test.
 #[macro_export]
 macro_rules! url_or_skip {
