@@ -511,7 +511,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_droppedLogEvents<'l>(
 /// `static native void selfTest(int what, long handle, String message)`: diagnostics that prove the
 /// boundary on the shipped library: 1 panics with a message, 2 panics with a non-string payload, 3 panics
 /// while holding the lock of stream `handle` (later calls on it must fail cleanly), 4 logs `message` at every
-/// level, 10 + k fails with an SDK error of kind k carrying `message`.
+/// level, 10 + k fails with an SDK error whose result code is k, carrying `message`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_rsm_kafka_NativeBridge_selfTest<'l>(
     mut env: EnvUnowned<'l>,

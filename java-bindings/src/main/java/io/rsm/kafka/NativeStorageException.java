@@ -5,7 +5,8 @@ package io.rsm.kafka;
  *
  * <p>Thrown only by the native methods of {@link NativeBridge}; {@link RustRemoteStorageManager} maps it to
  * Kafka's exceptions (see {@link RustRemoteStorageManager#toRemoteStorageException}). The kinds are the Rust
- * SDK's {@code ErrorKind} numbers, plus {@link #PANIC} and {@link #JNI}.
+ * facade's {@code ResultCode} numbers, derived from an error's kind and its transient or permanent status (any
+ * transient failure is {@link #RETRIABLE}), plus {@link #JNI}.
  */
 public final class NativeStorageException extends RuntimeException {
     private static final long serialVersionUID = 1L;
