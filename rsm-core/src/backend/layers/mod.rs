@@ -5,7 +5,7 @@
 //! goes straight to that backend. A blanket implementation makes every layer a [`StorageBackend`], so
 //! layers stack in any order and the backend contract suite runs over each of them.
 //!
-//! - [`CountingLayer`]: requests, failures and bytes by operation, into a [`RequestCounts`](super::RequestCounts);
+//! - [`CountingLayer`]: requests, failures and bytes by operation, into a [`RequestCounts`];
 //! - [`RetryLayer`]: retries transient failures with exponential backoff and jitter, bounded by attempts and
 //!   a deadline (settings `retry.*`), for stores whose client does not retry by itself;
 //! - [`FaultLayer`]: injects errors, latency and hangs by operation and key pattern (tests, isolation);
