@@ -300,12 +300,24 @@ fn partition_file(seg: &rsm_core::format::partition::LocalSegment, ext: &str) ->
 }
 
 fn find_segment(store: &Store, id: &str) -> Result<Manifest> {
-    let id: Uuid = id.parse()?;
-    store
-        .list_segments(None)?
-        .into_iter()
-        .find(|m| m.metadata.remote_log_segment_id.id == id)
-        .ok_or_else(|| Error::not_found(format!("segment {id} in the store")))
+    store.find_segment(&id.parse()?)
+}
+
+/// A listed segment's manifest, or a line on stdout saying what is wrong with it (and `None`).
+fn usable(s: rsm_core::storage::ListedSegment, problems: &mut usize) -> Option<Manifest> {
+    match s.manifest {
+        Ok(m) if s.missing.is_empty() => Some(m),
+        Ok(m) => {
+            *problems += 1;
+            println!("INCOMPLETE	{}	missing {}", m.metadata.remote_log_segment_id.id, s.missing.join(", "));
+            None
+        }
+        Err(e) => {
+            *problems += 1;
+            println!("DAMAGED	{}	{}", s.manifest_key, e.full_message());
+            None
+        }
+    }
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -339,7 +351,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ls { store } => {
             let store = store.open()?;
             println!("partition\tsegment id\toffsets\tbytes\tchunks\tmax timestamp");
-            for m in store.list_segments(None)? {
+            let mut problems = 0;
+            for listed in store.scan_segments(None)? {
+                let Some(m) = usable(listed, &mut problems) else { continue };
                 let md = &m.metadata;
                 println!(
                     "{}\t{}\t{}..={}\t{}\t{}\t{}",
@@ -351,6 +365,9 @@ fn run(cli: Cli) -> Result<()> {
                     m.chunks.len(),
                     md.max_timestamp_ms
                 );
+            }
+            if problems > 0 {
+                return Err(Error::corrupt(format!("{problems} segments are damaged or incomplete (listed above)")));
             }
             Ok(())
         }
@@ -384,30 +401,39 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Verify { store, dir } => {
             let store = store.open()?;
-            let manifests = store.list_segments(None)?;
+            let listed = store.scan_segments(None)?;
             let local = dir.map(|d| LocalPartition::open(&d)).transpose()?;
-            let mut bytes = 0;
-            for m in &manifests {
-                let report = store.verify(&m.metadata)?;
-                bytes += report.bytes;
-                if let Some(p) = &local
-                    && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
-                {
-                    let want = std::fs::read(&seg.log).map_err(|e| Error::from_io(seg.log.display(), e))?;
-                    if read_all(&store, &m.metadata, 0)? != want {
-                        return Err(Error::corrupt(format!(
-                            "segment {} differs from {}",
-                            m.metadata.remote_log_segment_id.id,
-                            seg.log.display()
-                        )));
+            let (mut bytes, mut good, mut problems) = (0, 0, 0);
+            for s in listed {
+                let Some(m) = usable(s, &mut problems) else { continue };
+                let id = m.metadata.remote_log_segment_id.id;
+                let checked = store.verify(&m.metadata).and_then(|report| {
+                    if let Some(p) = &local
+                        && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
+                    {
+                        let want = std::fs::read(&seg.log).map_err(|e| Error::from_io(seg.log.display(), e))?;
+                        if read_all(&store, &m.metadata, 0)? != want {
+                            return Err(Error::corrupt(format!("segment {id} differs from {}", seg.log.display())));
+                        }
+                    }
+                    Ok(report)
+                });
+                match checked {
+                    Ok(report) => {
+                        bytes += report.bytes;
+                        good += 1;
+                        println!("ok\t{id}\t{} chunks\t{} indexes", report.chunks, report.indexes);
+                    }
+                    Err(e) => {
+                        problems += 1;
+                        println!("FAILED\t{id}\t{}", e.full_message());
                     }
                 }
-                println!(
-                    "ok\t{}\t{} chunks\t{} indexes",
-                    m.metadata.remote_log_segment_id.id, report.chunks, report.indexes
-                );
             }
-            println!("verified {} segments, {:.1} MiB", manifests.len(), mib(bytes));
+            println!("verified {good} segments, {:.1} MiB; {problems} damaged or incomplete", mib(bytes));
+            if problems > 0 {
+                return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
+            }
             Ok(())
         }
     }

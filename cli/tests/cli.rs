@@ -172,3 +172,51 @@ fn demo_runs_against_real_stores() {
         assert!(v.contains("verified 2 segments"), "{url}: {v}");
     }
 }
+
+/// One damaged manifest and one missing log: `ls` and `verify` name both and still report the others, and a
+/// fetch of a good segment works; both exit non-zero.
+#[test]
+fn a_damaged_segment_does_not_hide_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = partition(tmp.path());
+    let root = tmp.path().join("store");
+    let url = format!("file://{}", root.display());
+    let out = ok(&["copy", "--dir", dir.to_str().unwrap(), "--store", &url, "--set", "chunk.size=65536"]);
+    let ids: Vec<&str> = out.lines().filter(|l| l.contains("..=")).map(|l| l.split('\t').next().unwrap()).collect();
+    assert!(ids.len() >= 3, "{out}");
+    let objects: Vec<std::path::PathBuf> = walk(&root);
+    let find = |id: &str, ext: &str| {
+        objects.iter().find(|p| p.to_str().unwrap().ends_with(&format!("-{id}.{ext}"))).unwrap().clone()
+    };
+    let manifest = find(ids[0], "manifest");
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[40] ^= 0x10;
+    std::fs::write(&manifest, bytes).unwrap();
+    std::fs::remove_file(find(ids[1], "log")).unwrap();
+
+    for cmd in ["ls", "verify"] {
+        let o = rsm(&[cmd, "--store", &url]);
+        assert!(!o.status.success(), "{cmd} exits non-zero");
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains("DAMAGED") && stdout.contains(manifest.file_name().unwrap().to_str().unwrap()),
+            "{cmd}: {stdout}"
+        );
+        assert!(stdout.contains(&format!("INCOMPLETE\t{}\tmissing .log", ids[1])), "{cmd}: {stdout}");
+        for id in &ids[2..] {
+            assert!(stdout.contains(id), "{cmd} still reports {id}: {stdout}");
+        }
+    }
+    let out = tmp.path().join("fetched");
+    ok(&["fetch", "--store", &url, "--segment", ids[2], "--bytes", "100", "-o", out.to_str().unwrap()]);
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), 100, "a good segment still fetches");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}

@@ -33,7 +33,7 @@ use rsm_core::backend::layers::{CountingLayer, RetryConfig, RetryLayer, TracingL
 use rsm_core::backend::{CountSnapshot, RequestCounts, StorageBackend};
 use rsm_core::config::{ConfigReader, STORE_URL_KEY};
 use rsm_core::format::manifest::Manifest;
-use rsm_core::storage::VerifyReport;
+use rsm_core::storage::{ListedSegment, VerifyReport};
 use rsm_core::{
     CustomMetadata, Error, IndexType, LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, Result,
     TieredConfig, TieredStorage, TopicIdPartition,
@@ -173,6 +173,17 @@ impl Store {
     /// Committed segments of one partition, or of the whole store.
     pub fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
         runtime().block_on(self.storage.list_segments(tp))
+    }
+
+    /// Committed segments of one partition or of the whole store, each with its manifest or why it cannot be
+    /// read (see [`TieredStorage::scan_segments`]).
+    pub fn scan_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<ListedSegment>> {
+        runtime().block_on(self.storage.scan_segments(tp))
+    }
+
+    /// The committed segment with id `id`, whatever state the others are in.
+    pub fn find_segment(&self, id: &rsm_core::Uuid) -> Result<Manifest> {
+        runtime().block_on(self.storage.find_segment(id))
     }
 
     /// Byte position of the batch holding `offset`.

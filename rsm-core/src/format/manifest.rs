@@ -5,10 +5,13 @@
 //! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty); the log object's
 //! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
 //! position and length in the index bundle and a CRC-32C; the chunk count and the chunk table in SR-32
-//! remoteLogIndex entry format; the CRC.
+//! remoteLogIndex entry format; (version 2) the block size u32, the block count u32 and a CRC-32C u32 of every
+//! block of every chunk; the CRC.
 //!
-//! Version 2 differs from version 1 only in its chunk entries' RDIs (version 1 instead of 0), which keep a
-//! chunk's original position in the `.log` apart from where it is stored (see [`crate::format::chunk`]).
+//! Version 2 differs from version 1 in its chunk entries' RDIs (version 1 instead of 0), which keep a
+//! chunk's original position in the `.log` apart from where it is stored (see [`crate::format::chunk`]), and
+//! in the block CRC table, so that a read of any byte range is checked block by block. A version-1 manifest
+//! has no block table: its blocks are its chunks, checked whole by their entries' CRCs.
 
 use crate::error::{Error, Result};
 use crate::format::chunk::ChunkEntry;
@@ -50,12 +53,106 @@ pub struct Manifest {
     pub indexes: [Option<IndexLocation>; 5],
     /// The chunk table, tiling `[0, log_length)` in order.
     pub chunks: Vec<ChunkEntry>,
+    /// The size of the CRC blocks inside each chunk (blocks start at each chunk's start), or 0 when there
+    /// are none (version 1): then each chunk is one block, checked by its entry's CRC.
+    pub block_size: u32,
+    /// The CRC-32C of every block, chunk after chunk.
+    pub block_crcs: Vec<u32>,
+}
+
+/// How many blocks of `block_size` a chunk of `len` bytes has.
+fn blocks_in(len: u32, block_size: u32) -> usize {
+    (len as usize).div_ceil(block_size as usize)
 }
 
 impl Manifest {
     /// The location of `index` in the bundle.
     pub fn index(&self, index: IndexType) -> Option<IndexLocation> {
         self.indexes[index.ordinal()]
+    }
+
+    /// The original range of the block holding byte `position` (its chunk when there are no block CRCs).
+    fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
+        let c = self.chunks.get(self.chunk_at_position(position)?)?;
+        if self.block_size == 0 {
+            return Some(c.position()..c.end());
+        }
+        let bs = self.block_size as u64;
+        let start = c.position() + (position - c.position()) / bs * bs;
+        Some(start..(start + bs).min(c.end()))
+    }
+
+    /// `range` widened to whole blocks (whole chunks when there are no block CRCs), so that a read of it can
+    /// be checked before any of its bytes are used; cut at the end of the last chunk.
+    pub fn align(&self, range: std::ops::Range<u64>) -> std::ops::Range<u64> {
+        let end = range.end.min(self.chunks.last().map_or(0, |c| c.end()));
+        if range.start >= end {
+            return range.start..range.start;
+        }
+        let start = self.block_at(range.start).map_or(range.start, |b| b.start);
+        let end = self.block_at(end - 1).map_or(end, |b| b.end);
+        start..end
+    }
+
+    /// Checks `bytes`, the original bytes of the whole-block range `range` (see [`Manifest::align`]), block by
+    /// block against the block CRCs (chunk by chunk against the entries' CRCs when there are none); `what`
+    /// (the object key) is named in errors.
+    pub fn check_blocks(&self, range: std::ops::Range<u64>, bytes: &[u8], what: &str) -> Result<()> {
+        if range.is_empty() && bytes.is_empty() {
+            return Ok(());
+        }
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(Error::corrupt(format!(
+                "{what}: {} bytes for the range {}..{}",
+                bytes.len(),
+                range.start,
+                range.end
+            )));
+        }
+        let Some(first) = self.chunk_at_position(range.start) else {
+            return Err(Error::invalid(format!("{what}: {} is in no chunk", range.start)));
+        };
+        let mut block = self.chunks[..first].iter().map(|c| self.blocks_of(c)).sum::<usize>();
+        for c in self.chunks[first..].iter().take_while(|c| c.position() < range.end) {
+            let here = |from: u64, to: u64| {
+                if from < range.start || to > range.end {
+                    return Err(Error::invalid(format!(
+                        "{what}: the range {}..{} is not aligned to blocks ({from}..{to})",
+                        range.start, range.end
+                    )));
+                }
+                Ok(&bytes[(from - range.start) as usize..(to - range.start) as usize])
+            };
+            if self.block_size == 0 {
+                c.verify(here(c.position(), c.end())?, what)?;
+                continue;
+            }
+            let bs = self.block_size as u64;
+            let mut at = c.position();
+            while at < c.end() {
+                let to = (at + bs).min(c.end());
+                if to > range.start && at < range.end {
+                    let crc = crc32c::crc32c(here(at, to)?);
+                    let want = self.block_crcs[block];
+                    if crc != want {
+                        return Err(Error::corrupt(format!(
+                            "{what}: block {at}..{to} (chunk at position {}, offsets {}..={}) has CRC-32C {crc:#010x}, its manifest says {want:#010x}",
+                            c.position(),
+                            c.first_offset,
+                            c.last_offset
+                        )));
+                    }
+                }
+                at = to;
+                block += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// How many block CRCs chunk `c` has.
+    fn blocks_of(&self, c: &ChunkEntry) -> usize {
+        if self.block_size == 0 { 0 } else { blocks_in(c.data_length, self.block_size) }
     }
 
     /// Index of the chunk holding byte `position`.
@@ -124,6 +221,11 @@ impl Manifest {
         out.extend_from_slice(&(self.chunks.len() as u32).to_be_bytes());
         for c in &self.chunks {
             c.encode(&mut out);
+        }
+        out.extend_from_slice(&self.block_size.to_be_bytes());
+        out.extend_from_slice(&(self.block_crcs.len() as u32).to_be_bytes());
+        for crc in &self.block_crcs {
+            out.extend_from_slice(&crc.to_be_bytes());
         }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_be_bytes());
@@ -213,6 +315,20 @@ impl Manifest {
             expected_position = c.end();
             chunks.push(c);
         }
+        let (block_size, block_crcs) = if version == 1 {
+            (0, Vec::new())
+        } else {
+            let block_size = r.u32()?;
+            let count = r.u32()? as usize;
+            let want =
+                if block_size == 0 { 0 } else { chunks.iter().map(|c| blocks_in(c.data_length, block_size)).sum() };
+            if count != want || count > r.remaining() / 4 {
+                return Err(Error::corrupt(format!(
+                    "{count} block CRCs for blocks of {block_size} bytes, the chunks have {want}"
+                )));
+            }
+            (block_size, (0..count).map(|_| r.u32()).collect::<Result<Vec<u32>>>()?)
+        };
         if expected_position != log_length || r.remaining() != 0 {
             return Err(Error::corrupt(format!(
                 "chunks cover {expected_position} of {log_length} log bytes; {} trailing bytes",
@@ -235,7 +351,7 @@ impl Manifest {
             state,
             txn_idx_empty,
         };
-        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks })
+        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs })
     }
 }
 
@@ -282,7 +398,59 @@ pub(crate) mod tests {
                 Some(IndexLocation { position: 210, length: 12, crc32c: 4 }),
             ],
             chunks: vec![chunk(0, 1_000, 100, 199), chunk(1_000, 1_000, 200, 299)],
+            block_size: 300,
+            block_crcs: (11..19).collect(),
         }
+    }
+
+    /// `sample()` over real bytes: its block (or, without blocks, chunk) CRCs are those of `log`.
+    fn with_true_crcs(mut m: Manifest, log: &[u8]) -> Manifest {
+        for c in m.chunks.iter_mut() {
+            c.rdi.crc32c = crc32c::crc32c(&log[c.position() as usize..c.end() as usize]);
+        }
+        m.block_crcs.clear();
+        for c in &m.chunks {
+            for b in log[c.position() as usize..c.end() as usize].chunks(m.block_size.max(1) as usize) {
+                m.block_crcs.push(crc32c::crc32c(b));
+            }
+        }
+        if m.block_size == 0 {
+            m.block_crcs.clear();
+        }
+        m
+    }
+
+    #[test]
+    fn reads_align_to_blocks_and_every_block_is_checked() {
+        let log: Vec<u8> = (0..2_000u32).map(|i| (i * 7) as u8).collect();
+        // Blocks of 300 from each chunk's start: 0..300, …, 900..1000, 1000..1300, …, 1900..2000.
+        let m = with_true_crcs(sample(), &log);
+        let cases = [
+            (0..1, 0..300),
+            (299..301, 0..600),
+            (950..1050, 900..1300),
+            (1950..5000, 1900..2000),
+            (700..700, 700..700),
+        ];
+        for (want, aligned) in cases {
+            let got = m.align(want.clone());
+            assert_eq!(got, aligned, "{want:?}");
+            m.check_blocks(got.clone(), &log[got.start as usize..got.end as usize], "k").unwrap();
+        }
+        let e = m.check_blocks(10..300, &log[10..300], "k").unwrap_err();
+        assert!(e.to_string().contains("not aligned"), "{e}");
+        let mut bad = log[900..1300].to_vec();
+        bad[150] ^= 1;
+        let e = m.check_blocks(900..1300, &bad, "t/0/x.log").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert!(e.to_string().contains("t/0/x.log: block 1000..1300"), "{e}");
+        // Without block CRCs (version 1) the blocks are the chunks.
+        let v1 = with_true_crcs(Manifest { block_size: 0, ..sample() }, &log);
+        assert_eq!(v1.align(950..1050), 0..2_000);
+        assert_eq!(v1.align(1500..1501), 1_000..2_000);
+        let mut bad = log[1000..2000].to_vec();
+        bad[999] ^= 1;
+        assert_eq!(v1.check_blocks(1000..2000, &bad, "k").unwrap_err().kind(), crate::ErrorKind::Corrupt);
     }
 
     #[test]

@@ -1,22 +1,14 @@
-//! One bounded, weighted cache type with hit and miss counts, for manifests now and for indexes and
-//! chunks later. Eviction is quick_cache's CLOCK-Pro-like policy over a weight budget, never a scan of the
-//! whole map. Only successes are ever inserted: a cache never remembers a failure.
+//! One bounded, weighted, least-recently-used cache type with hit and miss counts: manifests and remote
+//! indexes now, more later. Every operation is O(1) (the `lru` crate's linked hash map); eviction takes the
+//! least recently used entries until the new one fits, never a scan of the whole map. Only successes are
+//! ever inserted: a cache never remembers a failure.
 
-use quick_cache::Weighter;
 use std::hash::Hash;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How a cached value counts against the cache's capacity.
 pub type WeighFn<V> = fn(&V) -> u64;
-
-#[derive(Clone)]
-struct ByFn<V>(WeighFn<V>);
-
-impl<K, V> Weighter<K, V> for ByFn<V> {
-    fn weight(&self, _key: &K, val: &V) -> u64 {
-        (self.0)(val)
-    }
-}
 
 /// What a cache has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +17,8 @@ pub struct CacheStats {
     pub hits: u64,
     /// Lookups that did not.
     pub misses: u64,
+    /// Entries evicted to make room.
+    pub evictions: u64,
     /// Entries held now.
     pub entries: u64,
     /// Their total weight.
@@ -33,13 +27,20 @@ pub struct CacheStats {
     pub capacity: u64,
 }
 
+struct Inner<K, V> {
+    map: lru::LruCache<K, V>,
+    weight: u64,
+}
+
 /// A thread-safe cache holding values of total weight at most its capacity (a capacity of 0 holds
-/// nothing). Values are cloned out (keep them behind an `Arc`).
+/// nothing). Values are cloned out (keep them behind an `Arc`, or as `Bytes`).
 pub struct Cache<K, V> {
-    inner: Option<quick_cache::sync::Cache<K, V, ByFn<V>>>,
+    inner: Mutex<Inner<K, V>>,
     capacity: u64,
+    weigh: WeighFn<V>,
     hits: AtomicU64,
     misses: AtomicU64,
+    evictions: AtomicU64,
 }
 
 impl<K, V> std::fmt::Debug for Cache<K, V> {
@@ -52,50 +53,88 @@ impl<K, V> std::fmt::Debug for Cache<K, V> {
     }
 }
 
-impl<K: Eq + Hash + Clone, V: Clone> Cache<K, V> {
-    /// A cache of `capacity` units of weight, each value weighing `weigh(value)`; `expected_items` sizes
-    /// its tables.
-    pub fn new(capacity: u64, expected_items: usize, weigh: WeighFn<V>) -> Self {
-        let inner = (capacity > 0)
-            .then(|| quick_cache::sync::Cache::with_weighter(expected_items.max(1), capacity, ByFn(weigh)));
-        Cache { inner, capacity, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+impl<K: Eq + Hash, V: Clone> Cache<K, V> {
+    /// A cache of `capacity` units of weight, each value weighing `weigh(value)`.
+    pub fn new(capacity: u64, weigh: WeighFn<V>) -> Self {
+        Cache {
+            inner: Mutex::new(Inner { map: lru::LruCache::unbounded(), weight: 0 }),
+            capacity,
+            weigh,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+        }
     }
 
     /// A cache of at most `entries` values, each weighing 1.
     pub fn with_entries(entries: usize) -> Self {
-        Self::new(entries as u64, entries, |_| 1)
+        Self::new(entries as u64, |_| 1)
     }
 
-    /// The value of `key`, counting a hit or a miss.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K, V>> {
+        // Every critical section leaves the map and its weight consistent, so a poisoned lock is usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The value of `key`, now the most recently used; counts a hit or a miss.
     pub fn get(&self, key: &K) -> Option<V> {
-        let v = self.inner.as_ref().and_then(|c| c.get(key));
+        let v = self.lock().map.get(key).cloned();
         let counter = if v.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         v
     }
 
-    /// Keeps `value` under `key`, evicting others as the weight budget requires (a value heavier than the
-    /// whole budget is not kept).
+    /// Keeps `value` under `key` as the most recently used, evicting the least recently used entries until
+    /// it fits (a value heavier than the whole budget is not kept).
     pub fn insert(&self, key: K, value: V) {
-        if let Some(c) = &self.inner {
-            c.insert(key, value);
+        let w = (self.weigh)(&value);
+        if w > self.capacity {
+            self.remove(&key);
+            return;
+        }
+        let mut g = self.lock();
+        if let Some(old) = g.map.put(key, value) {
+            g.weight -= (self.weigh)(&old);
+        }
+        g.weight += w;
+        while g.weight > self.capacity {
+            let Some((_, old)) = g.map.pop_lru() else { break };
+            g.weight -= (self.weigh)(&old);
+            self.evictions.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Forgets `key`.
     pub fn remove(&self, key: &K) {
-        if let Some(c) = &self.inner {
-            c.remove(key);
+        let mut g = self.lock();
+        if let Some(old) = g.map.pop(key) {
+            g.weight -= (self.weigh)(&old);
         }
     }
 
-    /// Hits, misses, entries and weight so far.
+    /// Forgets every entry whose key `pred` accepts.
+    pub fn remove_where(&self, pred: impl Fn(&K) -> bool)
+    where
+        K: Clone,
+    {
+        let mut g = self.lock();
+        let doomed: Vec<K> = g.map.iter().filter(|(k, _)| pred(k)).map(|(k, _)| k.clone()).collect();
+        for k in doomed {
+            if let Some(old) = g.map.pop(&k) {
+                g.weight -= (self.weigh)(&old);
+            }
+        }
+    }
+
+    /// Hits, misses, evictions, entries and weight so far.
     pub fn stats(&self) -> CacheStats {
+        let g = self.lock();
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            entries: self.inner.as_ref().map_or(0, |c| c.len() as u64),
-            weight: self.inner.as_ref().map_or(0, |c| c.weight()),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            entries: g.map.len() as u64,
+            weight: g.weight,
             capacity: self.capacity,
         }
     }
@@ -106,22 +145,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn weight_is_bounded_hits_and_misses_are_counted() {
-        let c: Cache<u32, Vec<u8>> = Cache::new(1000, 16, |v| v.len() as u64);
-        for i in 0..100 {
+    fn weight_is_bounded_and_the_least_recently_used_go_first() {
+        let c: Cache<u32, Vec<u8>> = Cache::new(1000, |v| v.len() as u64);
+        for i in 0..10 {
             c.insert(i, vec![0; 100]);
-            let s = c.stats();
-            assert!(s.weight <= 1000, "after {i}: {s:?}");
         }
-        assert!(c.stats().entries <= 10);
-        assert!(c.get(&99).is_some(), "the newest entry stays");
-        assert!(c.get(&1000).is_none());
-        c.insert(7, vec![0; 2000]);
-        assert!(c.get(&7).is_none(), "heavier than the whole budget: not kept");
-        c.remove(&99);
-        assert!(c.get(&99).is_none());
+        assert_eq!(c.stats().weight, 1000);
+        assert!(c.get(&0).is_some(), "0 is now the most recently used");
+        c.insert(10, vec![0; 250]);
+        // 250 more bytes: the three least recently used (1, 2, 3) make room, not 0.
+        for (k, kept) in [(0, true), (1, false), (2, false), (3, false), (4, true), (10, true)] {
+            assert_eq!(c.get(&k).is_some(), kept, "entry {k}");
+        }
         let s = c.stats();
-        assert_eq!((s.hits, s.misses), (1, 3));
+        assert_eq!((s.entries, s.weight, s.evictions), (8, 950, 3));
+        c.insert(7, vec![0; 2000]);
+        assert!(c.get(&7).is_none(), "heavier than the whole budget: not kept, and the old value is gone");
+        c.insert(4, vec![0; 10]);
+        assert_eq!(c.stats().weight, 950 - 100 - 100 + 10, "replacing an entry replaces its weight");
+        c.remove_where(|k| *k >= 9);
+        assert!(c.get(&10).is_none() && c.get(&9).is_none() && c.get(&8).is_some());
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses), (5, 6));
     }
 
     #[test]
@@ -130,5 +175,27 @@ mod tests {
         c.insert(1, 1);
         assert_eq!(c.get(&1), None);
         assert_eq!(c.stats(), CacheStats { misses: 1, ..Default::default() });
+    }
+
+    #[test]
+    fn concurrent_readers_and_writers_keep_the_bound() {
+        let c: std::sync::Arc<Cache<u64, Vec<u8>>> = std::sync::Arc::new(Cache::new(10_000, |v| v.len() as u64));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    for i in 0..2_000u64 {
+                        c.insert(t * 10_000 + i % 300, vec![0; 1 + (i % 97) as usize]);
+                        let _ = c.get(&(i % 300));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = c.stats();
+        assert!(s.weight <= 10_000, "{s:?}");
+        assert_eq!(s.hits + s.misses, 8_000);
     }
 }

@@ -5,7 +5,7 @@ use super::TieredStorage;
 use super::layout::SegmentKeys;
 use crate::error::{Error, Result};
 use crate::format::batch::{BatchIter, batch_size_at};
-use crate::format::chunk::{ChunkEntry, Chunker};
+use crate::format::chunk::{ChunkTable, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
@@ -116,7 +116,12 @@ impl TieredStorage {
                 "log file size differs from the metadata's segment size; copying the file as it is");
         }
         let verify = self.config.verify_checksums;
-        let mut chunker = Chunker::new(self.config.chunk_size as u64, md.start_offset, md.remote_log_segment_id.id);
+        let mut chunker = Chunker::new(
+            self.config.chunk_size as u64,
+            self.config.block_size,
+            md.start_offset,
+            md.remote_log_segment_id.id,
+        );
         let scan_path = log_path.clone();
         let scan = tokio::task::spawn_blocking(move || {
             scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish())
@@ -128,7 +133,7 @@ impl TieredStorage {
             self.backend.put_file(&keys.log, &log_path, log_len),
             self.upload_indexes(&keys.indexes, data, md.start_offset, log_len)
         );
-        let chunks: Vec<ChunkEntry> =
+        let ChunkTable { chunks, block_size, block_crcs } =
             scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
         log_up?;
         let indexes = idx_up?;
@@ -150,6 +155,8 @@ impl TieredStorage {
             chunk_target: self.config.chunk_size,
             indexes,
             chunks,
+            block_size,
+            block_crcs,
         };
         self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
         self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));

@@ -5,7 +5,7 @@
 //! - [`fetch`]: the planner (position, offset or timestamp to chunk reads) and the checks on what streams;
 //! - [`chunk_source`]: the seam between the planner and the store ([`ChunkSource`]): where a chunk's bytes
 //!   come from (the backend today; a cache and transforms later);
-//! - [`cache`]: the bounded, weighted cache type (manifests now);
+//! - [`cache`]: the bounded, weighted LRU cache type (manifests, remote indexes);
 //! - [`settings`]: the settings, [`TieredConfig`].
 //!
 //! # Copy
@@ -42,6 +42,19 @@ pub struct TieredStorage {
     chunks: Arc<dyn ChunkSource>,
     config: TieredConfig,
     manifests: Cache<Uuid, Arc<Manifest>>,
+    /// Remote indexes by segment and type (SR-34), weighed by their bytes.
+    indexes: Cache<(Uuid, IndexType), Bytes>,
+}
+
+/// One segment found by [`TieredStorage::scan_segments`].
+#[derive(Debug)]
+pub struct ListedSegment {
+    /// The key of its manifest.
+    pub manifest_key: String,
+    /// The manifest, or why it cannot be read (missing, damaged).
+    pub manifest: Result<Manifest>,
+    /// The segment's objects the listing lacks (`.log`, `.indexes`).
+    pub missing: Vec<&'static str>,
 }
 
 /// What [`TieredStorage::verify`] checked.
@@ -60,7 +73,8 @@ impl TieredStorage {
     pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
         let chunks = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
         let manifests = Cache::with_entries(config.manifest_cache_entries);
-        TieredStorage { backend, chunks, config, manifests }
+        let indexes = Cache::new(config.index_cache_bytes, |b: &Bytes| b.len() as u64);
+        TieredStorage { backend, chunks, config, manifests, indexes }
     }
 
     /// The same storage manager reading chunks through `chunks` (a cache, a transform) instead.
@@ -82,6 +96,17 @@ impl TieredStorage {
     /// Hits and misses of the manifest cache.
     pub fn manifest_cache_stats(&self) -> CacheStats {
         self.manifests.stats()
+    }
+
+    /// Hits, misses and bytes of the remote index cache.
+    pub fn index_cache_stats(&self) -> CacheStats {
+        self.indexes.stats()
+    }
+
+    /// Forgets what the caches hold of one segment.
+    fn forget(&self, id: &Uuid) {
+        self.manifests.remove(id);
+        self.indexes.remove_where(|(s, _)| s == id);
     }
 
     /// The keys of a segment.
@@ -120,16 +145,46 @@ impl TieredStorage {
         Ok(m)
     }
 
-    /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key.
+    /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key;
+    /// fails on the first manifest that cannot be read (see [`TieredStorage::scan_segments`] for a listing that
+    /// goes on).
     pub async fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
+        self.scan_segments(tp).await?.into_iter().map(|s| s.manifest).collect()
+    }
+
+    /// Every committed segment under the partition `tp` (or the whole prefix), by key, each with its manifest
+    /// or the reason it cannot be read, and the segment objects the listing lacks: one damaged segment does
+    /// not hide the others. One listing, then one read per manifest.
+    pub async fn scan_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<ListedSegment>> {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
+        let objects = self.backend.list(&prefix).await?;
+        let present: std::collections::HashSet<&str> = objects.iter().map(|o| o.key.as_str()).collect();
         let mut out = Vec::new();
-        for o in self.backend.list(&prefix).await? {
-            if o.key.ends_with(".manifest") {
-                out.push(self.read_manifest(&o.key).await?);
-            }
+        for o in &objects {
+            let Some(stem) = o.key.strip_suffix(".manifest") else { continue };
+            let missing = [".log", ".indexes"]
+                .into_iter()
+                .filter(|ext| !present.contains(format!("{stem}{ext}").as_str()))
+                .collect();
+            out.push(ListedSegment {
+                manifest_key: o.key.clone(),
+                manifest: self.read_manifest(&o.key).await,
+                missing,
+            });
         }
         Ok(out)
+    }
+
+    /// The committed segment with id `id` anywhere under the prefix: one listing and one manifest read,
+    /// whatever state the other segments are in.
+    pub async fn find_segment(&self, id: &Uuid) -> Result<Manifest> {
+        let suffix = format!("-{id}.manifest");
+        let objects = self.backend.list(&self.config.key_prefix).await?;
+        let key = objects
+            .iter()
+            .find(|o| o.key.ends_with(&suffix))
+            .ok_or_else(|| Error::not_found(format!("segment {id} in the store")))?;
+        self.read_manifest(&key.key).await
     }
 
     /// Deletes the objects of segments that have no manifest (the leftovers of failed copies whose
@@ -162,13 +217,24 @@ impl TieredStorage {
         Ok(orphans)
     }
 
-    /// Reads every chunk and index of a segment and checks them against the manifest.
+    /// Reads every chunk and index of a segment and checks them against the manifest: each chunk's blocks
+    /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time.
     pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
         let m = self.manifest(md).await?;
+        let key = self.keys(md).log;
         let mut report = VerifyReport::default();
-        let mut s = self.stream_range(m.clone(), 0, m.log_length);
-        while let Some(b) = s.next().await {
-            report.bytes += b?.len() as u64;
+        let reads = m.chunks.iter().map(|c| {
+            let (chunks, m, key, c) = (self.chunks.clone(), m.clone(), key.clone(), *c);
+            async move {
+                let bytes = chunks.read(&m, c.position()..c.end()).await?;
+                m.check_blocks(c.position()..c.end(), &bytes, &key)?;
+                c.verify(&bytes, &key)?;
+                Ok::<_, Error>(bytes.len() as u64)
+            }
+        });
+        let mut checked = futures::stream::iter(reads).buffered(self.config.fetch_concurrency);
+        while let Some(n) = checked.next().await {
+            report.bytes += n?;
             report.chunks += 1;
         }
         for t in IndexType::ALL {
@@ -190,7 +256,7 @@ impl RemoteStorageManager for TieredStorage {
     ) -> Result<Option<CustomMetadata>> {
         metadata.validate()?;
         let keys = self.keys(metadata);
-        self.manifests.remove(&metadata.remote_log_segment_id.id);
+        self.forget(&metadata.remote_log_segment_id.id);
         let result = self.copy_segment(metadata, data, &keys).await;
         if let Err(e) = &result {
             tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
@@ -230,6 +296,10 @@ impl RemoteStorageManager for TieredStorage {
     }
 
     async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {
+        let cache_key = (metadata.remote_log_segment_id.id, index_type);
+        if let Some(b) = self.indexes.get(&cache_key) {
+            return Ok(b);
+        }
         let m = self.manifest(metadata).await?;
         let id = &metadata.remote_log_segment_id;
         let loc = m.index(index_type).ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
@@ -242,13 +312,14 @@ impl RemoteStorageManager for TieredStorage {
                 loc.length
             )));
         }
+        self.indexes.insert(cache_key, bytes.clone());
         Ok(bytes)
     }
 
     async fn delete_log_segment_data(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
         metadata.validate()?;
         let keys = self.keys(metadata);
-        self.manifests.remove(&metadata.remote_log_segment_id.id);
+        self.forget(&metadata.remote_log_segment_id.id);
         // The manifest first: from then on the segment does not exist for readers.
         self.backend.delete(&keys.manifest).await?;
         self.backend.delete_many(&[keys.log, keys.indexes]).await
@@ -259,8 +330,12 @@ impl RemoteStorageManager for TieredStorage {
 mod tests {
     use super::fetch::FIRST_READ_BYTES;
     use super::*;
+
+    /// The default CRC block size.
+    const BLOCK: u64 = crate::format::chunk::DEFAULT_BLOCK_SIZE as u64;
     use crate::backend::layers::LayeredBackend;
     use crate::backend::{CountingLayer, MemoryBackend, Op};
+    use crate::model::IndexType;
     use crate::testkit::rsm_contract::{Fixture, collect};
     use std::ops::Range;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -380,8 +455,10 @@ mod tests {
         let bytes_before = counts.snapshot().get(Op::Get).bytes_received;
         let mut s = rsm.fetch_log_segment(&md, start, None).await.unwrap();
         let first = s.next().await.unwrap().unwrap();
-        assert_eq!(first.len() as u64, FIRST_READ_BYTES, "the first read is cut");
-        assert_eq!(counts.snapshot().get(Op::Get).bytes_received - bytes_before, FIRST_READ_BYTES);
+        // The first read covers the fetch's first FIRST_READ_BYTES, widened to the 64 KiB blocks around them.
+        let read_end = (start as u64 + FIRST_READ_BYTES).div_ceil(BLOCK) * BLOCK;
+        assert_eq!(first.len() as u64, read_end - start as u64, "the first read is cut");
+        assert_eq!(counts.snapshot().get(Op::Get).bytes_received - bytes_before, read_end);
         // The rest still arrives whole and in order.
         let mut all = first.to_vec();
         while let Some(b) = s.next().await {
@@ -398,18 +475,23 @@ mod tests {
         let Big { rsm, md, log, m, .. } = big_segment(tracker.clone()).await;
         let c1 = m.chunks[1];
         let fetch = (1u64 << 20) + (16 << 10);
-        let past = |at: u64| m.chunks[m.chunk_at_position(at).unwrap()].end() - at;
+        let chunk = |at: u64| m.chunks[m.chunk_at_position(at).unwrap()];
+        // Blocks are 64 KiB from each chunk's start (the last of a chunk shorter).
+        let floor = |at: u64| chunk(at).position() + (at - chunk(at).position()) / BLOCK * BLOCK;
+        let ceil = |at: u64| (floor(at - 1) + BLOCK).min(chunk(at - 1).end());
+        let first = |at: u64| ceil(at + FIRST_READ_BYTES) - floor(at);
+        let past = |at: u64| chunk(at).end() - at;
         // (case, start, bytes the reader takes, reads started, bytes asked for)
         let cases = [
-            ("inside a chunk, far from its end", c1.position() + 1000, fetch, 1, FIRST_READ_BYTES),
+            ("inside a chunk, far from its end", c1.position() + 1000, fetch, 1, first(c1.position() + 1000)),
             ("at a chunk's start", c1.position(), fetch, 1, FIRST_READ_BYTES),
-            ("near a chunk's end, across it", c1.end() - (100 << 10), fetch, 1, FIRST_READ_BYTES),
+            ("near a chunk's end, across it", c1.end() - (100 << 10), fetch, 1, first(c1.end() - (100 << 10))),
             (
                 "a little more than the first read: then the rest of that chunk",
                 c1.position() + 1000,
-                FIRST_READ_BYTES + 1,
+                first(c1.position() + 1000),
                 2,
-                FIRST_READ_BYTES + past(c1.position() + 1000 + FIRST_READ_BYTES),
+                first(c1.position() + 1000) + past(ceil(c1.position() + 1000 + FIRST_READ_BYTES)),
             ),
         ];
         for (case, start, wanted, requests, bytes) in cases {
@@ -427,9 +509,10 @@ mod tests {
         }
     }
 
-    /// A chunk that straddles the end of the first read is still checked, across the two reads.
+    /// Every byte a fetch returns was checked, wherever the fetch starts and ends and however its reads cut
+    /// the chunks; damage outside the blocks a fetch reads does not fail it.
     #[tokio::test]
-    async fn a_chunk_split_across_reads_is_still_checked() {
+    async fn every_byte_a_fetch_returns_was_checked() {
         let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
         let Big { rsm, md, log, m, .. } = big_segment(backend.clone()).await;
         let c1 = m.chunks[1];
@@ -437,25 +520,68 @@ mod tests {
         let start = c1.position() - (100 << 10);
         assert!(start + FIRST_READ_BYTES > c1.position() && start + FIRST_READ_BYTES < c1.end());
         let key = rsm.keys(&md).log;
-        for (case, damage_at, fails) in [
-            ("in the part the first read carries", c1.position() + 1000, true),
-            ("in the part the second read carries", c1.end() - 1000, true),
-            ("in the chunk the fetch starts inside", start + 10, false),
+        let c0 = m.chunks[0];
+        // (case, where the damage is, the chunk the error names: None when the fetch succeeds)
+        for (case, damage_at, named) in [
+            ("in the part of chunk 1 the first read carries", c1.position() + 1000, Some(c1)),
+            ("in the part of chunk 1 the second read carries", c1.end() - 1000, Some(c1)),
+            ("in chunk 0, the one the fetch starts inside", start + 10, Some(c0)),
+            ("in chunk 0, in a block before the fetch", c0.position() + 10, None),
         ] {
             let mut damaged = log.clone();
             damaged[damage_at as usize] ^= 0x40;
             backend.put_bytes(&key, Bytes::from(damaged)).await.unwrap();
             let fresh = TieredStorage::new(backend.clone(), TieredConfig::default());
             let r = collect(fresh.fetch_log_segment(&md, start as i32, Some(c1.end() as i32 - 1)).await.unwrap()).await;
-            match r {
-                Err(e) if fails => {
+            match (r, named) {
+                (Err(e), Some(c)) => {
                     assert_eq!(e.kind(), ErrorKind::Corrupt, "{case}: {e}");
-                    assert!(e.to_string().contains(&format!("position {}", c1.position())), "{case}: {e}");
+                    assert!(e.to_string().contains(&format!("chunk at position {}", c.position())), "{case}: {e}");
                 }
-                Ok(bytes) if !fails => assert_eq!(bytes.len() as u64, c1.end() - start, "{case}"),
-                other => panic!("{case}: {:?}", other.map(|b| b.len())),
+                (Ok(bytes), None) => assert!(bytes[..] == log[start as usize..c1.end() as usize], "{case}"),
+                (other, _) => panic!("{case}: {:?}", other.map(|b| b.len())),
             }
         }
+    }
+
+    /// SR-34: a remote index fetched once is served from memory; a failed load is not remembered; a deleted
+    /// segment's indexes are gone with it; the bound is in bytes.
+    #[tokio::test]
+    async fn remote_indexes_are_cached() {
+        let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+        let counts = counting.counts();
+        let f = Fixture::new(counting.clone(), "index-cache");
+        let (_, md, data) = f.segment(0);
+        f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        let gets = || counts.snapshot().get(Op::Get).requests;
+        let rsm = f.fresh_rsm();
+        let first = rsm.fetch_index(&md, IndexType::Offset).await.unwrap();
+        let before = gets();
+        assert_eq!(rsm.fetch_index(&md, IndexType::Offset).await.unwrap(), first);
+        assert_eq!(gets(), before, "a hit costs no request");
+        let s = rsm.index_cache_stats();
+        assert_eq!((s.hits, s.misses, s.entries, s.weight), (1, 1, 1, first.len() as u64));
+
+        // A damaged bundle fails the load, and the failure is not kept: once repaired, the index reads.
+        let key = rsm.keys(&md).indexes;
+        let store: Arc<dyn StorageBackend> = counting.clone();
+        let good = store.get_range(&key, 0..u64::MAX).await.unwrap();
+        let mut bad = good.to_vec();
+        let time = rsm.manifest(&md).await.unwrap().index(IndexType::Timestamp).unwrap();
+        bad[time.position as usize] ^= 1;
+        store.put_bytes(&key, Bytes::from(bad)).await.unwrap();
+        assert_eq!(rsm.fetch_index(&md, IndexType::Timestamp).await.unwrap_err().kind(), ErrorKind::Corrupt);
+        store.put_bytes(&key, good).await.unwrap();
+        rsm.fetch_index(&md, IndexType::Timestamp).await.unwrap();
+
+        rsm.delete_log_segment_data(&md).await.unwrap();
+        assert_eq!(rsm.fetch_index(&md, IndexType::Offset).await.unwrap_err().kind(), ErrorKind::NotFound);
+
+        // A budget smaller than the index keeps nothing.
+        let tiny = TieredStorage::new(counting.clone(), TieredConfig { index_cache_bytes: 8, ..f.config.clone() });
+        f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        tiny.fetch_index(&md, IndexType::Offset).await.unwrap();
+        assert_eq!(tiny.index_cache_stats().entries, 0);
     }
 
     #[tokio::test]

@@ -10,12 +10,18 @@ pub struct TieredConfig {
     pub key_prefix: String,
     /// `chunk.size`: target chunk size in bytes, 64 KiB to 256 MiB (default 4 MiB).
     pub chunk_size: u32,
+    /// `chunk.block.size`: bytes per CRC-32C block inside each chunk, 4 KiB to 16 MiB (default 64 KiB): a read
+    /// is widened to whole blocks and every block checked before its bytes are returned.
+    pub block_size: u32,
     /// `fetch.concurrency`: ranged reads in flight per fetch, 1 to 64 (default 4).
     pub fetch_concurrency: usize,
     /// `copy.verify.checksums`: check every batch's CRC-32C while copying (default true).
     pub verify_checksums: bool,
     /// `manifest.cache.entries`: manifests kept in memory, 0 to 1,000,000 (default 1000).
     pub manifest_cache_entries: usize,
+    /// `index.cache.bytes`: remote indexes kept in memory (SR-34), least recently used evicted first, 0 (off)
+    /// to 64 GiB (default 64 MiB).
+    pub index_cache_bytes: u64,
 }
 
 impl Default for TieredConfig {
@@ -23,9 +29,11 @@ impl Default for TieredConfig {
         TieredConfig {
             key_prefix: String::new(),
             chunk_size: 4 << 20,
+            block_size: crate::format::chunk::DEFAULT_BLOCK_SIZE,
             fetch_concurrency: 4,
             verify_checksums: true,
             manifest_cache_entries: 1000,
+            index_cache_bytes: 64 << 20,
         }
     }
 }
@@ -42,9 +50,11 @@ impl TieredConfig {
         Ok(TieredConfig {
             key_prefix,
             chunk_size: r.int_in("chunk.size", d.chunk_size, 64 << 10..=256 << 20)?,
+            block_size: r.int_in("chunk.block.size", d.block_size, 4 << 10..=16 << 20)?,
             fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
             verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
             manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
+            index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
         })
     }
 }
