@@ -6,6 +6,7 @@
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// How a cached value counts against the cache's capacity.
 pub type WeighFn<V> = fn(&V) -> u64;
@@ -28,7 +29,8 @@ pub struct CacheStats {
 }
 
 struct Inner<K, V> {
-    map: lru::LruCache<K, V>,
+    /// Each value with the time it was inserted.
+    map: lru::LruCache<K, (V, Instant)>,
     weight: u64,
 }
 
@@ -38,6 +40,8 @@ pub struct Cache<K, V> {
     inner: Mutex<Inner<K, V>>,
     capacity: u64,
     weigh: WeighFn<V>,
+    /// How long an entry may be served after it was inserted (`None`: for as long as it stays).
+    ttl: Option<Duration>,
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
@@ -60,6 +64,7 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
             inner: Mutex::new(Inner { map: lru::LruCache::unbounded(), weight: 0 }),
             capacity,
             weigh,
+            ttl: None,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -71,6 +76,12 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
         Self::new(entries as u64, |_| 1)
     }
 
+    /// The same cache, serving an entry for at most `ttl` after it was inserted; then it is a miss and gone.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K, V>> {
         // Every critical section leaves the map and its weight consistent, so a poisoned lock is usable.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
@@ -78,7 +89,21 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
 
     /// The value of `key`, now the most recently used; counts a hit or a miss.
     pub fn get(&self, key: &K) -> Option<V> {
-        let v = self.lock().map.get(key).cloned();
+        let v = {
+            let mut g = self.lock();
+            let expired = match (g.map.get(key), self.ttl) {
+                (Some((_, at)), Some(ttl)) => at.elapsed() > ttl,
+                _ => false,
+            };
+            if expired {
+                if let Some((old, _)) = g.map.pop(key) {
+                    g.weight -= (self.weigh)(&old);
+                }
+                None
+            } else {
+                g.map.get(key).map(|(v, _)| v.clone())
+            }
+        };
         let counter = if v.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         v
@@ -93,12 +118,12 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
             return;
         }
         let mut g = self.lock();
-        if let Some(old) = g.map.put(key, value) {
+        if let Some((old, _)) = g.map.put(key, (value, Instant::now())) {
             g.weight -= (self.weigh)(&old);
         }
         g.weight += w;
         while g.weight > self.capacity {
-            let Some((_, old)) = g.map.pop_lru() else { break };
+            let Some((_, (old, _))) = g.map.pop_lru() else { break };
             g.weight -= (self.weigh)(&old);
             self.evictions.fetch_add(1, Ordering::Relaxed);
         }
@@ -107,7 +132,7 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
     /// Forgets `key`.
     pub fn remove(&self, key: &K) {
         let mut g = self.lock();
-        if let Some(old) = g.map.pop(key) {
+        if let Some((old, _)) = g.map.pop(key) {
             g.weight -= (self.weigh)(&old);
         }
     }
@@ -120,7 +145,7 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
         let mut g = self.lock();
         let doomed: Vec<K> = g.map.iter().filter(|(k, _)| pred(k)).map(|(k, _)| k.clone()).collect();
         for k in doomed {
-            if let Some(old) = g.map.pop(&k) {
+            if let Some((old, _)) = g.map.pop(&k) {
                 g.weight -= (self.weigh)(&old);
             }
         }
@@ -167,6 +192,16 @@ mod tests {
         assert!(c.get(&10).is_none() && c.get(&9).is_none() && c.get(&8).is_some());
         let s = c.stats();
         assert_eq!((s.hits, s.misses), (5, 6));
+    }
+
+    #[test]
+    fn entries_expire_after_their_time() {
+        let c: Cache<u32, u32> = Cache::with_entries(10).with_ttl(Duration::from_millis(50));
+        c.insert(1, 1);
+        assert_eq!(c.get(&1), Some(1));
+        std::thread::sleep(Duration::from_millis(80));
+        assert_eq!(c.get(&1), None, "expired");
+        assert_eq!(c.stats().entries, 0, "and gone");
     }
 
     #[test]

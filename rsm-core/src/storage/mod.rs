@@ -72,7 +72,7 @@ impl TieredStorage {
     /// A storage manager over `backend`, reading chunks from it directly.
     pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
         let chunks = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
-        let manifests = Cache::with_entries(config.manifest_cache_entries);
+        let manifests = Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl);
         let indexes = Cache::new(config.index_cache_bytes, |b: &Bytes| b.len() as u64);
         TieredStorage { backend, chunks, config, manifests, indexes }
     }

@@ -19,6 +19,9 @@ pub struct TieredConfig {
     pub verify_checksums: bool,
     /// `manifest.cache.entries`: manifests kept in memory, 0 to 1,000,000 (default 1000).
     pub manifest_cache_entries: usize,
+    /// `manifest.cache.ttl.ms`: how long a cached manifest is served before it is read again, 1 s to 7 days
+    /// (default 1 hour), so a segment deleted by another host stops being served from memory.
+    pub manifest_cache_ttl: std::time::Duration,
     /// `index.cache.bytes`: remote indexes kept in memory (SR-34), least recently used evicted first, 0 (off)
     /// to 64 GiB (default 64 MiB).
     pub index_cache_bytes: u64,
@@ -33,6 +36,7 @@ impl Default for TieredConfig {
             fetch_concurrency: 4,
             verify_checksums: true,
             manifest_cache_entries: 1000,
+            manifest_cache_ttl: std::time::Duration::from_secs(3600),
             index_cache_bytes: 64 << 20,
         }
     }
@@ -54,6 +58,11 @@ impl TieredConfig {
             fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
             verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
             manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
+            manifest_cache_ttl: std::time::Duration::from_millis(r.int_in(
+                "manifest.cache.ttl.ms",
+                d.manifest_cache_ttl.as_millis() as u64,
+                1_000..=7 * 24 * 3_600_000,
+            )?),
             index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
         })
     }
