@@ -238,6 +238,50 @@ impl ChunkEntry {
     }
 }
 
+/// The reflected CRC-32C polynomial (Castagnoli).
+const POLY: u32 = 0x82F6_3B78;
+
+/// `a * b` modulo the CRC-32C polynomial, both reflected (bit 31 is `x^0`).
+fn multmodp(a: u32, mut b: u32) -> u32 {
+    let mut m = 1u32 << 31;
+    let mut p = 0u32;
+    loop {
+        if a & m != 0 {
+            p ^= b;
+            if a & (m - 1) == 0 {
+                return p;
+            }
+        }
+        m >>= 1;
+        b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
+    }
+}
+
+/// The operator that appends `len` bytes in [`crc32c_combine`]: `x^(8 len)` modulo the polynomial. Computed
+/// once per length, it makes each combine 32 steps, where `crc32c::crc32c_combine` recomputes it every time
+/// (about 14 µs each, which for 16,384 blocks a GiB was a sixth of a copy).
+pub fn crc32c_shift(len: u64) -> u32 {
+    let mut p = 1u32 << 31;
+    let mut square = 1u32 << 30;
+    for _ in 0..3 {
+        square = multmodp(square, square);
+    }
+    let mut n = len;
+    while n != 0 {
+        if n & 1 != 0 {
+            p = multmodp(square, p);
+        }
+        square = multmodp(square, square);
+        n >>= 1;
+    }
+    p
+}
+
+/// The CRC-32C of `a` followed by `b`, from `crc_a`, `crc_b` and `shift = crc32c_shift(b.len())`.
+pub fn crc32c_combine(crc_a: u32, crc_b: u32, shift: u32) -> u32 {
+    multmodp(shift, crc_a) ^ crc_b
+}
+
 /// The block size of the CRC-32Cs inside each chunk, when the settings do not say (`chunk.block.size`).
 pub const DEFAULT_BLOCK_SIZE: u32 = 64 << 10;
 
@@ -267,6 +311,8 @@ pub struct Chunker {
     block_crc: u32,
     /// Blocks of the open chunk so far.
     chunk_blocks: usize,
+    /// [`crc32c_shift`] of a whole block.
+    block_shift: u32,
 }
 
 impl Chunker {
@@ -274,7 +320,9 @@ impl Chunker {
     /// (a batch larger than that is a chunk of its own), with blocks of `block_size` bytes (at least 1).
     pub fn new(target: u64, block_size: u32, segment_start_offset: i64, segment_id: Uuid) -> Self {
         let table = ChunkTable { block_size: block_size.max(1), ..ChunkTable::default() };
+        let block_shift = crc32c_shift(table.block_size as u64);
         Chunker {
+            block_shift,
             target: target.max(1),
             segment_start_offset,
             segment_id,
@@ -293,14 +341,15 @@ impl Chunker {
             if self.block_fill > 0 {
                 self.table.block_crcs.push(self.block_crc);
             }
-            let blocks = &self.table.block_crcs
-                [self.table.block_crcs.len() - self.chunk_blocks - (self.block_fill > 0) as usize..];
+            let n = self.chunk_blocks + (self.block_fill > 0) as usize;
+            let blocks = &self.table.block_crcs[self.table.block_crcs.len() - n..];
             let bs = self.table.block_size as u64;
             let mut crc = 0u32;
             let mut left = c.data_length as u64;
             for &b in blocks {
                 let len = left.min(bs);
-                crc = crc32c::crc32c_combine(crc, b, len as usize);
+                let shift = if len == bs { self.block_shift } else { crc32c_shift(len) };
+                crc = crc32c_combine(crc, b, shift);
                 left -= len;
             }
             c.rdi.crc32c = crc;
@@ -411,6 +460,23 @@ mod tests {
             assert_eq!(blocks.next(), None);
             assert_eq!(chunks[0].first_offset, 0);
             assert_eq!(chunks.last().unwrap().last_offset, 59);
+        }
+    }
+
+    #[test]
+    fn crcs_combine_as_the_crc_of_the_concatenation() {
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        for (a, b) in [(0, 0), (0, 5), (7, 0), (1, 1), (100, 19_000), (3, 17_000), (19_999, 1)] {
+            let (x, y) = data.split_at(a);
+            let y = &y[..b];
+            let whole = crc32c::crc32c(&[x, y].concat());
+            let got = crc32c_combine(crc32c::crc32c(x), crc32c::crc32c(y), crc32c_shift(b as u64));
+            assert_eq!(got, whole, "{a} + {b} bytes");
+            assert_eq!(
+                got,
+                crc32c::crc32c_combine(crc32c::crc32c(x), crc32c::crc32c(y), b),
+                "{a} + {b}: as the crate's"
+            );
         }
     }
 
