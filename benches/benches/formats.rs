@@ -39,14 +39,15 @@ fn batch_scan(c: &mut Criterion) {
 }
 
 /// The copy's scan: check every batch's CRC-32C (as a copy with `copy.verify.checksums` on does, or not)
-/// and feed the chunker, which computes each chunk's CRC-32C over the bytes.
+/// and feed the chunker, which computes the CRC-32C of every 64 KiB block and combines them per chunk.
 fn chunking(buf: &[u8], verify: bool) -> usize {
-    let mut chunker = Chunker::new(4 << 20, 0, rsm_core::Uuid::new(1, 2));
+    let block = rsm_core::format::chunk::DEFAULT_BLOCK_SIZE;
+    let mut chunker = Chunker::new(4 << 20, block, 0, rsm_core::Uuid::new(1, 2));
     for b in BatchIter::new(buf, 0, verify) {
         let b = b.expect("generated batches are valid");
         chunker.push(&b);
     }
-    chunker.finish().len()
+    chunker.finish().chunks.len()
 }
 
 fn chunker(c: &mut Criterion) {

@@ -109,6 +109,16 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
         v
     }
 
+    /// Whether `key` is held (and not expired), without counting a lookup or changing its recency.
+    pub fn get_quiet(&self, key: &K) -> bool {
+        let g = self.lock();
+        match (g.map.peek(key), self.ttl) {
+            (Some((_, at)), Some(ttl)) => at.elapsed() <= ttl,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
     /// Keeps `value` under `key` as the most recently used, evicting the least recently used entries until
     /// it fits (a value heavier than the whole budget is not kept).
     pub fn insert(&self, key: K, value: V) {

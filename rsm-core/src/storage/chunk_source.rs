@@ -23,6 +23,12 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
     /// `range.end - range.start` of them or an error. `range` lies inside the manifest's chunks (it may
     /// start or end inside one, and span several).
     async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes>;
+
+    /// Whether the bytes this source returns were already checked against the manifest's CRCs (a cache
+    /// keeps only checked chunks); the fetch path then does not check them again.
+    fn checks(&self) -> bool {
+        false
+    }
 }
 
 /// Chunks read from the backend: a range over chunks stored as they are is one ranged read of the

@@ -6,6 +6,8 @@
 //! - [`chunk_source`]: the seam between the planner and the store ([`ChunkSource`]): where a chunk's bytes
 //!   come from (the backend today; a cache and transforms later);
 //! - [`cache`]: the bounded, weighted LRU cache type (manifests, remote indexes);
+//! - [`chunk_cache`]: whole checked chunks in memory over a chunk source, single-flight, with read-ahead for
+//!   sequential readers (`fetch.cache.bytes`, `fetch.prefetch.chunks`);
 //! - [`settings`]: the settings, [`TieredConfig`].
 //!
 //! # Copy
@@ -14,6 +16,7 @@
 //! removes what it wrote.
 
 pub mod cache;
+pub mod chunk_cache;
 pub mod chunk_source;
 mod copy;
 pub mod fetch;
@@ -21,6 +24,7 @@ pub mod layout;
 pub mod settings;
 
 pub use cache::{Cache, CacheStats};
+pub use chunk_cache::{ChunkCache, ChunkCacheConfig, ChunkCacheStats};
 pub use chunk_source::{BackendChunks, ChunkSource};
 pub use layout::{SegmentKeys, partition_prefix, segment_keys};
 pub use settings::TieredConfig;
@@ -41,6 +45,8 @@ pub struct TieredStorage {
     backend: Arc<dyn StorageBackend>,
     chunks: Arc<dyn ChunkSource>,
     config: TieredConfig,
+    /// The chunk cache between the planner and the backend, when `fetch.cache.bytes` is set.
+    chunk_cache: Option<ChunkCache>,
     manifests: Cache<Uuid, Arc<Manifest>>,
     /// Remote indexes by segment and type (SR-34), weighed by their bytes.
     indexes: Cache<(Uuid, IndexType), Bytes>,
@@ -71,10 +77,21 @@ pub struct VerifyReport {
 impl TieredStorage {
     /// A storage manager over `backend`, reading chunks from it directly.
     pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
-        let chunks = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
+        let direct: Arc<dyn ChunkSource> = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
+        let chunk_cache = (config.fetch_cache_bytes > 0).then(|| {
+            let cache_config = ChunkCacheConfig {
+                capacity_bytes: config.fetch_cache_bytes,
+                prefetch_chunks: config.fetch_prefetch_chunks,
+            };
+            ChunkCache::new(direct.clone(), config.key_prefix.clone(), cache_config)
+        });
+        let chunks = match &chunk_cache {
+            Some(c) => Arc::new(c.clone()) as Arc<dyn ChunkSource>,
+            None => direct,
+        };
         let manifests = Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl);
         let indexes = Cache::new(config.index_cache_bytes, |b: &Bytes| b.len() as u64);
-        TieredStorage { backend, chunks, config, manifests, indexes }
+        TieredStorage { backend, chunks, config, chunk_cache, manifests, indexes }
     }
 
     /// The same storage manager reading chunks through `chunks` (a cache, a transform) instead.
@@ -96,6 +113,11 @@ impl TieredStorage {
     /// Hits and misses of the manifest cache.
     pub fn manifest_cache_stats(&self) -> CacheStats {
         self.manifests.stats()
+    }
+
+    /// What the chunk cache has done, when there is one (`fetch.cache.bytes`).
+    pub fn chunk_cache_stats(&self) -> Option<ChunkCacheStats> {
+        self.chunk_cache.as_ref().map(ChunkCache::stats)
     }
 
     /// Hits, misses and bytes of the remote index cache.
@@ -333,7 +355,7 @@ mod tests {
 
     /// The default CRC block size.
     const BLOCK: u64 = crate::format::chunk::DEFAULT_BLOCK_SIZE as u64;
-    use crate::backend::layers::LayeredBackend;
+    use crate::backend::layers::{Fault, FaultLayer, FaultRule, LayeredBackend};
     use crate::backend::{CountingLayer, MemoryBackend, Op};
     use crate::model::IndexType;
     use crate::testkit::rsm_contract::{Fixture, collect};
@@ -582,6 +604,137 @@ mod tests {
         f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
         tiny.fetch_index(&md, IndexType::Offset).await.unwrap();
         assert_eq!(tiny.index_cache_stats().entries, 0);
+    }
+
+    /// A storage manager with the chunk cache over `backend`, where `big` was copied.
+    fn cached(backend: Arc<dyn StorageBackend>, bytes: u64, prefetch: usize) -> TieredStorage {
+        let config =
+            TieredConfig { fetch_cache_bytes: bytes, fetch_prefetch_chunks: prefetch, ..TieredConfig::default() };
+        TieredStorage::new(backend, config)
+    }
+
+    /// The broker's read of a fetch: open at `pos`, take about a mebibyte, close.
+    async fn broker_fetch(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: u64) -> Vec<u8> {
+        let mut s = rsm.fetch_log_segment(md, pos as i32, None).await.unwrap();
+        let mut got = Vec::new();
+        while got.len() < 1 << 20 {
+            match s.next().await {
+                Some(b) => got.extend_from_slice(&b.unwrap()),
+                None => break,
+            }
+        }
+        got.truncate(1 << 20);
+        got
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_readers_of_a_chunk_share_one_read_and_failures_are_not_kept() {
+        let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+        let counts = counting.counts();
+        let rule = FaultRule {
+            op: Some(Op::Get),
+            key: "*.log".into(),
+            fault: Fault::Delay(std::time::Duration::from_millis(30)),
+            times: None,
+        };
+        let faults = Arc::new(FaultLayer::new(counting.clone()).with_rule(rule));
+        let Big { md, log, m, .. } = big_segment(faults.clone()).await;
+        let rsm = Arc::new(cached(faults.clone(), 64 << 20, 0));
+        let at = m.chunks[1].position() + 5000;
+        let gets = || counts.snapshot().get(Op::Get).requests;
+        let before = gets();
+        let readers: Vec<_> = (0..8)
+            .map(|_| {
+                let (rsm, md) = (rsm.clone(), md.clone());
+                tokio::spawn(async move {
+                    collect(rsm.fetch_log_segment(&md, at as i32, Some(at as i32 + 100_000)).await.unwrap())
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        for r in readers {
+            assert!(r.await.unwrap()[..] == log[at as usize..at as usize + 100_001]);
+        }
+        // The manifest once, the chunk once.
+        assert_eq!(gets() - before, 2, "eight readers, one read of the chunk");
+        let s = rsm.chunk_cache_stats().unwrap();
+        assert_eq!(s.loads, 1);
+
+        // A failed load is not kept: the next reader loads the chunk again, and gets it.
+        faults.clear();
+        faults.add_rule(FaultRule {
+            op: Some(Op::Get),
+            key: "*.log".into(),
+            fault: Fault::transient(),
+            times: Some(1),
+        });
+        let at2 = m.chunks[2].position();
+        let e =
+            collect(rsm.fetch_log_segment(&md, at2 as i32, Some(at2 as i32 + 10)).await.unwrap()).await.unwrap_err();
+        assert!(e.is_transient(), "{e}");
+        let got = collect(rsm.fetch_log_segment(&md, at2 as i32, Some(at2 as i32 + 10)).await.unwrap()).await.unwrap();
+        assert!(got[..] == log[at2 as usize..at2 as usize + 11]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_cache_holds_its_bound_and_a_damaged_chunk_is_never_kept() {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let Big { md, log, m, .. } = big_segment(backend.clone()).await;
+        let two_chunks = m.chunks[0].data_length as u64 * 2 + 1;
+        let rsm = cached(backend.clone(), two_chunks, 0);
+        assert!(collect(rsm.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap() == log);
+        let s = rsm.chunk_cache_stats().unwrap().chunks;
+        assert!(s.weight <= two_chunks && s.entries == 2 && s.evictions >= 2, "{s:?}");
+
+        let key = rsm.keys(&md).log;
+        let mut damaged = log.clone();
+        damaged[m.chunks[3].position() as usize + 7] ^= 1;
+        backend.put_bytes(&key, Bytes::from(damaged)).await.unwrap();
+        let fresh = cached(backend.clone(), 64 << 20, 0);
+        let at = m.chunks[3].position() as i32;
+        for _ in 0..2 {
+            let e = collect(fresh.fetch_log_segment(&md, at, Some(at + 10)).await.unwrap()).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        }
+        assert_eq!(fresh.chunk_cache_stats().unwrap().chunks.entries, 0, "nothing unchecked was kept");
+    }
+
+    /// A catch-up reader (broker fetches one after another) is read ahead and reads each chunk about once;
+    /// a random reader gets no read-ahead.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sequential_readers_are_read_ahead_and_random_ones_not() {
+        let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+        let counts = counting.counts();
+        let Big { md, log, m, .. } = big_segment(counting.clone()).await;
+        let log_gets = || counts.snapshot().get(Op::Get).requests;
+
+        let rsm = cached(counting.clone(), 64 << 20, 2);
+        rsm.manifest(&md).await.unwrap();
+        let before = log_gets();
+        let mut pos = 0u64;
+        while pos + (1 << 20) <= log.len() as u64 {
+            let got = broker_fetch(&rsm, &md, pos).await;
+            assert!(got[..] == log[pos as usize..pos as usize + got.len()], "at {pos}");
+            pos += 1 << 20;
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let s = rsm.chunk_cache_stats().unwrap();
+        assert!(s.prefetched >= 2 && s.prefetched_bytes_used > 0, "{s:?}");
+        assert!(
+            log_gets() - before <= m.chunks.len() as u64,
+            "each chunk about once: {} reads for {} chunks",
+            log_gets() - before,
+            m.chunks.len()
+        );
+
+        let random = cached(counting.clone(), 64 << 20, 2);
+        for pos in [9u64 << 20, 1 << 20, 13 << 20, 5 << 20] {
+            let at = m.chunks[m.chunk_at_position(pos).unwrap()].position();
+            broker_fetch(&random, &md, at).await;
+        }
+        assert_eq!(random.chunk_cache_stats().unwrap().prefetched, 0, "no read-ahead for a random reader");
     }
 
     #[tokio::test]

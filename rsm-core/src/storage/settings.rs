@@ -22,6 +22,13 @@ pub struct TieredConfig {
     /// `manifest.cache.ttl.ms`: how long a cached manifest is served before it is read again, 1 s to 7 days
     /// (default 1 hour), so a segment deleted by another host stops being served from memory.
     pub manifest_cache_ttl: std::time::Duration,
+    /// `fetch.cache.bytes`: whole checked chunks kept in memory, shared by every fetch of this storage manager,
+    /// 0 (off, the default) to 64 GiB. With it on, a fetch reads whole chunks once, and concurrent readers of a
+    /// chunk share one read.
+    pub fetch_cache_bytes: u64,
+    /// `fetch.prefetch.chunks`: with the chunk cache on, chunks read ahead for a sequential reader, 0 to 64
+    /// (default 2).
+    pub fetch_prefetch_chunks: usize,
     /// `index.cache.bytes`: remote indexes kept in memory (SR-34), least recently used evicted first, 0 (off)
     /// to 64 GiB (default 64 MiB).
     pub index_cache_bytes: u64,
@@ -37,6 +44,8 @@ impl Default for TieredConfig {
             verify_checksums: true,
             manifest_cache_entries: 1000,
             manifest_cache_ttl: std::time::Duration::from_secs(3600),
+            fetch_cache_bytes: 0,
+            fetch_prefetch_chunks: 2,
             index_cache_bytes: 64 << 20,
         }
     }
@@ -63,6 +72,8 @@ impl TieredConfig {
                 d.manifest_cache_ttl.as_millis() as u64,
                 1_000..=7 * 24 * 3_600_000,
             )?),
+            fetch_cache_bytes: r.int_in("fetch.cache.bytes", d.fetch_cache_bytes, 0..=64 << 30)?,
+            fetch_prefetch_chunks: r.int_in("fetch.prefetch.chunks", d.fetch_prefetch_chunks, 0..=64)?,
             index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
         })
     }
