@@ -55,9 +55,6 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
-/// The `retry.*` keys; they apply to stores whose client does not retry by itself.
-const RETRY_KEYS: [&str; 4] = ["retry.max.attempts", "retry.backoff.ms", "retry.backoff.max.ms", "retry.deadline.ms"];
-
 /// Opens the backend `url` names with the kinds of `registry`, reading its settings (and `retry.*`) from
 /// `r`, and stacks the layers over it. Returns the stack, the counts of its counting layer, and the key
 /// prefix the URL's path names.
@@ -74,7 +71,7 @@ pub fn open_backend(
         (kind.open)(url, r)?
     };
     let retry = if kind.retries_itself {
-        for key in RETRY_KEYS {
+        for key in RetryConfig::KEYS {
             if r.string(key).is_some() {
                 return Err(Error::config(
                     key,

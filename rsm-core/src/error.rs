@@ -203,14 +203,6 @@ impl Error {
         self.context.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
     }
 
-    /// The same error naming another configuration key (a face that spells a setting differently).
-    pub fn rename_config_key(mut self, from: &str, to: &str) -> Self {
-        if self.config_key.as_deref() == Some(from) {
-            self.config_key = Some(to.to_string());
-        }
-        self
-    }
-
     /// Classifies an I/O error met while working on `what` (an object key or a path): missing files are
     /// not-found, interruptions and timeouts are transient storage errors, the rest are permanent.
     pub fn from_io(what: impl fmt::Display, err: std::io::Error) -> Self {
@@ -274,8 +266,6 @@ mod tests {
         let c = Error::corrupt("bad crc").context("segment x");
         assert_eq!(c.kind(), ErrorKind::Corrupt);
         assert_eq!(c.to_string(), "corrupt: segment x: bad crc");
-        let renamed = Error::config("store", "bad").rename_config_key("store", "store.url");
-        assert_eq!(renamed.to_string(), "invalid configuration `store.url`: bad");
     }
 
     #[test]

@@ -178,7 +178,7 @@ impl ChunkSource for ChunkCache {
             let id = manifest.metadata.remote_log_segment_id.id;
             let ahead = (last + 1..manifest.chunks.len()).take(s.config.prefetch_chunks);
             for i in ahead {
-                let busy = s.chunks.stats().capacity == 0 || lock(&s.loading).contains_key(&(id, i));
+                let busy = s.config.capacity_bytes == 0 || lock(&s.loading).contains_key(&(id, i));
                 if busy || s.chunks.get_quiet(&(id, i)) {
                     continue;
                 }

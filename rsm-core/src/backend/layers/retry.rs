@@ -41,6 +41,10 @@ impl Default for RetryConfig {
 }
 
 impl RetryConfig {
+    /// The keys [`RetryConfig::read`] reads.
+    pub const KEYS: [&'static str; 4] =
+        ["retry.max.attempts", "retry.backoff.ms", "retry.backoff.max.ms", "retry.deadline.ms"];
+
     /// Reads the settings from `r`, with defaults for absent keys.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let d = RetryConfig::default();
