@@ -109,6 +109,16 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
         v
     }
 
+    /// The value of `key` if held (and not expired), without counting a lookup or changing its recency.
+    pub fn peek(&self, key: &K) -> Option<V> {
+        let g = self.lock();
+        match (g.map.peek(key), self.ttl) {
+            (Some((_, at)), Some(ttl)) if at.elapsed() > ttl => None,
+            (Some((v, _)), _) => Some(v.clone()),
+            (None, _) => None,
+        }
+    }
+
     /// Whether `key` is held (and not expired), without counting a lookup or changing its recency.
     pub fn get_quiet(&self, key: &K) -> bool {
         let g = self.lock();

@@ -129,6 +129,11 @@ impl Shared {
         let cell = lock(&self.loading).entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone();
         let loaded = cell
             .get_or_try_init(|| async {
+                // A load that ended between this reader's miss and its taking the cell left the chunk in
+                // the cache (it is inserted before its cell is dropped): use it rather than read it again.
+                if let Some(b) = self.chunks.peek(&key) {
+                    return Ok(b);
+                }
                 let c = m.chunks[i];
                 let what = segment_keys(&self.key_prefix, &m.metadata).log;
                 let bytes = self.inner.read(m, c.position()..c.end()).await?;
