@@ -127,7 +127,13 @@ impl Store {
         let mut config = TieredConfig::read(&mut r)?;
         config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
         r.finish()?;
-        Ok(Store { storage: TieredStorage::new(backend, config), counts })
+        // A memory store is one per opening: its cache entries must not meet another's.
+        static MEMORY_STORES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let scope = match scheme_of(url) {
+            "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+            _ => url.to_string(),
+        };
+        Ok(Store { storage: TieredStorage::open(backend, config, &scope)?, counts })
     }
 
     /// The storage manager.
@@ -202,7 +208,61 @@ impl Store {
     pub fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
         runtime().block_on(self.storage.verify(md))
     }
+
+    /// The caches' counters, by name ([`CACHE_METRICS`]): what a host publishes as its metrics.
+    pub fn cache_metrics(&self) -> [u64; CACHE_METRICS.len()] {
+        let s = &self.storage;
+        let c = s.chunk_cache_stats().unwrap_or_default();
+        let (i, m) = (s.index_cache_stats(), s.manifest_cache_stats());
+        [
+            c.memory.hits,
+            c.memory.misses,
+            c.memory.evictions,
+            c.memory.weight,
+            c.disk.hits,
+            c.disk.misses,
+            c.disk.evictions,
+            c.disk.weight,
+            c.disk_dropped,
+            c.loads,
+            c.loaded_bytes,
+            c.prefetched,
+            c.prefetched_bytes_used,
+            c.prefetched_bytes_wasted,
+            i.hits,
+            i.misses,
+            i.evictions,
+            i.weight,
+            m.hits,
+            m.misses,
+        ]
+    }
 }
+
+/// The names of [`Store::cache_metrics`], in its order: counts since the cache was made, and `-bytes` now
+/// held (the chunk cache is the process's, shared by the stores opened with the same cache settings).
+pub const CACHE_METRICS: [&str; 20] = [
+    "chunk-cache-hits",
+    "chunk-cache-misses",
+    "chunk-cache-evictions",
+    "chunk-cache-bytes",
+    "chunk-cache-disk-hits",
+    "chunk-cache-disk-misses",
+    "chunk-cache-disk-evictions",
+    "chunk-cache-disk-bytes",
+    "chunk-cache-disk-dropped",
+    "chunk-cache-loads",
+    "chunk-cache-loaded-bytes",
+    "chunk-cache-prefetched",
+    "chunk-cache-prefetched-bytes-used",
+    "chunk-cache-prefetched-bytes-wasted",
+    "index-cache-hits",
+    "index-cache-misses",
+    "index-cache-evictions",
+    "index-cache-bytes",
+    "manifest-cache-hits",
+    "manifest-cache-misses",
+];
 
 #[cfg(test)]
 mod tests {

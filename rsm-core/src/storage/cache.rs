@@ -130,31 +130,34 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
     }
 
     /// Keeps `value` under `key` as the most recently used, evicting the least recently used entries until
-    /// it fits (a value heavier than the whole budget is not kept).
-    pub fn insert(&self, key: K, value: V) {
+    /// it fits (a value heavier than the whole budget is not kept); returns the entries evicted to make room.
+    pub fn insert(&self, key: K, value: V) -> Vec<(K, V)> {
         let w = (self.weigh)(&value);
         if w > self.capacity {
             self.remove(&key);
-            return;
+            return Vec::new();
         }
+        let mut evicted = Vec::new();
         let mut g = self.lock();
         if let Some((old, _)) = g.map.put(key, (value, Instant::now())) {
             g.weight -= (self.weigh)(&old);
         }
         g.weight += w;
         while g.weight > self.capacity {
-            let Some((_, (old, _))) = g.map.pop_lru() else { break };
+            let Some((k, (old, _))) = g.map.pop_lru() else { break };
             g.weight -= (self.weigh)(&old);
             self.evictions.fetch_add(1, Ordering::Relaxed);
+            evicted.push((k, old));
         }
+        evicted
     }
 
-    /// Forgets `key`.
-    pub fn remove(&self, key: &K) {
+    /// Forgets `key`; returns its value if it was held.
+    pub fn remove(&self, key: &K) -> Option<V> {
         let mut g = self.lock();
-        if let Some((old, _)) = g.map.pop(key) {
-            g.weight -= (self.weigh)(&old);
-        }
+        let (old, _) = g.map.pop(key)?;
+        g.weight -= (self.weigh)(&old);
+        Some(old)
     }
 
     /// Forgets every entry whose key `pred` accepts.
@@ -197,8 +200,9 @@ mod tests {
         }
         assert_eq!(c.stats().weight, 1000);
         assert!(c.get(&0).is_some(), "0 is now the most recently used");
-        c.insert(10, vec![0; 250]);
+        let evicted: Vec<u32> = c.insert(10, vec![0; 250]).into_iter().map(|(k, _)| k).collect();
         // 250 more bytes: the three least recently used (1, 2, 3) make room, not 0.
+        assert_eq!(evicted, [1, 2, 3], "the evicted entries are returned, oldest first");
         for (k, kept) in [(0, true), (1, false), (2, false), (3, false), (4, true), (10, true)] {
             assert_eq!(c.get(&k).is_some(), kept, "entry {k}");
         }

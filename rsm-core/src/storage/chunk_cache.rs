@@ -1,17 +1,23 @@
-//! The chunk cache: a [`ChunkSource`] that wraps another, keeps whole checked chunks in memory (bounded in
-//! bytes, least recently used evicted first), loads each chunk once however many readers ask for it at the
-//! same time (single-flight), and reads ahead for sequential readers.
+//! The chunk cache: whole checked chunks in memory (bounded in bytes, least recently used evicted first) and
+//! optionally on disk ([`disk_cache`](super::disk_cache): bounded in bytes, kept across restarts), shared by
+//! every storage manager of a process that has the same cache settings ([`ChunkCache::for_process`]).
 //!
-//! A chunk enters the cache only after its blocks and its entry's CRC-32C matched; a failed load is not
-//! remembered (the next reader tries again). A read is sequential when it starts after the previous read of
-//! the same segment started and no later than where that read ended: the broker's catch-up pattern (open at
-//! the next batch, read about a mebibyte, close) is. Then the next `prefetch` chunks are loaded in the
-//! background; a random reader gets none.
+//! A [`ChunkCache`] is the store of chunks; [`CachedChunks`] is the [`ChunkSource`] that reads one store's
+//! chunks through it, keyed by the store (a hash of its URL and key prefix), the segment and the chunk. A
+//! chunk is loaded once however many readers ask for it at the same time (single-flight). A chunk enters
+//! either tier only after its blocks and its entry's CRC-32C matched; a failed load is not remembered (the
+//! next reader tries again); a disk file is checked again each time it is read.
+//!
+//! A read is sequential when it starts after the previous read of the same segment started and no later
+//! than where that read ended: the broker's catch-up pattern (open at the next batch, read about a
+//! mebibyte, close) is. Then the next `prefetch_chunks` chunks are loaded in the background, with at most a
+//! quarter of the memory tier's bytes in flight in all; a random reader gets none.
 
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
+use super::disk_cache::{ChunkKey, DiskTier};
 use super::layout::segment_keys;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::model::Uuid;
 use async_trait::async_trait;
@@ -19,55 +25,83 @@ use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use tokio::sync::OnceCell;
-
-/// A chunk: its segment and its index in the chunk table.
-type ChunkKey = (Uuid, usize);
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::{OnceCell, Semaphore};
 
 /// How many segments' last read positions are remembered for sequential detection.
 const TRACKED_SEGMENTS: usize = 4096;
 
+/// Disk writes in flight at once; a chunk loaded while they are all busy is not written to disk.
+const DISK_WRITES_IN_FLIGHT: usize = 4;
+
+/// The setting that names the disk tier's directory, named in its errors.
+pub const DISK_PATH_KEY: &str = "fetch.cache.disk.path";
+
+/// The disk tier of a [`ChunkCache`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskCacheConfig {
+    /// The directory of the cache's files, owned by the cache.
+    pub path: PathBuf,
+    /// Bytes of files kept.
+    pub capacity_bytes: u64,
+}
+
 /// The settings of a [`ChunkCache`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChunkCacheConfig {
     /// Bytes of whole chunks kept in memory.
     pub capacity_bytes: u64,
     /// Chunks read ahead for a sequential reader.
     pub prefetch_chunks: usize,
+    /// The disk tier, if any.
+    pub disk: Option<DiskCacheConfig>,
 }
 
 /// What a chunk cache has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChunkCacheStats {
-    /// The cache of whole chunks: hits, misses, evictions, bytes held.
-    pub chunks: CacheStats,
-    /// Chunks loaded from the inner source (each one GET for stores read directly).
+    /// The memory tier: hits, misses, evictions, chunks and bytes held.
+    pub memory: CacheStats,
+    /// The disk tier (all zero without one): hits, misses, evictions, files and bytes held.
+    pub disk: CacheStats,
+    /// Disk files that failed their check, were deleted and fetched again.
+    pub disk_dropped: u64,
+    /// Disk writes that failed (the chunk was served, but not kept on disk).
+    pub disk_write_failures: u64,
+    /// Chunks loaded from the store (each one ranged read for stores read directly).
     pub loads: u64,
+    /// Their bytes.
+    pub loaded_bytes: u64,
     /// Chunks loaded ahead of a sequential reader.
     pub prefetched: u64,
     /// Bytes of prefetched chunks that a reader then used.
     pub prefetched_bytes_used: u64,
+    /// Bytes of prefetched chunks evicted from memory before any reader used them.
+    pub prefetched_bytes_wasted: u64,
 }
 
 struct Shared {
-    inner: Arc<dyn ChunkSource>,
-    key_prefix: String,
-    chunks: Cache<ChunkKey, Bytes>,
+    memory: Cache<ChunkKey, Bytes>,
+    disk: Option<Arc<DiskTier>>,
+    disk_writes: Arc<Semaphore>,
     /// Loads in flight: the first reader of a chunk loads it, the others wait for the same cell.
     loading: Mutex<HashMap<ChunkKey, Arc<OnceCell<Bytes>>>>,
-    /// Per segment, the start and end of its last read.
-    last_read: Mutex<lru::LruCache<Uuid, (u64, u64)>>,
-    /// Prefetched chunks no reader has used yet.
-    prefetched: Mutex<std::collections::HashSet<ChunkKey>>,
+    /// Per store and segment, the start and end of its last read.
+    last_read: Mutex<lru::LruCache<(u64, Uuid), (u64, u64)>>,
+    /// Prefetched chunks no reader has used yet, with their lengths (0 while loading).
+    prefetched: Mutex<HashMap<ChunkKey, u64>>,
+    prefetch_in_flight: AtomicU64,
     config: ChunkCacheConfig,
     loads: AtomicU64,
+    loaded_bytes: AtomicU64,
     prefetches: AtomicU64,
     prefetched_used: AtomicU64,
+    prefetched_wasted: AtomicU64,
 }
 
-/// Whole checked chunks in memory over another [`ChunkSource`]; see the module documentation.
+/// Whole checked chunks in memory and on disk; see the module documentation. Cloning shares the cache.
 #[derive(Clone)]
 pub struct ChunkCache {
     shared: Arc<Shared>,
@@ -84,66 +118,157 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The caches of this process, by their settings ([`ChunkCache::for_process`]).
+static PROCESS_CACHES: Mutex<Vec<(ChunkCacheConfig, Weak<Shared>)>> = Mutex::new(Vec::new());
+
+/// A stable 64-bit hash (FNV-1a) of a store's identity, for cache keys and file names.
+fn scope_hash(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0]) {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
 impl ChunkCache {
-    /// A cache over `inner`, for the segments under `key_prefix` (named in errors).
-    pub fn new(inner: Arc<dyn ChunkSource>, key_prefix: String, config: ChunkCacheConfig) -> Self {
+    /// A cache of its own with these settings, opening its disk tier if it has one (errors name
+    /// [`DISK_PATH_KEY`]).
+    pub fn new(config: ChunkCacheConfig) -> Result<Self> {
+        let disk = match &config.disk {
+            Some(d) => Some(Arc::new(DiskTier::open(&d.path, d.capacity_bytes, DISK_PATH_KEY)?)),
+            None => None,
+        };
         let tracked = std::num::NonZeroUsize::new(TRACKED_SEGMENTS).expect("non-zero");
-        ChunkCache {
+        Ok(ChunkCache {
             shared: Arc::new(Shared {
-                inner,
-                key_prefix,
-                chunks: Cache::new(config.capacity_bytes, |b: &Bytes| b.len() as u64),
+                memory: Cache::new(config.capacity_bytes, |b: &Bytes| b.len() as u64),
+                disk,
+                disk_writes: Arc::new(Semaphore::new(DISK_WRITES_IN_FLIGHT)),
                 loading: Mutex::new(HashMap::new()),
                 last_read: Mutex::new(lru::LruCache::new(tracked)),
-                prefetched: Mutex::new(std::collections::HashSet::new()),
+                prefetched: Mutex::new(HashMap::new()),
+                prefetch_in_flight: AtomicU64::new(0),
                 config,
                 loads: AtomicU64::new(0),
+                loaded_bytes: AtomicU64::new(0),
                 prefetches: AtomicU64::new(0),
                 prefetched_used: AtomicU64::new(0),
+                prefetched_wasted: AtomicU64::new(0),
             }),
+        })
+    }
+
+    /// The process's cache with these settings: every storage manager of the process opened with the same
+    /// cache settings shares one (its memory, its disk directory and its counts), and it lives while one of
+    /// them does. A disk directory already in use with other settings is refused, naming [`DISK_PATH_KEY`].
+    pub fn for_process(config: ChunkCacheConfig) -> Result<Self> {
+        let mut caches = lock(&PROCESS_CACHES);
+        caches.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(shared) = caches.iter().find(|(c, _)| *c == config).and_then(|(_, w)| w.upgrade()) {
+            return Ok(ChunkCache { shared });
         }
+        if let Some(d) = &config.disk
+            && caches.iter().any(|(c, _)| c.disk.as_ref().is_some_and(|o| o.path == d.path))
+        {
+            return Err(Error::config(
+                DISK_PATH_KEY,
+                format!(
+                    "the cache directory {} is in use in this process with other cache settings; give each setting its own directory",
+                    d.path.display()
+                ),
+            ));
+        }
+        let cache = ChunkCache::new(config.clone())?;
+        caches.push((config, Arc::downgrade(&cache.shared)));
+        Ok(cache)
     }
 
     /// What the cache has done so far.
     pub fn stats(&self) -> ChunkCacheStats {
         let s = &self.shared;
+        let disk = s.disk.as_ref();
         ChunkCacheStats {
-            chunks: s.chunks.stats(),
+            memory: s.memory.stats(),
+            disk: disk.map(|d| d.stats()).unwrap_or_default(),
+            disk_dropped: disk.map_or(0, |d| d.dropped()),
+            disk_write_failures: disk.map_or(0, |d| d.write_failures()),
             loads: s.loads.load(Ordering::Relaxed),
+            loaded_bytes: s.loaded_bytes.load(Ordering::Relaxed),
             prefetched: s.prefetches.load(Ordering::Relaxed),
             prefetched_bytes_used: s.prefetched_used.load(Ordering::Relaxed),
+            prefetched_bytes_wasted: s.prefetched_wasted.load(Ordering::Relaxed),
         }
+    }
+
+    /// The chunks of one store, read through this cache from `inner`. `store` names the store (its URL:
+    /// hashed, never logged) and `key_prefix` its objects; together they keep stores apart in the cache and
+    /// on disk.
+    pub fn over(&self, inner: Arc<dyn ChunkSource>, store: &str, key_prefix: String) -> CachedChunks {
+        let scope = scope_hash(&[store, &key_prefix]);
+        CachedChunks { cache: self.clone(), inner, scope, key_prefix: key_prefix.into() }
     }
 }
 
+/// One store's chunks read through a [`ChunkCache`] ([`ChunkCache::over`]). Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct CachedChunks {
+    cache: ChunkCache,
+    inner: Arc<dyn ChunkSource>,
+    scope: u64,
+    key_prefix: Arc<str>,
+}
+
+impl CachedChunks {
+    /// The cache it reads through.
+    pub fn cache(&self) -> &ChunkCache {
+        &self.cache
+    }
+}
+
+/// Checks `bytes` as chunk `i` of the segment `m` describes, whole: its blocks, or its entry's CRC without
+/// block CRCs.
+fn check_chunk(m: &Manifest, i: usize, bytes: &[u8], what: &str) -> Result<()> {
+    let c = m.chunks[i];
+    if m.block_size == 0 {
+        return c.verify(bytes, what);
+    }
+    m.check_blocks(c.position()..c.end(), bytes, what)
+}
+
 impl Shared {
-    /// Chunk `i` of the segment, whole and checked: from the cache, from a load in flight, or loaded now.
-    async fn chunk(&self, m: &Arc<Manifest>, i: usize) -> Result<Bytes> {
-        let key = (m.metadata.remote_log_segment_id.id, i);
-        if let Some(b) = self.chunks.get(&key) {
-            if lock(&self.prefetched).remove(&key) {
-                self.prefetched_used.fetch_add(b.len() as u64, Ordering::Relaxed);
-            }
+    /// Chunk `i` of the segment, whole and checked: from memory, from a load in flight, from disk, or read
+    /// from `src` now.
+    async fn chunk(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize) -> Result<Bytes> {
+        let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
+        if let Some(b) = self.memory.get(&key) {
+            self.used(&key);
             return Ok(b);
         }
         let cell = lock(&self.loading).entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone();
         let loaded = cell
             .get_or_try_init(|| async {
                 // A load that ended between this reader's miss and its taking the cell left the chunk in
-                // the cache (it is inserted before its cell is dropped): use it rather than read it again.
-                if let Some(b) = self.chunks.peek(&key) {
+                // memory (it is inserted before its cell is dropped): use it rather than read it again.
+                if let Some(b) = self.memory.peek(&key) {
+                    return Ok(b);
+                }
+                let what = segment_keys(&src.key_prefix, &m.metadata).log;
+                if let Some(b) = self.from_disk(key, m, i, &what).await {
+                    self.keep_in_memory(key, b.clone());
                     return Ok(b);
                 }
                 let c = m.chunks[i];
-                let what = segment_keys(&self.key_prefix, &m.metadata).log;
-                let bytes = self.inner.read(m, c.position()..c.end()).await?;
-                if !self.inner.checks() {
-                    m.check_blocks(c.position()..c.end(), &bytes, &what)?;
+                let bytes = src.inner.read(m, c.position()..c.end()).await?;
+                if !src.inner.checks() {
+                    check_chunk(m, i, &bytes, &what)?;
                 }
-                c.verify(&bytes, &what)?;
                 self.loads.fetch_add(1, Ordering::Relaxed);
-                self.chunks.insert(key, bytes.clone());
-                Ok::<_, crate::Error>(bytes)
+                self.loaded_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                self.keep_in_memory(key, bytes.clone());
+                self.to_disk(key, bytes.clone());
+                Ok::<_, Error>(bytes)
             })
             .await
             .cloned();
@@ -151,52 +276,116 @@ impl Shared {
         if loading.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
             loading.remove(&key);
         }
+        drop(loading);
+        if loaded.is_ok() {
+            self.used(&key);
+        }
         loaded
     }
 
+    /// Counts a prefetched chunk's bytes as used, the first time a reader takes it.
+    fn used(&self, key: &ChunkKey) {
+        if let Some(len) = lock(&self.prefetched).remove(key) {
+            self.prefetched_used.fetch_add(len, Ordering::Relaxed);
+        }
+    }
+
+    fn keep_in_memory(&self, key: ChunkKey, bytes: Bytes) {
+        let evicted = self.memory.insert(key, bytes);
+        if evicted.is_empty() {
+            return;
+        }
+        let mut prefetched = lock(&self.prefetched);
+        for (k, _) in evicted {
+            if let Some(len) = prefetched.remove(&k) {
+                self.prefetched_wasted.fetch_add(len, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The chunk from the disk tier, checked; `None` when it has no good copy.
+    async fn from_disk(&self, key: ChunkKey, m: &Arc<Manifest>, i: usize, what: &str) -> Option<Bytes> {
+        let disk = self.disk.clone()?;
+        if !disk.contains(&key) {
+            disk.get(&key, |_| Ok(())); // counts the miss; no file is read
+            return None;
+        }
+        let (m, what) = (m.clone(), what.to_string());
+        tokio::task::spawn_blocking(move || disk.get(&key, |b| check_chunk(&m, i, b, &what))).await.ok().flatten()
+    }
+
+    /// Writes the chunk to the disk tier in the background, unless the tier has it or is busy.
+    fn to_disk(&self, key: ChunkKey, bytes: Bytes) {
+        let Some(disk) = self.disk.clone() else { return };
+        if disk.contains(&key) {
+            return;
+        }
+        let Ok(permit) = self.disk_writes.clone().try_acquire_owned() else { return };
+        tokio::task::spawn_blocking(move || {
+            disk.put(key, &bytes);
+            drop(permit);
+        });
+    }
+
     /// Whether a read of `range` continues the segment's previous read; records it either way.
-    fn sequential(&self, id: Uuid, range: &Range<u64>) -> bool {
+    fn sequential(&self, key: (u64, Uuid), range: &Range<u64>) -> bool {
         let mut last = lock(&self.last_read);
-        let seq = last.get(&id).is_some_and(|&(start, end)| range.start > start && range.start <= end);
-        last.put(id, (range.start, range.end));
+        let seq = last.get(&key).is_some_and(|&(start, end)| range.start > start && range.start <= end);
+        last.put(key, (range.start, range.end));
         seq
+    }
+
+    /// Loads chunks `ahead` of the segment in the background, skipping those held or loading, while the
+    /// bytes in flight stay within a quarter of the memory tier.
+    fn prefetch(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, ahead: Range<usize>) {
+        let budget = self.config.capacity_bytes / 4;
+        let id = m.metadata.remote_log_segment_id.id;
+        for i in ahead {
+            let key = (src.scope, id, i as u32);
+            let len = m.chunks[i].data_length as u64;
+            if lock(&self.loading).contains_key(&key) || self.memory.get_quiet(&key) {
+                continue;
+            }
+            if self.prefetch_in_flight.fetch_add(len, Ordering::Relaxed) + len > budget {
+                self.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
+                break;
+            }
+            lock(&self.prefetched).insert(key, len);
+            self.prefetches.fetch_add(1, Ordering::Relaxed);
+            let (shared, src, m) = (self.clone(), src.clone(), m.clone());
+            tokio::spawn(async move {
+                let got = shared.chunk(&src, &m, i).await;
+                shared.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
+                if let Err(e) = got {
+                    lock(&shared.prefetched).remove(&key);
+                    tracing::debug!(segment = %id, chunk = i, error = %e, "read-ahead failed; a reader will load it");
+                }
+            });
+        }
     }
 }
 
 #[async_trait]
-impl ChunkSource for ChunkCache {
+impl ChunkSource for CachedChunks {
     async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes> {
-        let s = &self.shared;
+        let src = self;
+        let s = &src.cache.shared;
         let Some(first) = manifest.chunk_at_position(range.start) else {
-            return s.inner.read(manifest, range).await;
+            return src.inner.read(manifest, range).await;
         };
         let mut parts = Vec::new();
         let mut last = first;
         for (i, c) in manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.position() < range.end) {
-            let whole = s.chunk(manifest, i).await?;
+            let whole = s.chunk(src, manifest, i).await?;
             let from = range.start.max(c.position()) - c.position();
             let to = range.end.min(c.end()) - c.position();
             parts.push(whole.slice(from as usize..to as usize));
             last = i;
         }
-        if s.config.prefetch_chunks > 0 && s.sequential(manifest.metadata.remote_log_segment_id.id, &range) {
-            let id = manifest.metadata.remote_log_segment_id.id;
-            let ahead = (last + 1..manifest.chunks.len()).take(s.config.prefetch_chunks);
-            for i in ahead {
-                let busy = s.config.capacity_bytes == 0 || lock(&s.loading).contains_key(&(id, i));
-                if busy || s.chunks.get_quiet(&(id, i)) {
-                    continue;
-                }
-                lock(&s.prefetched).insert((id, i));
-                s.prefetches.fetch_add(1, Ordering::Relaxed);
-                let (shared, m) = (self.shared.clone(), manifest.clone());
-                tokio::spawn(async move {
-                    if let Err(e) = shared.chunk(&m, i).await {
-                        lock(&shared.prefetched).remove(&(id, i));
-                        tracing::debug!(segment = %id, chunk = i, error = %e, "read-ahead failed; a reader will load it");
-                    }
-                });
-            }
+        let id = manifest.metadata.remote_log_segment_id.id;
+        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && s.sequential((src.scope, id), &range) {
+            let end = (last + 1 + s.config.prefetch_chunks).min(manifest.chunks.len());
+            s.prefetch(src, manifest, last + 1..end);
         }
         Ok(match parts.len() {
             1 => parts.pop().expect("one part"),

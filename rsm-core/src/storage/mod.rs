@@ -6,8 +6,9 @@
 //! - [`chunk_source`]: the seam between the planner and the store ([`ChunkSource`]): where a chunk's bytes
 //!   come from (the backend today; a cache and transforms later);
 //! - [`cache`]: the bounded, weighted LRU cache type (manifests, remote indexes);
-//! - [`chunk_cache`]: whole checked chunks in memory over a chunk source, single-flight, with read-ahead for
-//!   sequential readers (`fetch.cache.bytes`, `fetch.prefetch.chunks`);
+//! - [`chunk_cache`]: whole checked chunks in memory and on disk (the disk tier in `disk_cache`), one cache
+//!   per process and settings, single-flight, with read-ahead for sequential readers (`fetch.cache.*`,
+//!   `fetch.prefetch.chunks`);
 //! - [`settings`]: the settings, [`TieredConfig`].
 //!
 //! # Copy
@@ -19,12 +20,13 @@ pub mod cache;
 pub mod chunk_cache;
 pub mod chunk_source;
 mod copy;
+mod disk_cache;
 pub mod fetch;
 pub mod layout;
 pub mod settings;
 
 pub use cache::{Cache, CacheStats};
-pub use chunk_cache::{ChunkCache, ChunkCacheConfig, ChunkCacheStats};
+pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig};
 pub use chunk_source::{BackendChunks, ChunkSource};
 pub use layout::{SegmentKeys, partition_prefix, segment_keys};
 pub use settings::TieredConfig;
@@ -75,18 +77,31 @@ pub struct VerifyReport {
 }
 
 impl TieredStorage {
-    /// A storage manager over `backend`, reading chunks from it directly.
-    pub fn new(backend: Arc<dyn StorageBackend>, config: TieredConfig) -> Self {
+    /// A storage manager over `backend`, with a chunk cache of its own in memory when `fetch.cache.bytes`
+    /// is set and never a disk tier (tests, tools); a host opens stores with [`TieredStorage::open`].
+    pub fn new(backend: Arc<dyn StorageBackend>, mut config: TieredConfig) -> Self {
+        config.fetch_cache_disk = None;
+        let cache = config.chunk_cache().map(|c| ChunkCache::new(c).expect("a cache without a disk tier opens"));
+        Self::build(backend, config, cache, "")
+    }
+
+    /// A storage manager over `backend`, the store named `store` (its URL), reading chunks through the
+    /// process's chunk cache for these settings ([`ChunkCache::for_process`]) when they ask for one,
+    /// its disk tier included; fails when the disk tier cannot be opened, naming the setting.
+    pub fn open(backend: Arc<dyn StorageBackend>, config: TieredConfig, store: &str) -> Result<Self> {
+        let cache = config.chunk_cache().map(ChunkCache::for_process).transpose()?;
+        Ok(Self::build(backend, config, cache, store))
+    }
+
+    fn build(
+        backend: Arc<dyn StorageBackend>,
+        config: TieredConfig,
+        chunk_cache: Option<ChunkCache>,
+        store: &str,
+    ) -> Self {
         let direct: Arc<dyn ChunkSource> = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
-        let chunk_cache = (config.fetch_cache_bytes > 0).then(|| {
-            let cache_config = ChunkCacheConfig {
-                capacity_bytes: config.fetch_cache_bytes,
-                prefetch_chunks: config.fetch_prefetch_chunks,
-            };
-            ChunkCache::new(direct.clone(), config.key_prefix.clone(), cache_config)
-        });
         let chunks = match &chunk_cache {
-            Some(c) => Arc::new(c.clone()) as Arc<dyn ChunkSource>,
+            Some(c) => Arc::new(c.over(direct, store, config.key_prefix.clone())) as Arc<dyn ChunkSource>,
             None => direct,
         };
         let manifests = Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl);
@@ -685,7 +700,7 @@ mod tests {
         let two_chunks = m.chunks[0].data_length as u64 * 2 + 1;
         let rsm = cached(backend.clone(), two_chunks, 0);
         assert!(collect(rsm.fetch_log_segment(&md, 0, None).await.unwrap()).await.unwrap() == log);
-        let s = rsm.chunk_cache_stats().unwrap().chunks;
+        let s = rsm.chunk_cache_stats().unwrap().memory;
         assert!(s.weight <= two_chunks && s.entries == 2 && s.evictions >= 2, "{s:?}");
 
         let key = rsm.keys(&md).log;
@@ -698,7 +713,7 @@ mod tests {
             let e = collect(fresh.fetch_log_segment(&md, at, Some(at + 10)).await.unwrap()).await.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
         }
-        assert_eq!(fresh.chunk_cache_stats().unwrap().chunks.entries, 0, "nothing unchecked was kept");
+        assert_eq!(fresh.chunk_cache_stats().unwrap().memory.entries, 0, "nothing unchecked was kept");
     }
 
     /// A catch-up reader (broker fetches one after another) is read ahead and reads each chunk about once;

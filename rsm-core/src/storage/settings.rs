@@ -1,7 +1,26 @@
 //! The settings of [`TieredStorage`](super::TieredStorage).
 
+use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::ConfigReader;
 use crate::error::{Error, Result};
+
+const DISK_BYTES_KEY: &str = "fetch.cache.disk.bytes";
+
+fn read_disk_cache(r: &mut ConfigReader<'_>) -> Result<Option<DiskCacheConfig>> {
+    let path = r.string(DISK_PATH_KEY).map(str::trim).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+    let bytes = r.string(DISK_BYTES_KEY).is_some();
+    match path {
+        None if bytes => Err(Error::config(DISK_BYTES_KEY, format!("is set but `{DISK_PATH_KEY}` is not"))),
+        None => Ok(None),
+        Some(p) if !p.is_absolute() => {
+            Err(Error::config(DISK_PATH_KEY, format!("must be an absolute directory, not `{}`", p.display())))
+        }
+        Some(_) if !bytes => Err(Error::config(DISK_BYTES_KEY, format!("is required with `{DISK_PATH_KEY}`"))),
+        Some(path) => {
+            Ok(Some(DiskCacheConfig { path, capacity_bytes: r.int_in(DISK_BYTES_KEY, 0, 16 << 20..=64 << 40)? }))
+        }
+    }
+}
 
 /// Settings of [`TieredStorage`](super::TieredStorage), read from the keys named on each field.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,8 +46,12 @@ pub struct TieredConfig {
     /// chunk share one read.
     pub fetch_cache_bytes: u64,
     /// `fetch.prefetch.chunks`: with the chunk cache on, chunks read ahead for a sequential reader, 0 to 64
-    /// (default 2).
+    /// (default 2); at most a quarter of `fetch.cache.bytes` is read ahead at once.
     pub fetch_prefetch_chunks: usize,
+    /// `fetch.cache.disk.path` and `fetch.cache.disk.bytes`: the chunk cache's disk tier, a directory of its
+    /// own (absolute) holding at most that many bytes of chunks, 16 MiB to 64 TiB, kept across restarts
+    /// (default none; the bytes are required with the path).
+    pub fetch_cache_disk: Option<DiskCacheConfig>,
     /// `index.cache.bytes`: remote indexes kept in memory (SR-34), least recently used evicted first, 0 (off)
     /// to 64 GiB (default 64 MiB).
     pub index_cache_bytes: u64,
@@ -46,6 +69,7 @@ impl Default for TieredConfig {
             manifest_cache_ttl: std::time::Duration::from_secs(3600),
             fetch_cache_bytes: 0,
             fetch_prefetch_chunks: 2,
+            fetch_cache_disk: None,
             index_cache_bytes: 64 << 20,
         }
     }
@@ -74,7 +98,19 @@ impl TieredConfig {
             )?),
             fetch_cache_bytes: r.int_in("fetch.cache.bytes", d.fetch_cache_bytes, 0..=64 << 30)?,
             fetch_prefetch_chunks: r.int_in("fetch.prefetch.chunks", d.fetch_prefetch_chunks, 0..=64)?,
+            fetch_cache_disk: read_disk_cache(r)?,
             index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
+        })
+    }
+}
+
+impl TieredConfig {
+    /// The chunk cache these settings ask for: none unless `fetch.cache.bytes` or the disk tier is set.
+    pub fn chunk_cache(&self) -> Option<ChunkCacheConfig> {
+        (self.fetch_cache_bytes > 0 || self.fetch_cache_disk.is_some()).then(|| ChunkCacheConfig {
+            capacity_bytes: self.fetch_cache_bytes,
+            prefetch_chunks: self.fetch_prefetch_chunks,
+            disk: self.fetch_cache_disk.clone(),
         })
     }
 }

@@ -1,0 +1,255 @@
+//! The disk tier of the chunk cache: one file per whole chunk in a directory of its own, bounded in bytes,
+//! least recently used removed first, kept across restarts.
+//!
+//! A file holds a chunk's original bytes and nothing else; its name says whose chunk it is
+//! (`<store>-<segment>-<chunk>.chunk`, the store as a hash of its URL and key prefix, the segment id in hex).
+//! The manifest that names the chunk is what checks it: a file is served only after its length, its blocks'
+//! CRC-32C and its entry's CRC-32C matched, and a file that fails is deleted and the chunk fetched again. A
+//! file is written under a temporary name and renamed into place, so a crash leaves either a whole file or a
+//! temporary one, which the next start deletes; no write is synced, because a torn file fails its check.
+//!
+//! At start the directory's files are indexed in the order they were last used (their modification time,
+//! which a hit renews) and the oldest removed until the rest fit. One process at a time owns a directory:
+//! it holds an exclusive lock on `.lock` in it.
+
+use super::cache::{Cache, CacheStats};
+use crate::error::{Error, Result};
+use crate::model::Uuid;
+use bytes::Bytes;
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+/// A chunk of one store: the store's scope hash, the segment id, the chunk's index in the chunk table.
+pub(crate) type ChunkKey = (u64, Uuid, u32);
+
+const SUFFIX: &str = ".chunk";
+const TMP_SUFFIX: &str = ".tmp";
+const LOCK_FILE: &str = ".lock";
+
+/// The disk tier; see the module documentation. Blocking: call it from a blocking thread.
+pub(crate) struct DiskTier {
+    dir: PathBuf,
+    /// Every file held, weighed by its length.
+    index: Cache<ChunkKey, u64>,
+    /// Files that failed their check and were removed.
+    dropped: AtomicU64,
+    /// Writes that failed (a full disk): the chunk stays uncached on disk, and the failure is logged.
+    write_failures: AtomicU64,
+    /// Held for as long as the tier is open: the directory's lock.
+    _lock: File,
+}
+
+impl std::fmt::Debug for DiskTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskTier").field("dir", &self.dir).field("index", &self.index).finish()
+    }
+}
+
+fn file_name(key: &ChunkKey) -> String {
+    let (scope, id, chunk) = key;
+    let id: String = id.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    format!("{scope:016x}-{id}-{chunk}{SUFFIX}")
+}
+
+fn parse_name(name: &str) -> Option<ChunkKey> {
+    let stem = name.strip_suffix(SUFFIX)?;
+    let mut parts = stem.splitn(3, '-');
+    let (scope, id, chunk) = (parts.next()?, parts.next()?, parts.next()?);
+    if scope.len() != 16 || id.len() != 32 {
+        return None;
+    }
+    let scope = u64::from_str_radix(scope, 16).ok()?;
+    let id = u128::from_str_radix(id, 16).ok()?;
+    Some((scope, Uuid::from_bytes(id.to_be_bytes()), chunk.parse().ok()?))
+}
+
+impl DiskTier {
+    /// Opens (creating it if need be) the tier in `dir`, holding at most `capacity` bytes of files; errors
+    /// name `key`, the setting that gave the directory.
+    pub(crate) fn open(dir: &Path, capacity: u64, key: &str) -> Result<Self> {
+        let fail = |what: &str, e: std::io::Error| Error::config(key, format!("{what} {}: {e}", dir.display()));
+        fs::create_dir_all(dir).map_err(|e| fail("cannot create the cache directory", e))?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_FILE))
+            .map_err(|e| fail("cannot open the lock file in", e))?;
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(Error::config(
+                key,
+                format!("the cache directory {} is in use by another storage manager or process", dir.display()),
+            ));
+        }
+        let mut found = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| fail("cannot list the cache directory", e))? {
+            let entry = entry.map_err(|e| fail("cannot list the cache directory", e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.ends_with(TMP_SUFFIX) {
+                // A write that a crash interrupted.
+                let _ = fs::remove_file(entry.path());
+                continue;
+            }
+            let Some(k) = parse_name(name) else { continue };
+            let Ok(meta) = entry.metadata() else { continue };
+            found.push((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), k, meta.len()));
+        }
+        found.sort_by_key(|(at, ..)| *at);
+        let tier = DiskTier {
+            dir: dir.to_path_buf(),
+            index: Cache::new(capacity, |len: &u64| *len),
+            dropped: AtomicU64::new(0),
+            write_failures: AtomicU64::new(0),
+            _lock: lock,
+        };
+        for (_, k, len) in found {
+            tier.keep(k, len);
+        }
+        Ok(tier)
+    }
+
+    fn path(&self, key: &ChunkKey) -> PathBuf {
+        self.dir.join(file_name(key))
+    }
+
+    /// Records a file as held, removing the files evicted to make room (and the file itself when it is
+    /// larger than the whole tier).
+    fn keep(&self, key: ChunkKey, len: u64) {
+        if len > self.index.stats().capacity {
+            let _ = fs::remove_file(self.path(&key));
+            return;
+        }
+        for (old, _) in self.index.insert(key, len) {
+            let _ = fs::remove_file(self.path(&old));
+        }
+    }
+
+    /// Whether a file for `key` is held, without counting a lookup.
+    pub(crate) fn contains(&self, key: &ChunkKey) -> bool {
+        self.index.get_quiet(key)
+    }
+
+    /// The bytes of the file for `key`, if one is held and readable (counted as a hit or a miss); `check`
+    /// decides whether they may be served: a file it refuses is deleted, counted, and `None` returned.
+    pub(crate) fn get(&self, key: &ChunkKey, check: impl FnOnce(&[u8]) -> Result<()>) -> Option<Bytes> {
+        self.index.get(key)?;
+        let path = self.path(key);
+        let read = fs::read(&path);
+        let verdict = match &read {
+            Ok(bytes) => check(bytes),
+            Err(e) => Err(Error::from_io(format!("chunk cache file {}", path.display()), clone_io(e))),
+        };
+        match verdict {
+            Ok(()) => {
+                // Renew the file's time, so that a restart keeps the order of use.
+                if let Ok(f) = File::options().write(true).open(&path) {
+                    let _ = f.set_modified(SystemTime::now());
+                }
+                read.ok().map(Bytes::from)
+            }
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "chunk cache file failed its check; deleted, the chunk is read again");
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.index.remove(key);
+                let _ = fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Writes `bytes` as the file for `key` (under a temporary name, then renamed), evicting older files.
+    pub(crate) fn put(&self, key: ChunkKey, bytes: &[u8]) {
+        let path = self.path(&key);
+        let tmp = path.with_extension(&TMP_SUFFIX[1..]);
+        let written = File::create(&tmp).and_then(|mut f| f.write_all(bytes)).and_then(|()| fs::rename(&tmp, &path));
+        match written {
+            Ok(()) => self.keep(key, bytes.len() as u64),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                self.write_failures.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(file = %path.display(), error = %e, "cannot write a chunk cache file; the chunk is not kept on disk");
+            }
+        }
+    }
+
+    /// Hits, misses, evictions, files and bytes held.
+    pub(crate) fn stats(&self) -> CacheStats {
+        self.index.stats()
+    }
+
+    /// Files that failed their check and were deleted.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Writes that failed.
+    pub(crate) fn write_failures(&self) -> u64 {
+        self.write_failures.load(Ordering::Relaxed)
+    }
+}
+
+fn clone_io(e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u32) -> ChunkKey {
+        (0xfeed, Uuid::from_bytes([7; 16]), n)
+    }
+
+    #[test]
+    fn names_round_trip_and_strangers_are_ignored() {
+        let k = (u64::MAX, Uuid::random(), 123);
+        assert_eq!(parse_name(&file_name(&k)), Some(k));
+        for stranger in ["notes.txt", "0-0-0.chunk", "zzzzzzzzzzzzzzzz-00000000000000000000000000000000-1.chunk"] {
+            assert_eq!(parse_name(stranger), None, "{stranger}");
+        }
+    }
+
+    #[test]
+    fn bounded_kept_across_a_restart_in_order_of_use_and_a_bad_file_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let tier = DiskTier::open(dir.path(), 300, "fetch.cache.disk.path").unwrap();
+        let again = DiskTier::open(dir.path(), 300, "fetch.cache.disk.path").unwrap_err();
+        assert!(again.to_string().contains("in use"), "{again}");
+        for n in 0..3 {
+            tier.put(key(n), &[n as u8; 100]);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(tier.get(&key(0), |_| Ok(())).is_some(), "0 is now the most recently used");
+        tier.put(key(3), &[3; 100]);
+        assert!(!tier.contains(&key(1)) && !dir.path().join(file_name(&key(1))).exists(), "1 went, file and all");
+        assert_eq!(tier.stats().weight, 300);
+        fs::write(dir.path().join("leftover.chunk.tmp"), b"torn").unwrap();
+        drop(tier);
+
+        // A smaller tier after a restart keeps the two most recently used: 0 and 3.
+        let tier = DiskTier::open(dir.path(), 200, "fetch.cache.disk.path").unwrap();
+        let held: Vec<bool> = (0..4).map(|n| tier.contains(&key(n))).collect();
+        assert_eq!(held, [true, false, false, true]);
+        assert!(!dir.path().join("leftover.chunk.tmp").exists(), "a torn write is removed");
+        assert_eq!(&tier.get(&key(3), |_| Ok(())).unwrap()[..], &[3; 100][..]);
+
+        let refused = tier.get(&key(0), |_| Err(Error::corrupt("damaged")));
+        assert!(refused.is_none() && !tier.contains(&key(0)) && !dir.path().join(file_name(&key(0))).exists());
+        assert_eq!(tier.dropped(), 1);
+    }
+
+    #[test]
+    fn an_unusable_directory_names_the_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        fs::write(&file, b"x").unwrap();
+        let e = DiskTier::open(&file.join("cache"), 1 << 20, "fetch.cache.disk.path").unwrap_err();
+        assert_eq!(e.config_key(), Some("fetch.cache.disk.path"), "{e}");
+    }
+}
