@@ -28,7 +28,7 @@ pub mod log;
 use bytes::Bytes;
 use handles::Registry;
 use jni::errors::ErrorPolicy;
-use jni::objects::{JByteArray, JClass, JObjectArray, JString, JThrowable, JValue};
+use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString, JThrowable, JValue};
 use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned, jni_sig};
 use rsm_core::{Error, ErrorKind, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
@@ -263,6 +263,42 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_closeStore<'l>(
     store: jlong,
 ) -> jboolean {
     entry(&mut env, |_| Ok(to_bool(STORES.remove(store))))
+}
+
+/// `static native String[] cacheMetricNames()`: the names of the caches' counters
+/// ([`rsm_facade::CACHE_METRICS`]), in the order of `cacheMetrics`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_rsm_kafka_NativeBridge_cacheMetricNames<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, |env| {
+        let names = JObjectArray::<JString>::new(env, rsm_facade::CACHE_METRICS.len(), JString::default())?;
+        for (i, name) in rsm_facade::CACHE_METRICS.iter().enumerate() {
+            env.with_local_frame(2, |env| -> Outcome<()> {
+                let s = env.new_string(name)?;
+                Ok(names.set_element(env, i, &s)?)
+            })?;
+        }
+        Ok(names)
+    })
+}
+
+/// `static native long[] cacheMetrics(long store)`: the store's cache counters
+/// ([`Store::cache_metrics`]), in the order of `cacheMetricNames`; a value above `Long.MAX_VALUE` reads as
+/// `Long.MAX_VALUE`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_rsm_kafka_NativeBridge_cacheMetrics<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+) -> JLongArray<'l> {
+    entry(&mut env, |env| {
+        let values = STORES.get(store)?.cache_metrics().map(|v| jlong::try_from(v).unwrap_or(jlong::MAX));
+        let out = JLongArray::new(env, values.len())?;
+        out.set_region(env, 0, &values)?;
+        Ok(out)
+    })
 }
 
 /// `static native byte[] copy(long store, byte[] metadata, String log, String offsetIndex, String timeIndex,

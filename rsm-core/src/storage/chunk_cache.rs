@@ -202,6 +202,14 @@ impl ChunkCache {
         }
     }
 
+    /// Waits for the disk writes in flight to end (at shutdown, or before looking at the directory).
+    pub async fn flush(&self) {
+        let all = DISK_WRITES_IN_FLIGHT as u32;
+        if let Ok(permits) = self.shared.disk_writes.acquire_many(all).await {
+            drop(permits);
+        }
+    }
+
     /// The chunks of one store, read through this cache from `inner`. `store` names the store (its URL:
     /// hashed, never logged) and `key_prefix` its objects; together they keep stores apart in the cache and
     /// on disk.
@@ -255,7 +263,7 @@ impl Shared {
                     return Ok(b);
                 }
                 let what = segment_keys(&src.key_prefix, &m.metadata).log;
-                if let Some(b) = self.from_disk(key, m, i, &what).await {
+                if let Some(b) = self.read_disk(key, m, i, &what).await {
                     self.keep_in_memory(key, b.clone());
                     return Ok(b);
                 }
@@ -267,7 +275,7 @@ impl Shared {
                 self.loads.fetch_add(1, Ordering::Relaxed);
                 self.loaded_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 self.keep_in_memory(key, bytes.clone());
-                self.to_disk(key, bytes.clone());
+                self.write_disk(key, bytes.clone());
                 Ok::<_, Error>(bytes)
             })
             .await
@@ -304,7 +312,7 @@ impl Shared {
     }
 
     /// The chunk from the disk tier, checked; `None` when it has no good copy.
-    async fn from_disk(&self, key: ChunkKey, m: &Arc<Manifest>, i: usize, what: &str) -> Option<Bytes> {
+    async fn read_disk(&self, key: ChunkKey, m: &Arc<Manifest>, i: usize, what: &str) -> Option<Bytes> {
         let disk = self.disk.clone()?;
         if !disk.contains(&key) {
             disk.get(&key, |_| Ok(())); // counts the miss; no file is read
@@ -315,7 +323,7 @@ impl Shared {
     }
 
     /// Writes the chunk to the disk tier in the background, unless the tier has it or is busy.
-    fn to_disk(&self, key: ChunkKey, bytes: Bytes) {
+    fn write_disk(&self, key: ChunkKey, bytes: Bytes) {
         let Some(disk) = self.disk.clone() else { return };
         if disk.contains(&key) {
             return;

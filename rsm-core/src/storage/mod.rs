@@ -130,6 +130,11 @@ impl TieredStorage {
         self.manifests.stats()
     }
 
+    /// The chunk cache, when there is one (`fetch.cache.bytes`, `fetch.cache.disk.*`).
+    pub fn chunk_cache(&self) -> Option<&ChunkCache> {
+        self.chunk_cache.as_ref()
+    }
+
     /// What the chunk cache has done, when there is one (`fetch.cache.bytes`).
     pub fn chunk_cache_stats(&self) -> Option<ChunkCacheStats> {
         self.chunk_cache.as_ref().map(ChunkCache::stats)

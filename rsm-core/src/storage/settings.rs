@@ -114,3 +114,36 @@ impl TieredConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::props;
+
+    #[test]
+    fn the_disk_tier_needs_an_absolute_directory_and_a_bound() {
+        let read = |pairs: &[(&str, &str)]| {
+            let p = props(pairs.iter().copied());
+            TieredConfig::read(&mut ConfigReader::new(&p))
+        };
+        let d = read(&[("fetch.cache.disk.path", "/var/cache/rsm"), ("fetch.cache.disk.bytes", "1073741824")])
+            .unwrap()
+            .fetch_cache_disk
+            .unwrap();
+        assert_eq!((d.path.to_str(), d.capacity_bytes), (Some("/var/cache/rsm"), 1 << 30));
+        assert_eq!(read(&[]).unwrap().chunk_cache(), None, "no cache unless asked for");
+        // (settings, the key the error names, a piece of its message)
+        type Case = (&'static [(&'static str, &'static str)], &'static str, &'static str);
+        let cases: [Case; 4] = [
+            (&[("fetch.cache.disk.path", "cache")], "fetch.cache.disk.path", "absolute"),
+            (&[("fetch.cache.disk.path", "/c")], "fetch.cache.disk.bytes", "required"),
+            (&[("fetch.cache.disk.bytes", "1073741824")], "fetch.cache.disk.bytes", "is not"),
+            (&[("fetch.cache.disk.path", "/c"), ("fetch.cache.disk.bytes", "1024")], "fetch.cache.disk.bytes", "range"),
+        ];
+        for (settings, key, says) in cases {
+            let e = read(settings).unwrap_err();
+            assert_eq!(e.config_key(), Some(key), "{settings:?}: {e}");
+            assert!(e.to_string().contains(says), "{settings:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The chunk cache's disk tier and its sharing within a process, through `TieredStorage::open` as a host
+//! opens stores: a restart keeps the disk tier and reads from it without a request; a damaged cache file,
+//! whatever byte is damaged, is dropped and the chunk fetched again, never served; storage managers with the
+//! same settings share one cache, and different stores never meet in it.
+
+use rsm_core::backend::{CountingLayer, MemoryBackend, Op, RequestCounts, StorageBackend};
+use rsm_core::format::partition::LocalPartition;
+use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::storage::DiskCacheConfig;
+use rsm_core::testkit::rsm_contract::collect;
+use rsm_core::{LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+struct Segment {
+    _tmp: tempfile::TempDir,
+    md: RemoteLogSegmentMetadata,
+    data: LogSegmentData,
+    log: Vec<u8>,
+}
+
+fn segment(bytes: usize, seed: u64) -> Segment {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: bytes,
+        records: (bytes / 40) as u64,
+        records_per_batch: 8,
+        value_bytes: 60,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 10,
+        seed,
+    };
+    let dir = generate_partition(&tmp.path().join("t-0"), &spec).unwrap();
+    let partition = LocalPartition::open(&dir).unwrap();
+    let seg = partition.closed_segments()[0].clone();
+    let md = partition.segment_metadata(&seg, 1, 0).unwrap();
+    let data = partition.segment_data(&seg).unwrap();
+    let log = std::fs::read(&data.log_segment).unwrap();
+    Segment { _tmp: tmp, md, data, log }
+}
+
+fn config(memory: u64, disk: &Path) -> TieredConfig {
+    TieredConfig {
+        chunk_size: 64 << 10,
+        block_size: 4 << 10,
+        fetch_cache_bytes: memory,
+        fetch_prefetch_chunks: 0,
+        fetch_cache_disk: Some(DiskCacheConfig { path: disk.to_path_buf(), capacity_bytes: 64 << 20 }),
+        ..TieredConfig::default()
+    }
+}
+
+fn log_gets(counts: &RequestCounts) -> u64 {
+    counts.snapshot().get(Op::Get).requests
+}
+
+fn cache_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "chunk"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_disk_tier_survives_a_restart_and_serves_without_a_request() {
+    let seg = segment(300 << 10, 1);
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let backend: Arc<dyn StorageBackend> = counting;
+    let disk = tempfile::tempdir().unwrap();
+    let cfg = config(8 << 20, disk.path());
+
+    let rsm = TieredStorage::open(backend.clone(), cfg.clone(), "memory:one").unwrap();
+    rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    let chunks = rsm.manifest(&seg.md).await.unwrap().chunks.len();
+    assert!(chunks >= 4, "several chunks: {chunks}");
+    rsm.chunk_cache().unwrap().flush().await;
+    assert_eq!(cache_files(disk.path()).len(), chunks, "each chunk is a file");
+    drop(rsm);
+
+    // A restart: a new cache (the old one went with its last storage manager) over the same directory.
+    let rsm = TieredStorage::open(backend.clone(), cfg.clone(), "memory:one").unwrap();
+    rsm.manifest(&seg.md).await.unwrap();
+    let before = log_gets(&counts);
+    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    assert_eq!(log_gets(&counts) - before, 0, "every chunk came from disk");
+    let s = rsm.chunk_cache_stats().unwrap();
+    assert_eq!((s.disk.hits, s.loads, s.disk.entries), (chunks as u64, 0, chunks as u64), "{s:?}");
+    // And from memory the second time.
+    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    assert_eq!(rsm.chunk_cache_stats().unwrap().memory.hits, chunks as u64);
+
+    // A second opening of the same directory with other settings in this process is refused by name.
+    let other = TieredConfig { fetch_cache_bytes: 4 << 20, ..cfg.clone() };
+    let e = TieredStorage::open(backend.clone(), other, "memory:one").unwrap_err();
+    assert_eq!(e.config_key(), Some("fetch.cache.disk.path"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_damaged_byte_of_a_cache_file_is_dropped_and_fetched_again() {
+    let seg = segment(8 << 10, 2);
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let disk = tempfile::tempdir().unwrap();
+    // No memory tier: every read goes to the disk file.
+    let rsm = TieredStorage::open(counting.clone(), config(0, disk.path()), "memory:damage").unwrap();
+    rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+    let range = (seg.log.len() as i32 / 3, seg.log.len() as i32 / 2);
+    let want_range = &seg.log[range.0 as usize..=range.1 as usize];
+    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    let cache = rsm.chunk_cache().unwrap().clone();
+    cache.flush().await;
+    let files = cache_files(disk.path());
+    assert_eq!(files.len(), 1, "one chunk: {files:?}");
+    let good = std::fs::read(&files[0]).unwrap();
+    assert!(good == seg.log, "the file holds the chunk's original bytes");
+
+    for i in 0..good.len() {
+        let mut damaged = good.clone();
+        damaged[i] ^= 0xff;
+        std::fs::write(&files[0], &damaged).unwrap();
+        let (dropped, gets) = (cache.stats().disk_dropped, log_gets(&counts));
+        let got = collect(rsm.fetch_log_segment(&seg.md, range.0, Some(range.1)).await.unwrap()).await;
+        assert!(got.unwrap() == want_range, "byte {i}: the original bytes");
+        assert_eq!(cache.stats().disk_dropped, dropped + 1, "byte {i}: the damaged file was dropped");
+        assert_eq!(log_gets(&counts), gets + 1, "byte {i}: and the chunk fetched again");
+        cache.flush().await;
+        assert!(std::fs::read(&files[0]).unwrap() == good, "byte {i}: a good copy replaced it");
+    }
+    // A truncated file, and one gone behind the cache's back, too.
+    std::fs::write(&files[0], &good[..good.len() - 1]).unwrap();
+    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    cache.flush().await;
+    std::fs::remove_file(&files[0]).unwrap();
+    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managers_with_the_same_settings_share_one_cache_and_stores_stay_apart() {
+    let seg = segment(200 << 10, 3);
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let disk = tempfile::tempdir().unwrap();
+    let cfg = config(8 << 20, disk.path());
+    let a = TieredStorage::open(counting.clone(), cfg.clone(), "memory:shared").unwrap();
+    a.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+    assert!(collect(a.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+
+    let b = TieredStorage::open(counting.clone(), cfg.clone(), "memory:shared").unwrap();
+    b.manifest(&seg.md).await.unwrap();
+    let before = log_gets(&counts);
+    assert!(collect(b.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    assert_eq!(log_gets(&counts), before, "the second manager reads the first one's cache");
+    assert_eq!(a.chunk_cache_stats(), b.chunk_cache_stats(), "one cache, one set of counts");
+
+    // Another store, same segment id: its own entries, read from its own store.
+    let c = TieredStorage::open(counting.clone(), cfg, "memory:elsewhere").unwrap();
+    c.manifest(&seg.md).await.unwrap();
+    let before = log_gets(&counts);
+    assert!(collect(c.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    assert!(log_gets(&counts) > before, "another store's chunks are not this one's");
+}
