@@ -165,3 +165,55 @@ async fn managers_with_the_same_settings_share_one_cache_and_stores_stay_apart()
     assert!(collect(c.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
     assert!(log_gets(&counts) > before, "another store's chunks are not this one's");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_manifest_ahead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: 256 << 10,
+        records: 16_000,
+        records_per_batch: 8,
+        value_bytes: 60,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 10,
+        seed: 4,
+    };
+    let partition = LocalPartition::open(&generate_partition(&tmp.path().join("t-0"), &spec).unwrap()).unwrap();
+    let segs: Vec<_> = partition.closed_segments().iter().take(2).cloned().collect();
+    assert_eq!(segs.len(), 2, "two closed segments");
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let disk = tempfile::tempdir().unwrap();
+    let cfg = TieredConfig { fetch_prefetch_chunks: 2, ..config(8 << 20, disk.path()) };
+    let rsm = TieredStorage::open(counting.clone(), cfg, "memory:next").unwrap();
+    let mds: Vec<_> = segs.iter().map(|s| partition.segment_metadata(s, 1, 0).unwrap()).collect();
+    for (s, md) in segs.iter().zip(&mds) {
+        rsm.copy_log_segment_data(md, &partition.segment_data(s).unwrap()).await.unwrap();
+    }
+    // A fresh manager: no manifest cached by the copies.
+    let cfg = rsm.config().clone();
+    drop(rsm);
+    let fresh = TieredStorage::open(counting.clone(), cfg, "memory:next").unwrap();
+
+    // A random read of the first segment's last chunk: no look ahead.
+    let len = std::fs::metadata(&partition.segment_data(&segs[0]).unwrap().log_segment).unwrap().len() as i32;
+    collect(fresh.fetch_log_segment(&mds[0], len - 100, None).await.unwrap()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let lists = || counts.snapshot().get(Op::List).requests;
+    assert_eq!(lists(), 0, "a random reader is not read ahead");
+
+    // A catch-up reader: fetches one after another to the end.
+    let mut pos = 0;
+    while pos < len {
+        collect(fresh.fetch_log_segment(&mds[0], pos, Some(pos + 40_000)).await.unwrap()).await.unwrap();
+        pos += 40_001;
+    }
+    let before = fresh.manifest_cache_stats().hits;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(lists(), 1, "one listing for the next segment");
+    let gets = counts.snapshot().get(Op::Get).requests;
+    fresh.manifest(&mds[1]).await.unwrap();
+    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "the next segment's manifest was read ahead");
+    assert_eq!(fresh.manifest_cache_stats().hits, before + 1);
+}

@@ -33,8 +33,9 @@ use tokio::sync::{OnceCell, Semaphore};
 /// How many segments' last read positions are remembered for sequential detection.
 const TRACKED_SEGMENTS: usize = 4096;
 
-/// Disk writes in flight at once; a chunk loaded while they are all busy is not written to disk.
-const DISK_WRITES_IN_FLIGHT: usize = 4;
+/// Disk writes in flight at once (each holds its chunk until written); a chunk loaded while they are all
+/// busy, behind a disk slower than the store, is not written to disk.
+const DISK_WRITES_IN_FLIGHT: usize = 16;
 
 /// The setting that names the disk tier's directory, named in its errors.
 pub const DISK_PATH_KEY: &str = "fetch.cache.disk.path";
@@ -215,23 +216,41 @@ impl ChunkCache {
     /// on disk.
     pub fn over(&self, inner: Arc<dyn ChunkSource>, store: &str, key_prefix: String) -> CachedChunks {
         let scope = scope_hash(&[store, &key_prefix]);
-        CachedChunks { cache: self.clone(), inner, scope, key_prefix: key_prefix.into() }
+        CachedChunks { cache: self.clone(), inner, scope, key_prefix: key_prefix.into(), at_segment_end: None }
     }
 }
 
+/// What [`CachedChunks`] calls when a sequential reader's read-ahead reaches the end of a segment: the
+/// storage manager then loads the next segment's manifest.
+pub type SegmentEndHook = Arc<dyn Fn(&Arc<Manifest>) + Send + Sync>;
+
 /// One store's chunks read through a [`ChunkCache`] ([`ChunkCache::over`]). Cloning is cheap.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CachedChunks {
     cache: ChunkCache,
     inner: Arc<dyn ChunkSource>,
     scope: u64,
     key_prefix: Arc<str>,
+    at_segment_end: Option<SegmentEndHook>,
+}
+
+impl fmt::Debug for CachedChunks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedChunks").field("inner", &self.inner).field("scope", &self.scope).finish()
+    }
 }
 
 impl CachedChunks {
     /// The cache it reads through.
     pub fn cache(&self) -> &ChunkCache {
         &self.cache
+    }
+
+    /// The same, calling `hook` (at most once per read) when a sequential reader's read-ahead reaches the
+    /// segment's last chunk.
+    pub fn at_segment_end(mut self, hook: SegmentEndHook) -> Self {
+        self.at_segment_end = Some(hook);
+        self
     }
 }
 
@@ -392,8 +411,13 @@ impl ChunkSource for CachedChunks {
         }
         let id = manifest.metadata.remote_log_segment_id.id;
         if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && s.sequential((src.scope, id), &range) {
-            let end = (last + 1 + s.config.prefetch_chunks).min(manifest.chunks.len());
-            s.prefetch(src, manifest, last + 1..end);
+            let end = last + 1 + s.config.prefetch_chunks;
+            s.prefetch(src, manifest, last + 1..end.min(manifest.chunks.len()));
+            if end >= manifest.chunks.len()
+                && let Some(hook) = &src.at_segment_end
+            {
+                hook(manifest);
+            }
         }
         Ok(match parts.len() {
             1 => parts.pop().expect("one part"),

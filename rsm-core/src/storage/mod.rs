@@ -26,7 +26,7 @@ pub mod layout;
 pub mod settings;
 
 pub use cache::{Cache, CacheStats};
-pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig};
+pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
 pub use layout::{SegmentKeys, partition_prefix, segment_keys};
 pub use settings::TieredConfig;
@@ -49,9 +49,61 @@ pub struct TieredStorage {
     config: TieredConfig,
     /// The chunk cache between the planner and the backend, when `fetch.cache.bytes` is set.
     chunk_cache: Option<ChunkCache>,
-    manifests: Cache<Uuid, Arc<Manifest>>,
+    manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
     /// Remote indexes by segment and type (SR-34), weighed by their bytes.
     indexes: Cache<(Uuid, IndexType), Bytes>,
+}
+
+/// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
+/// cache, so that the reader's first fetch of it waits for no manifest: one listing of the keys that start
+/// at the next offset, then one read per manifest found. Once per segment.
+struct NextManifests {
+    backend: Arc<dyn StorageBackend>,
+    key_prefix: String,
+    manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+    /// The segments whose successor was looked for.
+    asked: std::sync::Mutex<lru::LruCache<Uuid, ()>>,
+}
+
+impl NextManifests {
+    fn new(
+        backend: Arc<dyn StorageBackend>,
+        key_prefix: String,
+        manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+    ) -> Arc<Self> {
+        let asked = std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")));
+        Arc::new(NextManifests { backend, key_prefix, manifests, asked })
+    }
+
+    fn load_after(self: &Arc<Self>, m: &Arc<Manifest>) {
+        let md = &m.metadata;
+        if self.asked.lock().unwrap_or_else(|p| p.into_inner()).put(md.remote_log_segment_id.id, ()).is_some() {
+            return;
+        }
+        let prefix = format!(
+            "{}{:020}-",
+            partition_prefix(&self.key_prefix, &md.remote_log_segment_id.topic_id_partition),
+            md.end_offset.saturating_add(1)
+        );
+        let this = self.clone();
+        tokio::spawn(async move {
+            let found = match this.backend.list(&prefix).await {
+                Ok(found) => found,
+                Err(e) => {
+                    return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
+                }
+            };
+            for o in found.into_iter().filter(|o| o.key.ends_with(".manifest")) {
+                let read = this.backend.get_range(&o.key, 0..u64::MAX).await;
+                match read.and_then(|b| Manifest::decode(&b, &o.key)) {
+                    Ok(next) => {
+                        let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, Arc::new(next));
+                    }
+                    Err(e) => tracing::debug!(key = o.key, error = %e, "cannot read the next segment's manifest ahead"),
+                }
+            }
+        });
+    }
 }
 
 /// One segment found by [`TieredStorage::scan_segments`].
@@ -100,11 +152,16 @@ impl TieredStorage {
         store: &str,
     ) -> Self {
         let direct: Arc<dyn ChunkSource> = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
+        let manifests =
+            Arc::new(Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl));
         let chunks = match &chunk_cache {
-            Some(c) => Arc::new(c.over(direct, store, config.key_prefix.clone())) as Arc<dyn ChunkSource>,
+            Some(c) => {
+                let next = NextManifests::new(backend.clone(), config.key_prefix.clone(), manifests.clone());
+                let hook: SegmentEndHook = Arc::new(move |m| next.load_after(m));
+                Arc::new(c.over(direct, store, config.key_prefix.clone()).at_segment_end(hook)) as Arc<dyn ChunkSource>
+            }
             None => direct,
         };
-        let manifests = Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl);
         let indexes = Cache::new(config.index_cache_bytes, |b: &Bytes| b.len() as u64);
         TieredStorage { backend, chunks, config, chunk_cache, manifests, indexes }
     }
