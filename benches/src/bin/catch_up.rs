@@ -1,21 +1,29 @@
 //! `catch_up`: a consumer catching up over a slow store, with the broker's read pattern (each fetch opens at
-//! the next position, reads 1 MiB and closes), with and without the chunk cache and read-ahead.
+//! the next position, reads 1 MiB and closes), with and without the chunk cache, read-ahead and the disk
+//! tier; then random 1 MiB reads over a replayed pattern, with and without the cache.
 //!
-//! The store is the filesystem backend under the fault layer, which adds `--latency-ms` to every ranged
-//! read (a cloud store's first-byte latency). Prints, for each setting, the wall time, MB/s and the ranged
-//! reads made, against the chunk count (each chunk read exactly once is the floor).
+//! The store is the filesystem backend (or any store URL, `--store`, with its settings as `--set k=v`: moto
+//! for S3) under the fault layer, which adds `--latency-ms` to every ranged read of a `.log` (a cloud
+//! store's first-byte latency). Prints, for each setting, the wall time, MB/s, the ranged reads made against
+//! the chunk count (each chunk read exactly once is the floor) and the peak memory growth; for the random
+//! reads the hit ratio and the median and p90 latency.
 //!
 //! ```sh
-//! cargo run --release -p rsm-benches --bin catch_up -- [--size-mib 1024] [--latency-ms 30] [--dir PATH]
+//! cargo run --release -p rsm-benches --bin catch_up -- [--size-mib 1024] [--latency-ms 30] [--dir PATH] \
+//!     [--store URL --set KEY=VALUE ...] [--random-reads 300]
 //! ```
 
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
-use rsm_benches::write_partition;
+use rsm_benches::{proc_status_kib, quantile, reset_peak_rss, write_partition};
 use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
 use rsm_core::backend::{CountingLayer, Op, StorageBackend};
+use rsm_core::config::ConfigReader;
 use rsm_core::format::partition::LocalPartition;
+use rsm_core::format::writer::Rng;
+use rsm_core::storage::DiskCacheConfig;
 use rsm_core::{RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,10 +35,14 @@ struct Args {
     size_mib: usize,
     latency_ms: u64,
     dir: Option<std::path::PathBuf>,
+    store: Option<String>,
+    settings: BTreeMap<String, String>,
+    random_reads: usize,
 }
 
 fn parse_args() -> BoxResult<Args> {
-    let mut a = Args { size_mib: 1024, latency_ms: 30, dir: None };
+    let mut a =
+        Args { size_mib: 1024, latency_ms: 30, dir: None, store: None, settings: BTreeMap::new(), random_reads: 300 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -38,7 +50,18 @@ fn parse_args() -> BoxResult<Args> {
             "--size-mib" => a.size_mib = value.parse()?,
             "--latency-ms" => a.latency_ms = value.parse()?,
             "--dir" => a.dir = Some(value.into()),
-            _ => return Err(format!("unknown option {flag} (--size-mib N, --latency-ms N, --dir PATH)").into()),
+            "--store" => a.store = Some(value),
+            "--random-reads" => a.random_reads = value.parse()?,
+            "--set" => {
+                let (k, v) = value.split_once('=').ok_or_else(|| format!("--set {value}: not KEY=VALUE"))?;
+                a.settings.insert(k.to_string(), v.to_string());
+            }
+            _ => {
+                return Err(format!(
+                    "unknown option {flag} (--size-mib N, --latency-ms N, --dir PATH, --store URL, --set K=V, --random-reads N)"
+                )
+                .into());
+            }
         }
     }
     if a.size_mib == 0 || a.size_mib >= 2048 {
@@ -51,17 +74,22 @@ fn parse_args() -> BoxResult<Args> {
 async fn catch_up(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, log_len: u64) -> BoxResult<u64> {
     let mut pos = 0u64;
     while pos < log_len {
-        let mut s = rsm.fetch_log_segment(md, pos as i32, None).await?;
-        let mut got = 0u64;
-        while got < MIB as u64 {
-            match s.next().await {
-                Some(b) => got += b?.len() as u64,
-                None => break,
-            }
-        }
-        pos += got.min(MIB as u64);
+        pos += broker_fetch(rsm, md, pos).await?.min(MIB as u64);
     }
     Ok(pos)
+}
+
+/// One broker fetch: open at `pos`, read about a mebibyte, close; returns the bytes read.
+async fn broker_fetch(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: u64) -> BoxResult<u64> {
+    let mut s = rsm.fetch_log_segment(md, pos as i32, None).await?;
+    let mut got = 0u64;
+    while got < MIB as u64 {
+        match s.next().await {
+            Some(b) => got += b?.len() as u64,
+            None => break,
+        }
+    }
+    Ok(got)
 }
 
 fn main() {
@@ -74,6 +102,14 @@ fn main() {
     }
 }
 
+/// One setting of the cache: memory bytes, read-ahead chunks, whether the disk tier is on.
+struct Setting {
+    name: &'static str,
+    memory: u64,
+    prefetch: usize,
+    disk: bool,
+}
+
 fn run(a: Args) -> BoxResult<()> {
     let base = a.dir.clone().unwrap_or_else(|| std::env::current_exe().unwrap().parent().unwrap().to_path_buf());
     let tmp = tempfile::tempdir_in(base)?;
@@ -83,49 +119,121 @@ fn run(a: Args) -> BoxResult<()> {
     let md = partition.segment_metadata(&seg, 1, 0)?;
     let data = partition.segment_data(&seg)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let fs: Arc<dyn StorageBackend> = Arc::new(FsBackend::new(tmp.path().join("store"), false)?);
-    let setup = TieredStorage::new(fs.clone(), TieredConfig::default());
+    let (store, key_prefix, what): (Arc<dyn StorageBackend>, String, String) = match &a.store {
+        None => (Arc::new(FsBackend::new(tmp.path().join("store"), false)?), String::new(), "the filesystem".into()),
+        Some(url) => {
+            let mut r = ConfigReader::new(&a.settings);
+            let (b, _, prefix) = rsm_facade::open_backend(&rsm_facade::Registry::builtin(), url, &mut r)?;
+            r.finish()?;
+            (b, prefix, rsm_facade::scheme_of(url).to_string())
+        }
+    };
+    let config = |memory: u64, prefetch: usize, disk: bool| TieredConfig {
+        key_prefix: key_prefix.clone(),
+        fetch_cache_bytes: memory,
+        fetch_prefetch_chunks: prefetch,
+        fetch_cache_disk: disk
+            .then(|| DiskCacheConfig { path: tmp.path().join("disk-cache"), capacity_bytes: 4 << 30 }),
+        ..TieredConfig::default()
+    };
+    let setup = TieredStorage::new(store.clone(), config(0, 0, false));
     rt.block_on(setup.copy_log_segment_data(&md, &data))?;
     let m = rt.block_on(setup.manifest(&md))?;
     let log_len = m.log_length;
+    let slow = |latency: Duration| {
+        let counting = Arc::new(CountingLayer::new(store.clone()));
+        let counts = counting.counts();
+        let delay = FaultRule { op: Some(Op::Get), key: "*.log".into(), fault: Fault::Delay(latency), times: None };
+        (Arc::new(FaultLayer::new(counting).with_rule(delay)) as Arc<dyn StorageBackend>, counts)
+    };
+    let latency = Duration::from_millis(a.latency_ms);
     println!(
-        "catch-up read of a {:.0} MiB segment ({} chunks of 4 MiB), 1 MiB broker fetches, {} ms per ranged read",
+        "catch-up read of a {:.0} MiB segment ({} chunks of 4 MiB) on {what}, 1 MiB broker fetches, +{} ms per ranged read",
         log_len as f64 / MIB as f64,
         m.chunks.len(),
         a.latency_ms
     );
-    println!("{:<34} {:>9} {:>9} {:>12} {:>12}", "setting", "seconds", "MB/s", "ranged reads", "x chunks");
+    println!(
+        "{:<44} {:>8} {:>8} {:>12} {:>9} {:>10}",
+        "setting", "seconds", "MB/s", "ranged reads", "x chunks", "peak MiB"
+    );
     let mut first = None;
-    for (name, cache_bytes, prefetch) in [
-        ("no cache", 0u64, 0usize),
-        ("cache 256 MiB, no read-ahead", 256 << 20, 0),
-        ("cache 256 MiB, read-ahead 4", 256 << 20, 4),
-    ] {
-        let counting = Arc::new(CountingLayer::new(fs.clone()));
-        let counts = counting.counts();
-        let delay = FaultRule {
-            op: Some(Op::Get),
-            key: "*.log".into(),
-            fault: Fault::Delay(Duration::from_millis(a.latency_ms)),
-            times: None,
-        };
-        let slow = Arc::new(FaultLayer::new(counting).with_rule(delay));
-        let config =
-            TieredConfig { fetch_cache_bytes: cache_bytes, fetch_prefetch_chunks: prefetch, ..TieredConfig::default() };
-        let rsm = TieredStorage::new(slow, config);
+    let settings = [
+        Setting { name: "no cache", memory: 0, prefetch: 0, disk: false },
+        Setting { name: "cache 256 MiB, no read-ahead", memory: 256 << 20, prefetch: 0, disk: false },
+        Setting { name: "cache 256 MiB, read-ahead 4", memory: 256 << 20, prefetch: 4, disk: false },
+        Setting { name: "cache 64 MiB + disk 4 GiB, read-ahead 4", memory: 64 << 20, prefetch: 4, disk: true },
+        Setting { name: "the same after a restart (disk tier warm)", memory: 64 << 20, prefetch: 4, disk: true },
+    ];
+    for s in &settings {
+        let (slow, counts) = slow(latency);
+        // Each setting a storage manager and a cache of its own (the last one opens the disk tier the one
+        // before it filled, as a restarted broker would).
+        let rsm = TieredStorage::open(slow, config(s.memory, s.prefetch, s.disk), &format!("bench:{}", s.name))?;
         rt.block_on(rsm.manifest(&md))?;
         let before = counts.snapshot().get(Op::Get).requests;
+        let rss = proc_status_kib("VmRSS").unwrap_or(0);
+        let reset = reset_peak_rss();
         let t = Instant::now();
         let read = rt.block_on(catch_up(&rsm, &md, log_len))?;
         let secs = t.elapsed().as_secs_f64();
+        let peak =
+            if reset { (proc_status_kib("VmHWM").unwrap_or(0).saturating_sub(rss)) as f64 / 1024.0 } else { f64::NAN };
         let reads = counts.snapshot().get(Op::Get).requests - before;
         let mbs = read as f64 / 1e6 / secs;
-        let speedup = first.map(|f: f64| format!("  {:.1}x the MB/s of no cache", mbs / f)).unwrap_or_default();
+        let speedup = first.map(|f: f64| format!("  {:.1}x", mbs / f)).unwrap_or_default();
         first.get_or_insert(mbs);
         println!(
-            "{name:<34} {secs:>9.2} {mbs:>9.1} {reads:>12} {:>12.2}{speedup}",
+            "{:<44} {secs:>8.2} {mbs:>8.1} {reads:>12} {:>9.2} {peak:>10.1}{speedup}",
+            s.name,
             reads as f64 / m.chunks.len() as f64
         );
+        if let Some(c) = rsm.chunk_cache() {
+            rt.block_on(c.flush());
+        }
     }
+
+    // Random reads: a replayed pattern, four in five of them at one of 32 hot positions.
+    let mut rng = Rng::new(7);
+    let hot: Vec<u64> = (0..32).map(|_| rng.below(log_len - MIB as u64)).collect();
+    let pattern: Vec<u64> = (0..a.random_reads)
+        .map(|_| if rng.below(5) < 4 { hot[rng.below(32) as usize] } else { rng.below(log_len - MIB as u64) })
+        .collect();
+    let positions: Vec<u64> = {
+        // Each at the batch that holds it, as the broker starts from an offset-index entry.
+        let batches = rsm_benches::batch_positions(&data.log_segment)?;
+        pattern.iter().map(|&p| batches[batches.partition_point(|&b| b <= p).saturating_sub(1)]).collect()
+    };
+    println!();
+    println!(
+        "random 1 MiB reads: {} of them, 4 in 5 at one of 32 hot positions, +{} ms per ranged read",
+        positions.len(),
+        a.latency_ms
+    );
+    println!("{:<44} {:>9} {:>12} {:>12} {:>12}", "setting", "hit ratio", "median ms", "p90 ms", "ranged reads");
+    for (name, memory) in [("no cache", 0u64), ("cache 256 MiB", 256 << 20)] {
+        let (slow, counts) = slow(latency);
+        let rsm = TieredStorage::open(slow, config(memory, 4, false), &format!("bench-random:{name}"))?;
+        rt.block_on(rsm.manifest(&md))?;
+        let before = counts.snapshot().get(Op::Get).requests;
+        let mut times = Vec::with_capacity(positions.len());
+        for &p in &positions {
+            let t = Instant::now();
+            rt.block_on(broker_fetch(&rsm, &md, p))?;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        let hit = rsm
+            .chunk_cache_stats()
+            .map_or(0.0, |c| c.memory.hits as f64 / (c.memory.hits + c.memory.misses).max(1) as f64);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "{name:<44} {hit:>9.2} {:>12.1} {:>12.1} {:>12}",
+            ms(quantile(&times, 0.5)),
+            ms(quantile(&times, 0.9)),
+            counts.snapshot().get(Op::Get).requests - before
+        );
+    }
+    rt.block_on(store.delete_many(&[setup.keys(&md).log, setup.keys(&md).indexes, setup.keys(&md).manifest]))?;
     Ok(())
 }

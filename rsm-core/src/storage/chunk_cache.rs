@@ -17,6 +17,7 @@ use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
 use super::disk_cache::{ChunkKey, DiskTier};
 use super::layout::segment_keys;
+use super::single_flight::SingleFlight;
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::model::Uuid;
@@ -28,7 +29,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::Semaphore;
 
 /// How many segments' last read positions are remembered for sequential detection.
 const TRACKED_SEGMENTS: usize = 4096;
@@ -87,8 +88,8 @@ struct Shared {
     memory: Cache<ChunkKey, Bytes>,
     disk: Option<Arc<DiskTier>>,
     disk_writes: Arc<Semaphore>,
-    /// Loads in flight: the first reader of a chunk loads it, the others wait for the same cell.
-    loading: Mutex<HashMap<ChunkKey, Arc<OnceCell<Bytes>>>>,
+    /// Loads in flight: the first reader of a chunk loads it, the others wait for its result.
+    loading: SingleFlight<ChunkKey, Bytes>,
     /// Per store and segment, the start and end of its last read.
     last_read: Mutex<lru::LruCache<(u64, Uuid), (u64, u64)>>,
     /// Prefetched chunks no reader has used yet, with their lengths (0 while loading).
@@ -147,7 +148,7 @@ impl ChunkCache {
                 memory: Cache::new(config.capacity_bytes, |b: &Bytes| b.len() as u64),
                 disk,
                 disk_writes: Arc::new(Semaphore::new(DISK_WRITES_IN_FLIGHT)),
-                loading: Mutex::new(HashMap::new()),
+                loading: SingleFlight::new(),
                 last_read: Mutex::new(lru::LruCache::new(tracked)),
                 prefetched: Mutex::new(HashMap::new()),
                 prefetch_in_flight: AtomicU64::new(0),
@@ -273,9 +274,9 @@ impl Shared {
             self.used(&key);
             return Ok(b);
         }
-        let cell = lock(&self.loading).entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone();
-        let loaded = cell
-            .get_or_try_init(|| async {
+        let loaded = self
+            .loading
+            .run(key, || async {
                 // A load that ended between this reader's miss and its taking the cell left the chunk in
                 // memory (it is inserted before its cell is dropped): use it rather than read it again.
                 if let Some(b) = self.memory.peek(&key) {
@@ -297,13 +298,7 @@ impl Shared {
                 self.write_disk(key, bytes.clone());
                 Ok::<_, Error>(bytes)
             })
-            .await
-            .cloned();
-        let mut loading = lock(&self.loading);
-        if loading.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
-            loading.remove(&key);
-        }
-        drop(loading);
+            .await;
         if loaded.is_ok() {
             self.used(&key);
         }
@@ -370,7 +365,7 @@ impl Shared {
         for i in ahead {
             let key = (src.scope, id, i as u32);
             let len = m.chunks[i].data_length as u64;
-            if lock(&self.loading).contains_key(&key) || self.memory.get_quiet(&key) {
+            if self.loading.running(&key) || self.memory.get_quiet(&key) {
                 continue;
             }
             if self.prefetch_in_flight.fetch_add(len, Ordering::Relaxed) + len > budget {

@@ -24,6 +24,7 @@ mod disk_cache;
 pub mod fetch;
 pub mod layout;
 pub mod settings;
+mod single_flight;
 
 pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
@@ -50,6 +51,7 @@ pub struct TieredStorage {
     /// The chunk cache between the planner and the backend, when `fetch.cache.bytes` is set.
     chunk_cache: Option<ChunkCache>,
     manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+    manifest_loads: single_flight::SingleFlight<Uuid, Arc<Manifest>>,
     /// Remote indexes by segment and type (SR-34), weighed by their bytes.
     indexes: Cache<(Uuid, IndexType), Bytes>,
 }
@@ -163,7 +165,15 @@ impl TieredStorage {
             None => direct,
         };
         let indexes = Cache::new(config.index_cache_bytes, |b: &Bytes| b.len() as u64);
-        TieredStorage { backend, chunks, config, chunk_cache, manifests, indexes }
+        TieredStorage {
+            backend,
+            chunks,
+            config,
+            chunk_cache,
+            manifests,
+            manifest_loads: single_flight::SingleFlight::new(),
+            indexes,
+        }
     }
 
     /// The same storage manager reading chunks through `chunks` (a cache, a transform) instead.
@@ -226,22 +236,30 @@ impl TieredStorage {
         if let Some(m) = self.manifests.get(&id) {
             return Ok(m);
         }
-        let key = self.keys(metadata).manifest;
-        let m = self.read_manifest(&key).await.map_err(|e| match e.kind() {
-            ErrorKind::NotFound => {
-                Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
-            }
-            _ => e,
-        })?;
-        if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
-            return Err(Error::corrupt(format!(
-                "manifest {key} describes segment {}",
-                m.metadata.remote_log_segment_id
-            )));
-        }
-        let m = Arc::new(m);
-        self.manifests.insert(id, m.clone());
-        Ok(m)
+        // Concurrent cold readers of a segment share one read of its manifest.
+        self.manifest_loads
+            .run(id, || async {
+                if let Some(m) = self.manifests.peek(&id) {
+                    return Ok(m);
+                }
+                let key = self.keys(metadata).manifest;
+                let m = self.read_manifest(&key).await.map_err(|e| match e.kind() {
+                    ErrorKind::NotFound => {
+                        Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
+                    }
+                    _ => e,
+                })?;
+                if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
+                    return Err(Error::corrupt(format!(
+                        "manifest {key} describes segment {}",
+                        m.metadata.remote_log_segment_id
+                    )));
+                }
+                let m = Arc::new(m);
+                self.manifests.insert(id, m.clone());
+                Ok(m)
+            })
+            .await
     }
 
     /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key;
@@ -719,8 +737,6 @@ mod tests {
         let rsm = Arc::new(cached(faults.clone(), 64 << 20, 0));
         let at = m.chunks[1].position() + 5000;
         let gets = || counts.snapshot().get(Op::Get).requests;
-        // The manifest first: its load is not single-flight, and eight cold readers may each read it.
-        rsm.manifest(&md).await.unwrap();
         let before = gets();
         let readers: Vec<_> = (0..8)
             .map(|_| {
@@ -735,7 +751,7 @@ mod tests {
         for r in readers {
             assert!(r.await.unwrap()[..] == log[at as usize..at as usize + 100_001]);
         }
-        assert_eq!(gets() - before, 1, "eight readers, one read of the chunk");
+        assert_eq!(gets() - before, 2, "eight cold readers, one read of the manifest and one of the chunk");
         let s = rsm.chunk_cache_stats().unwrap();
         assert_eq!(s.loads, 1);
 

@@ -2,6 +2,7 @@ package io.rsm.kafka;
 
 import java.util.LinkedHashMap;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.MetricValueProvider;
 import org.apache.kafka.common.metrics.Monitorable;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.metrics.Sensor;
@@ -37,6 +38,16 @@ public class MonitorableRustRemoteStorageManager extends RustRemoteStorageManage
             @Override
             public void removeSensor(String name) {
                 metrics.removeSensor(name);
+            }
+
+            @Override
+            public void addMetric(MetricName name, MetricValueProvider<?> provider) {
+                metrics.addMetric(name, provider);
+            }
+
+            @Override
+            public void removeMetric(MetricName name) {
+                metrics.removeMetric(name);
             }
             // close: the broker closes its PluginMetrics itself, after the plugin.
         });

@@ -41,6 +41,15 @@ final class NativeBridge {
 
     static native boolean closeStore(long store);
 
+    /** The names of the caches' counters ({@code rsm_facade::CACHE_METRICS}), in {@link #cacheMetrics}'s order. */
+    static native String[] cacheMetricNames();
+
+    /**
+     * The store's cache counters, named by {@link #cacheMetricNames} (a count beyond {@code Long.MAX_VALUE} reads
+     * as {@code Long.MAX_VALUE}).
+     */
+    static native long[] cacheMetrics(long store);
+
     static native byte[] copy(long store, byte[] metadata, String log, String offsetIndex, String timeIndex,
                               String transactionIndex, String producerSnapshot, byte[] leaderEpochCheckpoint);
 

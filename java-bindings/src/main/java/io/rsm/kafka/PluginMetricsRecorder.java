@@ -9,13 +9,16 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
+import java.util.function.LongSupplier;
 import javax.management.MBeanServer;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.JmxReporter;
 import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.Measurable;
 import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.MetricValueProvider;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.metrics.stats.Avg;
@@ -28,7 +31,9 @@ import org.apache.kafka.common.utils.Time;
 
 /**
  * The plugin's metrics, per operation (tag {@code operation}): calls, failed calls, bytes and call latency,
- * recorded with Kafka's own {@code org.apache.kafka.common.metrics} (in the 3.9 API).
+ * recorded with Kafka's own {@code org.apache.kafka.common.metrics} (in the 3.9 API); and, without that tag, the
+ * store's cache counters ({@code chunk-cache-hits}, ..., named by the native side), read from it when a metric
+ * is read ({@link CacheCounters}).
  *
  * <p>They go either to the broker's registry, through KIP-877's {@code PluginMetrics} (see
  * {@code MonitorableRustRemoteStorageManager}), or to a registry of the plugin's own with a {@link JmxReporter}
@@ -62,8 +67,8 @@ final class PluginMetricsRecorder implements AutoCloseable {
     }
 
     /**
-     * Where sensors are registered: the broker's {@code PluginMetrics} or the plugin's own {@link Metrics}.
-     * The same shape as {@code PluginMetrics}, which does not exist before Kafka 4.1.
+     * Where sensors and metrics are registered: the broker's {@code PluginMetrics} or the plugin's own
+     * {@link Metrics}. The same shape as {@code PluginMetrics}, which does not exist before Kafka 4.1.
      */
     interface SensorRegistry {
         MetricName metricName(String name, String description, LinkedHashMap<String, String> tags);
@@ -72,7 +77,12 @@ final class PluginMetricsRecorder implements AutoCloseable {
 
         void removeSensor(String name);
 
-        /** Called once the recorder has removed its sensors. */
+        /** Adds a metric whose value {@code provider} gives each time it is read (a gauge, no sensor). */
+        void addMetric(MetricName name, MetricValueProvider<?> provider);
+
+        void removeMetric(MetricName name);
+
+        /** Called once the recorder has removed its sensors and metrics. */
         default void close() {}
     }
 
@@ -88,13 +98,89 @@ final class PluginMetricsRecorder implements AutoCloseable {
         }
     }
 
+    /**
+     * The caches' counters of the store open now, read through {@link NativeBridge#cacheMetrics} at most once
+     * per {@link #MAX_AGE_NANOS} whatever the number of metrics read (a reporter reads them one by one). With no
+     * store open, or when the read fails, the last values read (zeros before the first): reading a metric never
+     * throws.
+     */
+    static final class CacheCounters {
+        static final long MAX_AGE_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+        private final LongSupplier store;
+        private long[] values = new long[0];
+        private long readAt;
+        private boolean fresh;
+
+        /** @param store the handle of the store open now, 0 when none */
+        CacheCounters(LongSupplier store) {
+            this.store = store;
+        }
+
+        /** The counter at {@code index} of {@link NativeBridge#cacheMetricNames}. */
+        synchronized long value(int index) {
+            long now = System.nanoTime();
+            if (!fresh || now - readAt >= MAX_AGE_NANOS) {
+                long s = store.getAsLong();
+                if (s != 0) {
+                    try {
+                        values = NativeBridge.cacheMetrics(s);
+                    } catch (RuntimeException | LinkageError e) {
+                        // Closed meanwhile, or a library without the method: the last values stand.
+                    }
+                }
+                readAt = now;
+                fresh = true;
+            }
+            return index < values.length ? values[index] : 0;
+        }
+    }
+
+    /** What each cache counter counts, by name; a name the native side adds later gets a generic text. */
+    private static final Map<String, String> CACHE_METRIC_DESCRIPTIONS = Map.ofEntries(
+            Map.entry("chunk-cache-hits", "Chunk reads served from the chunk cache's memory"),
+            Map.entry("chunk-cache-misses", "Chunk reads the chunk cache's memory did not hold"),
+            Map.entry("chunk-cache-evictions", "Chunks evicted from the chunk cache's memory to make room"),
+            Map.entry("chunk-cache-bytes", "Bytes of chunks the chunk cache holds in memory now"),
+            Map.entry("chunk-cache-disk-hits", "Chunk reads served from the chunk cache's disk tier"),
+            Map.entry("chunk-cache-disk-misses", "Chunk reads the chunk cache's disk tier did not hold"),
+            Map.entry("chunk-cache-disk-evictions", "Chunk files evicted from the chunk cache's disk tier to make"
+                    + " room"),
+            Map.entry("chunk-cache-disk-bytes", "Bytes of chunks the chunk cache holds on disk now"),
+            Map.entry("chunk-cache-disk-dropped", "Chunk files of the disk tier that failed their check, were"
+                    + " deleted and read from the store again"),
+            Map.entry("chunk-cache-loads", "Chunks the chunk cache read from the store (prefetches included)"),
+            Map.entry("chunk-cache-loaded-bytes", "Bytes of the chunks the chunk cache read from the store"),
+            Map.entry("chunk-cache-prefetched", "Chunks read ahead of a sequential reader"),
+            Map.entry("chunk-cache-prefetched-bytes-used", "Bytes of chunks read ahead that a reader then used"),
+            Map.entry("chunk-cache-prefetched-bytes-wasted", "Bytes of chunks read ahead that were evicted before"
+                    + " any reader used them"),
+            Map.entry("index-cache-hits", "Remote index reads served from the index cache"),
+            Map.entry("index-cache-misses", "Remote index reads the index cache did not hold (read from the store)"),
+            Map.entry("index-cache-evictions", "Remote indexes evicted from the index cache to make room"),
+            Map.entry("index-cache-bytes", "Bytes of remote indexes the index cache holds now"),
+            Map.entry("manifest-cache-hits", "Segment manifest lookups served from the manifest cache"),
+            Map.entry("manifest-cache-misses", "Segment manifest lookups the manifest cache did not hold (read from"
+                    + " the store)"));
+
+    /** The description of a cache counter: what it counts (since the cache was made, unless held now). */
+    static String cacheMetricDescription(String name) {
+        String what = CACHE_METRIC_DESCRIPTIONS.getOrDefault(name, "The cache counter " + name);
+        String since = what.endsWith(" now") ? "" : ", since the cache was made";
+        String shared = name.startsWith("chunk-cache-")
+                ? " (the process's chunk cache, shared by the stores opened with the same cache settings)" : "";
+        return what + since + shared;
+    }
+
     private final SensorRegistry registry;
     private final String description;
     private final Map<Operation, Sensors> sensors = new EnumMap<>(Operation.class);
     private final List<String> sensorNames = new ArrayList<>();
+    private final List<MetricName> metricNames = new ArrayList<>();
     private boolean closed;
 
-    PluginMetricsRecorder(SensorRegistry registry, String description) {
+    /** @param store the handle of the store open now (0 when none), whose cache counters are published */
+    PluginMetricsRecorder(SensorRegistry registry, String description, LongSupplier store) {
         this.registry = registry;
         this.description = description;
         // Sensor names are global in a registry: unique per recorder, so that two never share one.
@@ -126,9 +212,27 @@ final class PluginMetricsRecorder implements AutoCloseable {
                 }
                 sensors.put(op, new Sensors(calls, errors, bytes));
             }
+            CacheCounters counters = new CacheCounters(store);
+            String[] names = cacheMetricNames();
+            for (int i = 0; i < names.length; i++) {
+                int index = i;
+                MetricName name = registry.metricName(names[i], cacheMetricDescription(names[i]),
+                        new LinkedHashMap<>());
+                registry.addMetric(name, (Measurable) (config, now) -> counters.value(index));
+                metricNames.add(name);
+            }
         } catch (RuntimeException e) {
             close();
             throw e;
+        }
+    }
+
+    /** The cache counters' names; none from a library that lacks them (a stale override of the jar's own). */
+    private static String[] cacheMetricNames() {
+        try {
+            return NativeBridge.cacheMetricNames();
+        } catch (LinkageError e) {
+            return new String[0];
         }
     }
 
@@ -140,11 +244,12 @@ final class PluginMetricsRecorder implements AutoCloseable {
 
     /**
      * The plugin's own registry, reported over JMX as
-     * {@code io.rsm.kafka:type=remote-storage-manager-metrics,broker-id=<id>,operation=<operation>}. Another
+     * {@code io.rsm.kafka:type=remote-storage-manager-metrics,broker-id=<id>,operation=<operation>}, the cache
+     * counters as {@code io.rsm.kafka:type=remote-storage-manager-metrics,broker-id=<id>}. Another
      * recorder of the same broker id in this JVM (tests; a broker has one plugin instance) adds
      * {@code instance=<n>}, so that neither replaces, nor on close unregisters, the other's MBeans.
      */
-    static PluginMetricsRecorder ownJmx(Object brokerId) {
+    static PluginMetricsRecorder ownJmx(Object brokerId, LongSupplier store) {
         LinkedHashMap<String, String> base = new LinkedHashMap<>();
         if (brokerId != null) {
             base.put("broker-id", String.valueOf(brokerId));
@@ -177,11 +282,21 @@ final class PluginMetricsRecorder implements AutoCloseable {
             }
 
             @Override
+            public void addMetric(MetricName name, MetricValueProvider<?> provider) {
+                metrics.addMetric(name, provider);
+            }
+
+            @Override
+            public void removeMetric(MetricName name) {
+                metrics.removeMetric(name);
+            }
+
+            @Override
             public void close() {
                 metrics.close();
             }
         };
-        return new PluginMetricsRecorder(registry, "JMX " + jmxPrefix(tags) + ",operation=*");
+        return new PluginMetricsRecorder(registry, "JMX " + jmxPrefix(tags) + "[,operation=*]", store);
     }
 
     private static String jmxPrefix(Map<String, String> tags) {
@@ -228,7 +343,7 @@ final class PluginMetricsRecorder implements AutoCloseable {
         return n -> s.record(n);
     }
 
-    /** Removes the sensors and their metrics; closing twice is harmless. */
+    /** Removes the sensors and the metrics; closing twice is harmless. */
     @Override
     public void close() {
         synchronized (sensorNames) {
@@ -244,6 +359,14 @@ final class PluginMetricsRecorder implements AutoCloseable {
                 }
             }
             sensorNames.clear();
+            for (MetricName name : metricNames) {
+                try {
+                    registry.removeMetric(name);
+                } catch (RuntimeException e) {
+                    // As for the sensors.
+                }
+            }
+            metricNames.clear();
             registry.close();
         }
     }

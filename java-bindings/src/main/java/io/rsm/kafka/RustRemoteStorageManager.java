@@ -39,9 +39,10 @@ import org.slf4j.LoggerFactory;
  * {@link OutOfMemoryError} included, as a {@code RemoteStorageException} with the cause attached. No
  * {@link Error} escapes a storage call.
  *
- * <p>Metrics (calls, failures, bytes and latency per operation, see {@link PluginMetricsRecorder}) go to a
- * registry of the plugin's own, reported over JMX; {@code MonitorableRustRemoteStorageManager}, for brokers
- * 4.1 and later, hands them to the broker's registry instead (KIP-877).
+ * <p>Metrics (calls, failures, bytes and latency per operation, and the store's cache counters, see
+ * {@link PluginMetricsRecorder}) go to a registry of the plugin's own, reported over JMX;
+ * {@code MonitorableRustRemoteStorageManager}, for brokers 4.1 and later, hands them to the broker's registry
+ * instead (KIP-877).
  */
 public class RustRemoteStorageManager implements RemoteStorageManager {
     /** The setting (under {@code rsm.config.}) that names the store. */
@@ -115,13 +116,13 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
     private PluginMetricsRecorder newRecorder() {
         if (brokerRegistry != null) {
             try {
-                return new PluginMetricsRecorder(brokerRegistry, "the broker's metrics (KIP-877)");
+                return new PluginMetricsRecorder(brokerRegistry, "the broker's metrics (KIP-877)", () -> store);
             } catch (RuntimeException e) {
                 log.warn("rsm plugin: the broker's metrics registry refused the plugin's metrics, which go to its"
                         + " own JMX registry instead: {}", e.toString());
             }
         }
-        return PluginMetricsRecorder.ownJmx(brokerId);
+        return PluginMetricsRecorder.ownJmx(brokerId, () -> store);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.rsm.kafka;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -14,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -173,6 +175,21 @@ class PluginMetricsTest {
         return new ObjectName("io.rsm.kafka:type=remote-storage-manager-metrics," + tags + ",operation=" + op);
     }
 
+    /** The MBean of the cache counters in the plugin's own registry: the operations' tags, no operation. */
+    static ObjectName cacheMBean(String tags) throws Exception {
+        return new ObjectName("io.rsm.kafka:type=remote-storage-manager-metrics," + tags);
+    }
+
+    /** Every attribute of an MBean, with its description checked present. */
+    static Map<String, Double> attributes(ObjectName name) throws Exception {
+        Map<String, Double> out = new LinkedHashMap<>();
+        for (MBeanAttributeInfo a : JMX.getMBeanInfo(name).getAttributes()) {
+            assertFalse(a.getDescription() == null || a.getDescription().isEmpty(), a.getName());
+            out.put(a.getName(), jmx(name, a.getName()));
+        }
+        return out;
+    }
+
     static double jmx(ObjectName name, String attribute) throws Exception {
         return (Double) JMX.getAttribute(name, attribute);
     }
@@ -219,8 +236,9 @@ class PluginMetricsTest {
             for (String op : OPERATIONS) {
                 expected.add(mbean("broker-id=42", op));
             }
+            expected.add(cacheMBean("broker-id=42"));
             assertEquals(expected, new TreeSet<>(JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null)),
-                    "one MBean per operation, nothing else");
+                    "one MBean per operation and one of the cache counters, nothing else");
             Expected e = exercise(rsm);
             assertJmx(e, "broker-id=42");
             assertEquals(e.byOp.get("copy-segment")[2], uploadSize(plain) + uploadSize(withTxn));
@@ -228,6 +246,90 @@ class PluginMetricsTest {
             rsm.close();
         }
         assertEquals(Set.of(), JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null), "close unregisters");
+    }
+
+    /**
+     * The caches' counters over JMX, read from the native side when read: zero on a fresh cache; after a copy,
+     * the same range fetched twice and an index fetched twice, the loads, hits and bytes held that those made.
+     */
+    @Test
+    void overJmxTheCachesCountersAsTheNativeSideCountsThem() throws Exception {
+        Map<String, Object> settings = settings(46);
+        settings.put("fetch.cache.bytes", Integer.toString(64 << 20));
+        RustRemoteStorageManager rsm = new RustRemoteStorageManager();
+        rsm.configure(settings);
+        ObjectName cache = cacheMBean("broker-id=46");
+        List<String> names = Arrays.asList(NativeBridge.cacheMetricNames());
+        try {
+            assertTrue(names.containsAll(List.of("chunk-cache-hits", "chunk-cache-misses", "chunk-cache-bytes",
+                    "chunk-cache-loads", "chunk-cache-disk-hits", "index-cache-hits", "index-cache-misses",
+                    "index-cache-bytes", "manifest-cache-hits", "manifest-cache-misses")), names.toString());
+            assertEquals(names.size(), new HashSet<>(names).size(), "names are unique: " + names);
+            Map<String, Double> before = attributes(cache);
+            assertEquals(new TreeSet<>(names), new TreeSet<>(before.keySet()), "one attribute per counter");
+            // The cache of these settings is new (no other store of this JVM is open): all zero.
+            for (Map.Entry<String, Double> e : before.entrySet()) {
+                assertEquals(0.0, e.getValue(), e.getKey());
+            }
+
+            RemoteLogSegmentMetadata md = plain.metadata(TP);
+            rsm.copyLogSegmentData(md, plain.data());
+            byte[] log = Files.readAllBytes(plain.log);
+            for (int i = 0; i < 2; i++) {
+                assertArrayEquals(Arrays.copyOfRange(log, 100, 400), readExactly(rsm.fetchLogSegment(md, 100, 399),
+                        300), "fetch " + i);
+            }
+            int offsetIndexSize = (int) Files.size(plain.offsetIndex);
+            for (int i = 0; i < 2; i++) {
+                assertArrayEquals(Files.readAllBytes(plain.offsetIndex),
+                        readExactly(rsm.fetchIndex(md, IndexType.OFFSET), offsetIndexSize), "index fetch " + i);
+            }
+            // The values read before are kept for a second, then read again.
+            Thread.sleep(PluginMetricsRecorder.CacheCounters.MAX_AGE_NANOS / 1_000_000 + 100);
+            Map<String, Double> v = attributes(cache);
+            assertTrue(v.get("chunk-cache-loads") >= 1, "the first fetch loads its chunk: " + v);
+            assertTrue(v.get("chunk-cache-misses") >= 1, "the first fetch misses: " + v);
+            assertTrue(v.get("chunk-cache-hits") >= 1, "the second fetch of the range hits: " + v);
+            double held = v.get("chunk-cache-bytes");
+            assertTrue(held > 0 && held <= v.get("chunk-cache-loaded-bytes") && held <= plain.size(),
+                    "the chunk is held, no more than was loaded: " + v);
+            assertTrue(v.get("index-cache-hits") >= 1, "the second index fetch hits: " + v);
+            assertTrue(v.get("index-cache-misses") >= 1, "the first index fetch misses: " + v);
+            assertTrue(v.get("index-cache-bytes") >= offsetIndexSize, "the index is held: " + v);
+            assertTrue(v.get("manifest-cache-hits") >= 1, "later reads find the manifest cached: " + v);
+            assertEquals(0.0, v.get("chunk-cache-disk-hits"), "no disk tier: " + v);
+            assertEquals(0.0, v.get("chunk-cache-disk-bytes"), "no disk tier: " + v);
+            String hits = JMX.getMBeanInfo(cache).getAttributes()[names.indexOf("chunk-cache-hits")].getDescription();
+            assertTrue(hits.contains("since the cache was made"), hits);
+        } finally {
+            rsm.close();
+        }
+        assertFalse(JMX.isRegistered(cache), "close removes the cache counters");
+    }
+
+    /**
+     * The native call answers one value per name, and fails cleanly on a closed store; the counters behind the
+     * metrics never throw: with no store, or a closed one, before any value was read, they read 0.
+     */
+    @Test
+    void cacheCountersOfAClosedOrMissingStoreReadZeroAndNeverThrow() throws Exception {
+        NativeBridge.ensureLoaded();
+        int n = NativeBridge.cacheMetricNames().length;
+        int hits = Arrays.asList(NativeBridge.cacheMetricNames()).indexOf("index-cache-hits");
+        long h = NativeBridge.openStore(new String[] {"store.url", "fs.fsync"},
+                new String[] {"file://" + storeDir.resolve("store"), "false"});
+        long[] open;
+        try {
+            open = NativeBridge.cacheMetrics(h);
+            assertEquals(n, open.length, "one value per name");
+        } finally {
+            assertTrue(NativeBridge.closeStore(h));
+        }
+        NativeStorageException e = assertThrows(NativeStorageException.class, () -> NativeBridge.cacheMetrics(h));
+        assertTrue(e.getMessage().contains("is not open"), e.getMessage());
+        assertEquals(0, new PluginMetricsRecorder.CacheCounters(() -> h).value(hits), "closed before any read");
+        assertEquals(0, new PluginMetricsRecorder.CacheCounters(() -> 0).value(hits), "no store");
+        assertEquals(0, new PluginMetricsRecorder.CacheCounters(() -> 0).value(n + 5), "past the names");
     }
 
     @Test
@@ -313,8 +415,14 @@ class PluginMetricsTest {
                         assertEquals((double) v[2], value(registry, "byte-total", tags), op);
                     }
                 }
+                // The cache counters (no fetch cache: the chunk cache's read zero) are read when read.
+                Map<String, String> noOp = new LinkedHashMap<>(pluginTags);
+                assertEquals(0.0, value(registry, "chunk-cache-hits", noOp));
+                assertTrue(value(registry, "manifest-cache-misses", noOp) >= 1, "the fetches read the manifest");
+                assertTrue(value(registry, "index-cache-misses", noOp) >= 1, "the index fetch reads the index");
                 Set<String> names = pluginMetricNames(registry);
-                assertEquals(4 * 6 + 3 * 2, names.size(), names.toString());
+                assertEquals(4 * 6 + 3 * 2 + NativeBridge.cacheMetricNames().length, names.size(),
+                        names.toString());
             } finally {
                 rsm.close();
             }
