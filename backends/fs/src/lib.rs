@@ -24,8 +24,11 @@ use tokio::io::AsyncWriteExt;
 /// Free read buffers kept for reuse (a few chunks' worth).
 const READ_BUFFERS_RETAINED: usize = 32 << 20;
 
-/// Reads up to this size run in place rather than on the blocking pool (see `get_range`).
-const INLINE_READ_MAX: u64 = 1 << 20;
+/// Reads up to this size run in place rather than on the blocking pool (see `get_range`): a fetch's first
+/// read, which is up to `rsm_core::storage::fetch::FIRST_READ_BYTES` widened to whole blocks at both ends
+/// (1 MiB + 256 KiB at most with the default 64 KiB blocks), is one of them; whole-chunk reads (4 MiB by
+/// default) are not.
+const INLINE_READ_MAX: u64 = 2 << 20;
 
 /// Prefix of temporary upload files; listing skips them.
 const TMP_PREFIX: &str = ".rsm-tmp-";

@@ -169,7 +169,8 @@ fn run(a: Args) -> BoxResult<()> {
         let (slow, counts) = slow(latency);
         // Each setting a storage manager and a cache of its own (the last one opens the disk tier the one
         // before it filled, as a restarted broker would).
-        let rsm = TieredStorage::open(slow, config(s.memory, s.prefetch, s.disk), &format!("bench:{}", s.name))?;
+        let store_name = if s.disk { "bench:disk".to_string() } else { format!("bench:{}", s.name) };
+        let rsm = TieredStorage::open(slow, config(s.memory, s.prefetch, s.disk), &store_name)?;
         rt.block_on(rsm.manifest(&md))?;
         let before = counts.snapshot().get(Op::Get).requests;
         let rss = proc_status_kib("VmRSS").unwrap_or(0);
