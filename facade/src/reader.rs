@@ -7,18 +7,40 @@ use futures::StreamExt;
 use rsm_core::Result;
 use rsm_core::backend::ByteStream;
 use std::io;
+use tokio::sync::mpsc;
 
 /// A blocking reader of a segment's bytes or of an index. Dropping it stops the fetch and frees its
-/// buffers at once. Memory: the one piece of the stream it holds.
+/// buffers at once. Memory: the piece of the stream it holds, and once it reads past the first piece, one
+/// more piece that a task of the runtime reads, checks and hands over ahead of it.
+///
+/// The first piece is pulled on the caller's thread: the broker's usual fetch (about a mebibyte, then
+/// close) is that one piece, and nothing is read ahead of it. A reader that asks for a second piece reads
+/// on (a whole-segment read): from then on the pieces are pulled by a task, so that the store's reads and
+/// the checks of their blocks overlap with the caller's use of the bytes before.
 pub struct SegmentReader {
-    stream: Option<ByteStream>,
+    source: Source,
     current: Bytes,
+    pulled: u64,
+}
+
+enum Source {
+    Done,
+    Stream(ByteStream),
+    Ahead(mpsc::Receiver<Result<Bytes>>, tokio::task::AbortHandle),
+}
+
+impl Drop for SegmentReader {
+    fn drop(&mut self) {
+        if let Source::Ahead(_, task) = &self.source {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for SegmentReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SegmentReader")
-            .field("open", &self.stream.is_some())
+            .field("open", &!matches!(self.source, Source::Done))
             .field("buffered", &self.current.len())
             .finish()
     }
@@ -27,28 +49,55 @@ impl std::fmt::Debug for SegmentReader {
 impl SegmentReader {
     /// A reader over a fetch stream.
     pub fn stream(stream: ByteStream) -> Self {
-        SegmentReader { stream: Some(stream), current: Bytes::new() }
+        SegmentReader { source: Source::Stream(stream), current: Bytes::new(), pulled: 0 }
     }
 
     /// A reader over bytes already read (an index).
     pub fn bytes(bytes: Bytes) -> Self {
-        SegmentReader { stream: None, current: bytes }
+        SegmentReader { source: Source::Done, current: bytes, pulled: 0 }
+    }
+
+    /// The next piece: the first from the stream itself, then from the task reading ahead (started here).
+    fn pull(&mut self) -> Option<Result<Bytes>> {
+        if self.pulled == 1
+            && let Source::Stream(_) = &self.source
+        {
+            let Source::Stream(mut stream) = std::mem::replace(&mut self.source, Source::Done) else {
+                unreachable!("matched above")
+            };
+            let (tx, rx) = mpsc::channel(1);
+            let task = crate::runtime().spawn(async move {
+                while let Some(piece) = stream.next().await {
+                    let failed = piece.is_err();
+                    if tx.send(piece).await.is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            self.source = Source::Ahead(rx, task.abort_handle());
+        }
+        self.pulled += 1;
+        match &mut self.source {
+            Source::Done => None,
+            Source::Stream(stream) => crate::runtime().block_on(stream.next()),
+            Source::Ahead(rx, _) => crate::runtime().block_on(rx.recv()),
+        }
     }
 
     /// Makes sure some bytes are held; `false` at the end. A failed stream is closed: later calls see the end.
     fn fill(&mut self) -> Result<bool> {
         while self.current.is_empty() {
-            let Some(stream) = self.stream.as_mut() else {
+            if matches!(self.source, Source::Done) {
                 return Ok(false);
-            };
-            match crate::runtime().block_on(stream.next()) {
+            }
+            match self.pull() {
                 Some(Ok(b)) => self.current = b,
                 Some(Err(e)) => {
-                    self.stream = None;
+                    self.source = Source::Done;
                     return Err(e);
                 }
                 None => {
-                    self.stream = None;
+                    self.source = Source::Done;
                     return Ok(false);
                 }
             }
@@ -125,5 +174,42 @@ mod tests {
         let e = s.next_chunk(1).unwrap_err();
         assert!(e.to_string().contains("bad crc"), "{e}");
         assert!(s.next_bytes().unwrap().is_none(), "closed after the failure");
+    }
+
+    /// A stream of `n` one-byte pieces that counts the pieces it has produced.
+    fn counted(n: u8) -> (ByteStream, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let m = made.clone();
+        let stream = futures::stream::iter(0..n).map(move |i| {
+            m.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(Bytes::from(vec![i]))
+        });
+        (Box::pin(stream), made)
+    }
+
+    #[test]
+    fn the_first_piece_is_read_alone_and_later_ones_ahead_in_order() {
+        use std::sync::atomic::Ordering::SeqCst;
+        // The broker's usual fetch: one piece, then close. Nothing was read ahead of it.
+        let (stream, made) = counted(10);
+        let mut s = SegmentReader::stream(stream);
+        assert_eq!(&s.next_bytes().unwrap().unwrap()[..], [0]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(made.load(SeqCst), 1, "no piece read ahead of the first");
+        drop(s);
+
+        // A reader that goes on: every piece in order, at most one read ahead of what it took.
+        let (stream, made) = counted(10);
+        let mut s = SegmentReader::stream(stream);
+        for i in 0..4u8 {
+            assert_eq!(&s.next_bytes().unwrap().unwrap()[..], [i]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let ahead = made.load(SeqCst);
+        assert!((4..=6).contains(&ahead), "a bounded read-ahead: {ahead} pieces made for 4 taken");
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, (4..10).collect::<Vec<u8>>());
+        assert!(s.next_bytes().unwrap().is_none());
     }
 }

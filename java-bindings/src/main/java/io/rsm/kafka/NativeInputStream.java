@@ -14,6 +14,11 @@ import java.util.function.LongConsumer;
  * {@link Cleaner} does the same once the stream is unreachable. Not safe for concurrent use by several
  * threads (no {@code InputStream} is); a close from another thread is safe. The bytes each read returns are
  * passed to the optional metrics callback (skipped bytes are not read, so not counted).
+ *
+ * <p>Small reads are served from a buffer of {@value #BUFFER_BYTES} bytes filled by one native read: the
+ * broker reads each batch as a 17-byte header and then the rest of the batch, and a native call per read would
+ * cost more than the copy. A read of at least {@value #DIRECT_READ_BYTES} bytes that finds the buffer empty
+ * goes straight into the caller's array.
  */
 final class NativeInputStream extends InputStream {
     private static final Cleaner CLEANER = Cleaner.create(r -> {
@@ -26,7 +31,16 @@ final class NativeInputStream extends InputStream {
     private final String what;
     private final Cleaner.Cleanable cleanable;
     private final LongConsumer bytesRead;
+    /** The buffer of small reads. */
+    static final int BUFFER_BYTES = 64 * 1024;
+    /** Reads at least this long bypass the buffer when it is empty. */
+    static final int DIRECT_READ_BYTES = 8 * 1024;
+
     private final byte[] one = new byte[1];
+    /** Bytes read ahead from the native stream, {@code buffer[pos..limit)}; allocated on the first small read. */
+    private byte[] buffer;
+    private int pos;
+    private int limit;
     private volatile boolean closed;
 
     /** Frees a native stream; holds no reference to the stream object, so the Cleaner can run it. */
@@ -80,18 +94,39 @@ final class NativeInputStream extends InputStream {
             return 0;
         }
         int n;
+        if (pos == limit && len < DIRECT_READ_BYTES) {
+            if (buffer == null) {
+                buffer = new byte[BUFFER_BYTES];
+            }
+            int filled = nativeRead(buffer, 0, buffer.length);
+            if (filled < 0) {
+                return -1;
+            }
+            pos = 0;
+            limit = filled;
+        }
+        if (pos < limit) {
+            n = Math.min(len, limit - pos);
+            System.arraycopy(buffer, pos, b, off, n);
+            pos += n;
+        } else {
+            n = nativeRead(b, off, len);
+        }
+        if (n > 0 && bytesRead != null) {
+            bytesRead.accept(n);
+        }
+        return n;
+    }
+
+    private int nativeRead(byte[] b, int off, int len) throws IOException {
         try {
-            n = NativeBridge.read(handle, b, off, len);
+            return NativeBridge.read(handle, b, off, len);
         } catch (NativeStorageException e) {
             throw failure(e);
         } finally {
             // The Cleaner must not free the handle while a call on it runs.
             Reference.reachabilityFence(this);
         }
-        if (n > 0 && bytesRead != null) {
-            bytesRead.accept(n);
-        }
-        return n;
     }
 
     @Override
@@ -100,8 +135,13 @@ final class NativeInputStream extends InputStream {
         if (n <= 0) {
             return 0;
         }
+        int buffered = (int) Math.min(n, limit - pos);
+        pos += buffered;
+        if (buffered == n) {
+            return n;
+        }
         try {
-            return NativeBridge.skip(handle, n);
+            return buffered + NativeBridge.skip(handle, n - buffered);
         } catch (NativeStorageException e) {
             throw failure(e);
         } finally {
@@ -115,7 +155,7 @@ final class NativeInputStream extends InputStream {
             return 0;
         }
         try {
-            return NativeBridge.available(handle);
+            return (limit - pos) + NativeBridge.available(handle);
         } catch (NativeStorageException e) {
             throw failure(e);
         } finally {

@@ -181,6 +181,13 @@ class BrokerEndToEndIT {
             String[] f = r.split(" ");
             sb.append(String.format("  %-24s median %s, p90 %s, n %s%n", f[1], f[2], f[3], f[4]));
         }
+        List<String> more = out.lines().filter(l -> l.startsWith("RESULT-SEQ ") || l.startsWith("RESULT-COPY "))
+                .collect(Collectors.toList());
+        assertEquals(7, more.size(), out);
+        sb.append("whole-segment sequential read and copy, same JVM, same data:\n");
+        for (String r : more) {
+            sb.append("  ").append(r).append('\n');
+        }
         Files.writeString(work.resolve("summary.txt"), sb.toString());
         System.out.println(sb);
     }

@@ -25,8 +25,13 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * <p>One fetch is what the broker's read path does (RemoteLogManager.read through RemoteLogInputStream):
  * {@code fetchLogSegment(metadata, position)} at a batch boundary, read a 17-byte batch header, then the rest
  * of the batch, batch after batch until 1 MiB is in hand, then close. Both managers run interleaved, after a
- * warm-up, on the same random positions. Run by {@link BrokerEndToEndIT} in a JVM whose class path has the
- * kafka-storage test jar; prints {@code RESULT <name> <median us> <p90 us> <n>} lines.
+ * warm-up, on the same random positions. Then the same managers read every segment whole (sequential read,
+ * MiB/s) and copy every segment under a fresh id (a copy as each does it by default: ours syncs each object
+ * and directory, LocalTieredStorage does not, so it is also measured with its store synced after the copy),
+ * interleaved, five rounds each. Run by {@link BrokerEndToEndIT}
+ * in a JVM whose class path has the kafka-storage test jar; prints {@code RESULT <name> <median us> <p90 us>
+ * <n>}, {@code RESULT-SEQ <name> <median MiB/s> MiB/s} and {@code RESULT-COPY <name> <median ms> ms for <MiB>
+ * MiB} lines.
  */
 public final class FetchLatencyBench {
     static final int FETCH_BYTES = 1 << 20;
@@ -103,6 +108,67 @@ public final class FetchLatencyBench {
         print("rsm-plugin", oursMicros);
         print("LocalTieredStorage", kafkaMicros);
         print("rsm-plugin-1MiB-chunks", smallMicros);
+
+        // Sequential reads: every segment whole, in 64 KiB reads, five rounds, rotating who goes first.
+        RemoteStorageManager[] all = {ours, kafka, small};
+        String[] names = {"rsm-plugin", "LocalTieredStorage", "rsm-plugin-1MiB-chunks"};
+        List<List<Double>> seq = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+        List<List<Double>> copies = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+        long total = 0;
+        for (TestSegments.Segment s : segments) {
+            total += s.size();
+        }
+        byte[] buf = new byte[64 * 1024];
+        for (int round = 0; round < 5; round++) {
+            for (int j = 0; j < 3; j++) {
+                int w = Math.floorMod(round + j, 3);
+                long t = System.nanoTime();
+                long read = 0;
+                for (RemoteLogSegmentMetadata md : mds) {
+                    try (InputStream in = all[w].fetchLogSegment(md, 0)) {
+                        for (int n; (n = in.read(buf)) >= 0; ) {
+                            read += n;
+                        }
+                    }
+                }
+                if (read != total) {
+                    throw new IllegalStateException(names[w] + ": read " + read + " of " + total + " bytes");
+                }
+                seq.get(w).add(read / 1048576.0 / ((System.nanoTime() - t) / 1e9));
+            }
+        }
+        // Copies: every segment under a fresh segment id, five rounds, rotating; each removed afterwards.
+        // LocalTieredStorage does not sync what it writes; its copy made durable (every file and directory
+        // of its store synced after the copy) is measured too, as a fourth.
+        List<Double> kafkaDurable = new ArrayList<>();
+        Path kafkaDir = dir.resolve("local-tiered-storage");
+        for (int round = 0; round < 5; round++) {
+            for (int j = 0; j < 4; j++) {
+                int w = Math.floorMod(round + j, 4);
+                RemoteStorageManager m = all[w == 3 ? 1 : w];
+                List<RemoteLogSegmentMetadata> fresh = new ArrayList<>();
+                long t = System.nanoTime();
+                for (TestSegments.Segment s : segments) {
+                    RemoteLogSegmentMetadata md = s.metadata(tp);
+                    m.copyLogSegmentData(md, s.data());
+                    fresh.add(md);
+                }
+                if (w == 3) {
+                    syncTree(kafkaDir);
+                }
+                (w == 3 ? kafkaDurable : copies.get(w)).add((System.nanoTime() - t) / 1e6);
+                for (RemoteLogSegmentMetadata md : fresh) {
+                    m.deleteLogSegmentData(md);
+                }
+            }
+        }
+        for (int w = 0; w < 3; w++) {
+            System.out.println("RESULT-SEQ " + names[w] + " " + Math.round(median(seq.get(w))) + " MiB/s");
+            System.out.println("RESULT-COPY " + names[w] + " " + Math.round(median(copies.get(w))) + " ms for "
+                    + total / 1048576 + " MiB");
+        }
+        System.out.println("RESULT-COPY LocalTieredStorage+sync " + Math.round(median(kafkaDurable)) + " ms for "
+                + total / 1048576 + " MiB");
         ours.close();
         small.close();
         kafka.close();
@@ -148,6 +214,26 @@ public final class FetchLatencyBench {
         Collections.sort(micros);
         System.out.println("RESULT " + name + " " + percentile(micros, 50) + " " + percentile(micros, 90) + " "
                 + micros.size());
+    }
+
+    /** Syncs every file and directory under {@code root}. */
+    static void syncTree(Path root) throws IOException {
+        List<Path> paths;
+        try (java.util.stream.Stream<Path> walk = Files.walk(root)) {
+            paths = walk.collect(java.util.stream.Collectors.toList());
+        }
+        for (Path p : paths) {
+            try (java.nio.channels.FileChannel c = java.nio.channels.FileChannel.open(p,
+                    java.nio.file.StandardOpenOption.READ)) {
+                c.force(true);
+            }
+        }
+    }
+
+    static double median(List<Double> v) {
+        List<Double> sorted = new ArrayList<>(v);
+        Collections.sort(sorted);
+        return sorted.get(sorted.size() / 2);
     }
 
     static long percentile(List<Long> sorted, int p) {

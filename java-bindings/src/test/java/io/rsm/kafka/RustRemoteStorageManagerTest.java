@@ -172,6 +172,46 @@ class RustRemoteStorageManagerTest {
         }
     }
 
+    /** Small reads come from the stream's buffer, large ones straight from native; the bytes are the same. */
+    @Test
+    void mixedSmallAndLargeReadsAndSkipsReturnTheSegmentsBytes() throws Exception {
+        RemoteLogSegmentMetadata md = plain.metadata(TP);
+        rsm.copyLogSegmentData(md, plain.data());
+        byte[] log = Files.readAllBytes(plain.log);
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        int expectedSkipped = 0;
+        int[] pattern = {17, 3000, 20_000, 1, 70_000, 8191, 8192, 5};
+        try (InputStream in = rsm.fetchLogSegment(md, 0)) {
+            byte[] buf = new byte[70_000];
+            for (int i = 0; ; i++) {
+                if (i % 5 == 4) {
+                    long skipped = in.skip(777);
+                    assertTrue(skipped >= 0 && skipped <= 777, "skip " + skipped);
+                    // Skipped bytes stand in as zeros below, at their place.
+                    got.write(new byte[(int) skipped]);
+                    expectedSkipped += (int) skipped;
+                    continue;
+                }
+                int n = in.read(buf, 0, pattern[i % pattern.length]);
+                if (n < 0) {
+                    break;
+                }
+                assertTrue(n > 0 && in.available() >= 0);
+                got.write(buf, 0, n);
+            }
+        }
+        byte[] all = got.toByteArray();
+        assertEquals(log.length, all.length, "every byte read or skipped once");
+        int zeroed = 0;
+        for (int i = 0; i < log.length; i++) {
+            if (all[i] != log[i]) {
+                assertEquals(0, all[i], "byte " + i + " differs and was not skipped");
+                zeroed++;
+            }
+        }
+        assertTrue(zeroed <= expectedSkipped && expectedSkipped > 0, zeroed + " of " + expectedSkipped);
+    }
+
     @Test
     void singleByteReadsSkipAvailableAndEnd() throws Exception {
         RemoteLogSegmentMetadata md = plain.metadata(TP);
