@@ -25,7 +25,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * <p>One fetch is what the broker's read path does (RemoteLogManager.read through RemoteLogInputStream):
  * {@code fetchLogSegment(metadata, position)} at a batch boundary, read a 17-byte batch header, then the rest
  * of the batch, batch after batch until 1 MiB is in hand, then close. Both managers run interleaved, after a
- * warm-up, on the same random positions. Then the same managers read every segment whole (sequential read,
+ * warm-up, on the same random positions. Then the same managers read a 64 MiB segment whole (sequential read,
  * MiB/s) and copy every segment under a fresh id (a copy as each does it by default: ours syncs each object
  * and directory, LocalTieredStorage does not, so it is also measured with its store synced after the copy),
  * interleaved, five rounds each. Run by {@link BrokerEndToEndIT}
@@ -109,7 +109,7 @@ public final class FetchLatencyBench {
         print("LocalTieredStorage", kafkaMicros);
         print("rsm-plugin-1MiB-chunks", smallMicros);
 
-        // Sequential reads: every segment whole, in 64 KiB reads, five rounds, rotating who goes first.
+        // Sequential reads: a 64 MiB segment whole, in 64 KiB reads, five rounds, rotating who goes first.
         RemoteStorageManager[] all = {ours, kafka, small};
         String[] names = {"rsm-plugin", "LocalTieredStorage", "rsm-plugin-1MiB-chunks"};
         List<List<Double>> seq = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
@@ -118,24 +118,30 @@ public final class FetchLatencyBench {
         for (TestSegments.Segment s : segments) {
             total += s.size();
         }
+        TestSegments.Segment big = TestSegments.write(dir.resolve("segments"), 100_000L, 4096, 16, 1000, false, 200);
+        RemoteLogSegmentMetadata bigMd = big.metadata(tp);
+        for (RemoteStorageManager m : all) {
+            m.copyLogSegmentData(bigMd, big.data());
+        }
         byte[] buf = new byte[64 * 1024];
         for (int round = 0; round < 5; round++) {
             for (int j = 0; j < 3; j++) {
                 int w = Math.floorMod(round + j, 3);
                 long t = System.nanoTime();
                 long read = 0;
-                for (RemoteLogSegmentMetadata md : mds) {
-                    try (InputStream in = all[w].fetchLogSegment(md, 0)) {
-                        for (int n; (n = in.read(buf)) >= 0; ) {
-                            read += n;
-                        }
+                try (InputStream in = all[w].fetchLogSegment(bigMd, 0)) {
+                    for (int n; (n = in.read(buf)) >= 0; ) {
+                        read += n;
                     }
                 }
-                if (read != total) {
-                    throw new IllegalStateException(names[w] + ": read " + read + " of " + total + " bytes");
+                if (read != big.size()) {
+                    throw new IllegalStateException(names[w] + ": read " + read + " of " + big.size() + " bytes");
                 }
                 seq.get(w).add(read / 1048576.0 / ((System.nanoTime() - t) / 1e9));
             }
+        }
+        for (RemoteStorageManager m : all) {
+            m.deleteLogSegmentData(bigMd);
         }
         // Copies: every segment under a fresh segment id, five rounds, rotating; each removed afterwards.
         // LocalTieredStorage does not sync what it writes; its copy made durable (every file and directory
