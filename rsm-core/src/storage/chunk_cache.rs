@@ -1,5 +1,5 @@
 //! The chunk cache: whole checked chunks in memory (bounded in bytes, least recently used evicted first) and
-//! optionally on disk ([`disk_cache`](super::disk_cache): bounded in bytes, kept across restarts), shared by
+//! optionally on disk (its disk tier, `disk_cache.rs`: bounded in bytes, kept across restarts), shared by
 //! every storage manager of a process that has the same cache settings ([`ChunkCache::for_process`]).
 //!
 //! A [`ChunkCache`] is the store of chunks; [`CachedChunks`] is the [`ChunkSource`] that reads one store's
