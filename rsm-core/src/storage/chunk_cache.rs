@@ -204,6 +204,12 @@ impl ChunkCache {
         }
     }
 
+    /// Bytes being read ahead now.
+    #[cfg(test)]
+    pub(crate) fn prefetch_in_flight(&self) -> u64 {
+        self.shared.prefetch_in_flight.load(Ordering::Relaxed)
+    }
+
     /// Waits for the disk writes in flight to end (at shutdown, or before looking at the directory).
     pub async fn flush(&self) {
         let all = DISK_WRITES_IN_FLIGHT as u32;
@@ -267,11 +273,13 @@ fn check_chunk(m: &Manifest, i: usize, bytes: &[u8], what: &str) -> Result<()> {
 
 impl Shared {
     /// Chunk `i` of the segment, whole and checked: from memory, from a load in flight, from disk, or read
-    /// from `src` now.
-    async fn chunk(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize) -> Result<Bytes> {
+    /// from `src` now; for a reader (whose use of a prefetched chunk is counted), or for the read-ahead.
+    async fn chunk(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, reader: bool) -> Result<Bytes> {
         let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
         if let Some(b) = self.memory.get(&key) {
-            self.used(&key);
+            if reader {
+                self.used(&key);
+            }
             return Ok(b);
         }
         let loaded = self
@@ -299,7 +307,7 @@ impl Shared {
                 Ok::<_, Error>(bytes)
             })
             .await;
-        if loaded.is_ok() {
+        if reader && loaded.is_ok() {
             self.used(&key);
         }
         loaded
@@ -376,7 +384,7 @@ impl Shared {
             self.prefetches.fetch_add(1, Ordering::Relaxed);
             let (shared, src, m) = (self.clone(), src.clone(), m.clone());
             tokio::spawn(async move {
-                let got = shared.chunk(&src, &m, i).await;
+                let got = shared.chunk(&src, &m, i, false).await;
                 shared.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
                 if let Err(e) = got {
                     lock(&shared.prefetched).remove(&key);
@@ -398,7 +406,7 @@ impl ChunkSource for CachedChunks {
         let mut parts = Vec::new();
         let mut last = first;
         for (i, c) in manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.position() < range.end) {
-            let whole = s.chunk(src, manifest, i).await?;
+            let whole = s.chunk(src, manifest, i, true).await?;
             let from = range.start.max(c.position()) - c.position();
             let to = range.end.min(c.end()) - c.position();
             parts.push(whole.slice(from as usize..to as usize));

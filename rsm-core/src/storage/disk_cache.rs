@@ -141,6 +141,11 @@ impl DiskTier {
         self.index.get(key)?;
         let path = self.path(key);
         let read = fs::read(&path);
+        if read.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            // Evicted (or removed by hand) since the lookup: a miss, not a damaged file.
+            self.index.remove(key);
+            return None;
+        }
         let verdict = match &read {
             Ok(bytes) => check(bytes),
             Err(e) => Err(Error::from_io(format!("chunk cache file {}", path.display()), clone_io(e))),

@@ -794,6 +794,44 @@ mod tests {
         assert_eq!(fresh.chunk_cache_stats().unwrap().memory.entries, 0, "nothing unchecked was kept");
     }
 
+    /// Read-ahead counts as used only when a reader takes the chunk, and as wasted when it is evicted unread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn prefetched_chunks_count_as_used_when_read_and_wasted_when_evicted_unread() {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let Big { md, m, .. } = big_segment(backend.clone()).await;
+        let other = big_segment(backend.clone()).await;
+        assert_ne!(md.remote_log_segment_id, other.md.remote_log_segment_id);
+        let chunk = m.chunks[1].data_length as u64;
+        // Room for five chunks: a quarter of it lets one chunk at a time be read ahead.
+        let rsm = cached(backend.clone(), 5 * chunk, 1);
+        let stats = || rsm.chunk_cache_stats().unwrap();
+        let settle = || async {
+            for _ in 0..200 {
+                if rsm.chunk_cache().unwrap().prefetch_in_flight() == 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        broker_fetch(&rsm, &md, 0).await;
+        broker_fetch(&rsm, &md, 1 << 20).await;
+        settle().await;
+        let s = stats();
+        assert_eq!((s.prefetched, s.prefetched_bytes_used), (1, 0), "chunk 1 read ahead, not yet read: {s:?}");
+        let c1 = m.chunks[1].position();
+        broker_fetch(&rsm, &md, c1).await;
+        assert_eq!(stats().prefetched_bytes_used, chunk, "a reader took it");
+
+        // Chunk 2 read ahead, then never read: two other segments' worth of reads evict it.
+        broker_fetch(&rsm, &md, c1 + (1 << 20)).await;
+        settle().await;
+        assert_eq!(stats().prefetched, 2);
+        collect(rsm.fetch_log_segment(&other.md, 0, None).await.unwrap()).await.unwrap();
+        collect(rsm.fetch_log_segment(&other.md, 0, None).await.unwrap()).await.unwrap();
+        let s = stats();
+        assert!(s.prefetched_bytes_wasted >= m.chunks[2].data_length as u64, "{s:?}");
+    }
+
     /// A catch-up reader (broker fetches one after another) is read ahead and reads each chunk about once;
     /// a random reader gets no read-ahead.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
