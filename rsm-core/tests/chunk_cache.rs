@@ -99,6 +99,12 @@ async fn the_disk_tier_survives_a_restart_and_serves_without_a_request() {
     let other = TieredConfig { fetch_cache_bytes: 4 << 20, ..cfg.clone() };
     let e = TieredStorage::open(backend.clone(), other, "memory:one").unwrap_err();
     assert_eq!(e.config_key(), Some("fetch.cache.disk.path"), "{e}");
+
+    // A deleted segment leaves nothing in either tier.
+    rsm.delete_log_segment_data(&seg.md).await.unwrap();
+    let s = rsm.chunk_cache_stats().unwrap();
+    assert_eq!((s.memory.entries, s.disk.entries), (0, 0), "{s:?}");
+    assert!(cache_files(disk.path()).is_empty(), "its files are gone");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

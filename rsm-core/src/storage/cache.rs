@@ -160,18 +160,19 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
         Some(old)
     }
 
-    /// Forgets every entry whose key `pred` accepts.
-    pub fn remove_where(&self, pred: impl Fn(&K) -> bool)
+    /// Forgets every entry whose key `pred` accepts; returns their keys.
+    pub fn remove_where(&self, pred: impl Fn(&K) -> bool) -> Vec<K>
     where
         K: Clone,
     {
         let mut g = self.lock();
         let doomed: Vec<K> = g.map.iter().filter(|(k, _)| pred(k)).map(|(k, _)| k.clone()).collect();
-        for k in doomed {
-            if let Some((old, _)) = g.map.pop(&k) {
+        for k in &doomed {
+            if let Some((old, _)) = g.map.pop(k) {
                 g.weight -= (self.weigh)(&old);
             }
         }
+        doomed
     }
 
     /// Hits, misses, evictions, entries and weight so far.

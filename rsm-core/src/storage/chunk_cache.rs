@@ -437,4 +437,14 @@ impl ChunkSource for CachedChunks {
     fn checks(&self) -> bool {
         true
     }
+
+    fn forget(&self, segment: &Uuid) {
+        let s = &self.cache.shared;
+        let this = |k: &ChunkKey| k.0 == self.scope && k.1 == *segment;
+        s.memory.remove_where(this);
+        lock(&s.prefetched).retain(|k, _| !this(k));
+        if let Some(disk) = &s.disk {
+            disk.forget(this);
+        }
+    }
 }

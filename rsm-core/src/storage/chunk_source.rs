@@ -29,6 +29,11 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
     fn checks(&self) -> bool {
         false
     }
+
+    /// Drops whatever the source keeps of the segment `segment` (a cache's entries), once it is deleted.
+    fn forget(&self, segment: &crate::model::Uuid) {
+        let _ = segment;
+    }
 }
 
 /// Chunks read from the backend: a range over chunks stored as they are is one ranged read of the

@@ -183,6 +183,13 @@ impl DiskTier {
         }
     }
 
+    /// Deletes the files of every chunk `pred` accepts.
+    pub(crate) fn forget(&self, pred: impl Fn(&ChunkKey) -> bool) {
+        for k in self.index.remove_where(pred) {
+            let _ = fs::remove_file(self.path(&k));
+        }
+    }
+
     /// Hits, misses, evictions, files and bytes held.
     pub(crate) fn stats(&self) -> CacheStats {
         self.index.stats()

@@ -216,6 +216,7 @@ impl TieredStorage {
     fn forget(&self, id: &Uuid) {
         self.manifests.remove(id);
         self.indexes.remove_where(|(s, _)| s == id);
+        self.chunks.forget(id);
     }
 
     /// The keys of a segment.
