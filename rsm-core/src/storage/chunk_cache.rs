@@ -353,6 +353,8 @@ impl Shared {
         let Ok(permit) = self.disk_writes.clone().try_acquire_owned() else { return };
         tokio::task::spawn_blocking(move || {
             disk.put(key, &bytes);
+            // The tier before the permit: once `flush` holds every permit, no write holds the tier open.
+            drop(disk);
             drop(permit);
         });
     }

@@ -79,8 +79,16 @@ impl DiskTier {
             .write(true)
             .open(dir.join(LOCK_FILE))
             .map_err(|e| fail("cannot open the lock file in", e))?;
+        // A tier of this process that is closing (its last background write ending) lets go within
+        // moments: try for a second before calling the directory taken.
+        let mut tries = 0;
         // SAFETY: flock on a descriptor this function owns; no memory is passed.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        while unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            tries += 1;
+            if tries < 50 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                continue;
+            }
             return Err(Error::config(
                 key,
                 format!("the cache directory {} is in use by another storage manager or process", dir.display()),
