@@ -148,23 +148,22 @@ impl DiskTier {
     pub(crate) fn get(&self, key: &ChunkKey, check: impl FnOnce(&[u8]) -> Result<()>) -> Option<Bytes> {
         self.index.get(key)?;
         let path = self.path(key);
-        let read = fs::read(&path);
-        if read.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        let verdict = match fs::read(&path) {
             // Evicted (or removed by hand) since the lookup: a miss, not a damaged file.
-            self.index.remove(key);
-            return None;
-        }
-        let verdict = match &read {
-            Ok(bytes) => check(bytes),
-            Err(e) => Err(Error::from_io(format!("chunk cache file {}", path.display()), clone_io(e))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.index.remove(key);
+                return None;
+            }
+            Err(e) => Err(Error::from_io(format!("chunk cache file {}", path.display()), e)),
+            Ok(bytes) => check(&bytes).map(|()| bytes),
         };
         match verdict {
-            Ok(()) => {
+            Ok(bytes) => {
                 // Renew the file's time, so that a restart keeps the order of use.
                 if let Ok(f) = File::options().write(true).open(&path) {
                     let _ = f.set_modified(SystemTime::now());
                 }
-                read.ok().map(Bytes::from)
+                Some(Bytes::from(bytes))
             }
             Err(e) => {
                 tracing::warn!(file = %path.display(), error = %e, "chunk cache file failed its check; deleted, the chunk is read again");
@@ -212,10 +211,6 @@ impl DiskTier {
     pub(crate) fn write_failures(&self) -> u64 {
         self.write_failures.load(Ordering::Relaxed)
     }
-}
-
-fn clone_io(e: &std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), e.to_string())
 }
 
 #[cfg(test)]

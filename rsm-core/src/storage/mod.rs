@@ -56,6 +56,12 @@ pub struct TieredStorage {
     indexes: Cache<(Uuid, IndexType), Bytes>,
 }
 
+/// Reads and decodes the manifest at `key` of `backend`.
+async fn read_manifest(backend: &dyn StorageBackend, key: &str) -> Result<Manifest> {
+    let bytes = backend.get_range(key, 0..u64::MAX).await?;
+    Manifest::decode(&bytes, key)
+}
+
 /// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
 /// cache, so that the reader's first fetch of it waits for no manifest: one listing of the keys that start
 /// at the next offset, then one read per manifest found. Once per segment.
@@ -96,8 +102,7 @@ impl NextManifests {
                 }
             };
             for o in found.into_iter().filter(|o| o.key.ends_with(".manifest")) {
-                let read = this.backend.get_range(&o.key, 0..u64::MAX).await;
-                match read.and_then(|b| Manifest::decode(&b, &o.key)) {
+                match read_manifest(this.backend.as_ref(), &o.key).await {
                     Ok(next) => {
                         let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, Arc::new(next));
                     }
@@ -226,8 +231,7 @@ impl TieredStorage {
 
     /// Reads and decodes the manifest at `key`.
     pub async fn read_manifest(&self, key: &str) -> Result<Manifest> {
-        let bytes = self.backend.get_range(key, 0..u64::MAX).await?;
-        Manifest::decode(&bytes, key)
+        read_manifest(self.backend.as_ref(), key).await
     }
 
     /// The manifest of a segment (cached); not found when the segment was never committed or was deleted.
