@@ -2,7 +2,8 @@
 //!
 //! Entry layout (big-endian): magic i16 (0), length i16 (bytes after this field), crc u32 (CRC-32C of the
 //! bytes after the crc field), firstOffset i64, lastOffset i64, firstTimestamp i64, lastTimestamp i64,
-//! dataLength i32 (the chunk's original length), rdiLength i16, rdi.
+//! dataLength u32 (the chunk's original length; SR-32's i32 read unsigned, so every length the encoder
+//! writes reads back), rdiLength i16, rdi.
 //!
 //! Our RDI names the object, where the chunk is stored and where it belongs, apart: a transform (compression,
 //! encryption) changes the stored position and length, never the original ones.
@@ -160,7 +161,7 @@ impl ChunkEntry {
         out.extend_from_slice(&self.last_offset.to_be_bytes());
         out.extend_from_slice(&self.first_timestamp.to_be_bytes());
         out.extend_from_slice(&self.last_timestamp.to_be_bytes());
-        out.extend_from_slice(&(self.data_length as i32).to_be_bytes());
+        out.extend_from_slice(&self.data_length.to_be_bytes());
         out.extend_from_slice(&(RDI_LEN as i16).to_be_bytes());
         self.rdi.encode(out);
         let crc = crc32c::crc32c(&out[start + 8..]);
@@ -192,22 +193,24 @@ impl ChunkEntry {
         let last_offset = b.i64()?;
         let first_timestamp = b.i64()?;
         let last_timestamp = b.i64()?;
-        let data_length = b.i32()?;
+        let data_length = b.u32()?;
         let rdi_len = b.i16()?;
-        if data_length < 0 || rdi_len < 0 || b.remaining() != rdi_len as usize {
+        if rdi_len < 0 || b.remaining() != rdi_len as usize {
             return Err(Error::corrupt(format!(
                 "remote log index entry at byte {at}: data length {data_length}, RDI length {rdi_len} inconsistent"
             )));
         }
         let rdi = Rdi::decode(b.bytes(rdi_len as usize)?)?;
-        Ok(ChunkEntry {
-            first_offset,
-            last_offset,
-            first_timestamp,
-            last_timestamp,
-            data_length: data_length as u32,
-            rdi,
-        })
+        if rdi.original_position.checked_add(data_length as u64).is_none()
+            || rdi.position.checked_add(rdi.stored_length as u64).is_none()
+        {
+            return Err(Error::corrupt(format!(
+                "remote log index entry at byte {at}: a chunk at position {} (stored at {}) ends past the largest \
+                 position",
+                rdi.original_position, rdi.position
+            )));
+        }
+        Ok(ChunkEntry { first_offset, last_offset, first_timestamp, last_timestamp, data_length, rdi })
     }
 
     /// Checks `data` (the chunk's original bytes) against this entry's length and CRC.
@@ -313,6 +316,8 @@ pub struct Chunker {
     chunk_blocks: usize,
     /// [`crc32c_shift`] of a whole block.
     block_shift: u32,
+    /// One past the last offset pushed so far.
+    next_offset: Option<i64>,
 }
 
 impl Chunker {
@@ -331,6 +336,7 @@ impl Chunker {
             block_fill: 0,
             block_crc: 0,
             chunk_blocks: 0,
+            next_offset: None,
         }
     }
 
@@ -359,16 +365,24 @@ impl Chunker {
     }
 
     /// Adds the next batch; its bytes (still in cache from the batch check) are summed into the CRC-32C of
-    /// the blocks they fall in.
+    /// the blocks they fall in. A legacy wrapper's first offset is inside its compressed bytes: a chunk that
+    /// starts with one records the lowest offset it can hold, one past the previous batch's last (the
+    /// segment's start offset for the first), so that the chunk's offsets are never claimed too high.
     pub fn push(&mut self, batch: &Batch<'_>) {
         let size = batch.size() as u64;
+        let first_offset = if batch.is_legacy_wrapper() {
+            self.next_offset.unwrap_or(self.segment_start_offset).min(batch.base_offset())
+        } else {
+            batch.base_offset()
+        };
+        self.next_offset = batch.last_offset().checked_add(1);
         if let Some(open) = &self.open
             && open.data_length as u64 + size > self.target
         {
             self.close();
         }
         let open = self.open.get_or_insert(ChunkEntry {
-            first_offset: batch.base_offset(),
+            first_offset,
             last_offset: batch.last_offset(),
             first_timestamp: batch.base_timestamp(),
             last_timestamp: batch.max_timestamp(),

@@ -32,6 +32,16 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// `base_offset` plus an entry's relative offset, or "corrupt" when that is past the largest offset.
+fn absolute(kind: &str, name: &str, i: usize, base_offset: i64, relative: u32) -> Result<i64> {
+    base_offset.checked_add(relative as i64).ok_or_else(|| {
+        Error::corrupt(format!(
+            "{kind} index {name}: entry {i} has relative offset {relative}, past the largest offset from base \
+             {base_offset}"
+        ))
+    })
+}
+
 /// Parses and checks an offset index of the segment at `base_offset`: whole entries, offsets strictly
 /// increasing, positions increasing and inside a log of `log_size` bytes. `name` appears in errors.
 pub fn read_offset_index(name: &str, base_offset: i64, bytes: &[u8], log_size: u64) -> Result<Vec<OffsetEntry>> {
@@ -43,7 +53,8 @@ pub fn read_offset_index(name: &str, base_offset: i64, bytes: &[u8], log_size: u
     }
     let mut out = Vec::with_capacity(bytes.len() / OFFSET_ENTRY_SIZE);
     for (i, e) in bytes.chunks_exact(OFFSET_ENTRY_SIZE).enumerate() {
-        let entry = OffsetEntry { offset: base_offset + u32_at(e, 0) as i64, position: u32_at(e, 4) };
+        let entry =
+            OffsetEntry { offset: absolute("offset", name, i, base_offset, u32_at(e, 0))?, position: u32_at(e, 4) };
         if let Some(prev) = out.last() {
             let prev: &OffsetEntry = prev;
             if entry.offset <= prev.offset || entry.position <= prev.position {
@@ -77,7 +88,7 @@ pub fn read_time_index(name: &str, base_offset: i64, bytes: &[u8]) -> Result<Vec
     for (i, e) in bytes.chunks_exact(TIME_ENTRY_SIZE).enumerate() {
         let entry = TimeEntry {
             timestamp: i64::from_be_bytes(e[..8].try_into().expect("8 bytes")),
-            offset: base_offset + u32_at(e, 8) as i64,
+            offset: absolute("time", name, i, base_offset, u32_at(e, 8))?,
         };
         if let Some(prev) = out.last()
             && (entry.timestamp < prev.timestamp || entry.offset < prev.offset)

@@ -49,7 +49,8 @@ pub fn parse_leader_epochs(text: &[u8], name: &str) -> Result<Vec<(i32, i64)>> {
         other => return Err(bad(&format!("unsupported version line {other:?}"))),
     }
     let count: usize = lines.next().and_then(|l| l.trim().parse().ok()).ok_or_else(|| bad("bad count line"))?;
-    let mut out = Vec::with_capacity(count);
+    // The count is the file's word: never allocate by it beyond what the text can hold.
+    let mut out = Vec::with_capacity(count.min(text.len() / 4));
     for line in lines.by_ref().take(count) {
         let mut it = line.split_whitespace();
         let e = it.next().and_then(|v| v.parse().ok());
@@ -172,7 +173,9 @@ impl LocalPartition {
         for b in BatchIter::new(&log, 0, false) {
             let b = b.map_err(|e| e.context(seg.log.display()))?;
             max_ts = max_ts.max(b.max_timestamp());
-            batch_epochs.entry(b.partition_leader_epoch()).or_insert(b.base_offset());
+            if b.partition_leader_epoch() != crate::format::batch::NO_PARTITION_LEADER_EPOCH {
+                batch_epochs.entry(b.partition_leader_epoch()).or_insert(b.base_offset());
+            }
         }
         let end = next - 1;
         let name = self.dir.join("leader-epoch-checkpoint").display().to_string();

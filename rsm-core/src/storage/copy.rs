@@ -43,8 +43,14 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         }
         let consumed = it.consumed();
         if consumed == 0 && filled == buf.len() {
-            // One batch larger than the buffer: grow to hold it.
+            // One batch larger than the buffer: grow to hold it, once the file is known to hold that much.
             let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
+            let left = len - file_pos;
+            if need as u64 > left {
+                return Err(Error::corrupt(format!(
+                    "the batch at position {file_pos} declares {need} bytes, past the end: {left} bytes remain"
+                )));
+            }
             buf.resize(need, 0);
             continue;
         }
@@ -53,7 +59,11 @@ fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Resul
         file_pos += consumed as u64;
         if read_total == len {
             if filled > 0 {
-                return Err(Error::corrupt(format!("truncated record batch at position {file_pos}")));
+                // What the iterator says of the partial batch at the end (it names its declared size).
+                return match BatchIter::new(&buf[..filled], file_pos, false).next() {
+                    Some(Err(e)) => Err(e),
+                    _ => Err(Error::corrupt(format!("truncated batch at position {file_pos}"))),
+                };
             }
             return Ok(());
         }
