@@ -161,7 +161,9 @@ impl RemoteIndexFiles {
             let log = self.read(base, LOG_EXT, 1)?;
             let idx = self.read(base, OFFSET_EXT, 8)?;
             let n = idx.len() / 8;
-            let first_of = |i: usize| base + u32::from_be_bytes(idx[i * 8..i * 8 + 4].try_into().expect("4")) as i64;
+            // Saturating: a file named near the largest offset cannot wrap around to a small one.
+            let first_of =
+                |i: usize| base.saturating_add(u32::from_be_bytes(idx[i * 8..i * 8 + 4].try_into().expect("4")) as i64);
             let pos_of = |i: usize| u32::from_be_bytes(idx[i * 8 + 4..i * 8 + 8].try_into().expect("4"));
             // Last entry whose first offset is <= offset, then walk forward to one that reaches it.
             let (mut lo, mut hi) = (0, n);

@@ -173,3 +173,25 @@ impl TieredStorage {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::writer::{Record, encode_batch};
+
+    #[test]
+    fn a_batch_claiming_more_than_the_file_holds_fails_before_any_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.log");
+        let record = Record { key: None, value: Some(vec![7; 100]), headers: vec![], timestamp: 0 };
+        let mut log = encode_batch(0, 0, &[record]);
+        log.resize(2 << 20, 0);
+        // The first batch claims 2 GiB: the scan must not size a buffer by that.
+        log[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
+        std::fs::write(&path, &log).unwrap();
+        let mut chunker = Chunker::new(4 << 20, 64 << 10, 0, crate::Uuid::random());
+        let e = scan_log(&path, log.len() as u64, &mut chunker, true).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("position 0 declares 2147483659 bytes, past the end: 2097152 bytes remain"), "{text}");
+    }
+}

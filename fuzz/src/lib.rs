@@ -1,0 +1,210 @@
+//! The fuzz targets: one function per parser of untrusted bytes, each given arbitrary bytes. A target
+//! panics only when the code under test breaks a rule it must keep: a parser that panics or overflows
+//! (the harness builds with debug assertions, so overflow panics), allocates past libFuzzer's limit, or
+//! accepts bytes that its own encoder then writes differently (round trips, where an encoder exists).
+//!
+//! The libFuzzer harness (`fuzz/libfuzzer`, run by `tools/fuzz`) calls these, and `cargo test` replays
+//! every kept input of [`TARGETS`] (`fuzz/corpus/<target>/` and the crashes once found,
+//! `fuzz/regressions/<target>/`) through them, so a fixed finding stays fixed.
+
+use rsm_core::format::batch::{BatchIter, batch_size_at};
+use rsm_core::format::chunk::{ChunkEntry, Chunker};
+use rsm_core::format::codec::Reader;
+use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter, read_offset_index, read_time_index};
+use rsm_core::format::manifest::{MAGIC, Manifest};
+use rsm_core::format::partition::parse_leader_epochs;
+use rsm_core::format::remote_index::RemoteIndexFiles;
+use rsm_core::storage::fetch::plan_reads;
+use rsm_facade::wire::{decode_metadata, encode_metadata};
+
+pub mod seeds;
+
+/// A fuzz target: arbitrary bytes in, a panic when a rule is broken.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, as the harness and the corpus directories name them.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("batches", batches),
+    ("chunker", chunker),
+    ("indexes", indexes),
+    ("chunk_entry", chunk_entry),
+    ("manifest", manifest),
+    ("remote_index", remote_index),
+    ("leader_epochs", leader_epochs),
+    ("wire_metadata", wire_metadata),
+];
+
+/// The first 8 bytes as a number (zero-padded), and the rest.
+fn take_u64(data: &[u8]) -> (u64, &[u8]) {
+    let n = data.len().min(8);
+    let mut b = [0u8; 8];
+    b[..n].copy_from_slice(&data[..n]);
+    (u64::from_be_bytes(b), &data[n..])
+}
+
+/// Record batches and legacy message sets, with and without CRC checks: every batch read lies inside the
+/// input, in order, and the iterator ends.
+pub fn batches(data: &[u8]) {
+    let _ = batch_size_at(data, 0);
+    for verify in [false, true] {
+        let mut at = 0u64;
+        for b in BatchIter::new(data, 7, verify) {
+            let Ok(b) = b else { break };
+            assert_eq!(b.position(), 7 + at, "batches are back to back");
+            at += b.size() as u64;
+            assert!(at <= data.len() as u64);
+            let _ = (b.base_offset(), b.last_offset(), b.partition_leader_epoch(), b.attributes());
+            let _ = (b.base_timestamp(), b.max_timestamp(), b.record_count(), b.stored_crc(), b.computed_crc());
+            assert!(b.last_offset() >= b.base_offset(), "a batch's last offset is not below its first");
+        }
+    }
+}
+
+/// Batches cut into chunks with block CRCs: the chunks tile the bytes read, on batch boundaries, and every
+/// CRC is the CRC of its bytes.
+pub fn chunker(data: &[u8]) {
+    let (params, data) = take_u64(data);
+    let target = 1 + (params & 0xffff);
+    let block = 1 + ((params >> 16) & 0x3fff) as u32;
+    let mut c = Chunker::new(target, block, 0, rsm_core::Uuid::new(1, 2));
+    let mut end = 0usize;
+    for b in BatchIter::new(data, 0, false) {
+        let Ok(b) = b else { break };
+        c.push(&b);
+        end += b.size();
+    }
+    let table = c.finish();
+    let mut at = 0u64;
+    let mut blocks = table.block_crcs.iter();
+    for chunk in &table.chunks {
+        assert_eq!(chunk.position(), at, "chunks tile the log");
+        let bytes = &data[chunk.position() as usize..chunk.end() as usize];
+        chunk.verify(bytes, "fuzz").expect("a chunk's CRC is its bytes'");
+        for piece in bytes.chunks(table.block_size as usize) {
+            assert_eq!(blocks.next(), Some(&crc32c::crc32c(piece)), "block CRC");
+        }
+        at = chunk.end();
+    }
+    assert_eq!(at, end as u64, "the chunks cover every batch");
+    assert!(blocks.next().is_none(), "no block CRC left over");
+}
+
+/// `.index` and `.timeindex`: whatever is accepted is sorted, inside the log, and written back the same.
+pub fn indexes(data: &[u8]) {
+    let (base, data) = take_u64(data);
+    let (log_size, data) = take_u64(data);
+    let base = base as i64;
+    if let Ok(entries) = read_offset_index("fuzz.index", base, data, log_size) {
+        let mut w = OffsetIndexWriter::new(base);
+        for e in &entries {
+            assert!((e.position as u64) < log_size.max(1));
+            w.append(e.offset, e.position);
+        }
+        assert_eq!(w.bytes(), data, "offset index round trip");
+    }
+    if let Ok(entries) = read_time_index("fuzz.timeindex", base, data) {
+        let mut w = TimeIndexWriter::new(base);
+        for e in &entries {
+            w.append(e.timestamp, e.offset);
+        }
+        assert_eq!(w.bytes(), data, "time index round trip");
+    }
+}
+
+/// A remoteLogIndex entry, as read and with its CRC made right (so the fuzzer gets past it): what decodes
+/// encodes to bytes that decode to the same entry.
+pub fn chunk_entry(data: &[u8]) {
+    let mut fixed = data.to_vec();
+    if fixed.len() >= 8 {
+        let end = (4 + i16::from_be_bytes([fixed[2], fixed[3]]).max(0) as usize).min(fixed.len());
+        let crc = crc32c::crc32c(&fixed[8.min(end)..end]);
+        fixed[4..8].copy_from_slice(&crc.to_be_bytes());
+    }
+    for bytes in [data, &fixed[..]] {
+        let mut r = Reader::new(bytes, "fuzz");
+        if let Ok(e) = ChunkEntry::decode(&mut r) {
+            assert!(r.position() <= bytes.len());
+            let _ = (e.end(), e.stored_range());
+            let mut out = Vec::new();
+            e.encode(&mut out);
+            assert_eq!(out.len(), e.encoded_len());
+            let again = ChunkEntry::decode(&mut Reader::new(&out, "fuzz")).expect("what we write reads back");
+            assert_eq!(again, e, "chunk entry round trip");
+        }
+    }
+}
+
+/// A manifest, as read and with its CRC made right: what decodes encodes to the same manifest, and the
+/// fetch planner and block checks over it stay inside the log for any range.
+pub fn manifest(data: &[u8]) {
+    let (range, data) = take_u64(data);
+    let mut fixed = data.to_vec();
+    if fixed.len() >= 10 {
+        fixed[..4].copy_from_slice(MAGIC);
+        let n = fixed.len() - 4;
+        let crc = crc32c::crc32c(&fixed[..n]);
+        fixed[n..].copy_from_slice(&crc.to_be_bytes());
+    }
+    for bytes in [data, &fixed[..]] {
+        let Ok(m) = Manifest::decode(bytes, "fuzz") else { continue };
+        let again = Manifest::decode(&m.encode(), "fuzz").expect("what we write reads back");
+        assert_eq!(again, m, "manifest round trip");
+        let log_end = m.chunks.last().map_or(0, |c| c.end());
+        let start = (range >> 32) % (log_end + 2);
+        let end = start + (range & 0xffff_ffff);
+        let reads = plan_reads(&m, start, end);
+        let mut at = reads.first().map_or(0, |r| r.start);
+        for r in &reads {
+            assert_eq!(r.start, at, "reads follow each other");
+            assert!(r.start < r.end && r.end <= log_end, "a read stays inside the log");
+            at = r.end;
+            if r.end - r.start <= 1 << 20 {
+                let zeros = vec![0u8; (r.end - r.start) as usize];
+                let _ = m.check_blocks(r.clone(), &zeros, "fuzz");
+            }
+        }
+        let aligned = m.align(start..end);
+        assert!(aligned.start <= start.max(aligned.start) && aligned.end <= log_end.max(aligned.start));
+        let _ = (m.chunk_at_position(start), m.chunk_for_offset(start as i64), m.chunk_for_timestamp(end as i64));
+    }
+}
+
+/// SR-32's remote index files (remoteLogIndex, remoteOffsetIndex, remoteTimeIndex) as found on disk: the
+/// three cut from the input at lengths it gives, looked up by offset and by timestamp.
+pub fn remote_index(data: &[u8]) {
+    let (cuts, data) = take_u64(data);
+    let (probe, data) = take_u64(data);
+    let a = ((cuts & 0xffff) as usize).min(data.len());
+    let b = (a + ((cuts >> 16) & 0xffff) as usize).min(data.len());
+    let base = (cuts >> 32) as i64 * 1000;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (ext, bytes) in
+        [("remoteLogIndex", &data[..a]), ("remoteOffsetIndex", &data[a..b]), ("remoteTimeIndex", &data[b..])]
+    {
+        std::fs::write(dir.path().join(format!("{base:020}.{ext}")), bytes).expect("write a file");
+    }
+    let Ok(files) = RemoteIndexFiles::open(dir.path(), 1 << 20) else { return };
+    for offset in [probe as i64, base, base.saturating_add(probe as u32 as i64), i64::MAX, i64::MIN] {
+        if let Ok(Some(e)) = files.lookup_offset(offset) {
+            assert!(e.last_offset >= offset, "the entry found reaches the offset");
+        }
+    }
+    for ts in [probe as i64, i64::MIN, i64::MAX] {
+        let _ = files.lookup_timestamp(ts);
+    }
+}
+
+/// A leader-epoch checkpoint: no allocation by its count line, and what is accepted has that many entries.
+pub fn leader_epochs(data: &[u8]) {
+    if let Ok(epochs) = parse_leader_epochs(data, "fuzz") {
+        assert!(epochs.len() <= data.len() / 4 + 1);
+    }
+}
+
+/// The metadata encoding JNI passes: what decodes encodes to bytes that decode to the same metadata.
+pub fn wire_metadata(data: &[u8]) {
+    if let Ok(md) = decode_metadata(data) {
+        let again = decode_metadata(&encode_metadata(&md)).expect("what we write reads back");
+        assert_eq!(again, md, "metadata round trip");
+    }
+}

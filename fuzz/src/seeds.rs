@@ -1,0 +1,130 @@
+//! A first input for every target, made by our own encoders (and the kafka-python segments of
+//! `rsm-core/tests/data/legacy`), so that the fuzzer starts from bytes that get past every header. The
+//! corpus replay runs them too; `rsm-fuzz-seeds DIR` writes them as `DIR/<target>/seed-<n>`.
+
+use rsm_core::format::batch::BatchIter;
+use rsm_core::format::chunk::Chunker;
+use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
+use rsm_core::format::manifest::Manifest;
+use rsm_core::format::remote_index::RemoteIndexFiles;
+use rsm_core::format::writer::{Record, encode_batch};
+use rsm_core::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A few v2 batches of `n` records each.
+fn v2_log(batches: usize, n: usize) -> Vec<u8> {
+    let mut log = Vec::new();
+    for b in 0..batches {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                key: (i % 2 == 0).then(|| format!("k{i}").into_bytes()),
+                value: Some(vec![b as u8; 20 + i]),
+                headers: vec![("h".into(), vec![1])],
+                timestamp: 1_000 + (b * n + i) as i64,
+            })
+            .collect();
+        log.extend(encode_batch(100 + (b * n) as i64, 3, &records));
+    }
+    log
+}
+
+/// The first bytes of each kafka-python legacy segment kept for the tests, cut on a batch boundary.
+fn legacy_logs() -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rsm-core/tests/data/legacy");
+    ["v0-none", "v0-gzip", "v1-none", "v1-snappy", "mixed-v0-v1-v2"]
+        .iter()
+        .filter_map(|n| std::fs::read(dir.join(format!("{n}.log"))).ok())
+        .map(|log| {
+            let mut end = 0;
+            for b in BatchIter::new(&log, 0, false).map_while(Result::ok) {
+                if end + b.size() > 4096 && end > 0 {
+                    break;
+                }
+                end += b.size();
+            }
+            log[..end].to_vec()
+        })
+        .collect()
+}
+
+fn metadata() -> RemoteLogSegmentMetadata {
+    let tp = TopicIdPartition::new(Uuid::new(5, 6), TopicPartition::new("orders", 3));
+    RemoteLogSegmentMetadata::new(
+        RemoteLogSegmentId::new(tp, Uuid::new(7, 8)),
+        100,
+        139,
+        1_039,
+        1,
+        2_000,
+        4096,
+        BTreeMap::from([(3, 100)]),
+    )
+    .expect("valid metadata")
+}
+
+fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
+    let md = metadata();
+    let mut c = Chunker::new(chunk, block, md.start_offset, md.remote_log_segment_id.id);
+    for b in BatchIter::new(log, 0, true) {
+        c.push(&b.expect("our batches"));
+    }
+    let table = c.finish();
+    Manifest {
+        metadata: md,
+        log_length: log.len() as u64,
+        chunk_target: chunk as u32,
+        indexes: [None; 5],
+        chunks: table.chunks,
+        block_size: table.block_size,
+        block_crcs: table.block_crcs,
+    }
+}
+
+/// Seeds, by target name.
+pub fn all() -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    let log = v2_log(4, 10);
+    out.push(("batches", log.clone()));
+    for l in legacy_logs() {
+        out.push(("batches", l.clone()));
+        out.push(("chunker", [&0x0000_0400_0000_0800u64.to_be_bytes()[..], &l].concat()));
+    }
+    out.push(("chunker", [&0x0000_0100_0000_0200u64.to_be_bytes()[..], &log].concat()));
+
+    let (mut oi, mut ti) = (OffsetIndexWriter::new(100), TimeIndexWriter::new(100));
+    for (i, b) in BatchIter::new(&log, 0, false).map_while(Result::ok).enumerate() {
+        oi.append(b.last_offset(), b.position() as u32);
+        ti.append(1_000 + i as i64 * 10, b.last_offset());
+    }
+    let header = [100u64.to_be_bytes(), (log.len() as u64).to_be_bytes()].concat();
+    out.push(("indexes", [&header[..], oi.bytes()].concat()));
+    out.push(("indexes", [&header[..], ti.bytes()].concat()));
+
+    let m = manifest(&log, 1024, 256);
+    let mut entry = Vec::new();
+    m.chunks[0].encode(&mut entry);
+    out.push(("chunk_entry", entry));
+    for (range, m) in [(0x0000_0000_0000_0400u64, m), (0x0000_0100_0000_1000, manifest(&log, 1 << 20, 64 << 10))] {
+        out.push(("manifest", [&range.to_be_bytes()[..], &m.encode()].concat()));
+    }
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut files = RemoteIndexFiles::open(dir.path(), 1 << 20).expect("open remote index files");
+    files.append_segment(100, &manifest(&log, 1024, 256).chunks).expect("append");
+    let read = |ext: &str| std::fs::read(dir.path().join(format!("{:020}.{ext}", 0))).unwrap_or_default();
+    let (l, o, t) = (read("remoteLogIndex"), read("remoteOffsetIndex"), read("remoteTimeIndex"));
+    let cuts = (l.len() as u64) | ((o.len() as u64) << 16);
+    out.push(("remote_index", [&cuts.to_be_bytes()[..], &120u64.to_be_bytes(), &l, &o, &t].concat()));
+
+    // A manifest of version 1 (no block CRCs), as an older build wrote it.
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rsm-core/tests/data/manifest-v1/segment.manifest");
+    out.push((
+        "manifest",
+        [&0x0000_0010_0000_0100u64.to_be_bytes()[..], &std::fs::read(v1).expect("v1 manifest")].concat(),
+    ));
+
+    out.push(("leader_epochs", b"0\n3\n0 0\n2 100\n5 2000\n".to_vec()));
+    out.push(("wire_metadata", rsm_facade::wire::encode_metadata(&metadata())));
+    out
+}
