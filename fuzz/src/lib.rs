@@ -149,6 +149,9 @@ pub fn manifest(data: &[u8]) {
         let Ok(m) = Manifest::decode(bytes, "fuzz") else { continue };
         let again = Manifest::decode(&m.encode(), "fuzz").expect("what we write reads back");
         assert_eq!(again, m, "manifest round trip");
+        for loc in m.indexes.iter().flatten() {
+            assert!(loc.position.checked_add(loc.length).is_some(), "an index's end is a position");
+        }
         let log_end = m.chunks.last().map_or(0, |c| c.end());
         let start = (range >> 32) % (log_end + 2);
         let end = start + (range & 0xffff_ffff);

@@ -287,6 +287,12 @@ impl Manifest {
         for slot in indexes.iter_mut() {
             let present = r.u8()?;
             let loc = IndexLocation { position: r.u64()?, length: r.u64()?, crc32c: r.u32()? };
+            if present == 1 && loc.position.checked_add(loc.length).is_none() {
+                return Err(Error::corrupt(format!(
+                    "an index at position {} of length {} ends past the largest position",
+                    loc.position, loc.length
+                )));
+            }
             *slot = (present == 1).then_some(loc);
         }
         let n_chunks = r.u32()? as usize;
