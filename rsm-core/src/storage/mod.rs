@@ -52,6 +52,8 @@ pub struct TieredStorage {
     chunk_cache: Option<ChunkCache>,
     manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
     manifest_loads: single_flight::SingleFlight<Uuid, Arc<Manifest>>,
+    /// Index loads in flight: concurrent cold readers of one index share one ranged read.
+    index_loads: single_flight::SingleFlight<(Uuid, IndexType), Bytes>,
     /// Remote indexes by segment and type (SR-34), weighed by their bytes.
     indexes: Cache<(Uuid, IndexType), Bytes>,
 }
@@ -177,6 +179,7 @@ impl TieredStorage {
             chunk_cache,
             manifests,
             manifest_loads: single_flight::SingleFlight::new(),
+            index_loads: single_flight::SingleFlight::new(),
             indexes,
         }
     }
@@ -422,20 +425,30 @@ impl RemoteStorageManager for TieredStorage {
         if let Some(b) = self.indexes.get(&cache_key) {
             return Ok(b);
         }
-        let m = self.manifest(metadata).await?;
-        let id = &metadata.remote_log_segment_id;
-        let loc = m.index(index_type).ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
-        let key = self.keys(metadata).indexes;
-        let bytes = self.backend.get_range(&key, loc.position..loc.position + loc.length).await?;
-        if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
-            return Err(Error::corrupt(format!(
-                "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",
-                bytes.len(),
-                loc.length
-            )));
-        }
-        self.indexes.insert(cache_key, bytes.clone());
-        Ok(bytes)
+        self.index_loads
+            .run(cache_key, || async {
+                if let Some(b) = self.indexes.peek(&cache_key) {
+                    return Ok(b);
+                }
+                let m = self.manifest(metadata).await?;
+                let id = &metadata.remote_log_segment_id;
+                let loc = m
+                    .index(index_type)
+                    .ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
+                let key = self.keys(metadata).indexes;
+                let bytes = self.backend.get_range(&key, loc.position..loc.position + loc.length).await?;
+                if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
+                    return Err(Error::corrupt(format!(
+                        "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} \
+                         and CRC",
+                        bytes.len(),
+                        loc.length
+                    )));
+                }
+                self.indexes.insert(cache_key, bytes.clone());
+                Ok(bytes)
+            })
+            .await
     }
 
     async fn delete_log_segment_data(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
@@ -683,6 +696,21 @@ mod tests {
         assert_eq!(gets(), before, "a hit costs no request");
         let s = rsm.index_cache_stats();
         assert_eq!((s.hits, s.misses, s.entries, s.weight), (1, 1, 1, first.len() as u64));
+
+        // Eight cold readers of one index at once share one ranged read (slow, so that they overlap).
+        let rule = FaultRule {
+            op: Some(Op::Get),
+            key: "*.indexes".into(),
+            fault: Fault::Delay(std::time::Duration::from_millis(20)),
+            times: None,
+        };
+        let slow = Arc::new(FaultLayer::new(counting.clone()).with_rule(rule));
+        let cold = TieredStorage::new(slow, f.config.clone());
+        cold.manifest(&md).await.unwrap();
+        let before = gets();
+        let reads = futures::future::join_all((0..8).map(|_| cold.fetch_index(&md, IndexType::Timestamp))).await;
+        assert!(reads.iter().all(|r| r.as_ref().is_ok_and(|b| !b.is_empty())));
+        assert_eq!(gets(), before + 1, "one read for eight concurrent readers");
 
         // A damaged bundle fails the load, and the failure is not kept: once repaired, the index reads.
         let key = rsm.keys(&md).indexes;
