@@ -249,7 +249,7 @@ fn a_rerun_skips_whole_segments() {
     let before = files(&store);
     let again = ok(&["copy", "--dir", d, "--store", &url]);
     assert_eq!(again.matches("already in the store, skipped").count(), copied.len(), "{again}");
-    assert!(again.contains(&format!("copied 0 segments, 0.0 MiB in")), "{again}");
+    assert!(again.contains("copied 0 segments, 0.0 MiB in"), "{again}");
     assert!(again.contains(&format!("; {} already in the store;", copied.len())), "{again}");
     assert_eq!(files(&store), before, "a rerun wrote nothing");
     // One segment's log removed from the store: the rerun copies that one again, and says why.
