@@ -1,5 +1,8 @@
 //! `rsm`: tier a Kafka partition directory to a store, list, read and verify what is there, and run the
 //! demo. A thin face over `rsm-facade`.
+//!
+//! Output goes to stdout through [`Out`], so a reader that stops early (`rsm ls | head`) ends the command
+//! quietly with success rather than a panic; errors go to stderr, one line, and exit 1.
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -7,18 +10,32 @@ use rsm_core::backend::Op;
 use rsm_core::config::parse_properties;
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::manifest::Manifest;
-use rsm_core::format::partition::LocalPartition;
+use rsm_core::format::partition::{LocalPartition, LocalSegment};
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
-use rsm_core::{Error, IndexType, Result, Uuid};
+use rsm_core::storage::ListedSegment;
+use rsm_core::{Error, IndexType, RemoteLogSegmentMetadata, Result, TopicIdPartition, Uuid};
 use rsm_facade::Store;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+const STORE_SETTINGS_HELP: &str = "\
+Store settings (--set KEY=VALUE or a --config properties file) are the keys a broker passes under \
+rsm.config.; see the README's settings table. Connect timeouts, in ms: s3.connect.timeout, \
+azure.connect.timeout, gcs.connect.timeout (default 5000 each) and hdfs.connect.timeout (default 20000; \
+a name node host that does not resolve fails at once). A file:// store's directory must exist \
+(rsm copy --create makes it).";
+
 #[derive(Parser)]
-#[command(name = "rsm", version, about = "Kafka tiered storage: copy, list, fetch and verify segments")]
+#[command(
+    name = "rsm",
+    version,
+    about = "Kafka tiered storage: copy, list, fetch and verify segments",
+    after_help = STORE_SETTINGS_HELP
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,13 +43,15 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct StoreArgs {
-    /// Store URL: file:///path, s3://bucket/prefix, az://container/prefix, gs://bucket/prefix, hdfs://namenode:port/path.
+    /// Store URL: file:///path (an existing directory), s3://bucket/prefix, az://container/prefix,
+    /// gs://bucket/prefix, hdfs://namenode:port/path.
     #[arg(long)]
     store: String,
-    /// A properties file of settings (the broker's rsm.config.* keys without the prefix).
+    /// A Java properties file of settings (the broker's rsm.config.* keys without the prefix).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// One setting, key=value; repeatable; wins over --config.
+    /// One setting, key=value; repeatable; wins over --config. Connect timeouts: s3.connect.timeout,
+    /// azure.connect.timeout, gcs.connect.timeout, hdfs.connect.timeout (ms).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
 }
@@ -48,7 +67,7 @@ fn settings(config: Option<&PathBuf>, set: &[String]) -> Result<BTreeMap<String,
     let mut settings = BTreeMap::new();
     if let Some(p) = config {
         let text = std::fs::read_to_string(p).map_err(|e| Error::from_io(p.display(), e))?;
-        settings = parse_properties(&text)?;
+        settings = parse_properties(&text).map_err(|e| e.context(p.display()))?;
     }
     for kv in set {
         let (k, v) = kv.split_once('=').ok_or_else(|| Error::invalid(format!("--set `{kv}`: expected key=value")))?;
@@ -80,7 +99,8 @@ enum Command {
         #[arg(long)]
         keep: bool,
     },
-    /// Copy the closed segments of a partition directory to a store.
+    /// Copy the closed segments of a partition directory to a store; segments already whole in the store
+    /// are skipped, so a rerun copies only what is missing.
     Copy {
         /// The partition directory (`topic-partition`).
         #[arg(long)]
@@ -88,48 +108,94 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
         /// Broker id recorded in the segment metadata.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
         broker_id: i32,
+        /// Create a file:// store's directory if it does not exist (`--set fs.root.create=true`).
+        #[arg(long)]
+        create: bool,
     },
-    /// List the segments in a store.
+    /// List the segments in a store: topic id, offsets, sizes, copy time, and totals.
     Ls {
         #[command(flatten)]
         store: StoreArgs,
+        /// Only this topic's segments.
+        #[arg(long)]
+        topic: Option<String>,
+        /// Only this partition's segments.
+        #[arg(long, allow_hyphen_values = true)]
+        partition: Option<i32>,
+        /// One JSON document instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Write a segment's bytes (or one of its indexes) to stdout or a file.
     Fetch {
         #[command(flatten)]
         store: StoreArgs,
-        /// The segment id (as `rsm ls` shows it).
-        #[arg(long)]
+        /// The segment id as `rsm ls` shows it, or the full `topicId:topic-partition:id` an error names.
+        #[arg(long, allow_hyphen_values = true)]
         segment: String,
         /// Start at the batch holding this offset.
-        #[arg(long, conflicts_with_all = ["timestamp", "position"])]
+        #[arg(long, conflicts_with_all = ["timestamp", "position"], allow_hyphen_values = true)]
         offset: Option<i64>,
         /// Start at the first batch with a timestamp at or after this one (ms).
-        #[arg(long, conflicts_with = "position")]
+        #[arg(long, conflicts_with = "position", allow_hyphen_values = true)]
         timestamp: Option<i64>,
         /// Start at this byte position.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         position: Option<i32>,
-        /// At most this many bytes.
-        #[arg(long)]
-        bytes: Option<i32>,
-        /// Fetch this index instead of the log (OFFSET, TIMESTAMP, PRODUCER_SNAPSHOT, TRANSACTION, LEADER_EPOCH).
-        #[arg(long)]
+        /// At most this many bytes (at least 1).
+        #[arg(long, allow_hyphen_values = true)]
+        bytes: Option<i64>,
+        /// Fetch this index instead of the log (OFFSET, TIMESTAMP, PRODUCER_SNAPSHOT, TRANSACTION,
+        /// LEADER_EPOCH); the whole index, so not with --offset, --timestamp, --position or --bytes.
+        #[arg(long, conflicts_with_all = ["offset", "timestamp", "position", "bytes"])]
         index: Option<String>,
-        /// Output file (default stdout).
+        /// Output file (default stdout); written under a temporary name and renamed when complete, so a
+        /// failed fetch leaves no file.
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Read and check every segment in a store; with --dir, also compare with the local files.
+    /// Read and check every segment in a store; with --dir, also compare with the local files both ways.
     Verify {
         #[command(flatten)]
         store: StoreArgs,
-        /// A partition directory whose segments were copied.
+        /// A partition directory whose segments were copied: each closed segment must be in the store,
+        /// byte for byte.
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+}
+
+/// The context a closed stdout carries, so `main` can end quietly.
+const STDOUT_CLOSED: &str = "stdout";
+
+fn stdout_error(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Error::invalid("stdout was closed").with_context(STDOUT_CLOSED, "closed")
+    } else {
+        Error::from_io("stdout", e)
+    }
+}
+
+/// Stdout, locked; a closed pipe is an error `main` turns into a quiet exit.
+struct Out(std::io::StdoutLock<'static>);
+
+impl Out {
+    fn new() -> Self {
+        Out(std::io::stdout().lock())
+    }
+
+    fn line(&mut self, args: fmt::Arguments<'_>) -> Result<()> {
+        writeln!(self.0, "{args}").map_err(stdout_error)
+    }
+}
+
+/// `out!(o, "...", args)`: one line to [`Out`], returning from the function on a write error.
+macro_rules! out {
+    ($o:expr, $($t:tt)*) => {
+        $o.line(format_args!($($t)*))?
+    };
 }
 
 fn now_ms() -> i64 {
@@ -138,6 +204,38 @@ fn now_ms() -> i64 {
 
 fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
+}
+
+/// `1.5 MiB`: bytes in binary units, one decimal from KiB up.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// A time in ms since the epoch as UTC, `2026-05-01T12:00:00Z` (`-` when unknown).
+fn utc(ms: i64) -> String {
+    if ms < 0 {
+        return "-".to_string();
+    }
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 fn progress(total: u64, what: &str) -> ProgressBar {
@@ -151,28 +249,82 @@ fn progress(total: u64, what: &str) -> ProgressBar {
     pb
 }
 
-/// Copies the closed segments of `partition`; returns (segments, bytes).
-fn copy_partition(
-    store: &Store,
-    partition: &LocalPartition,
-    broker_id: i32,
-) -> Result<Vec<rsm_core::RemoteLogSegmentMetadata>> {
+/// What a copy of a partition did.
+struct Copied {
+    /// Segments copied now.
+    copied: Vec<RemoteLogSegmentMetadata>,
+    /// Segments already whole in the store, left alone.
+    skipped: Vec<Manifest>,
+    /// Segments whose earlier copy in the store is incomplete or unreadable (copied again), with why.
+    redone: Vec<String>,
+}
+
+/// The whole copy in the store of a local closed segment, if there is one: a readable manifest of the same
+/// partition, start and end offsets and log size, with every object present.
+fn whole_copy<'a>(
+    existing: &'a [(Manifest, Vec<&'static str>)],
+    seg: &LocalSegment,
+    log_len: u64,
+) -> Option<&'a Manifest> {
+    let end = seg.next_offset? - 1;
+    existing.iter().find_map(|(m, missing)| {
+        let md = &m.metadata;
+        (missing.is_empty() && md.start_offset == seg.base_offset && md.end_offset == end && m.log_length == log_len)
+            .then_some(m)
+    })
+}
+
+/// Copies the closed segments of `partition`, skipping (when `skip_whole`) those already whole in the store.
+fn copy_partition(store: &Store, partition: &LocalPartition, broker_id: i32, skip_whole: bool) -> Result<Copied> {
     let closed = partition.closed_segments();
-    let total: u64 = closed.iter().map(|s| std::fs::metadata(&s.log).map(|m| m.len()).unwrap_or(0)).sum();
-    let pb = progress(total, "copy");
-    let mut done = Vec::new();
+    let mut existing = Vec::new();
+    let mut redone = Vec::new();
+    if skip_whole {
+        for s in store.scan_segments(Some(&partition.topic_id_partition))? {
+            match s.manifest {
+                Ok(m) => existing.push((m, s.missing)),
+                Err(e) => redone.push(format!("{} is unreadable ({})", s.manifest_key, e.full_message())),
+            }
+        }
+    }
+    let len_of =
+        |s: &LocalSegment| std::fs::metadata(&s.log).map(|m| m.len()).map_err(|e| Error::from_io(s.log.display(), e));
+    let mut todo = Vec::new();
+    let mut skipped = Vec::new();
     for seg in closed {
+        let len = len_of(seg)?;
+        match whole_copy(&existing, seg, len) {
+            Some(m) => skipped.push(m.clone()),
+            None => {
+                if let Some((m, missing)) = existing
+                    .iter()
+                    .find(|(m, missing)| m.metadata.start_offset == seg.base_offset && !missing.is_empty())
+                {
+                    redone.push(format!(
+                        "segment {} at offset {} lacks {} in the store",
+                        m.metadata.remote_log_segment_id.id,
+                        seg.base_offset,
+                        missing.join(", ")
+                    ));
+                }
+                todo.push((seg, len));
+            }
+        }
+    }
+    let pb = progress(todo.iter().map(|(_, l)| l).sum(), "copy");
+    let mut copied = Vec::new();
+    for (seg, _) in todo {
         let md = partition.segment_metadata(seg, broker_id, now_ms())?;
         let data = partition.segment_data(seg)?;
         store.copy(&md, &data)?;
         pb.inc(md.segment_size_in_bytes as u64);
-        done.push(md);
+        copied.push(md);
     }
     pb.finish_and_clear();
-    Ok(done)
+    Ok(Copied { copied, skipped, redone })
 }
 
-fn read_all(store: &Store, md: &rsm_core::RemoteLogSegmentMetadata, start: i32) -> Result<Vec<u8>> {
+fn read_all(store: &Store, md: &RemoteLogSegmentMetadata, start: i32) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     store.fetch(md, start, None)?.read_to_end(&mut out).map_err(|e| Error::from_io("fetch stream", e))?;
     Ok(out)
@@ -183,6 +335,7 @@ fn mismatch(what: String) -> Error {
 }
 
 fn demo(
+    o: &mut Out,
     store_url: Option<String>,
     settings: BTreeMap<String, String>,
     segments: u64,
@@ -193,7 +346,15 @@ fn demo(
         return Err(Error::invalid("--segments and --segment-mib must be at least 1"));
     }
     let tmp = tempfile::Builder::new().prefix("rsm-demo-").tempdir().map_err(|e| Error::from_io("temp dir", e))?;
-    let url = store_url.unwrap_or_else(|| format!("file://{}", tmp.path().join("store").display()));
+    let url = match store_url {
+        Some(u) => u,
+        None => {
+            // The demo's own store: made here, since a filesystem store never creates its root.
+            let root = tmp.path().join("store");
+            std::fs::create_dir(&root).map_err(|e| Error::from_io(root.display(), e))?;
+            format!("file://{}", root.display())
+        }
+    };
     let segment_bytes = (segment_mib << 20) as usize;
     let value_bytes = 512;
     // Enough records for the requested closed segments plus an active one.
@@ -212,7 +373,8 @@ fn demo(
     let t = Instant::now();
     let dir = generate_partition(&tmp.path().join("demo-orders-0"), &spec)?;
     let partition = LocalPartition::open(&dir)?;
-    println!(
+    out!(
+        o,
         "generated {} segments ({} closed) of real Kafka v2 batches in {:.1}s: {}",
         partition.segments.len(),
         partition.closed_segments().len(),
@@ -222,7 +384,7 @@ fn demo(
     let store = Store::open(&url, &settings)?;
 
     let t = Instant::now();
-    let copied = copy_partition(&store, &partition, 0)?;
+    let copied = copy_partition(&store, &partition, 0, false)?.copied;
     let copy_secs = t.elapsed().as_secs_f64();
     let copy_counts = (store.counts().get(Op::Put).requests, store.counts().total_requests());
 
@@ -246,14 +408,14 @@ fn demo(
         // By offset and by timestamp, checked against an independent walk of the local file.
         let batches: Vec<_> = BatchIter::new(&local, 0, true).collect::<Result<Vec<_>>>()?;
         for b in [batches[0], batches[batches.len() / 3], batches[batches.len() - 1]] {
-            let o = (b.base_offset() + b.last_offset()) / 2;
-            let pos = store.position_of_offset(md, o)?;
+            let off = (b.base_offset() + b.last_offset()) / 2;
+            let pos = store.position_of_offset(md, off)?;
             if pos as u64 != b.position() {
-                return Err(mismatch(format!("offset {o}: position {pos}, expected {}", b.position())));
+                return Err(mismatch(format!("offset {off}: position {pos}, expected {}", b.position())));
             }
             let from = read_all(&store, md, pos as i32)?;
             if from != local[pos as usize..] {
-                return Err(mismatch(format!("segment {} from offset {o}", md.start_offset)));
+                return Err(mismatch(format!("segment {} from offset {off}", md.start_offset)));
             }
             fetched_bytes += from.len() as u64;
             let ts = b.max_timestamp();
@@ -276,174 +438,418 @@ fn demo(
     let fetch_secs = t.elapsed().as_secs_f64();
     let c = store.counts();
     let total_bytes: u64 = copied.iter().map(|m| m.segment_size_in_bytes as u64).sum();
-    println!();
-    println!("{:<24} {:>14}", "store", url);
-    println!("{:<24} {:>14}", "segments copied", copied.len());
-    println!("{:<24} {:>14.1}", "log MiB", mib(total_bytes));
-    println!("{:<24} {:>14}", "chunks", chunks);
-    println!("{:<24} {:>14}", "copy requests (PUT)", copy_counts.0);
-    println!("{:<24} {:>14.2}", "PUT per segment", copy_counts.0 as f64 / copied.len() as f64);
-    println!("{:<24} {:>14}", "GET requests", c.get(Op::Get).requests);
-    println!("{:<24} {:>14}", "all requests", c.total_requests());
-    println!("{:<24} {:>14.1}", "copy MiB/s", mib(total_bytes) / copy_secs);
-    println!("{:<24} {:>14.1}", "fetch MiB/s", mib(fetched_bytes) / fetch_secs);
-    println!("{:<24} {:>14}", "byte-identical", "yes");
+    out!(o, "");
+    out!(o, "{:<24} {:>14}", "store", url);
+    out!(o, "{:<24} {:>14}", "segments copied", copied.len());
+    out!(o, "{:<24} {:>14.1}", "log MiB", mib(total_bytes));
+    out!(o, "{:<24} {:>14}", "chunks", chunks);
+    out!(o, "{:<24} {:>14}", "copy requests (PUT)", copy_counts.0);
+    out!(o, "{:<24} {:>14.2}", "PUT per segment", copy_counts.0 as f64 / copied.len() as f64);
+    out!(o, "{:<24} {:>14}", "GET requests", c.get(Op::Get).requests);
+    out!(o, "{:<24} {:>14}", "all requests", c.total_requests());
+    out!(o, "{:<24} {:>14.1}", "copy MiB/s", mib(total_bytes) / copy_secs);
+    out!(o, "{:<24} {:>14.1}", "fetch MiB/s", mib(fetched_bytes) / fetch_secs);
+    out!(o, "{:<24} {:>14}", "byte-identical", "yes");
     if keep {
         let kept = tmp.keep();
-        println!("kept: {}", kept.display());
+        out!(o, "kept: {}", kept.display());
     }
     Ok(())
 }
 
-fn partition_file(seg: &rsm_core::format::partition::LocalSegment, ext: &str) -> PathBuf {
+fn partition_file(seg: &LocalSegment, ext: &str) -> PathBuf {
     seg.log.with_extension(ext)
 }
 
-fn find_segment(store: &Store, id: &str) -> Result<Manifest> {
-    store.find_segment(&id.parse()?)
+/// A segment id as `rsm ls` prints it (`id`), or as errors and Kafka print it
+/// (`topicId:topic-partition:id`); the second form is checked against the segment found.
+fn find_segment(store: &Store, given: &str) -> Result<Manifest> {
+    let given = given.trim();
+    let (owner, id) = match given.rsplit_once(':') {
+        Some((owner, id)) => (Some(owner), id),
+        None => (None, given),
+    };
+    let m = store.find_segment(&id.parse()?)?;
+    if let Some(owner) = owner {
+        let tp = &m.metadata.remote_log_segment_id.topic_id_partition;
+        if owner != tp.to_string() {
+            return Err(Error::invalid(format!("segment {id} belongs to {tp}, not to `{owner}` as given")));
+        }
+    }
+    Ok(m)
+}
+
+/// Topic, topic id and partition of a manifest key (`{prefix}{topic}-{topicId}/{partition}/…`), without
+/// reading it, so damaged segments are filtered like the others.
+fn key_owner<'k>(key: &'k str, prefix: &str) -> Option<(&'k str, &'k str, i32)> {
+    let mut parts = key.strip_prefix(prefix)?.split('/');
+    let topic_and_id = parts.next()?;
+    let partition = parts.next()?.parse().ok()?;
+    // A topic id is 22 characters of URL-safe base64, which may hold `-`: cut by length.
+    let cut = topic_and_id.len().checked_sub(23)?;
+    let (topic, id) = (topic_and_id.get(..cut)?, topic_and_id.get(cut + 1..)?);
+    Some((topic, id, partition))
 }
 
 /// A listed segment's manifest, or a line on stdout saying what is wrong with it (and `None`).
-fn usable(s: rsm_core::storage::ListedSegment, problems: &mut usize) -> Option<Manifest> {
-    match s.manifest {
+fn usable(o: &mut Out, s: ListedSegment, problems: &mut usize) -> Result<Option<Manifest>> {
+    Ok(match s.manifest {
         Ok(m) if s.missing.is_empty() => Some(m),
         Ok(m) => {
             *problems += 1;
-            println!("INCOMPLETE	{}	missing {}", m.metadata.remote_log_segment_id.id, s.missing.join(", "));
+            out!(o, "INCOMPLETE\t{}\tmissing {}", m.metadata.remote_log_segment_id.id, s.missing.join(", "));
             None
         }
         Err(e) => {
             *problems += 1;
-            println!("DAMAGED	{}	{}", s.manifest_key, e.full_message());
+            out!(o, "DAMAGED\t{}\t{}", s.manifest_key, e.full_message());
             None
+        }
+    })
+}
+
+fn json_segment(s: &ListedSegment, prefix: &str) -> serde_json::Value {
+    let owner = key_owner(&s.manifest_key, prefix);
+    let mut v = serde_json::json!({
+        "manifest_key": s.manifest_key,
+        "topic": owner.map(|o| o.0),
+        "topic_id": owner.map(|o| o.1),
+        "partition": owner.map(|o| o.2),
+    });
+    let fields = v.as_object_mut().expect("an object");
+    match &s.manifest {
+        Ok(m) => {
+            let md = &m.metadata;
+            let status = if s.missing.is_empty() { "ok" } else { "incomplete" };
+            fields.insert("status".into(), status.into());
+            fields.insert("segment_id".into(), md.remote_log_segment_id.id.to_string().into());
+            fields.insert("start_offset".into(), md.start_offset.into());
+            fields.insert("end_offset".into(), md.end_offset.into());
+            fields.insert("bytes".into(), m.log_length.into());
+            fields.insert("chunks".into(), m.chunks.len().into());
+            fields.insert("max_timestamp_ms".into(), md.max_timestamp_ms.into());
+            fields.insert("copied_at_ms".into(), md.event_timestamp_ms.into());
+            fields.insert("copied_at".into(), utc(md.event_timestamp_ms).into());
+            fields.insert("broker_id".into(), md.broker_id.into());
+            fields.insert("missing".into(), s.missing.clone().into());
+        }
+        Err(e) => {
+            fields.insert("status".into(), "damaged".into());
+            fields.insert("error".into(), e.full_message().into());
+        }
+    }
+    v
+}
+
+fn ls(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i32>, json: bool) -> Result<()> {
+    let prefix = store.storage().config().key_prefix.clone();
+    let listed: Vec<ListedSegment> = store
+        .scan_segments(None)?
+        .into_iter()
+        .filter(|s| {
+            let owner = key_owner(&s.manifest_key, &prefix);
+            topic.is_none_or(|t| owner.is_some_and(|o| o.0 == t))
+                && partition.is_none_or(|p| owner.is_some_and(|o| o.2 == p))
+        })
+        .collect();
+    let (mut segments, mut bytes, mut problems) = (0usize, 0u64, 0usize);
+    let mut partitions = std::collections::BTreeSet::new();
+    for s in &listed {
+        match &s.manifest {
+            Ok(m) if s.missing.is_empty() => {
+                segments += 1;
+                bytes += m.log_length;
+                partitions.insert(m.metadata.remote_log_segment_id.topic_id_partition.to_string());
+            }
+            _ => problems += 1,
+        }
+    }
+    if json {
+        let doc = serde_json::json!({
+            "segments": listed.iter().map(|s| json_segment(s, &prefix)).collect::<Vec<_>>(),
+            "totals": { "segments": segments, "bytes": bytes, "partitions": partitions.len(), "problems": problems },
+        });
+        out!(o, "{}", serde_json::to_string_pretty(&doc).map_err(|e| Error::storage("JSON output", e))?);
+    } else {
+        out!(o, "partition\ttopic id\tsegment id\toffsets\tsize\tchunks\tmax timestamp\tcopied at");
+        let mut ignored = 0;
+        for s in listed {
+            let Some(m) = usable(o, s, &mut ignored)? else { continue };
+            let md = &m.metadata;
+            let tp = &md.remote_log_segment_id.topic_id_partition;
+            out!(
+                o,
+                "{}\t{}\t{}\t{}..={}\t{}\t{}\t{}\t{}",
+                tp.topic_partition,
+                tp.topic_id,
+                md.remote_log_segment_id.id,
+                md.start_offset,
+                md.end_offset,
+                human(m.log_length),
+                m.chunks.len(),
+                md.max_timestamp_ms,
+                utc(md.event_timestamp_ms)
+            );
+        }
+        out!(
+            o,
+            "total: {segments} segments, {} ({bytes} bytes) in {} partitions{}",
+            human(bytes),
+            partitions.len(),
+            if problems > 0 { format!("; {problems} damaged or incomplete") } else { String::new() }
+        );
+    }
+    if problems > 0 {
+        return Err(Error::corrupt(format!("{problems} segments are damaged or incomplete (listed above)")));
+    }
+    Ok(())
+}
+
+/// Where a fetch writes: stdout, or a file made under a temporary name and renamed when complete.
+enum Sink {
+    Stdout(std::io::StdoutLock<'static>),
+    File { file: std::io::BufWriter<std::fs::File>, tmp: PathBuf, path: PathBuf },
+}
+
+impl Sink {
+    fn open(output: Option<&Path>) -> Result<Self> {
+        let Some(path) = output else { return Ok(Sink::Stdout(std::io::stdout().lock())) };
+        let name = path.file_name().ok_or_else(|| Error::invalid(format!("-o {}: not a file name", path.display())))?;
+        let tmp = path.with_file_name(format!(".{}.rsm-part-{}", name.to_string_lossy(), Uuid::random()));
+        let file = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::from_io(path.display(), e))?;
+        Ok(Sink::File { file: std::io::BufWriter::new(file), tmp, path: path.to_path_buf() })
+    }
+
+    fn write(&mut self, b: &[u8]) -> Result<()> {
+        match self {
+            Sink::Stdout(s) => s.write_all(b).map_err(stdout_error),
+            Sink::File { file, path, .. } => file.write_all(b).map_err(|e| Error::from_io(path.display(), e)),
+        }
+    }
+
+    /// Flushes and, for a file, renames it into place; on `Err` the temporary file is removed.
+    fn finish(self, result: Result<()>) -> Result<()> {
+        match self {
+            Sink::Stdout(mut s) => result.and_then(|_| s.flush().map_err(stdout_error)),
+            Sink::File { file, tmp, path } => {
+                let done = result.and_then(|_| {
+                    let f = file.into_inner().map_err(|e| Error::from_io(path.display(), e.into_error()))?;
+                    f.sync_all().map_err(|e| Error::from_io(path.display(), e))?;
+                    std::fs::rename(&tmp, &path).map_err(|e| Error::from_io(path.display(), e))
+                });
+                if done.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                done
+            }
         }
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
-        Command::Demo { store, config, set, segments, segment_mib, keep } => {
-            demo(store, settings(config.as_ref(), &set)?, segments, segment_mib, keep)
+#[allow(clippy::too_many_arguments)]
+fn fetch(
+    store: &Store,
+    segment: &str,
+    offset: Option<i64>,
+    timestamp: Option<i64>,
+    position: Option<i32>,
+    bytes: Option<i64>,
+    index: Option<String>,
+    output: Option<&Path>,
+) -> Result<()> {
+    let bytes = match bytes {
+        Some(n) if n < 1 => return Err(Error::invalid(format!("--bytes {n}: must be at least 1"))),
+        Some(n) => Some(i32::try_from(n).unwrap_or(i32::MAX)),
+        None => None,
+    };
+    let index = index.map(|t| t.parse::<IndexType>()).transpose()?;
+    let m = find_segment(store, segment)?;
+    let md = &m.metadata;
+    let mut sink = Sink::open(output)?;
+    let result = (|| {
+        if let Some(t) = index {
+            return sink.write(&store.fetch_index(md, t)?);
         }
-        Command::Copy { dir, store, broker_id } => {
-            let store = store.open()?;
-            let partition = LocalPartition::open(&dir)?;
-            let t = Instant::now();
-            let done = copy_partition(&store, &partition, broker_id)?;
-            let bytes: u64 = done.iter().map(|m| m.segment_size_in_bytes as u64).sum();
-            for m in &done {
-                println!(
-                    "{}\t{}..={}\t{} bytes",
-                    m.remote_log_segment_id.id, m.start_offset, m.end_offset, m.segment_size_in_bytes
-                );
-            }
-            let c = store.counts();
-            println!(
-                "copied {} segments, {:.1} MiB in {:.2}s; {} requests ({} PUT)",
-                done.len(),
-                mib(bytes),
-                t.elapsed().as_secs_f64(),
-                c.total_requests(),
-                c.get(Op::Put).requests
-            );
-            Ok(())
+        let start = match (offset, timestamp, position) {
+            (Some(o), _, _) => store.position_of_offset(md, o)? as i32,
+            (_, Some(ts), _) => store
+                .position_of_timestamp(md, ts)?
+                .ok_or_else(|| Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}")))?
+                as i32,
+            (_, _, Some(p)) => p,
+            _ => 0,
+        };
+        let end = bytes.map(|n| start.saturating_add(n - 1));
+        let mut reader = store.fetch(md, start, end)?;
+        while let Some(b) = reader.next_bytes()? {
+            sink.write(&b)?;
         }
-        Command::Ls { store } => {
-            let store = store.open()?;
-            println!("partition\tsegment id\toffsets\tbytes\tchunks\tmax timestamp");
-            let mut problems = 0;
-            for listed in store.scan_segments(None)? {
-                let Some(m) = usable(listed, &mut problems) else { continue };
-                let md = &m.metadata;
-                println!(
-                    "{}\t{}\t{}..={}\t{}\t{}\t{}",
-                    md.remote_log_segment_id.topic_id_partition.topic_partition,
-                    md.remote_log_segment_id.id,
-                    md.start_offset,
-                    md.end_offset,
-                    m.log_length,
-                    m.chunks.len(),
-                    md.max_timestamp_ms
-                );
-            }
-            if problems > 0 {
-                return Err(Error::corrupt(format!("{problems} segments are damaged or incomplete (listed above)")));
-            }
-            Ok(())
+        Ok(())
+    })();
+    sink.finish(result)
+}
+
+fn copy(o: &mut Out, dir: &Path, store: StoreArgs, broker_id: i32, create: bool) -> Result<()> {
+    let mut settings = settings(store.config.as_ref(), &store.set)?;
+    if create {
+        if rsm_facade::scheme_of(store.store.trim()) != "file" {
+            return Err(Error::invalid(format!("--create is for file:// stores, not `{}`", store.store)));
         }
-        Command::Fetch { store, segment, offset, timestamp, position, bytes, index, output } => {
-            let store = store.open()?;
-            let m = find_segment(&store, &segment)?;
-            let md = &m.metadata;
-            let mut out: Box<dyn Write> = match &output {
-                Some(p) => Box::new(std::fs::File::create(p).map_err(|e| Error::from_io(p.display(), e))?),
-                None => Box::new(std::io::stdout().lock()),
-            };
-            let werr = |e| Error::from_io("output", e);
-            if let Some(t) = index {
-                let b = store.fetch_index(md, t.parse()?)?;
-                return out.write_all(&b).map_err(werr);
-            }
-            let start = match (offset, timestamp, position) {
-                (Some(o), _, _) => store.position_of_offset(md, o)? as i32,
-                (_, Some(ts), _) => store.position_of_timestamp(md, ts)?.ok_or_else(|| {
-                    Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}"))
-                })? as i32,
-                (_, _, Some(p)) => p,
-                _ => 0,
-            };
-            let end = bytes.map(|n| start.saturating_add(n.max(1)) - 1);
-            let mut reader = store.fetch(md, start, end)?;
-            while let Some(b) = reader.next_bytes()? {
-                out.write_all(&b).map_err(werr)?;
-            }
-            out.flush().map_err(werr)
-        }
-        Command::Verify { store, dir } => {
-            let store = store.open()?;
-            let listed = store.scan_segments(None)?;
-            let local = dir.map(|d| LocalPartition::open(&d)).transpose()?;
-            let (mut bytes, mut good, mut problems) = (0, 0, 0);
-            for s in listed {
-                let Some(m) = usable(s, &mut problems) else { continue };
-                let id = m.metadata.remote_log_segment_id.id;
-                let checked = store.verify(&m.metadata).and_then(|report| {
-                    if let Some(p) = &local
-                        && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
-                    {
-                        let want = std::fs::read(&seg.log).map_err(|e| Error::from_io(seg.log.display(), e))?;
-                        if read_all(&store, &m.metadata, 0)? != want {
-                            return Err(Error::corrupt(format!("segment {id} differs from {}", seg.log.display())));
-                        }
-                    }
-                    Ok(report)
-                });
-                match checked {
-                    Ok(report) => {
-                        bytes += report.bytes;
-                        good += 1;
-                        println!("ok\t{id}\t{} chunks\t{} indexes", report.chunks, report.indexes);
-                    }
-                    Err(e) => {
-                        problems += 1;
-                        println!("FAILED\t{id}\t{}", e.full_message());
-                    }
+        settings.insert("fs.root.create".into(), "true".into());
+    }
+    let partition =
+        LocalPartition::open(dir).map_err(|e| e.context(format!("partition directory {}", dir.display())))?;
+    let store = Store::open(&store.store, &settings)?;
+    if partition.closed_segments().is_empty() {
+        let active = &partition.segments[partition.segments.len() - 1];
+        out!(
+            o,
+            "copied 0 segments: {} holds only its active segment {}, which is never copied (the broker copies a \
+             segment once it rolls to the next)",
+            dir.display(),
+            active.log.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let t = Instant::now();
+    let done = copy_partition(&store, &partition, broker_id, true)?;
+    for why in &done.redone {
+        out!(o, "note: {why}; copying it again");
+    }
+    for m in &done.skipped {
+        let md = &m.metadata;
+        out!(
+            o,
+            "{}\t{}..={}\t{} bytes\talready in the store, skipped",
+            md.remote_log_segment_id.id,
+            md.start_offset,
+            md.end_offset,
+            m.log_length
+        );
+    }
+    let bytes: u64 = done.copied.iter().map(|m| m.segment_size_in_bytes as u64).sum();
+    for m in &done.copied {
+        out!(
+            o,
+            "{}\t{}..={}\t{} bytes",
+            m.remote_log_segment_id.id,
+            m.start_offset,
+            m.end_offset,
+            m.segment_size_in_bytes
+        );
+    }
+    let c = store.counts();
+    out!(
+        o,
+        "copied {} segments, {:.1} MiB in {:.2}s; {} already in the store; {} requests ({} PUT)",
+        done.copied.len(),
+        mib(bytes),
+        t.elapsed().as_secs_f64(),
+        done.skipped.len(),
+        c.total_requests(),
+        c.get(Op::Put).requests
+    );
+    Ok(())
+}
+
+/// Whether a store segment is a copy of the local partition's: same topic and partition, and the same topic
+/// id when the directory names one (`partition.metadata`).
+fn same_partition(local: &LocalPartition, tp: &TopicIdPartition) -> bool {
+    let l = &local.topic_id_partition;
+    l.topic_partition == tp.topic_partition
+        && (!local.dir.join("partition.metadata").exists() || l.topic_id == tp.topic_id)
+}
+
+fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
+    let local = dir
+        .map(|d| LocalPartition::open(d).map_err(|e| e.context(format!("partition directory {}", d.display()))))
+        .transpose()?;
+    let listed = store.scan_segments(None)?;
+    let (mut bytes, mut good, mut problems) = (0, 0, 0);
+    // Base offsets of the local partition's segments with a whole copy in the store (checked below).
+    let mut found = std::collections::BTreeSet::new();
+    for s in listed {
+        let Some(m) = usable(o, s, &mut problems)? else { continue };
+        let id = m.metadata.remote_log_segment_id.id;
+        let reads_before = store.counts().get(Op::Get).requests;
+        let checked = store.verify(&m.metadata).and_then(|report| {
+            let reads = store.counts().get(Op::Get).requests - reads_before;
+            if let Some(p) = &local
+                && same_partition(p, &m.metadata.remote_log_segment_id.topic_id_partition)
+                && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
+            {
+                found.insert(seg.base_offset);
+                let want = std::fs::read(&seg.log).map_err(|e| Error::from_io(seg.log.display(), e))?;
+                if read_all(store, &m.metadata, 0)? != want {
+                    return Err(Error::corrupt(format!("segment {id} differs from {}", seg.log.display())));
                 }
             }
-            println!("verified {good} segments, {:.1} MiB; {problems} damaged or incomplete", mib(bytes));
-            if problems > 0 {
-                return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
+            Ok((report, reads))
+        });
+        match checked {
+            Ok((report, reads)) => {
+                bytes += report.bytes;
+                good += 1;
+                out!(
+                    o,
+                    "ok\t{id}\t{} chunks checked ({} in {reads} reads)\t{} indexes",
+                    report.chunks,
+                    human(report.bytes),
+                    report.indexes
+                );
             }
-            Ok(())
+            Err(e) => {
+                problems += 1;
+                out!(o, "FAILED\t{id}\t{}", e.full_message());
+            }
         }
+    }
+    if let Some(p) = &local {
+        for seg in p.closed_segments().iter().filter(|s| !found.contains(&s.base_offset)) {
+            problems += 1;
+            out!(
+                o,
+                "MISSING\t{} offset {}\t{} has no whole copy in the store",
+                p.topic_id_partition.topic_partition,
+                seg.base_offset,
+                seg.log.display()
+            );
+        }
+    }
+    out!(o, "verified {good} segments, {}; {problems} damaged, incomplete or missing", human(bytes));
+    if problems > 0 {
+        return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let mut o = Out::new();
+    match cli.command {
+        Command::Demo { store, config, set, segments, segment_mib, keep } => {
+            demo(&mut o, store, settings(config.as_ref(), &set)?, segments, segment_mib, keep)
+        }
+        Command::Copy { dir, store, broker_id, create } => copy(&mut o, &dir, store, broker_id, create),
+        Command::Ls { store, topic, partition, json } => ls(&mut o, &store.open()?, topic.as_deref(), partition, json),
+        Command::Fetch { store, segment, offset, timestamp, position, bytes, index, output } => {
+            drop(o);
+            fetch(&store.open()?, &segment, offset, timestamp, position, bytes, index, output.as_deref())
+        }
+        Command::Verify { store, dir } => verify(&mut o, &store.open()?, dir.as_deref()),
     }
 }
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that stopped early (`rsm ls | head`): nothing more to say.
+        Err(e) if e.context_value(STDOUT_CLOSED).is_some() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rsm: {}", e.full_message());
+            let _ = writeln!(std::io::stderr(), "rsm: {}", e.full_message());
             ExitCode::FAILURE
         }
     }

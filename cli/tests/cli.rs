@@ -44,7 +44,7 @@ fn copy_ls_verify_fetch() {
     let dir = partition(tmp.path());
     let url = format!("file://{}", tmp.path().join("store").display());
     let dir_s = dir.to_str().unwrap();
-    let out = ok(&["copy", "--dir", dir_s, "--store", &url, "--set", "chunk.size=65536"]);
+    let out = ok(&["copy", "--dir", dir_s, "--store", &url, "--create", "--set", "chunk.size=65536"]);
     let ids: Vec<&str> = out.lines().filter(|l| l.contains("..=")).map(|l| l.split('\t').next().unwrap()).collect();
     assert!(ids.len() >= 3, "{out}");
     assert!(out.contains("PUT"), "{out}");
@@ -81,6 +81,7 @@ fn copy_ls_verify_fetch() {
 fn bad_input_fails_with_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = partition(tmp.path());
+    std::fs::create_dir(tmp.path().join("store")).unwrap();
     let url = format!("file://{}", tmp.path().join("store").display());
     let dir_s = dir.to_str().unwrap();
     fails(&["copy", "--dir", dir_s, "--store", &url, "--set", "chunk.sise=1"], "`chunk.sise`: unknown setting");
@@ -101,9 +102,10 @@ fn bad_input_fails_with_clear_errors() {
     let (pos, off) = (second.position() as usize, second.base_offset());
     bytes[pos + 70] ^= 0x20;
     std::fs::write(&log, bytes).unwrap();
-    fails(&["copy", "--dir", dir_s, "--store", &url], &format!("record batch at offset {off}"));
+    fails(&["copy", "--dir", dir_s, "--store", &url, "--create"], &format!("record batch at offset {off}"));
     let ls = ok(&["ls", "--store", &url]);
-    assert_eq!(ls.lines().count(), 1, "nothing visible after the failed copy: {ls}");
+    assert_eq!(ls.lines().count(), 2, "nothing visible after the failed copy: {ls}");
+    assert!(ls.contains("total: 0 segments"), "{ls}");
 }
 
 #[test]
@@ -181,7 +183,7 @@ fn a_damaged_segment_does_not_hide_the_others() {
     let dir = partition(tmp.path());
     let root = tmp.path().join("store");
     let url = format!("file://{}", root.display());
-    let out = ok(&["copy", "--dir", dir.to_str().unwrap(), "--store", &url, "--set", "chunk.size=65536"]);
+    let out = ok(&["copy", "--dir", dir.to_str().unwrap(), "--store", &url, "--create", "--set", "chunk.size=65536"]);
     let ids: Vec<&str> = out.lines().filter(|l| l.contains("..=")).map(|l| l.split('\t').next().unwrap()).collect();
     assert!(ids.len() >= 3, "{out}");
     let objects: Vec<std::path::PathBuf> = walk(&root);

@@ -62,6 +62,19 @@ impl<'a> ConfigReader<'a> {
         self.props.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
     }
 
+    /// The trimmed value of a typed setting: `None` when absent, an error naming the key when it is set to
+    /// nothing (`chunk.size=`), which is a mistake rather than a request for the default.
+    fn typed(&mut self, key: &str, expected: &str) -> Result<Option<&'a str>> {
+        self.read.insert(key.to_string());
+        match self.props.get(key).map(|v| v.trim()) {
+            None => Ok(None),
+            Some("") => {
+                Err(Error::config(key, format!("is empty; expected {expected} (remove the line for the default)")))
+            }
+            Some(v) => Ok(Some(v)),
+        }
+    }
+
     /// The value of `key`, which must be present.
     pub fn required(&mut self, key: &str) -> Result<&'a str> {
         self.string(key).ok_or_else(|| Error::config(key, "is required but not set"))
@@ -72,9 +85,10 @@ impl<'a> ConfigReader<'a> {
         self.string(key).map(Secret::new)
     }
 
-    /// `key` parsed as `T`, or `default` when absent. The error names the key and the value, never a secret.
+    /// `key` parsed as `T`, or `default` when absent; set to nothing is an error. The error names the key and
+    /// the value, never a secret.
     pub fn parse<T: FromStr>(&mut self, key: &str, default: T, expected: &str) -> Result<T> {
-        match self.string(key) {
+        match self.typed(key, expected)? {
             None => Ok(default),
             Some(v) => v.parse().map_err(|_| Error::config(key, format!("`{v}` is not {expected}"))),
         }
@@ -92,9 +106,9 @@ impl<'a> ConfigReader<'a> {
         Ok(v)
     }
 
-    /// `true` or `false` (any case), or `default` when absent.
+    /// `true` or `false` (any case), or `default` when absent; set to nothing is an error.
     pub fn bool(&mut self, key: &str, default: bool) -> Result<bool> {
-        match self.string(key) {
+        match self.typed(key, "true or false")? {
             None => Ok(default),
             Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
             Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
@@ -140,22 +154,92 @@ where
     pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect()
 }
 
-/// Parses Java properties text (`key=value` or `key: value` lines, `#`/`!` comments), enough for the
-/// files operators keep next to a broker.
+/// Parses Java properties text as `java.util.Properties.load` does: `key=value`, `key: value` and
+/// `key value` lines (the key ends at the first unescaped `=`, `:` or whitespace), `#` and `!` comment
+/// lines, a line ending in an odd number of `\` continued on the next (its leading whitespace dropped),
+/// and the escapes `\t`, `\n`, `\r`, `\f`, `\uXXXX` and `\` before any other character (that character).
+/// Later lines win over earlier ones. Values are trimmed, as every setting is.
 pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+    let mut lines = text.lines().enumerate();
+    while let Some((n, first)) = lines.next() {
+        let first = first.trim_start_matches([' ', '\t', '\x0c']);
+        if first.is_empty() || first.starts_with('#') || first.starts_with('!') {
             continue;
         }
-        let split = line.find(['=', ':']);
-        let Some(i) = split else {
-            return Err(Error::invalid(format!("properties line {}: `{line}` has no `=`", n + 1)));
-        };
-        out.insert(line[..i].trim().to_string(), line[i + 1..].trim().to_string());
+        // The logical line: physical lines joined while one ends in an odd number of backslashes.
+        let mut logical = String::new();
+        let mut line = first;
+        loop {
+            let trailing = line.len() - line.trim_end_matches('\\').len();
+            if trailing % 2 == 0 {
+                logical.push_str(line);
+                break;
+            }
+            logical.push_str(&line[..line.len() - 1]);
+            match lines.next() {
+                Some((_, next)) => line = next.trim_start_matches([' ', '\t', '\x0c']),
+                None => break,
+            }
+        }
+        let (key, value) =
+            split_property(&logical).map_err(|why| Error::invalid(format!("properties line {}: {why}", n + 1)))?;
+        out.insert(key.trim().to_string(), value.trim().to_string());
     }
     Ok(out)
+}
+
+/// Splits one logical properties line into its key and value, both unescaped.
+fn split_property(line: &str) -> std::result::Result<(String, String), String> {
+    let mut chars = line.chars().peekable();
+    let mut key = String::new();
+    // The key, up to the first unescaped separator.
+    let mut separated = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => key.push(unescape(&mut chars)?),
+            '=' | ':' => {
+                separated = true;
+                break;
+            }
+            ' ' | '\t' | '\x0c' => break,
+            c => key.push(c),
+        }
+    }
+    // Whitespace, then at most one `=` or `:` when whitespace ended the key, then whitespace.
+    while chars.next_if(|c| matches!(c, ' ' | '\t' | '\x0c')).is_some() {}
+    if !separated && chars.next_if(|c| matches!(c, '=' | ':')).is_some() {
+        while chars.next_if(|c| matches!(c, ' ' | '\t' | '\x0c')).is_some() {}
+    }
+    let mut value = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => value.push(unescape(&mut chars)?),
+            c => value.push(c),
+        }
+    }
+    Ok((key, value))
+}
+
+/// The character an escape stands for, after its backslash.
+fn unescape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> std::result::Result<char, String> {
+    Ok(match chars.next() {
+        Some('t') => '\t',
+        Some('n') => '\n',
+        Some('r') => '\r',
+        Some('f') => '\x0c',
+        Some('u') => {
+            let hex: String = chars.by_ref().take(4).collect();
+            u32::from_str_radix(&hex, 16)
+                .ok()
+                .filter(|_| hex.len() == 4)
+                .and_then(char::from_u32)
+                .ok_or_else(|| format!("`\\u{hex}` is not a \\uXXXX escape"))?
+        }
+        Some(c) => c,
+        // Not reached: a line's last odd backslash continues it and is dropped.
+        None => return Err("ends in a lone `\\`".to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -198,6 +282,52 @@ mod tests {
     fn properties_text() {
         let p = parse_properties("# c\n a = 1\nb:2\n\n!x\nc=d=e\n").unwrap();
         assert_eq!(p, props([("a", "1"), ("b", "2"), ("c", "d=e")]));
-        assert!(parse_properties("novalue").unwrap_err().to_string().contains("line 1"));
+    }
+
+    /// The forms `java.util.Properties.load` accepts, each checked against what Java makes of it.
+    #[test]
+    fn properties_as_java_reads_them() {
+        let text = "chunk.size 1048576\n\
+                    fetch.concurrency:8\n\
+                    \t  key.prefix   =  tiered/  \n\
+                    spaced  :  v\n\
+                    s3.region = eu-\\\n\
+                    \t     west-1\n\
+                    esc\\:aped\\ key=a\\=b\\tc\\u0041\n\
+                    novalue\n\
+                    ! comment\n\
+                    # comment = not a key\n\
+                    dup=1\n\
+                    dup=2\n\
+                    both = : x\n";
+        let p = parse_properties(text).unwrap();
+        let want = props([
+            ("chunk.size", "1048576"),
+            ("fetch.concurrency", "8"),
+            ("key.prefix", "tiered/"),
+            ("spaced", "v"),
+            ("s3.region", "eu-west-1"),
+            ("esc:aped key", "a=b\tcA"),
+            ("novalue", ""),
+            ("dup", "2"),
+            ("both", ": x"),
+        ]);
+        assert_eq!(p, want);
+        let e = parse_properties("a=1\nb=\\u12\n").unwrap_err();
+        assert!(e.to_string().contains("properties line 2"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_typed_setting_is_an_error_naming_the_key() {
+        let p = props([("chunk.size", " "), ("fs.fsync", ""), ("key.prefix", "")]);
+        let mut r = ConfigReader::new(&p);
+        let e = r.int_in("chunk.size", 4u32, 1..=10).unwrap_err();
+        assert_eq!(e.config_key(), Some("chunk.size"));
+        assert!(e.to_string().contains("`chunk.size`: is empty; expected an integer"), "{e}");
+        let e = r.bool("fs.fsync", true).unwrap_err();
+        assert!(e.to_string().contains("`fs.fsync`: is empty; expected true or false"), "{e}");
+        assert_eq!(r.string("key.prefix"), None, "an empty text setting is still the default");
+        assert_eq!(r.int_in("absent", 4u32, 1..=10).unwrap(), 4);
+        r.finish().unwrap();
     }
 }

@@ -5,6 +5,19 @@
 //! part of one. Uploads of local files use the kernel's copy path: a reflink (`FICLONE`) where the
 //! filesystem shares extents, else `copy_file_range` (through `std::io::copy`). Keys can never leave the
 //! root: `..`, absolute paths, empty parts and NUL are refused.
+//!
+//! The root must exist when the store opens ([`FsBackend::new`]; [`FsBackend::create`] and
+//! `fs.root.create=true` make it first), and the store never makes it again: directories are created below
+//! the root only. If the root vanishes (deleted, or a network share unmounted), every operation fails with
+//! an error naming the root, and nothing is written in its place, so an unmounted share never fills the
+//! disk under its mount point.
+//!
+//! # Settings
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `fs.fsync` | true | fsync every object and its directory before it becomes visible |
+//! | `fs.root.create` | false | create the root directory (and its parents) when the store opens, if missing |
+//! | `fs.root` | none | the root, for [`FsBackend::from_config`] (a `file://` URL names it otherwise) |
 
 #![warn(missing_docs)]
 
@@ -50,23 +63,51 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 }
 
 impl FsBackend {
-    /// A store under `root`, created if missing. `fsync` makes every upload durable before it is visible.
+    /// The store under the existing directory `root`; a missing root is an error naming it (see
+    /// [`FsBackend::create`]). `fsync` makes every upload durable before it is visible.
     pub fn new(root: impl Into<PathBuf>, fsync: bool) -> Result<Self> {
         let root = root.into();
-        fs::create_dir_all(&root).map_err(io_err(root.display()))?;
-        let root = root.canonicalize().map_err(io_err(root.display()))?;
+        match fs::metadata(&root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::invalid(format!("filesystem store root {} is not a directory", root.display())));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(Error::not_found(format!(
+                    "filesystem store root {}: no such directory (create it first, or set fs.root.create=true; \
+                     `rsm copy --create`)",
+                    root.display()
+                )));
+            }
+            Err(e) => return Err(Error::from_io(format!("filesystem store root {}", root.display()), e)),
+        }
+        let root = root.canonicalize().map_err(io_err(format!("filesystem store root {}", root.display())))?;
         Ok(FsBackend { root, fsync, buffers: BufferPool::new(READ_BUFFERS_RETAINED) })
     }
 
-    /// Reads `fs.root` (required) and `fs.fsync` (default true).
+    /// [`FsBackend::new`], creating `root` and its parents first when missing. Only opening creates it: a
+    /// root that vanishes later is never made again.
+    pub fn create(root: impl Into<PathBuf>, fsync: bool) -> Result<Self> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(io_err(format!("filesystem store root {}", root.display())))?;
+        Self::new(root, fsync)
+    }
+
+    fn open_root(root: &str, fsync: bool, create: bool) -> Result<Self> {
+        if create { Self::create(root, fsync) } else { Self::new(root, fsync) }
+    }
+
+    /// Reads `fs.root` (required), `fs.fsync` (default true) and `fs.root.create` (default false).
     pub fn from_config(r: &mut ConfigReader<'_>) -> Result<Self> {
         let root = r.required("fs.root")?.to_string();
         let fsync = r.bool("fs.fsync", true)?;
-        Self::new(root, fsync).map_err(|e| Error::config("fs.root", e.to_string()))
+        let create = r.bool("fs.root.create", false)?;
+        Self::open_root(&root, fsync, create).map_err(|e| Error::config("fs.root", e.to_string()))
     }
 
-    /// Opens `file:///absolute/path` with `fs.fsync` (default true) from `r`: the store rooted at the path,
-    /// with no key prefix of its own.
+    /// Opens `file:///absolute/path` with `fs.fsync` (default true) and `fs.root.create` (default false)
+    /// from `r`: the store rooted at the path, which must exist unless `fs.root.create` is true, with no key
+    /// prefix of its own.
     pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(std::sync::Arc<dyn StorageBackend>, String)> {
         let path = url.strip_prefix("file://").unwrap_or(url);
         if !path.starts_with('/') {
@@ -77,7 +118,60 @@ impl FsBackend {
         }
         r.ignore("fs.root");
         let fsync = r.bool("fs.fsync", true)?;
-        Ok((std::sync::Arc::new(Self::new(path, fsync)?), String::new()))
+        let create = r.bool("fs.root.create", false)?;
+        Ok((std::sync::Arc::new(Self::open_root(path, fsync, create)?), String::new()))
+    }
+
+    /// The error of every operation once the root is gone, naming it (not the object or the source file).
+    fn root_missing(&self) -> Error {
+        Error::new(
+            rsm_core::ErrorKind::Storage,
+            format!(
+                "filesystem store root {} is missing (deleted, or a share unmounted); the store never recreates it",
+                self.root.display()
+            ),
+        )
+    }
+
+    /// `err`, or the root's error when the root is gone (which is then the real cause).
+    fn or_root_missing(&self, err: Error) -> Error {
+        if self.root.is_dir() { err } else { self.root_missing() }
+    }
+
+    /// The error of a write to `what` (an object key): the root's when it is gone, and one naming the store
+    /// when it is full, read-only or not writable, the causes an operator acts on.
+    fn write_error(&self, what: impl std::fmt::Display, e: io::Error) -> Error {
+        let why = match e.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => "is full",
+            io::ErrorKind::ReadOnlyFilesystem => "is on a read-only filesystem",
+            io::ErrorKind::PermissionDenied => "is not writable (permission denied)",
+            _ => return self.or_root_missing(Error::from_io(what, e)),
+        };
+        Error::storage(format!("filesystem store root {} {why}, writing {what}", self.root.display()), e)
+    }
+
+    /// Creates `dir` and the directories between it and the root, never the root itself.
+    fn create_dirs_below_root(&self, dir: &Path) -> io::Result<()> {
+        let mut missing = Vec::new();
+        let mut d = dir;
+        while d != self.root {
+            match fs::metadata(d) {
+                Ok(m) if m.is_dir() => break,
+                Ok(_) => return Err(io::Error::other(format!("{} is not a directory", d.display()))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(d),
+                Err(e) => return Err(e),
+            }
+            d = d.parent().ok_or_else(|| io::Error::other("a key's directory is under the root"))?;
+        }
+        for d in missing.into_iter().rev() {
+            match fs::create_dir(d) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                // The parent is gone: the root (or a directory a concurrent delete pruned).
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// The root directory.
@@ -96,11 +190,16 @@ impl FsBackend {
         target.with_file_name(format!("{TMP_PREFIX}{name}.{r}"))
     }
 
-    /// Creates the parent directory of `target` and a fresh temporary file beside it.
-    fn create_tmp(target: &Path) -> io::Result<(File, PathBuf)> {
-        let parent = target.parent().expect("keys have a parent under the root");
+    /// Creates the parent directory of `target` (below the root, never the root) and a fresh temporary
+    /// file beside it; the root's error when the root is gone.
+    fn create_tmp(&self, target: &Path, key: &str) -> Result<(File, PathBuf)> {
+        self.create_tmp_io(target).map_err(|e| self.write_error(format!("object {key}"), e))
+    }
+
+    fn create_tmp_io(&self, target: &Path) -> io::Result<(File, PathBuf)> {
+        let parent = target.parent().ok_or_else(|| io::Error::other("a key has a parent under the root"))?;
         for attempt in 0..3 {
-            fs::create_dir_all(parent)?;
+            self.create_dirs_below_root(parent)?;
             let tmp = Self::tmp_path(target);
             match File::options().write(true).create_new(true).open(&tmp) {
                 Ok(f) => return Ok((f, tmp)),
@@ -132,7 +231,7 @@ impl FsBackend {
         if src_len < len {
             return Err(Error::invalid(format!("{}: {src_len} bytes, expected at least {len}", src.display())));
         }
-        let (mut out, tmp) = Self::create_tmp(&target).map_err(io_err(format!("object {key}")))?;
+        let (mut out, tmp) = self.create_tmp(&target, key)?;
         let result = (|| {
             if !(src_len == len && reflink(&input, &out)) {
                 let copied = io::copy(&mut (&mut input).take(len), &mut out)?;
@@ -147,13 +246,13 @@ impl FsBackend {
         })();
         result.map_err(|e| {
             let _ = fs::remove_file(&tmp);
-            Error::from_io(format!("object {key} (from {})", src.display()), e)
+            self.write_error(format!("object {key} (from {})", src.display()), e)
         })
     }
 
     fn get_range_blocking(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path(key)?;
-        let f = File::open(&path).map_err(io_err(format!("object {key}")))?;
+        let f = File::open(&path).map_err(|e| self.or_root_missing(Error::from_io(format!("object {key}"), e)))?;
         let size = f.metadata().map_err(io_err(format!("object {key}")))?.len();
         let r = clamp_range(key, range, size)?;
         self.buffers
@@ -165,8 +264,11 @@ impl FsBackend {
         let path = self.path(key)?;
         match fs::remove_file(&path) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::from_io(format!("object {key}"), e)),
+            // Deleting from a vanished root would only look like success.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return if self.root.is_dir() { Ok(()) } else { Err(self.root_missing()) };
+            }
+            Err(e) => return Err(self.or_root_missing(Error::from_io(format!("object {key}"), e))),
         }
         // Prune directories left empty, up to the root; a failure here is only untidiness.
         let mut dir = path.parent();
@@ -186,6 +288,9 @@ impl FsBackend {
             validate_key(dir_part)?;
         }
         let start = if dir_part.is_empty() { self.root.clone() } else { self.root.join(dir_part) };
+        if !self.root.is_dir() {
+            return Err(self.root_missing());
+        }
         let mut out = Vec::new();
         let mut stack = vec![start];
         while let Some(dir) = stack.pop() {
@@ -238,26 +343,27 @@ impl StorageBackend for FsBackend {
 
     async fn put_stream(&self, key: &str, mut data: ByteStream) -> Result<()> {
         let target = self.path(key)?;
-        let t = target.clone();
-        let (file, tmp) = blocking(move || FsBackend::create_tmp(&t).map_err(io_err(t.display()))).await?;
+        let (this, t, k) = (self.clone(), target.clone(), key.to_string());
+        let (file, tmp) = blocking(move || this.create_tmp(&t, &k)).await?;
         let mut out = tokio::fs::File::from_std(file);
         let written: Result<()> = async {
             while let Some(item) = data.next().await {
-                out.write_all(&item?).await.map_err(io_err(format!("object {key}")))?;
+                out.write_all(&item?).await.map_err(|e| self.write_error(format!("object {key}"), e))?;
             }
-            out.flush().await.map_err(io_err(format!("object {key}")))
+            out.flush().await.map_err(|e| self.write_error(format!("object {key}"), e))
         }
         .await;
         let file = out.into_std().await;
         let this = self.clone();
         let key_owned = key.to_string();
         blocking(move || {
-            let committed =
-                written.and_then(|_| this.commit(file, &tmp, &target).map_err(io_err(format!("object {key_owned}"))));
+            let committed = written.and_then(|_| {
+                this.commit(file, &tmp, &target).map_err(|e| this.write_error(format!("object {key_owned}"), e))
+            });
             if committed.is_err() {
                 let _ = fs::remove_file(&tmp);
             }
-            committed
+            committed.map_err(|e| this.or_root_missing(e))
         })
         .await
     }
@@ -299,7 +405,7 @@ mod tests {
     #[tokio::test]
     async fn keys_stay_under_the_root_and_temp_files_are_hidden() {
         let dir = tempfile::tempdir().unwrap();
-        let b = FsBackend::new(dir.path().join("store"), false).unwrap();
+        let b = FsBackend::create(dir.path().join("store"), false).unwrap();
         b.put_bytes("a/b", Bytes::from_static(b"x")).await.unwrap();
         assert_eq!(fs::read(dir.path().join("store/a/b")).unwrap(), b"x");
         fs::write(dir.path().join("store/a/.rsm-tmp-c.123"), b"partial").unwrap();
@@ -310,6 +416,57 @@ mod tests {
         b.delete("a/b").await.unwrap();
         assert!(!dir.path().join("store/a").exists(), "empty directories are pruned");
         assert!(dir.path().join("store").exists(), "the root stays");
+    }
+
+    #[test]
+    fn the_root_must_exist_when_the_store_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("mistyped");
+        let e = FsBackend::new(&root, false).unwrap_err();
+        assert_eq!(e.kind(), rsm_core::ErrorKind::NotFound);
+        assert!(e.to_string().contains(&format!("filesystem store root {}", root.display())), "{e}");
+        let p = rsm_core::config::props([("fs.fsync", "false")]);
+        let url = format!("file://{}", root.display());
+        assert!(FsBackend::from_url(&url, &mut ConfigReader::new(&p)).is_err());
+        assert!(!root.exists(), "opening never creates the root");
+        fs::write(dir.path().join("file"), b"x").unwrap();
+        let e = FsBackend::new(dir.path().join("file"), false).unwrap_err();
+        assert!(e.to_string().contains("is not a directory"), "{e}");
+        // Asked for, the root (and its parents) is made when the store opens.
+        let p = rsm_core::config::props([("fs.root.create", "true")]);
+        let nested = format!("file://{}/a/b", root.display());
+        FsBackend::from_url(&nested, &mut ConfigReader::new(&p)).unwrap();
+        assert!(root.join("a/b").is_dir());
+    }
+
+    /// A root deleted after the store opened: uploads, reads, listings and deletes fail naming the root, and
+    /// nothing is created where it was.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_vanished_root_is_never_recreated_and_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let b = FsBackend::create(&root, true).unwrap();
+        b.put_bytes("t-x/0/a.log", Bytes::from_static(b"one")).await.unwrap();
+        let src = dir.path().join("source.log");
+        fs::write(&src, b"source bytes").unwrap();
+        fs::remove_dir_all(&root).unwrap();
+        let named = |e: Error| {
+            let m = e.full_message();
+            assert!(m.contains(&format!("filesystem store root {} is missing", root.display())), "{m}");
+            assert!(!m.contains("source.log"), "the source file is not the fault: {m}");
+            assert!(!root.exists(), "{} was recreated", root.display());
+        };
+        named(b.put_file("t-x/0/b.log", &src, 12).await.unwrap_err());
+        named(b.put_bytes("t-x/0/c.indexes", Bytes::from_static(b"idx")).await.unwrap_err());
+        named(b.put_bytes("top", Bytes::from_static(b"idx")).await.unwrap_err());
+        named(b.get_range("t-x/0/a.log", 0..3).await.unwrap_err());
+        named(b.list("").await.unwrap_err());
+        named(b.list("t-x/0/").await.unwrap_err());
+        named(b.delete("t-x/0/a.log").await.unwrap_err());
+        // A missing source file is still the source file's error.
+        fs::create_dir(&root).unwrap();
+        let e = b.put_file("t-x/0/b.log", &dir.path().join("absent.log"), 1).await.unwrap_err();
+        assert!(e.to_string().contains("absent.log"), "{e}");
     }
 
     #[test]

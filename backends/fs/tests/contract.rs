@@ -11,7 +11,7 @@ fn root() -> &'static tempfile::TempDir {
 }
 
 async fn make() -> Arc<dyn StorageBackend> {
-    Arc::new(FsBackend::new(root().path().join("store"), true).unwrap())
+    Arc::new(FsBackend::create(root().path().join("store"), true).unwrap())
 }
 
 mod backend {

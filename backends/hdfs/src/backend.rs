@@ -37,6 +37,8 @@ pub struct HdfsBackend {
     root: String,
     upload_piece: usize,
     config: Arc<HdfsConfig>,
+    /// Set once the name node was reached (see [`HdfsBackend::reach_namenode`]).
+    reached: Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl fmt::Debug for HdfsBackend {
@@ -50,6 +52,13 @@ fn system_time(ms: u64) -> Option<SystemTime> {
     (ms > 0).then(|| SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
 }
 
+/// The `host:port` of a name node URL with an explicit port (`hdfs://nn:8020` -> `nn:8020`).
+fn direct_address(url: &str) -> Option<&str> {
+    let authority = url.split_once("://")?.1.split('/').next()?;
+    let (_, port) = authority.rsplit_once(':')?;
+    port.parse::<u16>().ok().map(|_| authority)
+}
+
 /// The parent directory of an absolute HDFS path (`/a/b` -> `/a`, `/a` -> `/`).
 fn parent(path: &str) -> &str {
     match path.rfind('/') {
@@ -61,7 +70,62 @@ fn parent(path: &str) -> &str {
 impl HdfsBackend {
     /// A backend on `client`, storing under the root of `config`.
     pub(crate) fn new(client: Client, config: HdfsConfig) -> Self {
-        HdfsBackend { client, root: config.root.clone(), upload_piece: config.upload_piece, config: Arc::new(config) }
+        HdfsBackend {
+            client,
+            root: config.root.clone(),
+            upload_piece: config.upload_piece,
+            config: Arc::new(config),
+            reached: Arc::new(tokio::sync::OnceCell::new()),
+        }
+    }
+
+    /// Before the first call: resolves and connects to a `hdfs://host:port` name node within
+    /// `hdfs.connect.timeout`, so a misspelt host fails at once and a silent one in that time, instead of
+    /// after the client's failover loop. Once reached, never again; a failure is not remembered. A name
+    /// service (no port) is left to the client, which knows its name nodes from the Hadoop configuration.
+    async fn reach_namenode(&self, key: &str) -> Result<()> {
+        let Some(addr) = self.config.namenode_url.as_deref().and_then(direct_address) else { return Ok(()) };
+        let timeout = self.config.connect_timeout;
+        self.reached
+            .get_or_try_init(|| async {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                let resolved = match tokio::time::timeout(timeout, tokio::net::lookup_host(addr)).await {
+                    Err(_) => {
+                        return Err(Error::retriable(
+                            format!("name node {addr}: {host} did not resolve within hdfs.connect.timeout"),
+                            format!("{} ms", timeout.as_millis()),
+                        ));
+                    }
+                    Ok(Err(e)) => {
+                        return Err(Error::storage(
+                            format!("name node {addr}: host `{host}` does not resolve (check the store URL)"),
+                            e,
+                        ));
+                    }
+                    Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
+                };
+                let mut last = None;
+                for a in resolved {
+                    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(a)).await {
+                        Ok(Ok(_)) => return Ok(()),
+                        Ok(Err(e)) => {
+                            last = Some(Error::retriable(format!("cannot connect to name node {addr} ({a})"), e))
+                        }
+                        Err(_) => {
+                            last = Some(Error::retriable(
+                                format!("name node {addr} ({a}) did not answer within hdfs.connect.timeout"),
+                                format!("{} ms", timeout.as_millis()),
+                            ));
+                        }
+                    }
+                }
+                Err(last.unwrap_or_else(|| {
+                    Error::storage(format!("name node {addr}"), format!("host `{host}` resolves to no address"))
+                }))
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| e.with_context("key", key))
     }
 
     /// The settings this backend was built from.
@@ -239,6 +303,7 @@ impl HdfsBackend {
 impl StorageBackend for HdfsBackend {
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         let target = self.path(key)?;
+        self.reach_namenode(key).await?;
         let size = tokio::fs::metadata(path).await.map_err(|e| Error::from_io(path.display(), e))?.len();
         if size < len {
             return Err(Error::invalid(format!(
@@ -253,6 +318,7 @@ impl StorageBackend for HdfsBackend {
 
     async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
         let target = self.path(key)?;
+        self.reach_namenode(key).await?;
         let (tmp, mut writer) = self.create_tmp(key, &target).await?;
         let written = self.write_stream(&mut writer, key, &tmp, data).await;
         self.commit(key, &target, &tmp, writer, written).await
@@ -260,11 +326,13 @@ impl StorageBackend for HdfsBackend {
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path(key)?;
+        self.reach_namenode(key).await?;
         self.read(key, &path, range).await
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
         let path = self.path(key)?;
+        self.reach_namenode(key).await?;
         if self.delete_path(key, &path).await? {
             self.prune(BTreeSet::from([parent(&path).to_string()])).await;
         }
@@ -274,6 +342,9 @@ impl StorageBackend for HdfsBackend {
     async fn delete_many(&self, keys: &[String]) -> Result<()> {
         let paths =
             keys.iter().map(|k| self.path(k).map(|p| (k.clone(), p))).collect::<Result<Vec<(String, String)>>>()?;
+        if let Some((key, _)) = paths.first() {
+            self.reach_namenode(key).await?;
+        }
         let results: Vec<Result<Option<String>>> = stream::iter(paths)
             .map(|(key, path)| {
                 let this = self.clone();
@@ -309,6 +380,7 @@ impl StorageBackend for HdfsBackend {
         if !dir_part.is_empty() {
             validate_key(dir_part)?;
         }
+        self.reach_namenode(prefix).await?;
         let mut out = Vec::new();
         let mut level = vec![self.join(dir_part)];
         while !level.is_empty() {
@@ -380,5 +452,30 @@ mod tests {
         assert!(e.to_string().contains("t/k"), "{e}");
         let e = b.put_bytes("t/k", Bytes::from_static(b"x")).await.unwrap_err();
         assert!(e.is_transient(), "{}", e.full_message());
+    }
+
+    /// A name node host that does not resolve, or that refuses connections, fails the first call at once,
+    /// naming the host, instead of after minutes of the client's failover loop. (A host that does not answer
+    /// at all fails after `hdfs.connect.timeout`; no address is reliably silent in every test network.)
+    #[tokio::test]
+    async fn an_unknown_or_silent_name_node_fails_fast() {
+        assert_eq!(direct_address("hdfs://nn.example:8020"), Some("nn.example:8020"));
+        assert_eq!(direct_address("hdfs://ns1"), None);
+        let p = props([("hdfs.namenode.url", "hdfs://no-such-namenode.invalid:8020")]);
+        let b = from_config(&mut ConfigReader::new(&p)).unwrap();
+        let t = std::time::Instant::now();
+        let e = b.list("t/").await.unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
+        assert!(e.full_message().contains("host `no-such-namenode.invalid` does not resolve"), "{}", e.full_message());
+        assert!(!e.is_transient(), "{}", e.full_message());
+        // A name node that refuses connections fails at once too, with the client's failover loop (15
+        // attempts with backoff by default) never entered.
+        let p = props([("hdfs.namenode.url", "hdfs://127.0.0.1:1"), ("hdfs.connect.timeout", "300")]);
+        let b = from_config(&mut ConfigReader::new(&p)).unwrap();
+        let t = std::time::Instant::now();
+        let e = b.get_range("t/k", 0..1).await.unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+        let m = e.full_message();
+        assert!(e.is_transient() && m.contains("cannot connect to name node 127.0.0.1:1") && m.contains("t/k"), "{m}");
     }
 }

@@ -31,6 +31,10 @@ pub struct HdfsConfig {
     pub kerberos_keytab: Option<PathBuf>,
     /// `hdfs.upload.buffer.size`: bytes per piece read from a local file.
     pub upload_piece: usize,
+    /// `hdfs.connect.timeout` (ms): resolving and connecting to a `host:port` name node, checked before
+    /// the store's first call, so an unreachable or misspelt name node fails in this time rather than
+    /// after the client's failover loop (minutes).
+    pub connect_timeout: std::time::Duration,
 }
 
 impl fmt::Debug for HdfsConfig {
@@ -45,6 +49,7 @@ impl fmt::Debug for HdfsConfig {
             .field("kerberos_principal", &self.kerberos_principal)
             .field("kerberos_keytab", &self.kerberos_keytab)
             .field("upload_piece", &self.upload_piece)
+            .field("connect_timeout", &self.connect_timeout)
             .finish()
     }
 }
@@ -61,6 +66,7 @@ impl Default for HdfsConfig {
             kerberos_principal: None,
             kerberos_keytab: None,
             upload_piece: 1 << 20,
+            connect_timeout: std::time::Duration::from_secs(20),
         }
     }
 }
@@ -232,6 +238,8 @@ impl HdfsConfig {
         }
         c.hadoop = hadoop;
         c.upload_piece = r.int_in("hdfs.upload.buffer.size", c.upload_piece, 4096..=64 << 20)?;
+        let connect_ms = r.int_in("hdfs.connect.timeout", c.connect_timeout.as_millis() as u64, 1..=3_600_000)?;
+        c.connect_timeout = std::time::Duration::from_millis(connect_ms);
 
         if c.namenode_url.is_none()
             && c.conf_dir.is_none()
@@ -314,6 +322,11 @@ mod tests {
 
         let e = read(&[("hdfs.namenode.url", "hdfs://nn"), ("hdfs.upload.buffer.size", "1")]).unwrap_err();
         assert!(e.to_string().contains("`hdfs.upload.buffer.size`"), "{e}");
+
+        let e = read(&[("hdfs.namenode.url", "hdfs://nn"), ("hdfs.connect.timeout", "0")]).unwrap_err();
+        assert!(e.to_string().contains("`hdfs.connect.timeout`"), "{e}");
+        let c = read(&[("hdfs.namenode.url", "hdfs://nn"), ("hdfs.connect.timeout", "1500")]).unwrap();
+        assert_eq!(c.connect_timeout, std::time::Duration::from_millis(1500));
     }
 
     #[test]

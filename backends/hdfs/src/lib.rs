@@ -21,6 +21,7 @@
 //! | `hdfs.auth.enabled` | false | Kerberos: requires the principal and keytab and sets `hadoop.security.authentication=kerberos` |
 //! | `hdfs.auth.kerberos.principal`, `hdfs.auth.kerberos.keytab` | none | Kerberos client principal and keytab path |
 //! | `hdfs.upload.buffer.size` | 1 MiB | bytes read from a local file per piece while uploading (memory per upload) |
+//! | `hdfs.connect.timeout` | 20000 | ms to resolve and connect to a `hdfs://host:port` name node, checked before the store's first call: a host that does not resolve fails at once, one that does not answer in this time fails as retriable (without it the client's failover loop is silent for minutes) |
 //!
 //! None of these is a secret: the keytab is a file the operator protects, and the backend only holds its
 //! path. The values of `hdfs.conf.*` pass-through settings are still never printed (a Hadoop key may

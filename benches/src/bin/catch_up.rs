@@ -120,7 +120,7 @@ fn run(a: Args) -> BoxResult<()> {
     let data = partition.segment_data(&seg)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (store, key_prefix, what): (Arc<dyn StorageBackend>, String, String) = match &a.store {
-        None => (Arc::new(FsBackend::new(tmp.path().join("store"), false)?), String::new(), "the filesystem".into()),
+        None => (Arc::new(FsBackend::create(tmp.path().join("store"), false)?), String::new(), "the filesystem".into()),
         Some(url) => {
             let mut r = ConfigReader::new(&a.settings);
             let (b, _, prefix) = rsm_facade::open_backend(&rsm_facade::Registry::builtin(), url, &mut r)?;

@@ -121,7 +121,7 @@ fn runtime() -> BoxResult<Runtime> {
 }
 
 fn store(root: &Path, fsync: bool) -> BoxResult<TieredStorage> {
-    Ok(TieredStorage::new(Arc::new(FsBackend::new(root, fsync)?), TieredConfig::default()))
+    Ok(TieredStorage::new(Arc::new(FsBackend::create(root, fsync)?), TieredConfig::default()))
 }
 
 /// `md` with a new segment id, as the broker makes for every copy attempt.
@@ -243,7 +243,7 @@ impl CopySetup<'_> {
             }
             CopyKind::OursNoFsync | CopyKind::OursFsync | CopyKind::OursNoVerify => {
                 let config = TieredConfig { verify_checksums: kind != CopyKind::OursNoVerify, ..Default::default() };
-                let backend = FsBackend::new(&dest, kind == CopyKind::OursFsync)?;
+                let backend = FsBackend::create(&dest, kind == CopyKind::OursFsync)?;
                 let tiered = TieredStorage::new(Arc::new(backend), config);
                 sync_all();
                 let t = Instant::now();
@@ -251,7 +251,7 @@ impl CopySetup<'_> {
                 t.elapsed()
             }
             CopyKind::PutFileOnly => {
-                let backend = FsBackend::new(&dest, false)?;
+                let backend = FsBackend::create(&dest, false)?;
                 let len = fs::metadata(&self.data.log_segment)?.len();
                 sync_all();
                 let t = Instant::now();
@@ -357,7 +357,7 @@ struct FetchResult {
 
 fn bench_fetch(rt: &Runtime, store_root: &Path, md: &RemoteLogSegmentMetadata, n: usize) -> BoxResult<FetchResult> {
     let tiered = store(store_root, true)?;
-    let backend = FsBackend::new(store_root, true)?;
+    let backend = FsBackend::create(store_root, true)?;
     let key = tiered.keys(md).log;
     let object = store_root.join(&key);
     let file = File::open(&object)?;
