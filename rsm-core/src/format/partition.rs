@@ -83,7 +83,7 @@ impl LocalPartition {
                     .lines()
                     .find_map(|l| l.strip_prefix("topic_id:"))
                     .ok_or_else(|| Error::corrupt(format!("{}/partition.metadata has no topic_id", dir.display())))?;
-                id.trim().parse()?
+                id.trim().parse().map_err(|e: Error| e.context(dir.join("partition.metadata").display()))?
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Uuid::random(),
             Err(e) => return Err(Error::from_io(dir.join("partition.metadata").display(), e)),
@@ -205,6 +205,16 @@ impl LocalPartition {
 mod tests {
     use super::*;
     use crate::format::writer::{PartitionSpec, generate_partition};
+
+    #[test]
+    fn a_bad_topic_id_names_its_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("orders-0");
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("partition.metadata"), "version: 0\ntopic_id: not-an-id\n").unwrap();
+        let e = LocalPartition::open(&dir).unwrap_err().to_string();
+        assert!(e.contains(&format!("{}", dir.join("partition.metadata").display())), "{e}");
+    }
 
     #[test]
     fn generated_partition_reads_back_as_a_broker_would_pass_it() {
