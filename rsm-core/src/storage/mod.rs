@@ -468,8 +468,7 @@ impl RemoteStorageManager for TieredStorage {
         // Then what an upload of this segment interrupted by a crash left (the broker deletes a segment
         // whose copy never finished): the temporary objects of its keys, whatever their age.
         let stem = keys.manifest.strip_suffix("manifest").unwrap_or(&keys.manifest);
-        let temporary: Vec<String> =
-            self.backend.list_temporary(stem).await?.into_iter().map(|t| t.meta.key).collect();
+        let temporary: Vec<String> = self.backend.list_temporary(stem).await?.into_iter().map(|t| t.meta.key).collect();
         if !temporary.is_empty() {
             tracing::info!(segment = %metadata.remote_log_segment_id, count = temporary.len(),
                 "deleting temporary objects of an interrupted upload of the segment");
