@@ -7,7 +7,9 @@
 #     jar on their remote.log.storage.manager.class.path, on the filesystem store; then 4.4.0 again on S3
 #     (moto: the one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here), the jar
 #     on the broker's class path as the KIP-877 class;
-#   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM.
+#   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM;
+#   - java-bindings/README.md's build-by-hand commands, as written, in a fresh copy of the tree
+#     (tools/check-build-by-hand.sh).
 # Needs cargo, a JDK 17+ and Maven; the first run downloads what it needs into ~/.m2 (a few hundred MB), later
 # runs work from there (RSM_MVN_OFFLINE=1 forbids the network; RSM_MVN_REPO=/dir uses another local repository).
 # Results: java-bindings/target/e2e/*/summary.txt.
@@ -63,6 +65,11 @@ else
   cp "$lib" "$dist/librsm_jni.so"
 fi
 echo "native library built in $(( $(date +%s) - t )) s: $(du -h "$dist/librsm_jni.so" | cut -f1)"
+
+step "the README's build-by-hand commands, as written, in a fresh copy of the tree"
+t=$(date +%s)
+tools/check-build-by-hand.sh
+echo "build by hand checked in $(( $(date +%s) - t )) s"
 
 step "broker class paths (Kafka $NEWEST, $FIRST4 and $OLDEST from Maven Central)"
 mkdir -p "$OUT"

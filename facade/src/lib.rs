@@ -173,6 +173,14 @@ impl Store {
         runtime().block_on(self.storage.delete_log_segment_data(md))
     }
 
+    /// Deletes what failed or interrupted copies left under the partition `tp` (or the whole store): the
+    /// objects of segments without a manifest and the store's temporary upload objects, each only when last
+    /// written `min_age` ago or more ([`rsm_core::storage::ORPHAN_MIN_AGE`], one hour, unless the caller
+    /// knows better). Returns the deleted keys; see [`TieredStorage::sweep_orphans`].
+    pub fn sweep_orphans(&self, tp: Option<&TopicIdPartition>, min_age: std::time::Duration) -> Result<Vec<String>> {
+        runtime().block_on(self.storage.sweep_orphans(tp, min_age))
+    }
+
     /// Committed segments of one partition, or of the whole store.
     pub fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
         runtime().block_on(self.storage.list_segments(tp))

@@ -24,7 +24,9 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
-use rsm_core::backend::{BufferPool, ByteStream, ObjectMeta, StorageBackend, clamp_range, validate_key};
+use rsm_core::backend::{
+    BufferPool, ByteStream, ObjectMeta, StorageBackend, TemporaryObject, clamp_range, validate_key,
+};
 use rsm_core::config::ConfigReader;
 use rsm_core::{Error, Result};
 use std::fs::{self, File};
@@ -43,7 +45,8 @@ const READ_BUFFERS_RETAINED: usize = 32 << 20;
 /// default) are not.
 const INLINE_READ_MAX: u64 = 2 << 20;
 
-/// Prefix of temporary upload files; listing skips them.
+/// Prefix of temporary upload files (`.rsm-tmp-{file name}.{random id}`, beside the key); `list` skips them,
+/// `list_temporary` lists them.
 const TMP_PREFIX: &str = ".rsm-tmp-";
 
 /// A store rooted at a directory.
@@ -282,6 +285,13 @@ impl FsBackend {
     }
 
     fn list_blocking(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
+        Ok(self.walk(prefix, false)?.into_iter().map(|t| t.meta).collect())
+    }
+
+    /// The files under the deepest directory `prefix` names whose key starts with `prefix`: the objects
+    /// (temporary files skipped), or with `temporary` only the temporary files of uploads to such keys,
+    /// each with the key it was for. Sorted by key.
+    fn walk(&self, prefix: &str, temporary: bool) -> Result<Vec<TemporaryObject>> {
         // Walk from the deepest directory the prefix names, then filter by the whole prefix.
         let dir_part = prefix.rfind('/').map(|i| &prefix[..i]).unwrap_or("");
         if !dir_part.is_empty() {
@@ -301,11 +311,13 @@ impl FsBackend {
             };
             for e in entries {
                 let e = e.map_err(io_err(dir.display()))?;
-                let name = e.file_name();
-                if name.to_string_lossy().starts_with(TMP_PREFIX) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let tmp_of = name.strip_prefix(TMP_PREFIX).map(|n| n.rsplit_once('.').map_or(n, |(target, _)| target));
+                let ft = e.file_type().map_err(io_err(e.path().display()))?;
+                // Only files are told apart: directories are walked in both modes (none is temporary).
+                if tmp_of.is_some() != (temporary && !ft.is_dir()) {
                     continue;
                 }
-                let ft = e.file_type().map_err(io_err(e.path().display()))?;
                 let path = e.path();
                 let rel = path.strip_prefix(&self.root).expect("under root").to_string_lossy().into_owned();
                 if ft.is_dir() {
@@ -315,13 +327,23 @@ impl FsBackend {
                     {
                         stack.push(path);
                     }
-                } else if ft.is_file() && rel.starts_with(prefix) {
+                    continue;
+                }
+                let target = match tmp_of {
+                    Some(t) => match rel.rfind('/') {
+                        Some(i) => format!("{}/{t}", &rel[..i]),
+                        None => t.to_string(),
+                    },
+                    None => rel.clone(),
+                };
+                if ft.is_file() && target.starts_with(prefix) {
                     let meta = e.metadata().map_err(io_err(path.display()))?;
-                    out.push(ObjectMeta { key: rel, size: meta.len(), last_modified: meta.modified().ok() });
+                    let meta = ObjectMeta { key: rel, size: meta.len(), last_modified: meta.modified().ok() };
+                    out.push(TemporaryObject { meta, target });
                 }
             }
         }
-        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out.sort_by(|a, b| a.meta.key.cmp(&b.meta.key));
         Ok(out)
     }
 }
@@ -395,6 +417,13 @@ impl StorageBackend for FsBackend {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         let (this, prefix) = (self.clone(), prefix.to_string());
         blocking(move || this.list_blocking(&prefix)).await
+    }
+
+    /// The `.rsm-tmp-*` files beside the keys that start with `prefix`: an upload's, until it is renamed over
+    /// its key, or left by a crash mid-upload. Their keys are their paths under the root.
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        let (this, prefix) = (self.clone(), prefix.to_string());
+        blocking(move || this.walk(&prefix, true)).await
     }
 }
 

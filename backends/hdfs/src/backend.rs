@@ -11,7 +11,7 @@ use futures::stream;
 use hdfs_native::client::FileStatus;
 use hdfs_native::file::FileWriter;
 use hdfs_native::{Client, HdfsError, WriteOptions};
-use rsm_core::backend::{ByteStream, ObjectMeta, StorageBackend, clamp_range, validate_key};
+use rsm_core::backend::{ByteStream, ObjectMeta, StorageBackend, TemporaryObject, clamp_range, validate_key};
 use rsm_core::{Error, Result};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::io::AsyncReadExt;
 
-/// Prefix of temporary upload files; listings skip them.
+/// Prefix of temporary upload files (`.rsm-tmp-{file name}.{random id}`, beside the key): `list` skips them,
+/// `list_temporary` lists them.
 pub const TMP_PREFIX: &str = ".rsm-tmp-";
 
 /// Directory listings in flight at once while walking a tree.
@@ -299,6 +300,61 @@ impl HdfsBackend {
     }
 }
 
+impl HdfsBackend {
+    /// The files under the deepest directory `prefix` names whose key starts with `prefix`: the objects
+    /// (temporary files skipped), or with `temporary` only the temporary files of uploads to such keys, each
+    /// with the key it was for. Walks a level at a time with several listings in flight, descending only into
+    /// directories that can hold such keys. Sorted by key.
+    async fn walk(&self, prefix: &str, temporary: bool) -> Result<Vec<TemporaryObject>> {
+        let dir_part = prefix.rfind('/').map(|i| &prefix[..i]).unwrap_or("");
+        if !dir_part.is_empty() {
+            validate_key(dir_part)?;
+        }
+        self.reach_namenode(prefix).await?;
+        let mut out = Vec::new();
+        let mut level = vec![self.join(dir_part)];
+        while !level.is_empty() {
+            let listings: Vec<Result<Vec<FileStatus>>> =
+                stream::iter(level).map(|d| self.list_dir(d)).buffer_unordered(LIST_CONCURRENCY).collect().await;
+            let mut next = Vec::new();
+            for status in listings.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten() {
+                let Some(rel) = self.key_of(&status.path) else {
+                    continue;
+                };
+                let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
+                let tmp_of = name.strip_prefix(TMP_PREFIX).map(|n| n.rsplit_once('.').map_or(n, |(t, _)| t));
+                // Only files are told apart: directories are walked in both modes (none is temporary).
+                if status.isdir {
+                    let as_dir = format!("{rel}/");
+                    if tmp_of.is_none() && (as_dir.starts_with(prefix) || prefix.starts_with(&as_dir)) {
+                        next.push(status.path.clone());
+                    }
+                    continue;
+                }
+                if tmp_of.is_some() != temporary {
+                    continue;
+                }
+                let target = match tmp_of {
+                    Some(t) if dir.is_empty() => t.to_string(),
+                    Some(t) => format!("{dir}/{t}"),
+                    None => rel.to_string(),
+                };
+                if target.starts_with(prefix) {
+                    let meta = ObjectMeta {
+                        key: rel.to_string(),
+                        size: status.length as u64,
+                        last_modified: system_time(status.modification_time),
+                    };
+                    out.push(TemporaryObject { meta, target });
+                }
+            }
+            level = next;
+        }
+        out.sort_by(|a, b| a.meta.key.cmp(&b.meta.key));
+        Ok(out)
+    }
+}
+
 #[async_trait]
 impl StorageBackend for HdfsBackend {
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
@@ -374,44 +430,13 @@ impl StorageBackend for HdfsBackend {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
-        // Walk from the deepest directory the prefix names, descending only into directories that can
-        // hold keys with the prefix, a level at a time with several listings in flight.
-        let dir_part = prefix.rfind('/').map(|i| &prefix[..i]).unwrap_or("");
-        if !dir_part.is_empty() {
-            validate_key(dir_part)?;
-        }
-        self.reach_namenode(prefix).await?;
-        let mut out = Vec::new();
-        let mut level = vec![self.join(dir_part)];
-        while !level.is_empty() {
-            let listings: Vec<Result<Vec<FileStatus>>> =
-                stream::iter(level).map(|d| self.list_dir(d)).buffer_unordered(LIST_CONCURRENCY).collect().await;
-            let mut next = Vec::new();
-            for status in listings.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten() {
-                let Some(rel) = self.key_of(&status.path) else {
-                    continue;
-                };
-                let name = rel.rsplit('/').next().unwrap_or(rel);
-                if name.starts_with(TMP_PREFIX) {
-                    continue;
-                }
-                if status.isdir {
-                    let as_dir = format!("{rel}/");
-                    if as_dir.starts_with(prefix) || prefix.starts_with(&as_dir) {
-                        next.push(status.path.clone());
-                    }
-                } else if rel.starts_with(prefix) {
-                    out.push(ObjectMeta {
-                        key: rel.to_string(),
-                        size: status.length as u64,
-                        last_modified: system_time(status.modification_time),
-                    });
-                }
-            }
-            level = next;
-        }
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(out)
+        Ok(self.walk(prefix, false).await?.into_iter().map(|t| t.meta).collect())
+    }
+
+    /// The `.rsm-tmp-*` files beside the keys that start with `prefix`: an upload's until it is renamed over
+    /// its key, or left by a process that died mid-upload. Their keys are their paths under the root.
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        self.walk(prefix, true).await
     }
 }
 

@@ -247,7 +247,16 @@ async fn temp_files_and_directories() {
         .duration_since(meta.last_modified.expect("HDFS reports mtime"))
         .unwrap_or_default();
     assert!(age.as_secs() < 600, "mtime is recent: {age:?}");
-    b.client().delete(&format!("{dir}/{TMP_PREFIX}obj.crashed"), false).await.unwrap();
+    // ... and listed, with the key it was for, by list_temporary; its key deletes it.
+    let tmp = b.list_temporary(&p).await.unwrap();
+    assert_eq!(tmp.len(), 1, "{tmp:?}");
+    assert_eq!(tmp[0].target, key);
+    assert_eq!(tmp[0].meta.key, format!("{p}a/b/{TMP_PREFIX}obj.crashed"));
+    assert_eq!(tmp[0].meta.size, 7);
+    assert!(b.list_temporary(&format!("{p}a/b/other")).await.unwrap().is_empty());
+    b.delete(&tmp[0].meta.key).await.unwrap();
+    assert!(b.list_temporary(&p).await.unwrap().is_empty());
+    assert_eq!(&b.get_range(&key, 0..10).await.unwrap()[..], b"whole");
 
     // A key naming a directory (other keys extend it) is no object: not found, and deleting it is a
     // no-op that leaves the keys under it alone.
@@ -316,4 +325,53 @@ async fn hadoop_configuration_and_store_url() {
     from_config(&mut r).unwrap();
     let e = r.finish().unwrap_err();
     assert!(e.to_string().contains("`hdfs.roots`"), "{e}");
+}
+
+/// Leaves a temporary file of an upload to `key`, as a writer that died would, last written `age` ago.
+async fn leave_tmp(b: &HdfsBackend, key: &str, age: std::time::Duration) -> String {
+    let target = b.path(key).unwrap();
+    let (dir, name) = target.rsplit_once('/').unwrap();
+    let tmp = format!("{dir}/{TMP_PREFIX}{name}.{}", Uuid::random());
+    let mut w = b.client().create(&tmp, hdfs_native::WriteOptions::default().create_parent(true)).await.unwrap();
+    w.write_bytes(Bytes::from_static(b"half")).await.unwrap();
+    w.close().await.unwrap();
+    let mtime = (std::time::SystemTime::now() - age).duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    b.client().set_times(&tmp, mtime as u64, mtime as u64).await.unwrap();
+    tmp
+}
+
+/// The orphan sweep removes a crashed upload's temporary files once older than its safety age, and keeps a
+/// young one; deleting a segment removes its temporary files whatever their age.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashed_uploads_temporary_files_are_swept_and_deleted_with_their_segment() {
+    let url = url_or_skip!();
+    let b = Arc::new(common::backend(&url));
+    let f = Fixture::new(b.clone(), "hdfs-tmp");
+    let (_, md0, data0) = f.segment(0);
+    let (_, md1, _) = f.segment(1);
+    let (_, md2, _) = f.segment(2);
+    f.rsm.copy_log_segment_data(&md0, &data0).await.unwrap();
+    let tp = md0.remote_log_segment_id.topic_id_partition.clone();
+    let old = std::time::Duration::from_secs(7200);
+    let young = std::time::Duration::from_secs(60);
+    let swept_tmp = leave_tmp(&b, &f.rsm.keys(&md1).log, old).await;
+    let young_tmp = leave_tmp(&b, &f.rsm.keys(&md1).indexes, young).await;
+    let other_tmp = leave_tmp(&b, &f.rsm.keys(&md2).log, young).await;
+
+    let swept = f.rsm.sweep_orphans(Some(&tp), rsm_core::storage::ORPHAN_MIN_AGE).await.unwrap();
+    assert_eq!(swept.len(), 1, "{swept:?}");
+    assert!(swept_tmp.ends_with(&swept[0]), "{swept:?} is {swept_tmp}");
+    assert!(b.client().get_file_info(&swept_tmp).await.is_err(), "{swept_tmp} removed");
+    assert!(b.client().get_file_info(&young_tmp).await.is_ok(), "a young one may be an upload in flight");
+
+    f.rsm.delete_log_segment_data(&md1).await.unwrap();
+    assert!(b.client().get_file_info(&young_tmp).await.is_err(), "removed with its segment");
+    assert!(b.client().get_file_info(&other_tmp).await.is_ok(), "another segment's stays");
+    let got = collect(f.fresh_rsm().fetch_log_segment(&md0, 0, None).await.unwrap()).await.unwrap();
+    assert!(got == std::fs::read(&data0.log_segment).unwrap());
+    f.rsm.delete_log_segment_data(&md2).await.unwrap();
+    f.rsm.delete_log_segment_data(&md0).await.unwrap();
+    let prefix = rsm_core::storage::partition_prefix(&f.config.key_prefix, &tp);
+    assert!(b.list_temporary(&prefix).await.unwrap().is_empty());
+    assert!(b.list(&prefix).await.unwrap().is_empty());
 }

@@ -3,6 +3,11 @@
 //!
 //! Keys are `/`-separated relative paths (`topic-id/0/00000000000000000000-id.log`). A backend never makes
 //! a partial object visible: an upload either replaces the object whole or leaves it as it was.
+//!
+//! A store that stages uploads in temporary objects of its own (the filesystem and HDFS stores write a
+//! hidden `.rsm-tmp-*` file beside the key and rename it over the key) leaves them behind when the process
+//! dies mid-upload. [`StorageBackend::list`] never shows them; [`StorageBackend::list_temporary`] does, so
+//! that the orphan sweep and a segment's delete can remove them with [`StorageBackend::delete`].
 
 mod counts;
 pub mod layers;
@@ -37,6 +42,15 @@ pub struct ObjectMeta {
     pub last_modified: Option<std::time::SystemTime>,
 }
 
+/// One temporary object of an upload, listed by [`StorageBackend::list_temporary`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemporaryObject {
+    /// The temporary object itself: `key` is what [`StorageBackend::delete`] removes.
+    pub meta: ObjectMeta,
+    /// The key the upload was writing.
+    pub target: String,
+}
+
 /// The contract of a store. Async on tokio; every method may be called concurrently.
 #[async_trait]
 pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
@@ -65,6 +79,17 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Every object whose key starts with `prefix`, sorted by key.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>>;
+
+    /// The temporary objects of uploads to keys that start with `prefix` (uploads in flight, and those a
+    /// crash interrupted), sorted by key. Each one's `key` is the temporary object's own key, which
+    /// [`StorageBackend::delete`] accepts; its `last_modified` is its last write, so an upload still writing
+    /// looks young. Stores whose uploads are atomic by themselves (the cloud stores: one request, or a
+    /// multipart upload that is invisible until completed) have none: the default lists nothing and sends no
+    /// request.
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        let _ = prefix;
+        Ok(Vec::new())
+    }
 
     /// Uploads `bytes` as `key` (a convenience over [`StorageBackend::put_stream`]).
     async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {

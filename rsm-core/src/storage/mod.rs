@@ -42,6 +42,11 @@ use bytes::Bytes;
 use futures::StreamExt;
 use std::sync::Arc;
 
+/// The safety age of [`TieredStorage::sweep_orphans`] for callers without a better one: an object of an
+/// uncommitted segment, or a temporary upload object, last written an hour ago or more belongs to no copy
+/// still running (an upload in flight keeps writing, so its objects stay young).
+pub const ORPHAN_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Kafka's remote storage contract over any backend.
 #[derive(Debug)]
 pub struct TieredStorage {
@@ -313,8 +318,11 @@ impl TieredStorage {
     }
 
     /// Deletes the objects of segments that have no manifest (the leftovers of failed copies whose
-    /// cleanup did not finish) and were last written more than `min_age` ago, so copies still in flight
-    /// are left alone. Returns the deleted keys. Covers one partition, or the whole prefix when `None`.
+    /// cleanup did not finish) and the store's temporary upload objects ([`StorageBackend::list_temporary`]:
+    /// the `.rsm-tmp-*` files of the filesystem and HDFS stores that a crash mid-upload leaves), each only
+    /// when last written more than `min_age` ago, so copies still in flight are left alone
+    /// ([`ORPHAN_MIN_AGE`] is the safety age to use unless the caller knows better). Returns the deleted
+    /// keys, sorted. Covers one partition, or the whole prefix when `None`.
     pub async fn sweep_orphans(
         &self,
         tp: Option<&TopicIdPartition>,
@@ -322,23 +330,35 @@ impl TieredStorage {
     ) -> Result<Vec<String>> {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
+        let temporary = self.backend.list_temporary(&prefix).await?;
         let committed: std::collections::HashSet<&str> =
             objects.iter().filter_map(|o| o.key.strip_suffix(".manifest")).collect();
         let now = std::time::SystemTime::now();
-        let orphans: Vec<String> = objects
+        let old = |o: &crate::backend::ObjectMeta| {
+            o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age)
+        };
+        let mut orphans: Vec<String> = objects
             .iter()
             .filter(|o| {
                 let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
                 let is_segment_object = o.key.ends_with(".log") || o.key.ends_with(".indexes");
-                let old = o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
-                is_segment_object && old && !committed.contains(stem)
+                is_segment_object && old(o) && !committed.contains(stem)
             })
             .map(|o| o.key.clone())
             .collect();
+        let segment_objects = orphans.len();
+        orphans.extend(temporary.iter().filter(|t| old(&t.meta)).map(|t| t.meta.key.clone()));
         if !orphans.is_empty() {
-            tracing::info!(count = orphans.len(), prefix = %prefix, "deleting objects of uncommitted segments");
+            tracing::info!(
+                segment_objects,
+                temporary = orphans.len() - segment_objects,
+                prefix = %prefix,
+                min_age_s = min_age.as_secs(),
+                "deleting objects of uncommitted segments and temporary objects of interrupted uploads"
+            );
             self.backend.delete_many(&orphans).await?;
         }
+        orphans.sort();
         Ok(orphans)
     }
 
@@ -457,7 +477,17 @@ impl RemoteStorageManager for TieredStorage {
         self.forget(&metadata.remote_log_segment_id.id);
         // The manifest first: from then on the segment does not exist for readers.
         self.backend.delete(&keys.manifest).await?;
-        self.backend.delete_many(&[keys.log, keys.indexes]).await
+        self.backend.delete_many(&[keys.log, keys.indexes]).await?;
+        // Then what an upload of this segment interrupted by a crash left (the broker deletes a segment
+        // whose copy never finished): the temporary objects of its keys, whatever their age.
+        let stem = keys.manifest.strip_suffix("manifest").unwrap_or(&keys.manifest);
+        let temporary: Vec<String> = self.backend.list_temporary(stem).await?.into_iter().map(|t| t.meta.key).collect();
+        if !temporary.is_empty() {
+            tracing::info!(segment = %metadata.remote_log_segment_id, count = temporary.len(),
+                "deleting temporary objects of an interrupted upload of the segment");
+            self.backend.delete_many(&temporary).await?;
+        }
+        Ok(())
     }
 }
 

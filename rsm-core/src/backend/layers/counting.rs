@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 /// Counts what passes through into a [`RequestCounts`]: one request per call (one upload is one request
 /// here, whatever the store does underneath), the bytes sent and received, and the calls that failed.
+/// [`StorageBackend::list_temporary`] passes through uncounted: it sends no request to a cloud store, and on
+/// the stores that stage uploads it is a walk of their own directories, not an object request.
 #[derive(Debug)]
 pub struct CountingLayer {
     inner: Arc<dyn StorageBackend>,

@@ -21,7 +21,7 @@ pub use counting::CountingLayer;
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use retry::{RetryConfig, RetryLayer};
 
-use super::{ByteStream, ObjectMeta, RequestCounts, StorageBackend};
+use super::{ByteStream, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -73,6 +73,11 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
         self.inner().list(prefix).await
     }
 
+    /// See [`StorageBackend::list_temporary`].
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        self.inner().list_temporary(prefix).await
+    }
+
     /// See [`StorageBackend::store_requests`].
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         self.inner().store_requests()
@@ -101,6 +106,9 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         LayeredBackend::list(self, prefix).await
+    }
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        LayeredBackend::list_temporary(self, prefix).await
     }
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         LayeredBackend::store_requests(self)

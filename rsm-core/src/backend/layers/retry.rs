@@ -2,7 +2,7 @@
 //! The cloud stores' client (object_store) retries its own requests, so they are not wrapped twice.
 
 use super::LayeredBackend;
-use crate::backend::{ObjectMeta, StorageBackend};
+use crate::backend::{ObjectMeta, StorageBackend, TemporaryObject};
 use crate::config::ConfigReader;
 use crate::error::Result;
 use async_trait::async_trait;
@@ -145,6 +145,10 @@ impl LayeredBackend for RetryLayer {
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.run("list", prefix, || self.inner.list(prefix)).await
+    }
+
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        self.run("list_temporary", prefix, || self.inner.list_temporary(prefix)).await
     }
 }
 

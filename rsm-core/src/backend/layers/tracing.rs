@@ -1,7 +1,7 @@
 //! One `tracing` span per backend operation, and the operation and key on every error that passes.
 
 use super::LayeredBackend;
-use crate::backend::{ByteStream, ObjectMeta, StorageBackend};
+use crate::backend::{ByteStream, ObjectMeta, StorageBackend, TemporaryObject};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -77,6 +77,10 @@ impl LayeredBackend for TracingLayer {
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         traced("list", prefix, String::new(), self.inner.list(prefix)).await
+    }
+
+    async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
+        traced("list_temporary", prefix, String::new(), self.inner.list_temporary(prefix)).await
     }
 }
 

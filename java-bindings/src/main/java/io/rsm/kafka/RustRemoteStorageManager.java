@@ -47,6 +47,13 @@ import org.slf4j.LoggerFactory;
 public class RustRemoteStorageManager implements RemoteStorageManager {
     /** The setting (under {@code rsm.config.}) that names the store. */
     public static final String STORE_URL = "store.url";
+    /**
+     * Tests only: {@code true} lets {@link #STORE_URL} be {@code memory:}, a store in the broker's memory that
+     * loses every tiered segment when the broker stops. Without it the plugin refuses {@code memory:}.
+     */
+    public static final String MEMORY_ALLOWED = "store.memory.allowed";
+    /** How the broker names a plugin setting: {@code rsm.config.} and the key. */
+    static final String PREFIX = "rsm.config.";
     /** Settings the broker adds to the plugin's map; the plugin does not pass them to the store. */
     static final Set<String> BROKER_KEYS = Set.of("broker.id", "node.id");
 
@@ -71,7 +78,16 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
      */
     @Override
     public synchronized void configure(Map<String, ?> configs) {
-        Objects.requireNonNull(configs, "configs");
+        if (configs == null) {
+            throw new ConfigException("rsm plugin: configure: argument configs is null");
+        }
+        boolean memoryAllowed = memoryAllowed(configs.get(MEMORY_ALLOWED));
+        if (isMemoryUrl(configs.get(STORE_URL)) && !memoryAllowed) {
+            throw new ConfigException("rsm plugin: `" + PREFIX + STORE_URL + "`=" + configs.get(STORE_URL)
+                    + " is a store in the broker's memory: every tiered segment is lost when the broker stops."
+                    + " Set a durable store (file:///var/lib/kafka/tiered, s3://bucket/prefix, ...); `"
+                    + PREFIX + MEMORY_ALLOWED + "=true` allows it, for tests only");
+        }
         try {
             NativeBridge.ensureLoaded();
         } catch (UnsatisfiedLinkError e) {
@@ -80,7 +96,7 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         List<String> keys = new ArrayList<>();
         List<String> values = new ArrayList<>();
         for (Map.Entry<String, ?> e : configs.entrySet()) {
-            if (BROKER_KEYS.contains(e.getKey())) {
+            if (BROKER_KEYS.contains(e.getKey()) || MEMORY_ALLOWED.equals(e.getKey())) {
                 continue;
             }
             Object v = e.getValue();
@@ -110,6 +126,37 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         }
         log.info("rsm plugin configured: store {} for broker {} ({} settings), metrics in {}", description,
                 brokerId, keys.size(), metrics);
+        if (isMemoryUrl(configs.get(STORE_URL))) {
+            log.warn("rsm plugin: the store is in memory ({}{}=true): every tiered segment is lost when the"
+                    + " broker stops; for tests only", PREFIX, MEMORY_ALLOWED);
+        }
+    }
+
+    /** Whether a store URL names the volatile in-memory store ({@code memory:}), as the native side reads it. */
+    static boolean isMemoryUrl(Object url) {
+        if (url == null) {
+            return false;
+        }
+        String u = url.toString().trim();
+        int sep = u.indexOf("://");
+        String scheme = sep >= 0 ? u.substring(0, sep) : u.endsWith(":") ? u.substring(0, u.length() - 1) : u;
+        return scheme.equalsIgnoreCase("memory");
+    }
+
+    /** The value of {@link #MEMORY_ALLOWED}: absent is {@code false}; anything but true or false is refused. */
+    private static boolean memoryAllowed(Object value) {
+        if (value == null) {
+            return false;
+        }
+        String v = (value instanceof Password ? ((Password) value).value() : value.toString()).trim();
+        if (v.equalsIgnoreCase("true")) {
+            return true;
+        }
+        if (v.equalsIgnoreCase("false") || v.isEmpty()) {
+            return false;
+        }
+        throw new ConfigException("rsm plugin: `" + PREFIX + MEMORY_ALLOWED + "`: `" + v
+                + "` is not true or false");
     }
 
     /** In the broker's registry if it handed one over and it still takes sensors; else the plugin's own. */
@@ -156,16 +203,21 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
     @Override
     public Optional<CustomMetadata> copyLogSegmentData(RemoteLogSegmentMetadata metadata, LogSegmentData data)
             throws RemoteStorageException {
-        String what = "copy of segment " + metadata.remoteLogSegmentId();
+        String what = "copyLogSegmentData";
         long start = System.nanoTime();
         PluginMetricsRecorder m = metrics;
         boolean ok = false;
         try {
-            byte[] epochs = bytes(data.leaderEpochIndex());
+            what = "copy of segment " + segmentId(metadata, what);
+            argument(data, "logSegmentData", what);
+            byte[] epochs = bytes(argument(data.leaderEpochIndex(), "logSegmentData.leaderEpochIndex", what));
+            Optional<Path> txn = argument(data.transactionIndex(), "logSegmentData.transactionIndex", what);
             byte[] custom = NativeBridge.copy(store(), MetadataCodec.encode(metadata),
-                    data.logSegment().toString(), data.offsetIndex().toString(), data.timeIndex().toString(),
-                    data.transactionIndex().map(Path::toString).orElse(null),
-                    data.producerSnapshotIndex().toString(), epochs);
+                    path(data.logSegment(), "logSegmentData.logSegment", what),
+                    path(data.offsetIndex(), "logSegmentData.offsetIndex", what),
+                    path(data.timeIndex(), "logSegmentData.timeIndex", what),
+                    txn.map(Path::toString).orElse(null),
+                    path(data.producerSnapshotIndex(), "logSegmentData.producerSnapshotIndex", what), epochs);
             ok = true;
             if (m != null) {
                 m.bytes(Operation.COPY_SEGMENT, uploadedBytes(data, epochs.length));
@@ -200,25 +252,32 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
     @Override
     public InputStream fetchLogSegment(RemoteLogSegmentMetadata metadata, int startPosition)
             throws RemoteStorageException {
-        return fetch(metadata, startPosition, -1);
+        return fetch(metadata, startPosition, -1, false);
     }
 
     @Override
     public InputStream fetchLogSegment(RemoteLogSegmentMetadata metadata, int startPosition, int endPosition)
             throws RemoteStorageException {
-        if (endPosition < 0) {
-            throw new RemoteStorageException("end position " + endPosition + " is negative");
-        }
-        return fetch(metadata, startPosition, endPosition);
+        return fetch(metadata, startPosition, endPosition, true);
     }
 
-    private InputStream fetch(RemoteLogSegmentMetadata metadata, int start, int end) throws RemoteStorageException {
-        String what = "segment " + metadata.remoteLogSegmentId() + " from position " + start;
+    /** A fetch from {@code start} to {@code end} (inclusive) if {@code hasEnd}, else to the segment's end. */
+    private InputStream fetch(RemoteLogSegmentMetadata metadata, int start, int end, boolean hasEnd)
+            throws RemoteStorageException {
+        String what = "fetchLogSegment";
         long t0 = System.nanoTime();
         PluginMetricsRecorder m = metrics;
         boolean ok = false;
         try {
-            long h = NativeBridge.fetchSegment(store(), MetadataCodec.encode(metadata), start, end);
+            what = "segment " + segmentId(metadata, what) + " from position " + start;
+            if (start < 0) {
+                throw new RemoteStorageException(what + ": argument startPosition " + start + " is negative");
+            }
+            if (hasEnd && end < start) {
+                throw new RemoteStorageException(what + ": argument endPosition " + end
+                        + " is before startPosition " + start);
+            }
+            long h = NativeBridge.fetchSegment(store(), MetadataCodec.encode(metadata), start, hasEnd ? end : -1);
             InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_SEGMENT));
             ok = true;
             return in;
@@ -234,11 +293,14 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
     @Override
     public InputStream fetchIndex(RemoteLogSegmentMetadata metadata, IndexType indexType)
             throws RemoteStorageException {
-        String what = indexType + " index of segment " + metadata.remoteLogSegmentId();
+        String what = "fetchIndex";
         long start = System.nanoTime();
         PluginMetricsRecorder m = metrics;
         boolean ok = false;
         try {
+            what = "index of segment " + segmentId(metadata, what);
+            argument(indexType, "indexType", what);
+            what = indexType + " " + what;
             long h = NativeBridge.fetchIndex(store(), MetadataCodec.encode(metadata), indexCode(indexType));
             InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_INDEX));
             ok = true;
@@ -270,14 +332,16 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
 
     @Override
     public void deleteLogSegmentData(RemoteLogSegmentMetadata metadata) throws RemoteStorageException {
+        String what = "deleteLogSegmentData";
         long start = System.nanoTime();
         PluginMetricsRecorder m = metrics;
         boolean ok = false;
         try {
+            what = "delete of segment " + segmentId(metadata, what);
             NativeBridge.delete(store(), MetadataCodec.encode(metadata));
             ok = true;
         } catch (Throwable t) {
-            throw toRemoteStorageException(t, "delete of segment " + metadata.remoteLogSegmentId());
+            throw toRemoteStorageException(t, what);
         } finally {
             if (m != null) {
                 m.call(Operation.DELETE_SEGMENT, start, ok);
@@ -302,6 +366,25 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
             NativeBridge.closeStore(s);
             log.info("rsm plugin closed: store {}", description);
         }
+    }
+
+    /** {@code value}, or a {@link RemoteStorageException} naming the argument {@code name} if it is null. */
+    private static <T> T argument(T value, String name, String what) throws RemoteStorageException {
+        if (value == null) {
+            throw new RemoteStorageException(what + ": argument " + name + " is null");
+        }
+        return value;
+    }
+
+    /** The segment id of {@code metadata}, checked: neither may be null. */
+    private static Object segmentId(RemoteLogSegmentMetadata metadata, String what) throws RemoteStorageException {
+        return argument(argument(metadata, "remoteLogSegmentMetadata", what).remoteLogSegmentId(),
+                "remoteLogSegmentMetadata.remoteLogSegmentId", what);
+    }
+
+    /** A local file the broker handed over, as the native side takes it. */
+    private static String path(Path p, String name, String what) throws RemoteStorageException {
+        return argument(p, name, what).toString();
     }
 
     private static byte[] bytes(ByteBuffer b) {
