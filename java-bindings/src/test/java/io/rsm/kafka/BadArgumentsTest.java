@@ -52,7 +52,7 @@ class BadArgumentsTest {
     @BeforeEach
     void open() throws Exception {
         rsm = new RustRemoteStorageManager();
-        rsm.configure(settings("file://" + storeDir.resolve("store")));
+        rsm.configure(settings(TestStore.fileUrl(storeDir.resolve("store"))));
         md = segment.metadata(TP);
         rsm.copyLogSegmentData(md, segment.data());
     }
@@ -175,7 +175,7 @@ class BadArgumentsTest {
             mem.close();
         }
         // A durable store with the setting present is fine too.
-        Map<String, Object> file = settings("file://" + storeDir.resolve("other"));
+        Map<String, Object> file = settings(TestStore.fileUrl(storeDir.resolve("other")));
         file.put(RustRemoteStorageManager.MEMORY_ALLOWED, "true");
         RustRemoteStorageManager fs = new RustRemoteStorageManager();
         fs.configure(file);

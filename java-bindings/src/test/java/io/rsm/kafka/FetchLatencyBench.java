@@ -50,14 +50,14 @@ public final class FetchLatencyBench {
 
         RustRemoteStorageManager ours = new RustRemoteStorageManager();
         Map<String, Object> oursConfig = new HashMap<>();
-        oursConfig.put("store.url", "file://" + dir.resolve("rsm-store"));
+        oursConfig.put("store.url", TestStore.fileUrl(dir.resolve("rsm-store")));
         oursConfig.put("broker.id", 1);
         ours.configure(oursConfig);
 
         // The same plugin with smaller chunks and less read-ahead: the broker closes after 1 MiB.
         RustRemoteStorageManager small = new RustRemoteStorageManager();
         Map<String, Object> smallConfig = new HashMap<>(oursConfig);
-        smallConfig.put("store.url", "file://" + dir.resolve("rsm-store-small-chunks"));
+        smallConfig.put("store.url", TestStore.fileUrl(dir.resolve("rsm-store-small-chunks")));
         smallConfig.put("chunk.size", String.valueOf(1 << 20));
         smallConfig.put("fetch.concurrency", "2");
         small.configure(smallConfig);

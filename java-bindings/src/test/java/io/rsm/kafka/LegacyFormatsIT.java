@@ -66,7 +66,7 @@ class LegacyFormatsIT {
         String classpath = Files.readString(Paths.get(newest[1])).trim();
 
         Map<String, Object> settings = new HashMap<>();
-        settings.put("store.url", "file://" + dir.resolve("store"));
+        settings.put("store.url", TestStore.fileUrl(dir.resolve("store")));
         settings.put("chunk.size", "65536");
         RustRemoteStorageManager rsm = new RustRemoteStorageManager();
         rsm.configure(settings);

@@ -49,7 +49,7 @@ class NativeLoaderTest {
             assertNotSame(RustRemoteStorageManager.class, c);
             RemoteStorageManager other = (RemoteStorageManager) c.getConstructor().newInstance();
             Map<String, Object> s = new HashMap<>();
-            s.put("store.url", "file://" + dir.resolve("store"));
+            s.put("store.url", TestStore.fileUrl(dir.resolve("store")));
             s.put("broker.id", 1);
             other.configure(s);
             TopicIdPartition tp = new TopicIdPartition(Uuid.randomUuid(), new TopicPartition("t", 0));

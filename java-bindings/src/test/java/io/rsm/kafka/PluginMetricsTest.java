@@ -66,7 +66,7 @@ class PluginMetricsTest {
 
     Map<String, Object> settings(int brokerId) {
         Map<String, Object> s = new HashMap<>();
-        s.put("store.url", "file://" + storeDir.resolve("store"));
+        s.put("store.url", TestStore.fileUrl(storeDir.resolve("store")));
         s.put("chunk.size", "65536");
         s.put("fs.fsync", "false");
         s.put("broker.id", brokerId);
@@ -317,7 +317,7 @@ class PluginMetricsTest {
         int n = NativeBridge.cacheMetricNames().length;
         int hits = Arrays.asList(NativeBridge.cacheMetricNames()).indexOf("index-cache-hits");
         long h = NativeBridge.openStore(new String[] {"store.url", "fs.fsync"},
-                new String[] {"file://" + storeDir.resolve("store"), "false"});
+                new String[] {TestStore.fileUrl(storeDir.resolve("store")), "false"});
         long[] open;
         try {
             open = NativeBridge.cacheMetrics(h);

@@ -69,7 +69,7 @@ class RustRemoteStorageManagerTest {
 
     Map<String, Object> settings() {
         Map<String, Object> s = new HashMap<>();
-        s.put("store.url", "file://" + storeDir.resolve("store"));
+        s.put("store.url", TestStore.fileUrl(storeDir.resolve("store")));
         s.put("chunk.size", "65536");
         s.put("fs.fsync", "false");
         s.put("broker.id", 7);

@@ -75,6 +75,18 @@ abstract class TestStore {
         return name();
     }
 
+    /**
+     * The {@code file://} URL of a filesystem store at {@code dir}, which is made first: a filesystem store's
+     * directory must exist when the store opens, as an operator makes it.
+     */
+    static String fileUrl(Path dir) {
+        try {
+            return "file://" + Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private static final class Filesystem extends TestStore {
         private final Path root;
 
@@ -90,7 +102,7 @@ abstract class TestStore {
         @Override
         Map<String, String> brokerSettings() {
             Map<String, String> p = new TreeMap<>();
-            p.put("rsm.config.store.url", "file://" + root);
+            p.put("rsm.config.store.url", fileUrl(root));
             p.put("rsm.config.fs.fsync", "false");
             return p;
         }
