@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 /// A store in a fresh directory, with a fixture of real segments under a prefix of its own.
 fn store(name: &str) -> (tempfile::TempDir, Arc<FsBackend>, Fixture) {
     let dir = tempfile::tempdir().unwrap();
-    let backend = Arc::new(FsBackend::new(dir.path().join("store"), true).unwrap());
+    let backend = Arc::new(FsBackend::create(dir.path().join("store"), true).unwrap());
     let f = Fixture::new(backend.clone(), name);
     (dir, backend, f)
 }
