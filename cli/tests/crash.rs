@@ -1,8 +1,8 @@
 //! Crash points: `rsm copy` killed with SIGKILL at 50+ random moments of its run. After each kill the store
 //! shows only whole segments, each byte-identical to its source; a rerun copies only what is missing and
 //! leaves exactly one whole copy of every closed segment; what the kill left behind (objects of a segment
-//! without a manifest) is found by the orphan sweep, and what is left after it is only the uploads'
-//! temporary files (`.rsm-tmp-*`, which the filesystem store's listing never shows).
+//! without a manifest, and the uploads' temporary files `.rsm-tmp-*`, which the store's listing never shows)
+//! is found by the orphan sweep, after which the store holds exactly the whole segments' objects.
 //!
 //! `RSM_CRASH_SEED=<n>` repeats a run's delays; `RSM_CRASH_KILLS=<n>` changes how many kills (default 50).
 
@@ -149,26 +149,30 @@ fn copy_killed_at_random_moments_leaves_only_whole_segments() {
             .iter()
             .map(|s| s.manifest_key.trim_end_matches(".manifest").to_string())
             .collect();
+        let temps_before = files(&root).into_iter().filter(|p| is_tmp(p)).count();
         let swept = rsm_facade::runtime().block_on(store.storage().sweep_orphans(None, Duration::ZERO)).unwrap();
+        let temps_swept = swept.iter().filter(|k| k.rsplit('/').next().is_some_and(|n| n.starts_with(".rsm-tmp-")));
+        assert_eq!(temps_swept.count(), temps_before, "{when}: the sweep finds every temporary file the kill left");
         for key in &swept {
             let stem = key.rsplit_once('.').unwrap().0;
             assert!(!committed.contains(stem), "{when}: the sweep removed {key} of a whole segment");
         }
         orphans_swept += swept.len();
-        // Now the store holds exactly three objects per closed segment, and at most temporary files besides.
+        // Now the store holds exactly three objects per closed segment, and nothing else.
         let (temps, objects): (Vec<PathBuf>, Vec<PathBuf>) = files(&root).into_iter().partition(|p| is_tmp(p));
+        assert!(temps.is_empty(), "{when}: temporary files left after the sweep: {temps:?}");
         let expected: BTreeSet<String> =
             committed.iter().flat_map(|s| ["log", "indexes", "manifest"].map(|e| format!("{s}.{e}"))).collect();
         let present: BTreeSet<String> =
             objects.iter().map(|p| p.strip_prefix(&root).unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(present, expected, "{when}: exactly the expected objects after the rerun and the sweep");
         assert_eq!(committed.len(), closed.len());
-        tmp_left += temps.len();
+        tmp_left += temps_before;
         std::fs::remove_dir_all(&root).unwrap();
     }
     eprintln!(
         "crash points: {kills} kills, {mid_copy} between segments, {orphans_swept} orphan objects swept, \
-         {tmp_left} temporary files left for the temporary-file sweep"
+         {tmp_left} temporary files left by the kills, all swept"
     );
     assert!(mid_copy >= kills / 5, "only {mid_copy} of {kills} kills landed while segments were being copied");
 }
