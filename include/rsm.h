@@ -52,6 +52,9 @@ typedef enum {
   RSM_RESULT_CONFIG = 6,
   // A panic inside the library, caught at the boundary. The library stays usable.
   RSM_RESULT_PANIC = 100,
+  // An asynchronous operation was cancelled (`rsm_operation_cancel`). Not one of the facade's codes:
+  // only the asynchronous form's callbacks receive it.
+  RSM_RESULT_CANCELLED = 101,
 } rsm_result;
 
 // Kafka's `RemoteStorageManager.IndexType`, by ordinal, for `rsm_fetch_index`.
@@ -86,6 +89,11 @@ typedef struct rsm_buffer rsm_buffer;
 // An error a call returned: its code and message. Created by the library, owned by the caller once
 // returned, freed with `rsm_error_free`.
 typedef struct rsm_error rsm_error;
+
+// An operation in flight: a handle from `rsm_copy_async`, `rsm_fetch_async` or `rsm_delete_async`, only
+// ever passed to `rsm_operation_cancel`. It stops naming the operation when its callback is called; the
+// host frees nothing. Opaque.
+typedef struct rsm_operation rsm_operation;
 
 // The committed segments of a partition, as `rsm_list_segments` returns them: the metadata of each, in
 // memory the list owns.
@@ -186,6 +194,26 @@ typedef struct {
   // The length of `leader_epoch_checkpoint`.
   size_t leader_epoch_checkpoint_len;
 } rsm_segment_files;
+
+// Called once when an asynchronous copy ends: `result` and, on failure, `err` (owned by the callback:
+// free it with `rsm_error_free`); on success `custom_metadata` is the copy's custom metadata or NULL
+// (owned by the callback: free it with `rsm_buffer_free`). See `rsm_copy_async` for what a callback may do.
+typedef void (*rsm_copy_callback)(void *user_data,
+                                  rsm_result result,
+                                  rsm_buffer *custom_metadata,
+                                  rsm_error *err);
+
+// Called once when an asynchronous fetch ends: on success `stream` is a new stream handle owned by the
+// callback's host (read it on a thread of the host's, close it with `rsm_stream_close`); on failure
+// `stream` is NULL and `err` is owned by the callback (free it with `rsm_error_free`).
+typedef void (*rsm_fetch_callback)(void *user_data,
+                                   rsm_result result,
+                                   rsm_stream *stream,
+                                   rsm_error *err);
+
+// Called once when an asynchronous delete ends: `result` and, on failure, `err` (owned by the callback:
+// free it with `rsm_error_free`).
+typedef void (*rsm_delete_callback)(void *user_data, rsm_result result, rsm_error *err);
 
 #ifdef __cplusplus
 extern "C" {
@@ -408,6 +436,70 @@ rsm_result rsm_position_of_timestamp(const rsm_store *store,
 // # Safety
 // `err` is NULL or writable.
 rsm_result rsm_self_test_panic(rsm_error **err);
+
+// Submits a copy (as `rsm_copy`) and returns at once; `callback` is called once with the outcome.
+//
+// The callback runs on one of the library's runtime threads, possibly before this call returns. It must
+// return quickly and must not call the blocking functions (`rsm_copy`, `rsm_fetch`, `rsm_fetch_index`,
+// `rsm_delete`, `rsm_list_segments`, `rsm_position_of_*`, `rsm_stream_read`, `rsm_store_open`): they
+// refuse with `RSM_RESULT_INVALID_ARGUMENT` on a runtime thread. It may call the free and close functions,
+// `rsm_operation_cancel` and the `_async` functions, and hand its results to the host's own threads.
+//
+// Ownership: `metadata` and `files` are read before this call returns (borrowed for the call only).
+// `user_data` is passed to the callback as is, from a runtime thread. On success `*operation_out` (when
+// not NULL) names the operation for `rsm_operation_cancel` until its callback is called. On failure the
+// callback is never called.
+//
+// # Safety
+// As `rsm_copy`; `callback` is a valid function pointer; `user_data` may be used from another thread.
+rsm_result rsm_copy_async(const rsm_store *store,
+                          const rsm_segment_metadata *metadata,
+                          const rsm_segment_files *files,
+                          rsm_copy_callback callback,
+                          void *user_data,
+                          rsm_operation **operation_out,
+                          rsm_error **err);
+
+// Submits a fetch (as `rsm_fetch`) and returns at once; `callback` is called once with a stream handle or
+// the failure. The rules for the callback are `rsm_copy_async`'s: read the stream on a thread of the
+// host's, not in the callback.
+//
+// Ownership: `metadata` is read before this call returns; `user_data` and `*operation_out` as in
+// `rsm_copy_async`.
+//
+// # Safety
+// As `rsm_fetch`; `callback` is a valid function pointer; `user_data` may be used from another thread.
+rsm_result rsm_fetch_async(const rsm_store *store,
+                           const rsm_segment_metadata *metadata,
+                           int32_t start_position,
+                           int32_t end_position,
+                           rsm_fetch_callback callback,
+                           void *user_data,
+                           rsm_operation **operation_out,
+                           rsm_error **err);
+
+// Submits a delete (as `rsm_delete`) and returns at once; `callback` is called once with the outcome.
+// The rules for the callback are `rsm_copy_async`'s.
+//
+// Ownership: `metadata` is read before this call returns; `user_data` and `*operation_out` as in
+// `rsm_copy_async`.
+//
+// # Safety
+// As `rsm_delete`; `callback` is a valid function pointer; `user_data` may be used from another thread.
+rsm_result rsm_delete_async(const rsm_store *store,
+                            const rsm_segment_metadata *metadata,
+                            rsm_delete_callback callback,
+                            void *user_data,
+                            rsm_operation **operation_out,
+                            rsm_error **err);
+
+// Cancels an operation in flight: its callback is then called (soon, on a runtime thread) with
+// `RSM_RESULT_CANCELLED`, unless the operation ended first, and the work stops (what a cancelled copy
+// wrote is not committed: a segment exists only once its manifest is written).
+//
+// Returns `RSM_RESULT_OK` when the cancel was delivered; `RSM_RESULT_INVALID_ARGUMENT` when `operation`
+// is NULL or names no operation in flight (it ended already: harmless).
+rsm_result rsm_operation_cancel(rsm_operation *operation);
 
 #ifdef __cplusplus
 }  // extern "C"

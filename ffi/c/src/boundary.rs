@@ -15,6 +15,11 @@ pub struct rsm_error {
 }
 
 impl rsm_error {
+    /// A new error, as the pointer a caller receives.
+    pub(crate) fn boxed(code: rsm_result, message: String) -> *mut Self {
+        Box::into_raw(Self::new(code, message))
+    }
+
     fn new(code: rsm_result, message: String) -> Box<Self> {
         // A message never holds a NUL of its own; should one slip in, it must not cut the text short.
         let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();

@@ -14,15 +14,23 @@
 //!   not a use after free;
 //! - each function's documentation says who owns every pointer and for how long.
 //!
+//! The asynchronous form (`rsm_copy_async`, `rsm_fetch_async`, `rsm_delete_async`, `rsm_operation_cancel`)
+//! runs the same core calls as tasks of the facade's runtime and reports through a callback.
+//!
 //! Only `rsm_*` symbols are exported from `librsm.so` (a linker version script, see `build.rs`).
 
 #![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 
+mod asynchronous;
 mod boundary;
 mod handles;
 mod types;
 
+pub use asynchronous::{
+    rsm_copy_async, rsm_copy_callback, rsm_delete_async, rsm_delete_callback, rsm_fetch_async, rsm_fetch_callback,
+    rsm_operation, rsm_operation_cancel,
+};
 pub use boundary::rsm_error;
 pub use types::{
     rsm_index_type, rsm_leader_epoch, rsm_segment_files, rsm_segment_list, rsm_segment_metadata, rsm_segment_state,
@@ -65,6 +73,9 @@ pub enum rsm_result {
     Config = 6,
     /// A panic inside the library, caught at the boundary. The library stays usable.
     Panic = 100,
+    /// An asynchronous operation was cancelled (`rsm_operation_cancel`). Not one of the facade's codes:
+    /// only the asynchronous form's callbacks receive it.
+    Cancelled = 101,
 }
 
 /// A key/value setting for `rsm_store_open`: the keys a broker passes under `rsm.config.`, `store.url`
@@ -91,17 +102,47 @@ pub struct rsm_stream {
 
 /// Bytes the library returns (a copy's custom metadata). Owned by the caller, freed with `rsm_buffer_free`.
 pub struct rsm_buffer {
-    bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
 }
 
 static STORES: Registry<Store> = Registry::new("store");
-static STREAMS: Registry<Mutex<SegmentReader>> = Registry::new("stream");
+pub(crate) static STREAMS: Registry<Mutex<SegmentReader>> = Registry::new("stream");
 
-fn store_of(s: *const rsm_store) -> Result<Arc<Store>> {
+/// The store of a handle, for the asynchronous form.
+pub(crate) fn store_of(s: *const rsm_store) -> Result<Arc<Store>> {
     STORES.get(s as usize, "store")
 }
 
-fn as_handle<T>(id: usize) -> *mut T {
+/// Refuses a blocking call on one of the runtime's threads (from an asynchronous callback): blocking there
+/// would stall the runtime that has to finish the call.
+fn not_on_runtime(function: &str) -> Result<()> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::invalid(format!(
+            "{function} blocks and cannot be called on the library's runtime thread (from an asynchronous \
+             callback); call it from a thread of the host's"
+        )));
+    }
+    Ok(())
+}
+
+/// The store of a handle, for a blocking call.
+fn blocking_store_of(s: *const rsm_store, function: &str) -> Result<Arc<Store>> {
+    not_on_runtime(function)?;
+    store_of(s)
+}
+
+/// `end_position` as the core takes it.
+pub(crate) fn end_of(end_position: i32) -> Result<Option<i32>> {
+    match end_position {
+        RSM_END_OF_SEGMENT => Ok(None),
+        e if e < 0 => {
+            Err(Error::invalid(format!("`end_position` {e} is negative (RSM_END_OF_SEGMENT, -1, reads to the end)")))
+        }
+        e => Ok(Some(e)),
+    }
+}
+
+pub(crate) fn as_handle<T>(id: usize) -> *mut T {
     // A handle is an id, never dereferenced: it only has to survive the round trip through C.
     std::ptr::without_provenance_mut(id)
 }
@@ -190,6 +231,7 @@ pub unsafe extern "C" fn rsm_store_open(
     unsafe {
         entry(err, || {
             let out = out_arg(store_out, "store_out", std::ptr::null_mut())?;
+            not_on_runtime("rsm_store_open")?;
             let mut map = BTreeMap::new();
             for (i, s) in slice_arg(settings, settings_len, "settings")?.iter().enumerate() {
                 let key = str_arg(s.key, &format!("settings[{i}].key"))?;
@@ -265,7 +307,7 @@ pub unsafe extern "C" fn rsm_copy(
             } else {
                 Some(out_arg(custom_metadata_out, "custom_metadata_out", std::ptr::null_mut())?)
             };
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_copy")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             let data = types::segment_files(ref_arg(files, "files")?, "files")?;
             let custom = s.copy(&md, &data)?;
@@ -299,17 +341,9 @@ pub unsafe extern "C" fn rsm_fetch(
     unsafe {
         entry(err, || {
             let out = out_arg(stream_out, "stream_out", std::ptr::null_mut())?;
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_fetch")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
-            let end = match end_position {
-                RSM_END_OF_SEGMENT => None,
-                e if e < 0 => {
-                    return Err(Error::invalid(format!(
-                        "`end_position` {e} is negative (RSM_END_OF_SEGMENT, -1, reads to the end)"
-                    )));
-                }
-                e => Some(e),
-            };
+            let end = end_of(end_position)?;
             let reader = s.fetch(&md, start_position, end)?;
             out.set(as_handle(STREAMS.insert(Mutex::new(reader))));
             Ok(())
@@ -336,7 +370,7 @@ pub unsafe extern "C" fn rsm_fetch_index(
     unsafe {
         entry(err, || {
             let out = out_arg(stream_out, "stream_out", std::ptr::null_mut())?;
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_fetch_index")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             let kind =
                 usize::try_from(index_type).ok().and_then(|i| IndexType::ALL.get(i).copied()).ok_or_else(|| {
@@ -375,6 +409,7 @@ pub unsafe extern "C" fn rsm_stream_read(
             if buf.is_null() && len > 0 {
                 return Err(Error::invalid(format!("`buf` is NULL but `len` is {len}")));
             }
+            not_on_runtime("rsm_stream_read")?;
             let chunk = with_stream(stream, |s| s.next_chunk(len))?;
             if !chunk.is_empty() {
                 // SAFETY: `buf` has `len` writable bytes by the caller's contract, and
@@ -414,7 +449,7 @@ pub unsafe extern "C" fn rsm_delete(
     // SAFETY (this block and the closure's): the caller's contract, argument by argument.
     unsafe {
         entry(err, || {
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_delete")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             s.delete(&md)
         })
@@ -440,7 +475,7 @@ pub unsafe extern "C" fn rsm_list_segments(
     unsafe {
         entry(err, || {
             let out = out_arg(list_out, "list_out", std::ptr::null_mut())?;
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_list_segments")?;
             let tp = match partition.as_ref() {
                 None => None,
                 Some(p) => Some(types::topic_id_partition(p, "partition")?),
@@ -538,7 +573,7 @@ pub unsafe extern "C" fn rsm_position_of_offset(
     unsafe {
         entry(err, || {
             let out = out_arg(position, "position", -1)?;
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_position_of_offset")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             out.set(position_i32(s.position_of_offset(&md, offset)?)?);
             Ok(())
@@ -565,7 +600,7 @@ pub unsafe extern "C" fn rsm_position_of_timestamp(
     unsafe {
         entry(err, || {
             let out = out_arg(position, "position", -1)?;
-            let s = store_of(store)?;
+            let s = blocking_store_of(store, "rsm_position_of_timestamp")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             if let Some(p) = s.position_of_timestamp(&md, timestamp_ms)? {
                 out.set(position_i32(p)?);
@@ -608,6 +643,7 @@ mod tests {
             ResultCode::Config,
             ResultCode::Panic,
         ];
+        assert_eq!(rsm_result::Cancelled as i32, 101, "apart from the facade's codes");
         for c in all {
             assert_eq!(rsm_result::from(c) as i32, c as i32, "{c:?}");
         }
