@@ -4,6 +4,7 @@
  * usage: rsm_test CASE FIXTURE_DIR WORK_DIR
  *   round_trip  copy every closed segment, list, fetch whole segments and ranges, every index, positions
  *               of offsets and timestamps, delete
+ *   s3_round_trip  the round trip on the S3 server of the test command (RSM_TEST_S3_* from moto.sh)
  *   errors      every error path: missing segment, NULL and invalid arguments, bad settings, a corrupt
  *               manifest, closed handles, a panic
  *   threads     8 threads fetching from one store at once
@@ -70,12 +71,39 @@ static void check_index(rsm_store *store, const segment *sg, int32_t type, const
   free(got.data);
 }
 
-static void test_round_trip(fixture *fx, const char *work) {
+/* The S3 server the test command starts (tools/servers/moto.sh exports RSM_TEST_S3_*), under a prefix of
+ * this run's own. */
+static rsm_store *open_s3_store(void) {
+  const char *vars[] = {"RSM_TEST_S3_ENDPOINT", "RSM_TEST_S3_BUCKET", "RSM_TEST_S3_REGION", "RSM_TEST_S3_ACCESS_KEY",
+                        "RSM_TEST_S3_SECRET_KEY"};
+  for (size_t i = 0; i < 5; i++) CHECK(getenv(vars[i]) != NULL, "%s is not set (start tools/servers/moto.sh)", vars[i]);
+  static char url[512];
+  snprintf(url, sizeof url, "s3://%s/c-tests-%ld-%ld", getenv("RSM_TEST_S3_BUCKET"), (long)getpid(), (long)time(NULL));
+  rsm_setting settings[] = {
+      {"store.url", url},
+      {"s3.endpoint.url", getenv("RSM_TEST_S3_ENDPOINT")},
+      {"s3.region", getenv("RSM_TEST_S3_REGION")},
+      {"aws.access.key.id", getenv("RSM_TEST_S3_ACCESS_KEY")},
+      {"aws.secret.access.key", getenv("RSM_TEST_S3_SECRET_KEY")},
+      {"chunk.size", "65536"},
+      {"chunk.block.size", "4096"},
+  };
+  rsm_store *store = NULL;
+  OK(rsm_store_open(settings, sizeof settings / sizeof settings[0], &store, ERR));
+  return store;
+}
+
+static void test_round_trip(fixture *fx, const char *work, int s3) {
   char dir[1024], url[1100];
-  fresh_store(work, "store-round-trip", dir, sizeof dir, url, sizeof url);
   CHECK(rsm_abi_version() == RSM_ABI_VERSION, "ABI %u, header %d", rsm_abi_version(), RSM_ABI_VERSION);
   CHECK(strlen(rsm_version()) >= 5, "version %s", rsm_version());
-  rsm_store *store = open_store(url);
+  rsm_store *store;
+  if (s3) {
+    store = open_s3_store();
+  } else {
+    fresh_store(work, "store-round-trip", dir, sizeof dir, url, sizeof url);
+    store = open_store(url);
+  }
   copy_all(store, fx);
 
   /* Listing: the partition's segments, oldest first, with the metadata they were copied with. */
@@ -196,7 +224,7 @@ static void test_round_trip(fixture *fx, const char *work) {
   OK(rsm_delete(store, &fx->seg[0].md, ERR));
   CHECK(rsm_store_close(store) == RSM_RESULT_OK, "close");
   expect_no_open_handles();
-  remove_tree(dir);
+  if (!s3) remove_tree(dir);
 }
 
 static void test_errors(fixture *fx, const char *work) {
@@ -601,14 +629,16 @@ static void populate(fixture *fx, const char *work) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s round_trip|errors|threads|async|populate FIXTURE_DIR WORK_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s round_trip|s3_round_trip|errors|threads|async|populate FIXTURE_DIR WORK_DIR\n", argv[0]);
     return 2;
   }
   fixture *fx = malloc(sizeof *fx);
   CHECK(fx != NULL, "malloc");
   fixture_load(fx, argv[2]);
   if (strcmp(argv[1], "round_trip") == 0)
-    test_round_trip(fx, argv[3]);
+    test_round_trip(fx, argv[3], 0);
+  else if (strcmp(argv[1], "s3_round_trip") == 0)
+    test_round_trip(fx, argv[3], 1);
   else if (strcmp(argv[1], "errors") == 0)
     test_errors(fx, argv[3]);
   else if (strcmp(argv[1], "threads") == 0)
