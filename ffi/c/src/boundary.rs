@@ -1,0 +1,163 @@
+//! The boundary every entry point crosses: panics caught, errors turned into a result code and an
+//! [`rsm_error`], and the helpers that read C arguments, each naming the argument when it is wrong.
+
+use crate::rsm_result;
+use rsm_core::{Error, Result};
+use rsm_facade::ResultCode;
+use std::ffi::{CStr, CString, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// An error a call returned: its code and message. Created by the library, owned by the caller once
+/// returned, freed with `rsm_error_free`.
+pub struct rsm_error {
+    pub(crate) code: rsm_result,
+    pub(crate) message: CString,
+}
+
+impl rsm_error {
+    /// A new error, as the pointer a caller receives.
+    pub(crate) fn boxed(code: rsm_result, message: String) -> *mut Self {
+        Box::into_raw(Self::new(code, message))
+    }
+
+    fn new(code: rsm_result, message: String) -> Box<Self> {
+        // A message never holds a NUL of its own; should one slip in, it must not cut the text short.
+        let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+        Box::new(rsm_error { code, message })
+    }
+}
+
+impl From<ResultCode> for rsm_result {
+    fn from(c: ResultCode) -> Self {
+        match c {
+            ResultCode::Ok => rsm_result::Ok,
+            ResultCode::NotFound => rsm_result::NotFound,
+            ResultCode::StorageTransient => rsm_result::StorageTransient,
+            ResultCode::StoragePermanent => rsm_result::StoragePermanent,
+            ResultCode::Corrupt => rsm_result::Corrupt,
+            ResultCode::InvalidArgument => rsm_result::InvalidArgument,
+            ResultCode::Config => rsm_result::Config,
+            ResultCode::Panic => rsm_result::Panic,
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
+/// Runs an entry point's body: clears `*err`, runs `f` with panics caught, and on failure stores the error
+/// in `*err` (when `err` is not NULL) and returns its code.
+///
+/// # Safety
+/// `err` is NULL or points to writable storage for one `rsm_error *`.
+pub(crate) unsafe fn entry(err: *mut *mut rsm_error, f: impl FnOnce() -> Result<()>) -> rsm_result {
+    if !err.is_null() {
+        // SAFETY: the caller's contract: `err` points to writable storage for a pointer.
+        unsafe { err.write(std::ptr::null_mut()) };
+    }
+    let (code, message) = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return rsm_result::Ok,
+        Ok(Err(e)) => (rsm_result::from(ResultCode::of(&e)), e.full_message()),
+        Err(payload) => {
+            let message = format!("panic inside librsm: {}", panic_message(payload.as_ref()));
+            // Dropping a payload may itself panic: drop it behind a boundary too, and leak only the payload
+            // of such a second panic.
+            if let Err(nested) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+                std::mem::forget(nested);
+            }
+            (rsm_result::Panic, message)
+        }
+    };
+    if !err.is_null() {
+        // Building the error allocates: keep even that behind a boundary.
+        if let Ok(e) = catch_unwind(|| rsm_error::new(code, message)) {
+            // SAFETY: as above.
+            unsafe { err.write(Box::into_raw(e)) };
+        }
+    }
+    code
+}
+
+/// Like [`entry`] for functions without an error out-parameter: a panic returns [`rsm_result::Panic`].
+pub(crate) fn entry_plain(f: impl FnOnce() -> rsm_result) -> rsm_result {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(rsm_result::Panic)
+}
+
+/// A NUL-terminated UTF-8 string argument.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that stays valid and unchanged for `'a`.
+pub(crate) unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(Error::invalid(format!("`{what}` is NULL")));
+    }
+    // SAFETY: the caller's contract.
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map_err(|_| Error::invalid(format!("`{what}` is not UTF-8")))
+}
+
+/// A byte array argument; NULL with length 0 is the empty array.
+///
+/// # Safety
+/// `p` is NULL or points to `len` readable bytes that stay valid and unchanged for `'a`.
+pub(crate) unsafe fn slice_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::invalid(format!("`{what}` is NULL but its length is {len}")));
+    }
+    if !p.is_aligned() {
+        return Err(Error::invalid(format!("`{what}` is not aligned for its type")));
+    }
+    if len.checked_mul(size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+        return Err(Error::invalid(format!("`{what}`: length {len} is too large")));
+    }
+    // SAFETY: non-NULL, aligned, its size fits isize, and the caller's contract makes it readable for `'a`.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// A reference argument that must not be NULL.
+///
+/// # Safety
+/// `p` is NULL or points to a valid `T` that stays valid and unchanged for `'a`.
+pub(crate) unsafe fn ref_arg<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    if !p.is_aligned() {
+        return Err(Error::invalid(format!("`{what}` is not aligned for its type")));
+    }
+    // SAFETY: the caller's contract; `as_ref` handles NULL.
+    unsafe { p.as_ref() }.ok_or_else(|| Error::invalid(format!("`{what}` is NULL")))
+}
+
+/// Checks that an out-parameter is not NULL and sets what it points to to `empty`, so that a caller sees
+/// `empty` whenever the call fails.
+///
+/// # Safety
+/// `p` is NULL or points to writable storage for a `T`.
+pub(crate) unsafe fn out_arg<T>(p: *mut T, what: &str, empty: T) -> Result<OutArg<T>> {
+    if p.is_null() {
+        return Err(Error::invalid(format!("`{what}` is NULL")));
+    }
+    if !p.is_aligned() {
+        return Err(Error::invalid(format!("`{what}` is not aligned for its type")));
+    }
+    // SAFETY: non-NULL and aligned, writable by the caller's contract.
+    unsafe { p.write(empty) };
+    Ok(OutArg(p))
+}
+
+/// A checked out-parameter (see [`out_arg`]).
+pub(crate) struct OutArg<T>(*mut T);
+
+impl<T> OutArg<T> {
+    /// Stores the result.
+    pub(crate) fn set(self, value: T) {
+        // SAFETY: checked non-NULL and aligned by `out_arg`, writable by the caller's contract.
+        unsafe { self.0.write(value) }
+    }
+}
