@@ -246,13 +246,19 @@ impl TieredStorage {
     pub async fn manifest(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
         metadata.validate()?;
         let id = metadata.remote_log_segment_id.id;
-        if let Some(m) = self.manifests.get(&id) {
+        // Served from the cache only for the same segment as the caller names it: metadata with this id but
+        // another partition or start offset names other keys, which a cold read would not find.
+        let same = |m: &Manifest| {
+            m.metadata.remote_log_segment_id == metadata.remote_log_segment_id
+                && m.metadata.start_offset == metadata.start_offset
+        };
+        if let Some(m) = self.manifests.get(&id).filter(|m| same(m)) {
             return Ok(m);
         }
         // Concurrent cold readers of a segment share one read of its manifest.
         self.manifest_loads
             .run(id, || async {
-                if let Some(m) = self.manifests.peek(&id) {
+                if let Some(m) = self.manifests.peek(&id).filter(|m| same(m)) {
                     return Ok(m);
                 }
                 let key = self.keys(metadata).manifest;
@@ -707,6 +713,25 @@ mod tests {
                 (other, _) => panic!("{case}: {:?}", other.map(|b| b.len())),
             }
         }
+    }
+
+    /// A cached manifest is served only to metadata naming the same segment: the segment's id with another
+    /// start offset or partition names keys that do not exist, cached or not.
+    #[tokio::test]
+    async fn a_cached_manifest_serves_only_its_own_segment() {
+        let f = Fixture::new(Arc::new(MemoryBackend::new()), "cache-identity");
+        let (_, md, data) = f.segment(0);
+        f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+        f.rsm.manifest(&md).await.unwrap();
+        let mut moved = md.clone();
+        moved.start_offset += 1;
+        let mut elsewhere = md.clone();
+        elsewhere.remote_log_segment_id.topic_id_partition.topic_partition.partition += 1;
+        for (what, other) in [("start offset", moved), ("partition", elsewhere)] {
+            let e = f.rsm.manifest(&other).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotFound, "another {what}: {e}");
+        }
+        assert_eq!(f.rsm.manifest(&md).await.unwrap().metadata, md, "the segment itself still reads");
     }
 
     /// SR-34: a remote index fetched once is served from memory; a failed load is not remembered; a deleted
