@@ -29,8 +29,9 @@ import org.junit.jupiter.api.io.TempDir;
  * Legacy message sets (magic 0 and 1, plain and compressed wrappers, and a segment mixing v0, v1 and v2) that
  * kafka-python wrote ({@code tools/legacy-segments.py}, kept in {@code rsm-core/tests/data/legacy}), copied
  * through the plugin and fetched back: the bytes are the source's, and Kafka's own DumpLogSegments (of the
- * newest broker in {@code rsm.brokers}) reads every batch of the fetched file as kafka-python does: offsets,
- * record count, position, size, magic, timestamp and a valid CRC.
+ * newest broker in {@code rsm.brokers} whose class path has it: 4.0.0 here, not 4.4.0) reads every batch of
+ * the fetched file as kafka-python does: offsets, record count, position, size, magic, timestamp and a valid
+ * CRC.
  */
 class LegacyFormatsIT {
     static final Path DATA = Paths.get(System.getProperty("rsm.legacy.data", "../rsm-core/tests/data/legacy"));
@@ -58,12 +59,33 @@ class LegacyFormatsIT {
         return out;
     }
 
+    static boolean hasDumpLogSegments(String classpath) throws Exception {
+        for (String entry : classpath.split(java.io.File.pathSeparator)) {
+            if (entry.endsWith(".jar") && Files.isRegularFile(Paths.get(entry))) {
+                try (java.util.jar.JarFile jar = new java.util.jar.JarFile(entry)) {
+                    if (jar.getEntry("kafka/tools/DumpLogSegments.class") != null) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
     @Test
     void kafkaReadsWhatThePluginServesAsKafkaPythonWroteIt() throws Exception {
         String spec = System.getProperty("rsm.brokers", "").trim();
         Assumptions.assumeFalse(spec.isEmpty(), "no broker class path given (rsm.brokers)");
-        String[] newest = spec.split(",")[0].trim().split("=", 2);
-        String classpath = Files.readString(Paths.get(newest[1])).trim();
+        // The newest broker whose class path holds kafka.tools.DumpLogSegments (the 4.4 broker's does not).
+        String classpath = null;
+        for (String pair : spec.split(",")) {
+            String cp = Files.readString(Paths.get(pair.trim().split("=", 2)[1])).trim();
+            if (hasDumpLogSegments(cp)) {
+                classpath = cp;
+                break;
+            }
+        }
+        assertTrue(classpath != null, "no broker of " + spec + " has kafka.tools.DumpLogSegments");
 
         Map<String, Object> settings = new HashMap<>();
         settings.put("store.url", TestStore.fileUrl(dir.resolve("store")));
