@@ -11,6 +11,7 @@
 //! | the metadata partition of a user partition (SR-30: the seeds' formula and Kafka's) | [`partitioner`] |
 //! | the per-partition state built from events (SR-31), with Kafka's query semantics | [`cache`] |
 //! | the embedded default: a durable local metadata log, one host | [`local`] |
+//! | snapshots of a metadata partition's state with its read position | [`snapshot`] |
 //! | failed deletions (SR-35) | [`failed_deletions`] |
 //!
 //! The events are the same whatever holds them: a local log file stores each event as the exact bytes
@@ -25,6 +26,7 @@ pub mod local;
 mod log_file;
 pub mod partitioner;
 pub mod records;
+pub mod snapshot;
 
 use async_trait::async_trait;
 pub use events::{
