@@ -365,8 +365,8 @@ fn sort_segments(segments: &mut [RemoteLogSegmentMetadata]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::model::{RemoteLogSegmentId, TopicPartition};
     use RemoteLogSegmentState::*;
+    use rsm_core::model::{RemoteLogSegmentId, TopicPartition};
 
     fn tp() -> TopicIdPartition {
         TopicIdPartition::new(Uuid::new(1, 2), TopicPartition::new("orders", 0))
@@ -374,8 +374,7 @@ mod tests {
 
     fn segment(n: u64, start: i64, end: i64, epochs: &[(i32, i64)]) -> RemoteLogSegmentMetadata {
         let id = RemoteLogSegmentId::new(tp(), Uuid::new(7, n as i64));
-        RemoteLogSegmentMetadata::new(id, start, end, 1_000, 1, 2_000, 100, epochs.iter().copied().collect())
-            .unwrap()
+        RemoteLogSegmentMetadata::new(id, start, end, 1_000, 1, 2_000, 100, epochs.iter().copied().collect()).unwrap()
     }
 
     fn update(m: &RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> MetadataEvent {

@@ -1,1 +1,329 @@
-//! TODO
+//! The embedded default for one host: a durable local metadata log.
+//!
+//! Laid out as the metadata topic is: a directory per metadata partition (`metadata-<n>/`, the partition
+//! of a user partition picked by [`crate::partitioner`]), each an append-only log of Kafka's own record
+//! values (`<first offset>.log`, every record with its CRC-32C, fsynced before a write returns) and a
+//! snapshot of its state with the offset it was taken at (`snapshot`, replaced atomically every
+//! [`LocalMetadataConfig::snapshot_every`] records; the log files it covers are then removed). A restart
+//! loads each snapshot and replays only the records after it; a torn tail that a crash left is cut, and
+//! damage anywhere else is an error naming the file. The partition count and formula are kept in
+//! `layout` and checked at every open, since changing them would route partitions elsewhere.
+
+use crate::RemoteLogMetadataManager;
+use crate::cache::{MetadataStore, PartitionState};
+use crate::events::{MetadataEvent, RemoteLogSegmentMetadataUpdate, RemotePartitionDeleteMetadata};
+use crate::log_file::RecordLog;
+use crate::partitioner::{PartitionFormula, metadata_partition};
+use crate::{records, snapshot};
+use async_trait::async_trait;
+use rsm_core::error::{Error, Result};
+use rsm_core::model::{RemoteLogSegmentMetadata, TopicIdPartition};
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, RwLock};
+
+/// Settings of a [`LocalMetadataManager`].
+#[derive(Clone, Debug)]
+pub struct LocalMetadataConfig {
+    /// The directory holding the log (created if missing).
+    pub dir: PathBuf,
+    /// Metadata partitions (default 50, as the metadata topic's).
+    pub partitions: u32,
+    /// How a user partition's metadata partition is picked (default Kafka's).
+    pub formula: PartitionFormula,
+    /// Records appended to a metadata partition between two snapshots of it (default 10,000).
+    pub snapshot_every: u64,
+    /// Whether appends and snapshots are fsynced (default true; false only for tests and benchmarks).
+    pub fsync: bool,
+}
+
+impl LocalMetadataConfig {
+    /// The defaults, in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        LocalMetadataConfig {
+            dir: dir.into(),
+            partitions: 50,
+            formula: PartitionFormula::Kafka,
+            snapshot_every: 10_000,
+            fsync: true,
+        }
+    }
+}
+
+struct MetaPartition {
+    dir: PathBuf,
+    log: RecordLog,
+    store: MetadataStore,
+    since_snapshot: u64,
+}
+
+/// A [`RemoteLogMetadataManager`] over a durable local log: one host, no Kafka.
+pub struct LocalMetadataManager {
+    config: LocalMetadataConfig,
+    partitions: Vec<Mutex<Option<MetaPartition>>>,
+    registered: RwLock<HashSet<TopicIdPartition>>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for LocalMetadataManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalMetadataManager").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+fn layout_text(config: &LocalMetadataConfig) -> String {
+    let formula = match config.formula {
+        PartitionFormula::Kafka => "kafka",
+        PartitionFormula::Seeds => "seeds",
+    };
+    format!("partitions={}\nformula={formula}\n", config.partitions)
+}
+
+impl LocalMetadataManager {
+    /// Opens the log in `config.dir`, recovering every metadata partition already there.
+    pub fn open(config: LocalMetadataConfig) -> Result<Self> {
+        if config.partitions == 0 {
+            return Err(Error::config("partitions", "the number of metadata partitions must be at least 1"));
+        }
+        if config.snapshot_every == 0 {
+            return Err(Error::config("snapshot_every", "must be at least 1"));
+        }
+        let dir = &config.dir;
+        fs::create_dir_all(dir).map_err(|e| Error::storage(format!("creating {}", dir.display()), e))?;
+        let layout = dir.join("layout");
+        let want = layout_text(&config);
+        match fs::read_to_string(&layout) {
+            Ok(have) if have == want => {}
+            Ok(have) => {
+                return Err(Error::config(
+                    "partitions",
+                    format!(
+                        "{} was made with `{}`, not `{}`: a metadata log keeps its partition count and formula",
+                        layout.display(),
+                        have.trim().replace('\n', ", "),
+                        want.trim().replace('\n', ", ")
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let tmp = dir.join("layout.tmp");
+                fs::write(&tmp, &want)
+                    .and_then(|_| fs::File::open(&tmp)?.sync_all())
+                    .and_then(|_| fs::rename(&tmp, &layout))
+                    .map_err(|e| Error::storage(format!("writing {}", layout.display()), e))?;
+                crate::log_file::sync_dir(dir, config.fsync)?;
+            }
+            Err(e) => return Err(Error::storage(format!("reading {}", layout.display()), e)),
+        }
+        let partitions: Vec<_> = (0..config.partitions).map(|_| Mutex::new(None)).collect();
+        let manager = LocalMetadataManager {
+            config,
+            partitions,
+            registered: RwLock::new(HashSet::new()),
+            closed: AtomicBool::new(false),
+        };
+        for p in 0..manager.config.partitions {
+            if manager.partition_dir(p).exists() {
+                drop(manager.lock(p)?);
+            }
+        }
+        Ok(manager)
+    }
+
+    fn partition_dir(&self, p: u32) -> PathBuf {
+        self.config.dir.join(format!("metadata-{p}"))
+    }
+
+    fn route(&self, tp: &TopicIdPartition) -> u32 {
+        metadata_partition(self.config.formula, tp, self.config.partitions) as u32
+    }
+
+    /// The metadata partition, opened (recovered) on first use.
+    fn lock(&self, p: u32) -> Result<MutexGuard<'_, Option<MetaPartition>>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::invalid("the local metadata manager is closed"));
+        }
+        let mut guard = self.partitions[p as usize].lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(open_partition(&self.partition_dir(p), self.config.fsync)?);
+        }
+        Ok(guard)
+    }
+
+    fn write(&self, event: MetadataEvent) -> Result<()> {
+        let tp = event.partition().expect("only events naming a partition are written").clone();
+        let mut guard = self.lock(self.route(&tp))?;
+        let part = guard.as_mut().expect("opened by lock");
+        part.store.check(&event)?;
+        let value = records::encode(&event);
+        part.log.append(&[&value])?;
+        part.store.apply(&event).expect("checked before it was written");
+        part.since_snapshot += 1;
+        if part.since_snapshot >= self.config.snapshot_every {
+            part.snapshot()?;
+        }
+        Ok(())
+    }
+
+    fn read<T>(&self, tp: &TopicIdPartition, f: impl FnOnce(Option<&PartitionState>) -> T) -> Result<T> {
+        if !self.registered.read().unwrap_or_else(|e| e.into_inner()).contains(tp) {
+            return Err(Error::not_found(format!(
+                "partition {tp} is not registered with the metadata manager (register it as leader or follower first)"
+            )));
+        }
+        let guard = self.lock(self.route(tp))?;
+        Ok(f(guard.as_ref().expect("opened by lock").store.partition(tp)))
+    }
+
+    /// Every partition that has segments in the log, whether registered or not (for tools).
+    pub fn all_partitions(&self) -> Result<Vec<TopicIdPartition>> {
+        let mut out = Vec::new();
+        for p in 0..self.config.partitions {
+            if self.partition_dir(p).exists() {
+                let guard = self.lock(p)?;
+                out.extend(guard.as_ref().expect("opened").store.partitions().map(|(tp, _)| tp.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Segments held in every metadata partition (for tools and reports).
+    pub fn segment_count(&self) -> Result<usize> {
+        let mut n = 0;
+        for p in 0..self.config.partitions {
+            if self.partition_dir(p).exists() {
+                n += self.lock(p)?.as_ref().expect("opened").store.segment_count();
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn open_partition(dir: &Path, fsync: bool) -> Result<MetaPartition> {
+    let snap = snapshot::load(&dir.join("snapshot"))?;
+    let (start, mut store) = match snap {
+        Some(s) => (s.next_offset, s.store),
+        None => (0, MetadataStore::new()),
+    };
+    let log = RecordLog::open(dir, start, fsync)?;
+    if log.next_offset() < start {
+        return Err(Error::corrupt(format!(
+            "metadata log {}: its snapshot is at offset {start} but the log ends at {}",
+            dir.display(),
+            log.next_offset()
+        )));
+    }
+    let mut replayed = 0u64;
+    log.read_from(start, |offset, value| {
+        let event = records::decode(value)
+            .map_err(|e| Error::corrupt(format!("metadata log {}: record {offset}: {e}", dir.display())))?;
+        if let Err(e) = store.apply(&event) {
+            tracing::warn!(dir = %dir.display(), offset, error = %e, "skipped a metadata record Kafka's rules refuse");
+        }
+        replayed += 1;
+        Ok(())
+    })?;
+    Ok(MetaPartition { dir: dir.to_path_buf(), log, store, since_snapshot: replayed })
+}
+
+impl MetaPartition {
+    fn snapshot(&mut self) -> Result<()> {
+        let next = self.log.next_offset();
+        snapshot::save(&self.dir.join("snapshot"), next, &self.store)?;
+        self.log.roll()?;
+        self.log.remove_before(next)?;
+        self.since_snapshot = 0;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RemoteLogMetadataManager for LocalMetadataManager {
+    async fn add_remote_log_segment_metadata(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
+        self.write(MetadataEvent::Segment(metadata.clone()))
+    }
+
+    async fn update_remote_log_segment_metadata(&self, update: &RemoteLogSegmentMetadataUpdate) -> Result<()> {
+        self.write(MetadataEvent::SegmentUpdate(update.clone()))
+    }
+
+    async fn put_remote_partition_delete_metadata(&self, metadata: &RemotePartitionDeleteMetadata) -> Result<()> {
+        self.write(MetadataEvent::PartitionDelete(metadata.clone()))
+    }
+
+    async fn list_remote_log_segments(&self, partition: &TopicIdPartition) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        self.read(partition, |p| p.map(|p| p.segments()).unwrap_or_default())
+    }
+
+    async fn list_remote_log_segments_for_epoch(
+        &self,
+        partition: &TopicIdPartition,
+        leader_epoch: i32,
+    ) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        self.read(partition, |p| p.map(|p| p.segments_for_epoch(leader_epoch)).unwrap_or_default())
+    }
+
+    async fn remote_log_segment_metadata(
+        &self,
+        partition: &TopicIdPartition,
+        leader_epoch: i32,
+        offset: i64,
+    ) -> Result<Option<RemoteLogSegmentMetadata>> {
+        self.read(partition, |p| p.and_then(|p| p.segment_for_offset(leader_epoch, offset).cloned()))
+    }
+
+    async fn highest_offset_for_epoch(&self, partition: &TopicIdPartition, leader_epoch: i32) -> Result<Option<i64>> {
+        self.read(partition, |p| p.and_then(|p| p.highest_offset_for_epoch(leader_epoch)))
+    }
+
+    async fn remote_log_size(&self, partition: &TopicIdPartition, leader_epoch: i32) -> Result<u64> {
+        self.read(partition, |p| p.map_or(0, |p| p.size_for_epoch(leader_epoch)))
+    }
+
+    async fn earliest_log_offset(&self, partition: &TopicIdPartition) -> Result<Option<i64>> {
+        self.read(partition, |p| p.and_then(|p| p.earliest_offset()))
+    }
+
+    async fn on_partition_leadership_changes(
+        &self,
+        leaders: &[TopicIdPartition],
+        followers: &[TopicIdPartition],
+    ) -> Result<()> {
+        // One host: every event is already here, so registering only opens the partitions' logs.
+        for tp in leaders.iter().chain(followers) {
+            drop(self.lock(self.route(tp))?);
+        }
+        self.registered.write().unwrap_or_else(|e| e.into_inner()).extend(leaders.iter().chain(followers).cloned());
+        Ok(())
+    }
+
+    async fn on_stop_partitions(&self, partitions: &[TopicIdPartition]) -> Result<()> {
+        let mut registered = self.registered.write().unwrap_or_else(|e| e.into_inner());
+        for tp in partitions {
+            registered.remove(tp);
+        }
+        Ok(())
+    }
+
+    fn is_ready(&self) -> bool {
+        !self.closed.load(Ordering::Acquire)
+    }
+
+    async fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        for p in &self.partitions {
+            let mut guard = p.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(part) = guard.as_mut()
+                && part.since_snapshot > 0
+            {
+                part.snapshot()?;
+            }
+            *guard = None;
+        }
+        Ok(())
+    }
+}
