@@ -4,6 +4,8 @@
 //! Output goes to stdout through [`Out`], so a reader that stops early (`rsm ls | head`) ends the command
 //! quietly with success rather than a panic; errors go to stderr, one line, and exit 1.
 
+mod audit;
+
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use rsm_core::backend::Op;
@@ -155,6 +157,41 @@ enum Command {
         /// failed fetch leaves no file.
         #[arg(short, long)]
         output: Option<PathBuf>,
+    },
+    /// Compare a cluster's remote log metadata with its store: copied segments missing or damaged (data
+    /// loss), objects no metadata references (orphans), segments stuck in copy or delete. Exits 1 on data
+    /// loss.
+    Audit {
+        /// A Kafka broker to read the metadata topic from (HOST:PORT).
+        #[arg(long, required_unless_present = "metadata_dir")]
+        bootstrap_server: Option<String>,
+        /// The metadata topic.
+        #[arg(long, default_value = "__remote_log_metadata")]
+        metadata_topic: String,
+        /// A local metadata log (the embedded default) instead of a cluster.
+        #[arg(long, conflicts_with = "bootstrap_server")]
+        metadata_dir: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+        /// Check that objects are there and manifests read, without reading the data.
+        #[arg(long)]
+        quick: bool,
+        /// Safety age: younger objects are never deleted and younger copies or deletes are not stuck
+        /// (0s, 90s, 10m, 1h, 7d).
+        #[arg(long, default_value = "1h", value_parser = audit::parse_age)]
+        min_age: std::time::Duration,
+        /// Delete the orphans older than the safety age (needs --yes).
+        #[arg(long)]
+        delete_orphans: bool,
+        /// Confirms --delete-orphans.
+        #[arg(long, requires = "delete_orphans")]
+        yes: bool,
+        /// One JSON document instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Read and check every segment in a store; with --dir, also compare with the local files both ways.
     Verify {
@@ -827,6 +864,43 @@ fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+fn audit_report(o: &mut Out, report: &audit::Report, json: bool) -> Result<()> {
+    if json {
+        out!(o, "{}", serde_json::to_string_pretty(&audit::to_json(report)).expect("JSON of plain values"));
+        return audit::outcome(report);
+    }
+    out!(o, "PARTITION\tTOPIC ID\tCOPIED\tLOST\tORPHANS\tORPHAN BYTES\tSTUCK");
+    for ((tp, topic_id), p) in &report.partitions {
+        let bytes: u64 = p.orphans.iter().map(|x| x.1).sum();
+        out!(o, "{tp}\t{topic_id}\t{}\t{}\t{}\t{bytes}\t{}", p.copied, p.lost.len(), p.orphans.len(), p.stuck.len());
+    }
+    for ((tp, _), p) in &report.partitions {
+        for (id, start, why) in &p.lost {
+            out!(o, "LOST\t{tp}\t{id}\toffset {start}\t{why}");
+        }
+        for (key, bytes, old) in &p.orphans {
+            let young = if *old { "" } else { "\t(younger than the safety age: kept)" };
+            out!(o, "ORPHAN\t{tp}\t{key}\t{bytes} bytes{young}");
+        }
+        for (id, state, since) in &p.stuck {
+            out!(o, "STUCK\t{tp}\t{id}\t{state} since {}", utc(*since));
+        }
+    }
+    for key in &report.deleted {
+        out!(o, "DELETED\t{key}");
+    }
+    let orphans: usize = report.partitions.values().map(|p| p.orphans.len()).sum();
+    let stuck: usize = report.partitions.values().map(|p| p.stuck.len()).sum();
+    out!(
+        o,
+        "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} deleted",
+        report.partitions.len(),
+        report.lost(),
+        report.deleted.len()
+    );
+    audit::outcome(report)
+}
+
 fn run(cli: Cli) -> Result<()> {
     let mut o = Out::new();
     match cli.command {
@@ -840,6 +914,31 @@ fn run(cli: Cli) -> Result<()> {
             fetch(&store.open()?, &segment, offset, timestamp, position, bytes, index, output.as_deref())
         }
         Command::Verify { store, dir } => verify(&mut o, &store.open()?, dir.as_deref()),
+        Command::Audit {
+            bootstrap_server,
+            metadata_topic,
+            metadata_dir,
+            store,
+            topic,
+            quick,
+            min_age,
+            delete_orphans,
+            yes,
+            json,
+        } => {
+            if delete_orphans && !yes {
+                return Err(Error::invalid(
+                    "--delete-orphans deletes objects from the store: add --yes to confirm (nothing was deleted)",
+                ));
+            }
+            let segments = match (&metadata_dir, &bootstrap_server) {
+                (Some(dir), _) => rsm_metadata::local::LocalMetadataManager::open_existing(dir)?.all_segments()?,
+                (None, Some(bootstrap)) => audit::kafka_segments(bootstrap, &metadata_topic)?,
+                (None, None) => unreachable!("clap requires one"),
+            };
+            let opts = audit::AuditOptions { topic, quick, min_age, delete_orphans };
+            audit_report(&mut o, &audit::audit(&store.open()?, &segments, &opts)?, json)
+        }
     }
 }
 

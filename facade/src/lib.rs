@@ -30,7 +30,7 @@ pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 
 use bytes::Bytes;
 use rsm_core::backend::layers::{CountingLayer, RetryConfig, RetryLayer, TracingLayer};
-use rsm_core::backend::{CountSnapshot, RequestCounts, StorageBackend};
+use rsm_core::backend::{CountSnapshot, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
 use rsm_core::config::{ConfigReader, STORE_URL_KEY};
 use rsm_core::format::manifest::Manifest;
 use rsm_core::storage::{ListedSegment, VerifyReport};
@@ -195,6 +195,20 @@ impl Store {
     /// The committed segment with id `id`, whatever state the others are in.
     pub fn find_segment(&self, id: &rsm_core::Uuid) -> Result<Manifest> {
         runtime().block_on(self.storage.find_segment(id))
+    }
+
+    /// Every object under the store's key prefix (segments' objects and anything else there), with its
+    /// size and last write, then the temporary objects of uploads (in flight or interrupted): what an
+    /// audit compares with the metadata. Two listings.
+    pub fn list_objects(&self) -> Result<(Vec<ObjectMeta>, Vec<TemporaryObject>)> {
+        let backend = self.storage.backend();
+        let prefix = &self.storage.config().key_prefix;
+        runtime().block_on(async { Ok((backend.list(prefix).await?, backend.list_temporary(prefix).await?)) })
+    }
+
+    /// Deletes objects by key (what [`Store::list_objects`] listed); deleting what is gone succeeds.
+    pub fn delete_objects(&self, keys: &[String]) -> Result<()> {
+        runtime().block_on(self.storage.backend().delete_many(keys))
     }
 
     /// Byte position of the batch holding `offset`.

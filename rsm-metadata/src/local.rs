@@ -189,6 +189,41 @@ impl LocalMetadataManager {
         Ok(out)
     }
 
+    /// Opens an existing log with the partition count and formula it was made with (for tools).
+    pub fn open_existing(dir: &Path) -> Result<Self> {
+        let layout = dir.join("layout");
+        let text = fs::read_to_string(&layout).map_err(|e| {
+            Error::storage(format!("reading {} (is {} a metadata log?)", layout.display(), dir.display()), e)
+        })?;
+        let mut config = LocalMetadataConfig::new(dir);
+        for line in text.lines() {
+            match line.split_once('=') {
+                Some(("partitions", n)) => {
+                    config.partitions =
+                        n.parse().map_err(|_| Error::corrupt(format!("{}: bad partitions `{n}`", layout.display())))?
+                }
+                Some(("formula", "kafka")) => config.formula = PartitionFormula::Kafka,
+                Some(("formula", "seeds")) => config.formula = PartitionFormula::Seeds,
+                _ => return Err(Error::corrupt(format!("{}: unexpected line `{line}`", layout.display()))),
+            }
+        }
+        Self::open(config)
+    }
+
+    /// Every segment of every partition in the log, in any state but delete finished (for tools).
+    pub fn all_segments(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        let mut out = Vec::new();
+        for p in 0..self.config.partitions {
+            if self.partition_dir(p).exists() {
+                let guard = self.lock(p)?;
+                for (_, state) in guard.as_ref().expect("opened").store.partitions() {
+                    out.extend(state.segments());
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Segments held in every metadata partition (for tools and reports).
     pub fn segment_count(&self) -> Result<usize> {
         let mut n = 0;

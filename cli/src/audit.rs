@@ -1,0 +1,257 @@
+//! `rsm audit`: does the store hold what the metadata promises, and what in the store is garbage?
+//!
+//! The metadata (every segment that has not finished deletion, in whatever state) is compared with one
+//! listing of the store:
+//! - a segment the metadata says is copied (`COPY_SEGMENT_FINISHED`) whose objects are missing, whose
+//!   manifest does not read, or (unless `--quick`) whose data fails verification is **data loss**;
+//! - an object whose segment no metadata references (never known, or deletion finished), and a temporary
+//!   object of an interrupted upload, is an **orphan**, with its bytes;
+//! - a segment in copy started or delete started for longer than the safety age is **stuck**.
+//!
+//! `--delete-orphans --yes` deletes the orphans last written at least the safety age ago, and nothing
+//! else; without `--yes` nothing is deleted.
+
+use rsm_core::backend::ObjectMeta;
+use rsm_core::{Error, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
+use rsm_facade::Store;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, SystemTime};
+
+/// What to check and do.
+pub struct AuditOptions {
+    /// Only this topic.
+    pub topic: Option<String>,
+    /// Check presence and manifests only, without reading the data.
+    pub quick: bool,
+    /// Objects younger than this are never orphans to delete, and segments in progress for less are not
+    /// stuck.
+    pub min_age: Duration,
+    /// Delete the orphans (older than `min_age`).
+    pub delete_orphans: bool,
+}
+
+/// One partition's findings.
+#[derive(Default, Debug)]
+pub struct PartitionReport {
+    /// Segments the metadata says are copied.
+    pub copied: usize,
+    /// Copied segments that are missing or damaged: (segment id, start offset, what is wrong).
+    pub lost: Vec<(String, i64, String)>,
+    /// Objects no metadata references: (key, bytes, old enough to delete).
+    pub orphans: Vec<(String, u64, bool)>,
+    /// Segments stuck in copy started or delete started: (segment id, state, since ms).
+    pub stuck: Vec<(String, &'static str, i64)>,
+}
+
+/// The audit of a whole store.
+#[derive(Default, Debug)]
+pub struct Report {
+    /// By partition (`topic-partition` and topic id), sorted.
+    pub partitions: BTreeMap<(String, String), PartitionReport>,
+    /// Orphans deleted.
+    pub deleted: Vec<String>,
+}
+
+impl Report {
+    /// Copied segments missing or damaged, in all partitions.
+    pub fn lost(&self) -> usize {
+        self.partitions.values().map(|p| p.lost.len()).sum()
+    }
+}
+
+/// The partition (`topic-partition`, topic id) and segment id of a segment object's key
+/// (`{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.{ext}`).
+fn object_owner(key: &str, prefix: &str) -> Option<((String, String), String)> {
+    let rest = key.strip_prefix(prefix)?;
+    let (dir, name) = rest.rsplit_once('/')?;
+    let (topic_and_id, partition) = dir.split_once('/')?;
+    let partition: i32 = partition.parse().ok()?;
+    let cut = topic_and_id.len().checked_sub(23)?;
+    let (topic, topic_id) = (topic_and_id.get(..cut)?, topic_and_id.get(cut + 1..)?);
+    let id = name.get(21..43)?;
+    let digits = name.get(..20)?;
+    (digits.bytes().all(|b| b.is_ascii_digit()) && name.as_bytes().get(20) == Some(&b'-'))
+        .then(|| ((format!("{topic}-{partition}"), topic_id.to_string()), id.to_string()))
+}
+
+fn partition_key(tp: &TopicIdPartition) -> (String, String) {
+    (tp.topic_partition.to_string(), tp.topic_id.to_string())
+}
+
+fn old(meta: &ObjectMeta, min_age: Duration, now: SystemTime) -> bool {
+    meta.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age)
+}
+
+/// Audits `store` against `segments` (every segment the metadata holds, in any state but delete finished).
+pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditOptions) -> Result<Report> {
+    let prefix = store.storage().config().key_prefix.clone();
+    let in_scope = |topic: &str| opts.topic.as_deref().is_none_or(|t| t == topic);
+    let (objects, temporary) = store.list_objects()?;
+    let now = SystemTime::now();
+    let now_ms = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
+    let mut report = Report::default();
+
+    // Objects by segment id.
+    let mut by_segment: HashMap<String, Vec<&ObjectMeta>> = HashMap::new();
+    let mut unowned = Vec::new();
+    for o in &objects {
+        match object_owner(&o.key, &prefix) {
+            Some((_, id)) => by_segment.entry(id).or_default().push(o),
+            None => unowned.push(o),
+        }
+    }
+    let known: HashMap<String, &RemoteLogSegmentMetadata> =
+        segments.iter().map(|m| (m.remote_log_segment_id.id.to_string(), m)).collect();
+
+    for m in segments.iter().filter(|m| in_scope(&m.remote_log_segment_id.topic_id_partition.topic_partition.topic)) {
+        let tp = &m.remote_log_segment_id.topic_id_partition;
+        let part = report.partitions.entry(partition_key(tp)).or_default();
+        let id = m.remote_log_segment_id.id.to_string();
+        match m.state {
+            RemoteLogSegmentState::CopySegmentFinished => {
+                part.copied += 1;
+                let have = by_segment.get(&id).map(Vec::as_slice).unwrap_or_default();
+                let missing: Vec<&str> = ["log", "indexes", "manifest"]
+                    .into_iter()
+                    .filter(|ext| !have.iter().any(|o| o.key.ends_with(&format!(".{ext}"))))
+                    .collect();
+                let problem = if !missing.is_empty() {
+                    Some(format!("missing .{}", missing.join(", .")))
+                } else if opts.quick {
+                    store.manifest(m).err().map(|e| e.full_message())
+                } else {
+                    store.verify(m).err().map(|e| e.full_message())
+                };
+                if let Some(p) = problem {
+                    part.lost.push((id, m.start_offset, p));
+                }
+            }
+            RemoteLogSegmentState::CopySegmentStarted | RemoteLogSegmentState::DeleteSegmentStarted => {
+                if now_ms.saturating_sub(m.event_timestamp_ms) >= opts.min_age.as_millis() as i64 {
+                    part.stuck.push((id, rsm_metadata::events::segment_state_name(m.state), m.event_timestamp_ms));
+                }
+            }
+            RemoteLogSegmentState::DeleteSegmentFinished => {}
+        }
+    }
+
+    for o in &objects {
+        let Some((partition, id)) = object_owner(&o.key, &prefix) else { continue };
+        if !in_scope(partition.0.rsplit_once('-').map_or("", |(t, _)| t)) || known.contains_key(&id) {
+            continue;
+        }
+        let part = report.partitions.entry(partition).or_default();
+        part.orphans.push((o.key.clone(), o.size, old(o, opts.min_age, now)));
+    }
+    for t in &temporary {
+        let Some((partition, _)) = object_owner(&t.target, &prefix) else { continue };
+        if !in_scope(partition.0.rsplit_once('-').map_or("", |(t, _)| t)) {
+            continue;
+        }
+        let part = report.partitions.entry(partition).or_default();
+        part.orphans.push((t.meta.key.clone(), t.meta.size, old(&t.meta, opts.min_age, now)));
+    }
+    if !unowned.is_empty() {
+        tracing::info!(
+            objects = unowned.len(),
+            "objects under the prefix that are not segment objects were left alone"
+        );
+    }
+
+    if opts.delete_orphans {
+        let doomed: Vec<String> =
+            report.partitions.values().flat_map(|p| p.orphans.iter().filter(|o| o.2).map(|o| o.0.clone())).collect();
+        if !doomed.is_empty() {
+            store.delete_objects(&doomed)?;
+        }
+        report.deleted = doomed;
+    }
+    Ok(report)
+}
+
+/// Every segment a cluster's metadata topic holds (all its partitions, read from the start).
+pub fn kafka_segments(bootstrap: &str, topic: &str) -> Result<Vec<RemoteLogSegmentMetadata>> {
+    let _ = (bootstrap, topic);
+    Err(Error::invalid("reading a Kafka metadata topic is not built yet"))
+}
+
+/// Parses an age: a number with `s`, `m`, `h` or `d` (`0s`, `90s`, `10m`, `1h`, `7d`).
+pub fn parse_age(s: &str) -> std::result::Result<Duration, String> {
+    let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = n.parse().map_err(|_| format!("`{s}` is not an age such as 0s, 90s, 10m, 1h or 7d"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{s}`: the unit must be s, m, h or d")),
+    };
+    n.checked_mul(secs).map(Duration::from_secs).ok_or_else(|| format!("`{s}` is too long"))
+}
+
+/// The report as one JSON document.
+pub fn to_json(report: &Report) -> serde_json::Value {
+    let partitions: Vec<_> = report
+        .partitions
+        .iter()
+        .map(|((tp, topic_id), p)| {
+            serde_json::json!({
+                "partition": tp,
+                "topic_id": topic_id,
+                "copied": p.copied,
+                "lost": p.lost.iter().map(|(id, start, why)| serde_json::json!({
+                    "segment_id": id, "start_offset": start, "problem": why})).collect::<Vec<_>>(),
+                "orphans": p.orphans.iter().map(|(key, bytes, old)| serde_json::json!({
+                    "key": key, "bytes": bytes, "older_than_min_age": old})).collect::<Vec<_>>(),
+                "stuck": p.stuck.iter().map(|(id, state, since)| serde_json::json!({
+                    "segment_id": id, "state": state, "since_ms": since})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let orphan_bytes: u64 = report.partitions.values().flat_map(|p| p.orphans.iter().map(|o| o.1)).sum();
+    serde_json::json!({
+        "partitions": partitions,
+        "totals": {
+            "copied": report.partitions.values().map(|p| p.copied).sum::<usize>(),
+            "lost": report.lost(),
+            "orphans": report.partitions.values().map(|p| p.orphans.len()).sum::<usize>(),
+            "orphan_bytes": orphan_bytes,
+            "stuck": report.partitions.values().map(|p| p.stuck.len()).sum::<usize>(),
+        },
+        "deleted": report.deleted,
+    })
+}
+
+/// Errors for a run that found data loss (the exit status says so).
+pub fn outcome(report: &Report) -> Result<()> {
+    match report.lost() {
+        0 => Ok(()),
+        n => Err(Error::corrupt(format!("{n} copied segments are missing or damaged in the store (listed above)"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_keys_name_their_partition_and_segment() {
+        let key = "pre/orders-x-AAAAAAAAAAAAAAAAAAAAAA/3/00000000000000000100-BBBBBBBBBBBBBBBBBBB-CC.log";
+        let ((tp, topic_id), id) = object_owner(key, "pre/").unwrap();
+        assert_eq!(
+            (tp.as_str(), topic_id.as_str(), id.as_str()),
+            ("orders-x-3", "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBB-CC")
+        );
+        assert!(object_owner("pre/notes.txt", "pre/").is_none());
+        assert!(object_owner("other/orders-AAAAAAAAAAAAAAAAAAAAAA/3/x.log", "pre/").is_none());
+    }
+
+    #[test]
+    fn ages_parse_with_units() {
+        assert_eq!(parse_age("0s").unwrap(), Duration::ZERO);
+        assert_eq!(parse_age("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_age("2d").unwrap(), Duration::from_secs(172_800));
+        assert!(parse_age("10").unwrap_err().contains("unit"));
+        assert!(parse_age("h").is_err());
+    }
+}

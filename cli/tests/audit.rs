@@ -1,0 +1,183 @@
+//! `rsm audit` against a real filesystem store and a local metadata log: a clean store reports nothing; a
+//! removed object is reported as lost and objects no metadata knows as orphans, exactly those; orphans are
+//! deleted only with `--yes` and only they are.
+
+use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::{RemoteLogSegmentState, Uuid};
+use rsm_metadata::local::{LocalMetadataConfig, LocalMetadataManager};
+use rsm_metadata::{RemoteLogMetadataManager, RemoteLogSegmentMetadataUpdate};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rsm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rsm")).args(args).output().expect("run rsm")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Copies a generated partition with `rsm copy` and writes what a broker's metadata would hold for it:
+/// every segment copy started, then copy finished. Returns the store URL and the metadata log directory.
+fn tiered(root: &Path) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadata>) {
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: 64 * 1024,
+        records: 3_000,
+        records_per_batch: 10,
+        value_bytes: 100,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 0,
+        seed: 7,
+    };
+    let dir = generate_partition(&root.join("orders-0"), &spec).unwrap();
+    let store_dir = root.join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let url = format!("file://{}", store_dir.display());
+    let out = rsm(&["copy", "--dir", dir.to_str().unwrap(), "--store", &url]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let store = rsm_facade::Store::open(&url, &Default::default()).unwrap();
+    let segments: Vec<_> = store.list_segments(None).unwrap().into_iter().map(|m| m.metadata).collect();
+    assert!(segments.len() >= 3, "{} segments", segments.len());
+    let meta_dir = root.join("metadata");
+    let manager = LocalMetadataManager::open(LocalMetadataConfig::new(&meta_dir)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        for m in &segments {
+            let mut started = m.clone();
+            started.state = RemoteLogSegmentState::CopySegmentStarted;
+            manager.add_remote_log_segment_metadata(&started).await.unwrap();
+            let done = RemoteLogSegmentMetadataUpdate::of(m, RemoteLogSegmentState::CopySegmentFinished, 1, 0);
+            manager.update_remote_log_segment_metadata(&done).await.unwrap();
+        }
+        manager.close().await.unwrap();
+    });
+    (url, meta_dir.to_str().unwrap().to_string(), segments)
+}
+
+#[test]
+fn audit_reports_exactly_what_was_lost_and_what_is_garbage() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, meta, segments) = tiered(root.path());
+    let audit = |extra: &[&str]| {
+        let mut args = vec!["audit", "--metadata-dir", &meta, "--store", &url];
+        args.extend_from_slice(extra);
+        rsm(&args)
+    };
+
+    // Clean: nothing lost, no orphans.
+    let out = audit(&[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.contains("audited 1 partitions: 0 lost, 0 orphans, 0 stuck"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "orders-0\t{}\t{}\t0\t0\t0\t0",
+            segments[0].remote_log_segment_id.topic_id_partition.topic_id,
+            segments.len()
+        )),
+        "{text}"
+    );
+
+    // Lose one segment's log object; add objects no metadata knows, under the partition's directory.
+    let store_dir = Path::new(url.strip_prefix("file://").unwrap());
+    let lost = &segments[1];
+    let part_dir = store_dir.join(format!("orders-{}/0", lost.remote_log_segment_id.topic_id_partition.topic_id));
+    let lost_log = std::fs::read_dir(&part_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("{}.log", lost.remote_log_segment_id.id)))
+        .unwrap();
+    std::fs::remove_file(&lost_log).unwrap();
+    let stray = Uuid::random();
+    let strays = [
+        part_dir.join(format!("{:020}-{stray}.log", 99_999)),
+        part_dir.join(format!("{:020}-{stray}.indexes", 99_999)),
+    ];
+    for s in &strays {
+        std::fs::write(s, vec![7u8; 1234]).unwrap();
+    }
+
+    let out = audit(&["--json", "--min-age", "0s"]);
+    assert_eq!(out.status.code(), Some(1), "data loss exits 1: {}", stdout(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["totals"]["lost"], 1, "{json}");
+    assert_eq!(json["totals"]["orphans"], 2, "{json}");
+    assert_eq!(json["totals"]["orphan_bytes"], 2468, "{json}");
+    let p = &json["partitions"][0];
+    assert_eq!(p["lost"][0]["segment_id"], lost.remote_log_segment_id.id.to_string(), "{json}");
+    assert!(p["lost"][0]["problem"].as_str().unwrap().contains("missing .log"), "{json}");
+    let mut orphan_keys: Vec<String> =
+        p["orphans"].as_array().unwrap().iter().map(|o| o["key"].as_str().unwrap().to_string()).collect();
+    orphan_keys.sort();
+    assert!(orphan_keys.iter().all(|k| k.contains(&stray.to_string())), "{orphan_keys:?}");
+
+    // Deleting needs --yes; without it nothing is deleted.
+    let out = audit(&["--delete-orphans", "--min-age", "0s"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
+    assert!(strays.iter().all(|s| s.exists()));
+
+    // With the default safety age (1 h) the new strays are kept.
+    let out = audit(&["--delete-orphans", "--yes"]);
+    assert!(stdout(&out).contains("0 deleted"), "{}", stdout(&out));
+    assert!(strays.iter().all(|s| s.exists()));
+
+    // With a zero safety age only the strays go; every other object stays.
+    let before: usize = std::fs::read_dir(&part_dir).unwrap().count();
+    let out = audit(&["--delete-orphans", "--yes", "--min-age", "0s"]);
+    assert!(stdout(&out).contains("2 deleted"), "{}", stdout(&out));
+    assert!(strays.iter().all(|s| !s.exists()));
+    assert_eq!(std::fs::read_dir(&part_dir).unwrap().count(), before - 2);
+    // The lost segment is still reported; the rest reads back whole.
+    let out = audit(&["--min-age", "0s"]);
+    assert!(stdout(&out).contains("1 lost, 0 orphans"), "{}", stdout(&out));
+}
+
+#[test]
+fn damaged_data_is_lost_data_and_quick_skips_reading_it() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, meta, segments) = tiered(root.path());
+    let store_dir = Path::new(url.strip_prefix("file://").unwrap());
+    let target = &segments[0];
+    let part_dir = store_dir.join(format!("orders-{}/0", target.remote_log_segment_id.topic_id_partition.topic_id));
+    let log = std::fs::read_dir(&part_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("{}.log", target.remote_log_segment_id.id)))
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let out = rsm(&["audit", "--metadata-dir", &meta, "--store", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains(&format!("LOST\torders-0\t{}", target.remote_log_segment_id.id)), "{}", stdout(&out));
+    let out = rsm(&["audit", "--metadata-dir", &meta, "--store", &url, "--quick"]);
+    assert!(out.status.success(), "--quick reads no data: {}", stdout(&out));
+}
+
+#[test]
+fn a_copy_in_progress_is_stuck_only_past_the_safety_age() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, meta, segments) = tiered(root.path());
+    let manager = LocalMetadataManager::open_existing(Path::new(&meta)).unwrap();
+    let mut started = segments[0].clone();
+    started.remote_log_segment_id.id = Uuid::random();
+    started.state = RemoteLogSegmentState::CopySegmentStarted;
+    started.event_timestamp_ms = 1_000;
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        manager.add_remote_log_segment_metadata(&started).await.unwrap();
+        manager.close().await.unwrap();
+    });
+    let out = rsm(&["audit", "--metadata-dir", &meta, "--store", &url]);
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains(&format!(
+            "STUCK\torders-0\t{}\tCOPY_SEGMENT_STARTED since 1970-01-01T00:00:01Z",
+            started.remote_log_segment_id.id
+        )),
+        "{}",
+        stdout(&out)
+    );
+}
