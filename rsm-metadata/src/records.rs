@@ -348,11 +348,7 @@ impl<'a> Reader<'a> {
 
     fn take(&mut self, field: &str, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(self.err_at(
-                self.pos,
-                field,
-                format!("truncated: needs {n} bytes, {} left", self.remaining()),
-            ));
+            return Err(self.err_at(self.pos, field, format!("truncated: needs {n} bytes, {} left", self.remaining())));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -553,7 +549,8 @@ mod tests {
 
     #[test]
     fn varints_are_kafkas() {
-        for (v, bytes) in [(0u32, &[0u8][..]), (127, &[0x7f]), (128, &[0x80, 1]), (u32::MAX, &[0xff, 0xff, 0xff, 0xff, 0x0f])]
+        for (v, bytes) in
+            [(0u32, &[0u8][..]), (127, &[0x7f]), (128, &[0x80, 1]), (u32::MAX, &[0xff, 0xff, 0xff, 0xff, 0x0f])]
         {
             let mut w = Writer(Vec::new());
             w.uvarint(v);

@@ -3,6 +3,8 @@
 //! `tools/metadata-fixtures`). `CASES` below is the same table, case by case and by name, as `CASES` in
 //! `tools/metadata-fixtures/src/main/java/MetadataFixtures.java`; every expected byte comes from Kafka.
 
+use RemoteLogSegmentState::*;
+use RemotePartitionDeleteState::*;
 use rsm_core::model::{
     CustomMetadata, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition,
     TopicPartition, Uuid,
@@ -14,8 +16,6 @@ use rsm_metadata::{
 };
 use std::collections::BTreeMap;
 use std::path::Path;
-use RemoteLogSegmentState::*;
-use RemotePartitionDeleteState::*;
 
 const VERSIONS: [&str; 3] = ["3.9.2", "4.0.0", "4.4.0"];
 const NON_ASCII: &str = "zahlungsströme-日本-😀";
