@@ -16,6 +16,7 @@ use rsm_core::format::partition::parse_leader_epochs;
 use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::storage::fetch::plan_reads;
 use rsm_facade::wire::{decode_metadata, encode_metadata};
+use rsm_metadata::records;
 
 pub mod seeds;
 
@@ -32,6 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("remote_index", remote_index),
     ("leader_epochs", leader_epochs),
     ("wire_metadata", wire_metadata),
+    ("metadata_records", metadata_records),
 ];
 
 /// The first 8 bytes as a number (zero-padded), and the rest.
@@ -210,5 +212,18 @@ pub fn wire_metadata(data: &[u8]) {
     if let Ok(md) = decode_metadata(data) {
         let again = decode_metadata(&encode_metadata(&md)).expect("what we write reads back");
         assert_eq!(again, md, "metadata round trip");
+    }
+}
+
+/// A record value of Kafka's `__remote_log_metadata` topic: what decodes encodes to bytes that decode to
+/// the same event, are their own encoding, and are never longer than the input (our encoding is Kafka's
+/// canonical one: minimal varints, version 0, no unknown or default tagged fields).
+pub fn metadata_records(data: &[u8]) {
+    if let Ok(event) = records::decode(data) {
+        let bytes = records::encode(&event);
+        assert!(bytes.len() <= data.len(), "the canonical encoding is not longer than what was read");
+        let again = records::decode(&bytes).expect("what we write reads back");
+        assert_eq!(again, event, "metadata record round trip");
+        assert_eq!(records::encode(&again), bytes, "our encoding is its own");
     }
 }

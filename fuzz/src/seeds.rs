@@ -8,7 +8,12 @@ use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::format::writer::{Record, encode_batch};
+use rsm_core::model::{CustomMetadata, RemoteLogSegmentState};
 use rsm_core::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
+use rsm_metadata::{
+    MetadataEvent, RemoteLogSegmentMetadataSnapshot, RemoteLogSegmentMetadataUpdate, RemotePartitionDeleteMetadata,
+    RemotePartitionDeleteState,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -126,5 +131,28 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
 
     out.push(("leader_epochs", b"0\n3\n0 0\n2 100\n5 2000\n".to_vec()));
     out.push(("wire_metadata", rsm_facade::wire::encode_metadata(&metadata())));
+
+    // One record of each api key, as Kafka writes them (our encoder's bytes equal Kafka's: see
+    // rsm-metadata/tests/kafka_records.rs).
+    let md = metadata();
+    let mut finished = md.clone();
+    finished.state = RemoteLogSegmentState::CopySegmentFinished;
+    finished.custom_metadata = Some(CustomMetadata(vec![1, 2, 3]));
+    finished.txn_idx_empty = true;
+    let update = RemoteLogSegmentMetadataUpdate::of(&finished, RemoteLogSegmentState::CopySegmentFinished, 2_001, 1);
+    let delete = RemotePartitionDeleteMetadata {
+        topic_id_partition: md.remote_log_segment_id.topic_id_partition.clone(),
+        state: RemotePartitionDeleteState::DeletePartitionMarked,
+        event_timestamp_ms: 3_000,
+        broker_id: 0,
+    };
+    for event in [
+        MetadataEvent::Segment(md.clone()),
+        MetadataEvent::SegmentUpdate(update),
+        MetadataEvent::PartitionDelete(delete),
+        MetadataEvent::Snapshot(RemoteLogSegmentMetadataSnapshot::of(&finished)),
+    ] {
+        out.push(("metadata_records", rsm_metadata::records::encode(&event)));
+    }
     out
 }
