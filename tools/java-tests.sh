@@ -56,7 +56,7 @@ step "native library (cargo build --release -p rsm-jni)"
 t=$(date +%s)
 cargo build --locked --release -p rsm-jni
 lib=$CARGO_TARGET_DIR/release/librsm_jni.so
-# The jar carries a copy without debug info (the symbols stay, for stack traces): 14 MB -> about 3 MB.
+# The jar carries a copy without debug info (the symbols stay, for stack traces), a few MB instead of ~100.
 dist=$CARGO_TARGET_DIR/jni-dist
 mkdir -p "$dist"
 if command -v objcopy >/dev/null; then
@@ -65,6 +65,11 @@ else
   cp "$lib" "$dist/librsm_jni.so"
 fi
 echo "native library built in $(( $(date +%s) - t )) s: $(du -h "$dist/librsm_jni.so" | cut -f1)"
+
+step "the rsm binary, for the metadata interop test (cargo build --release -p rsm-cli)"
+t=$(date +%s)
+cargo build --locked --release -p rsm-cli
+echo "rsm built in $(( $(date +%s) - t )) s"
 
 step "the README's build-by-hand commands, as written, in a fresh copy of the tree"
 t=$(date +%s)
@@ -85,7 +90,7 @@ done
 step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers $NEWEST, $FIRST4 and $OLDEST"
 "${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" -Dkafka.api.version="$OLDEST" \
   -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$FIRST4=$OUT/broker-$FIRST4.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
-  -Drsm.bench.classpath="$OUT/bench.classpath" "${s3_props[@]}" 2>&1 | tee "$OUT/java-tests-baseline.txt"
+  -Drsm.bench.classpath="$OUT/bench.classpath" -Drsm.cli="$CARGO_TARGET_DIR/release/rsm" "${s3_props[@]}" 2>&1 | tee "$OUT/java-tests-baseline.txt"
 
 step "unit tests compiled and run on the Kafka $NEWEST API"
 "${MVN[@]}" -f java-bindings/pom.xml test -Drsm.native.dir="$dist" -Dkafka.api.version="$NEWEST" \
