@@ -16,8 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// The default name of the failed-deletions topic (SR-35).
-pub const FAILED_DELETIONS_TOPIC: &str = "__remote_segments_to_be_deleted";
+pub use crate::records::FAILED_DELETIONS_TOPIC;
 
 /// A durable list of segments whose deletion failed.
 #[async_trait]
@@ -96,5 +95,48 @@ impl FailedDeletions for LocalFailedDeletions {
         log.append(&[&records::encode(&MetadataEvent::SegmentUpdate(done))])?;
         pending.retain(|_, old| &old.remote_log_segment_id != id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsm_core::model::{TopicIdPartition, TopicPartition, Uuid};
+
+    fn segment(n: i64) -> RemoteLogSegmentMetadata {
+        let tp = TopicIdPartition::new(Uuid::new(1, 1), TopicPartition::new("t", 0));
+        let mut m = RemoteLogSegmentMetadata::new(
+            RemoteLogSegmentId::new(tp, Uuid::random()),
+            n * 10,
+            n * 10 + 9,
+            0,
+            1,
+            0,
+            10,
+            [(0, n * 10)].into(),
+        )
+        .unwrap();
+        m.state = RemoteLogSegmentState::DeleteSegmentStarted;
+        m
+    }
+
+    #[tokio::test]
+    async fn recorded_failures_survive_a_restart_until_drained() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (segment(0), segment(1), segment(2));
+        let log = LocalFailedDeletions::open(dir.path()).unwrap();
+        for m in [&a, &b, &c, &a] {
+            log.record(m).await.unwrap();
+        }
+        log.drain(&b.remote_log_segment_id).await.unwrap();
+        log.drain(&segment(9).remote_log_segment_id).await.unwrap(); // unknown: harmless
+        let ids =
+            |v: Vec<RemoteLogSegmentMetadata>| v.into_iter().map(|m| m.remote_log_segment_id.id).collect::<Vec<_>>();
+        assert_eq!(ids(log.list().await.unwrap()), vec![c.remote_log_segment_id.id, a.remote_log_segment_id.id]);
+        drop(log);
+        let log = LocalFailedDeletions::open(dir.path()).unwrap();
+        let listed = log.list().await.unwrap();
+        assert_eq!(ids(listed.clone()), vec![c.remote_log_segment_id.id, a.remote_log_segment_id.id]);
+        assert_eq!(listed[1], a, "the whole metadata comes back, for the retry");
     }
 }
