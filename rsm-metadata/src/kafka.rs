@@ -1,7 +1,7 @@
 //! A [`RemoteLogMetadataManager`] over a real Kafka topic, as Kafka's `TopicBasedRemoteLogMetadataManager`
 //! keeps it: `__remote_log_metadata` (SR-29) with one record per event, its value Kafka's
 //! `RemoteLogMetadataSerde` bytes ([`records::encode`]) and no key (Kafka's `ProducerManager` sends a
-//! `null` key), in the metadata partition the user partition maps to (SR-30, [`partitioner`]). A JVM broker
+//! `null` key), in the metadata partition the user partition maps to (SR-30, [`partitioner`](crate::partitioner)). A JVM broker
 //! and this manager can share one topic.
 //!
 //! # State (SR-31)
@@ -1001,4 +1001,77 @@ impl KafkaFailedDeletions {
 /// The path where [`KafkaMetadataManager`] keeps metadata partition `partition`'s snapshot under `dir`.
 pub fn snapshot_file(dir: &Path, topic: &str, partition: i32) -> PathBuf {
     dir.join(format!("{topic}-{partition}.snapshot"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn settings_default_to_kafkas() {
+        let c =
+            KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:9092, b:9092"), ("log.dir", "/x")])).unwrap();
+        assert_eq!(c.bootstrap_servers, vec!["a:9092", "b:9092"]);
+        assert_eq!(c.topic, "__remote_log_metadata");
+        assert_eq!((c.partitions, c.replication_factor, c.retention_ms), (50, 3, -1));
+        assert_eq!(c.partition_formula, PartitionFormula::Kafka);
+        assert_eq!(c.consume_wait, Duration::from_secs(120));
+        assert_eq!(c.snapshot_path(7), PathBuf::from("/x/__remote_log_metadata-7.snapshot"));
+        assert_eq!(c.failed_deletions_topic, "__remote_segments_to_be_deleted");
+    }
+
+    #[test]
+    fn settings_are_read_from_kafkas_keys_and_ours() {
+        let c = KafkaMetadataConfig::from_map(&map(&[
+            (COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY, "k:1"),
+            (LOG_DIRS_KEY, "/logs"),
+            (SNAPSHOT_DIR_KEY, "/snapshots"),
+            (TOPIC_NAME_KEY, "meta"),
+            (PARTITIONS_KEY, "3"),
+            (REPLICATION_FACTOR_KEY, "1"),
+            (RETENTION_MS_KEY, "1000"),
+            (CONSUME_WAIT_MS_KEY, "5000"),
+            (PARTITION_FORMULA_KEY, "Seeds"),
+            (BROKER_ID_KEY, "4"),
+            ("remote.log.metadata.producer.linger.ms", "5"),
+        ]))
+        .unwrap();
+        assert_eq!(c.bootstrap_servers, vec!["k:1"]);
+        assert_eq!(c.snapshot_dir, PathBuf::from("/snapshots"));
+        assert_eq!((c.topic.as_str(), c.partitions, c.replication_factor, c.retention_ms), ("meta", 3, 1, 1000));
+        assert_eq!(c.consume_wait, Duration::from_secs(5));
+        assert_eq!(c.partition_formula, PartitionFormula::Seeds);
+        assert_eq!(c.client_id, "__remote_log_metadata_client_4");
+    }
+
+    #[test]
+    fn a_bad_setting_is_an_error_naming_its_key() {
+        let base = [("bootstrap.servers", "a:1"), ("log.dir", "/x")];
+        let cases: &[(&str, &str)] = &[
+            (PARTITIONS_KEY, "0"),
+            (PARTITIONS_KEY, "many"),
+            (REPLICATION_FACTOR_KEY, "0"),
+            (RETENTION_MS_KEY, "-5"),
+            (PARTITION_FORMULA_KEY, "random"),
+            (TOPIC_NAME_KEY, "no spaces"),
+            (CONSUME_WAIT_MS_KEY, ""),
+        ];
+        for (key, value) in cases {
+            let mut m = map(&base);
+            m.insert(key.to_string(), value.to_string());
+            let err = KafkaMetadataConfig::from_map(&m).unwrap_err();
+            assert_eq!(err.config_key(), Some(*key), "{key}={value}: {err}");
+        }
+        let err = KafkaMetadataConfig::from_map(&map(&[("log.dir", "/x")])).unwrap_err();
+        assert_eq!(err.config_key(), Some(BOOTSTRAP_SERVERS_KEY));
+        let err = KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:1")])).unwrap_err();
+        assert_eq!(err.config_key(), Some(SNAPSHOT_DIR_KEY));
+        let err =
+            KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:1"), ("log.dirs", "/a,/b")])).unwrap_err();
+        assert_eq!(err.config_key(), Some(LOG_DIRS_KEY));
+    }
 }

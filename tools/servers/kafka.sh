@@ -36,7 +36,7 @@ install() {
   say "resolving the class path of Kafka $KAFKA_VERSION from Maven Central into $CLASSPATH_FILE"
   mkdir -p "$SERVERS_HOME"
   # The broker-runtime pom is the Java tests' own: kafka_2.13 plus a log4j binding.
-  mvn -B -q -f "$ROOT/java-bindings/broker-runtime/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+  mvn -B -q -Dstyle.color=never -f "$ROOT/java-bindings/broker-runtime/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
     dependency:build-classpath -Dmdep.outputFile="$CLASSPATH_FILE" >&2 ||
     die "mvn could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
   installed || die "the class path of Kafka $KAFKA_VERSION names missing jars"
