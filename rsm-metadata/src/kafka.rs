@@ -596,6 +596,11 @@ impl KafkaMetadataManager {
             }
             None => None,
         };
+        if state.is_none() && earliest > 0 {
+            tracing::warn!(topic = %self.config.topic, partition = meta.index, earliest,
+                "the metadata partition starts at {earliest}: the records before it are gone (retention or deleted \
+                 records), and the state they held with them");
+        }
         meta.state = Some(state.unwrap_or(ConsumedState {
             store: MetadataStore::new(),
             next_offset: earliest,

@@ -31,6 +31,13 @@ fn bootstrap() -> Option<String> {
     .map(|v| v["RSM_TEST_KAFKA_BOOTSTRAP"].clone())
 }
 
+/// Now, as a record timestamp: the broker's default retention (7 days, which the manager can not change
+/// on the topics it creates) deletes records stamped earlier, even from the active segment.
+fn now() -> rskafka::chrono::DateTime<rskafka::chrono::Utc> {
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    rskafka::chrono::DateTime::from_timestamp_millis(ms).unwrap()
+}
+
 fn unique(name: &str) -> String {
     format!("rsm-test-{name}-{}", Uuid::random())
 }
@@ -355,7 +362,7 @@ async fn a_catch_up_of_100_000_records_builds_the_whole_state() {
                 key: None,
                 value: Some(records::encode(&e)),
                 headers: Default::default(),
-                timestamp: rskafka::chrono::DateTime::from_timestamp_millis(1_700_000_000_000).unwrap(),
+                timestamp: now(),
             });
         }
         segments.insert(s.remote_log_segment_id.id, copied(&s));
@@ -391,12 +398,7 @@ async fn undecodable_records_and_refused_events_are_skipped() {
     let unknown = segment(&tp, 10, 19, 0);
     let client = raw_client(&b).await;
     let pc = client.partition_client(topic.as_str(), 0, UnknownTopicHandling::Retry).await.unwrap();
-    let rec = |value: Option<Vec<u8>>| Record {
-        key: None,
-        value,
-        headers: Default::default(),
-        timestamp: rskafka::chrono::DateTime::from_timestamp_millis(1_700_000_000_000).unwrap(),
-    };
+    let rec = |value: Option<Vec<u8>>| Record { key: None, value, headers: Default::default(), timestamp: now() };
     let values = vec![
         rec(Some(b"\xff\xffnot a metadata record".to_vec())),
         rec(None),
