@@ -13,6 +13,7 @@
 //! | the embedded default: a durable local metadata log, one host | [`local`] |
 //! | snapshots of a metadata partition's state with its read position | [`snapshot`] |
 //! | failed deletions (SR-35) | [`failed_deletions`] |
+//! | the manager over a Kafka topic (rskafka), and failed deletions on a topic | [`kafka`] |
 //!
 //! The events are the same whatever holds them: a local log file stores each event as the exact bytes
 //! Kafka would put in a record value, so a local log and a Kafka topic hold the same thing.
@@ -22,6 +23,7 @@
 pub mod cache;
 pub mod events;
 pub mod failed_deletions;
+pub mod kafka;
 pub mod local;
 mod log_file;
 pub mod partitioner;
