@@ -14,6 +14,10 @@
 use rsm_core::backend::ObjectMeta;
 use rsm_core::{Error, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
 use rsm_facade::Store;
+use rsm_metadata::MetadataEvent;
+use rsm_metadata::cache::MetadataStore;
+use rsm_metadata::events::segment_state_name;
+use rsm_metadata::kafka::{KafkaMetadataConfig, TopicRecord, read_topic};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
@@ -128,7 +132,7 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
             }
             RemoteLogSegmentState::CopySegmentStarted | RemoteLogSegmentState::DeleteSegmentStarted => {
                 if now_ms.saturating_sub(m.event_timestamp_ms) >= opts.min_age.as_millis() as i64 {
-                    part.stuck.push((id, rsm_metadata::events::segment_state_name(m.state), m.event_timestamp_ms));
+                    part.stuck.push((id, segment_state_name(m.state), m.event_timestamp_ms));
                 }
             }
             RemoteLogSegmentState::DeleteSegmentFinished => {}
@@ -169,10 +173,68 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
     Ok(report)
 }
 
-/// Every segment a cluster's metadata topic holds (all its partitions, read from the start).
+/// Every record of a cluster's metadata topic (all its partitions, from their start).
+pub fn kafka_records(bootstrap: &str, topic: &str) -> Result<Vec<TopicRecord>> {
+    let config = KafkaMetadataConfig::new(bootstrap, std::env::temp_dir()).with_topic(topic);
+    rsm_facade::runtime().block_on(read_topic(&config))
+}
+
+/// Every segment a cluster's metadata topic holds, in any state but delete finished: its records applied
+/// in order per metadata partition, as a broker's cache applies them (a record that does not decode or
+/// that Kafka's rules refuse is skipped, with a warning).
 pub fn kafka_segments(bootstrap: &str, topic: &str) -> Result<Vec<RemoteLogSegmentMetadata>> {
-    let _ = (bootstrap, topic);
-    Err(Error::invalid("reading a Kafka metadata topic is not built yet"))
+    let mut stores: BTreeMap<i32, MetadataStore> = BTreeMap::new();
+    for r in kafka_records(bootstrap, topic)? {
+        let applied = r.event.and_then(|e| stores.entry(r.partition).or_default().apply(&e));
+        if let Err(e) = applied {
+            tracing::warn!(partition = r.partition, offset = r.offset, error = %e.full_message(), "skipped a metadata record");
+        }
+    }
+    Ok(stores.values().flat_map(|s| s.partitions().flat_map(|(_, p)| p.segments())).collect())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A record as one line, the way `MetadataDump` (the Java test) prints Kafka's own decoding of it.
+pub fn describe(r: &TopicRecord) -> String {
+    let at = format!("p{}@{}", r.partition, r.offset);
+    let custom = |c: &Option<rsm_core::CustomMetadata>| c.as_ref().map_or("none".to_string(), |c| hex(&c.0));
+    match &r.event {
+        Ok(MetadataEvent::Segment(m)) => {
+            let epochs: Vec<String> = m.segment_leader_epochs.iter().map(|(e, o)| format!("{e}={o}")).collect();
+            format!(
+                "{at} segment {} {} state={} start={} end={} maxTs={} broker={} eventTs={} size={} epochs={{{}}} custom={}",
+                m.remote_log_segment_id.topic_id_partition,
+                m.remote_log_segment_id.id,
+                segment_state_name(m.state),
+                m.start_offset,
+                m.end_offset,
+                m.max_timestamp_ms,
+                m.broker_id,
+                m.event_timestamp_ms,
+                m.segment_size_in_bytes,
+                epochs.join(","),
+                custom(&m.custom_metadata)
+            )
+        }
+        Ok(MetadataEvent::SegmentUpdate(u)) => format!(
+            "{at} update {} {} state={} eventTs={} broker={} custom={}",
+            u.remote_log_segment_id.topic_id_partition,
+            u.remote_log_segment_id.id,
+            segment_state_name(u.state),
+            u.event_timestamp_ms,
+            u.broker_id,
+            custom(&u.custom_metadata)
+        ),
+        Ok(MetadataEvent::PartitionDelete(d)) => format!(
+            "{at} partitionDelete {} state={} eventTs={} broker={}",
+            d.topic_id_partition, d.state, d.event_timestamp_ms, d.broker_id
+        ),
+        Ok(MetadataEvent::Snapshot(s)) => format!("{at} snapshot {}", s.segment_id),
+        Err(e) => format!("{at} undecodable: {}", e.full_message()),
+    }
 }
 
 /// Parses an age: a number with `s`, `m`, `h` or `d` (`0s`, `90s`, `10m`, `1h`, `7d`).

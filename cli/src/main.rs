@@ -193,6 +193,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print every record of a cluster's remote log metadata topic, one line each, as Kafka decodes it.
+    Metadata {
+        /// A Kafka broker (HOST:PORT).
+        #[arg(long)]
+        bootstrap_server: String,
+        /// The metadata topic.
+        #[arg(long, default_value = "__remote_log_metadata")]
+        metadata_topic: String,
+    },
     /// Read and check every segment in a store; with --dir, also compare with the local files both ways.
     Verify {
         #[command(flatten)]
@@ -914,6 +923,16 @@ fn run(cli: Cli) -> Result<()> {
             fetch(&store.open()?, &segment, offset, timestamp, position, bytes, index, output.as_deref())
         }
         Command::Verify { store, dir } => verify(&mut o, &store.open()?, dir.as_deref()),
+        Command::Metadata { bootstrap_server, metadata_topic } => {
+            let records = audit::kafka_records(&bootstrap_server, &metadata_topic)?;
+            for r in &records {
+                out!(o, "{}", audit::describe(r));
+            }
+            match records.iter().filter(|r| r.event.is_err()).count() {
+                0 => Ok(()),
+                n => Err(Error::corrupt(format!("{n} records of {metadata_topic} do not decode (listed above)"))),
+            }
+        }
         Command::Audit {
             bootstrap_server,
             metadata_topic,

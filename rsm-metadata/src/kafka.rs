@@ -72,10 +72,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::Mutex;
 
-/// Kafka's metadata topic name (`TopicBasedRemoteLogMetadataManagerConfig.REMOTE_LOG_METADATA_TOPIC_NAME`).
-pub const DEFAULT_TOPIC: &str = "__remote_log_metadata";
 /// The topic of failed deletions (SR-35).
-pub const DEFAULT_FAILED_DELETIONS_TOPIC: &str = "__remote_segments_to_be_deleted";
+pub use crate::records::FAILED_DELETIONS_TOPIC as DEFAULT_FAILED_DELETIONS_TOPIC;
+/// Kafka's metadata topic name (`TopicBasedRemoteLogMetadataManagerConfig.REMOTE_LOG_METADATA_TOPIC_NAME`).
+pub use crate::records::METADATA_TOPIC as DEFAULT_TOPIC;
 
 /// `bootstrap.servers`: the brokers to connect to, comma separated (required).
 pub const BOOTSTRAP_SERVERS_KEY: &str = "bootstrap.servers";
@@ -750,6 +750,79 @@ impl KafkaMetadataManager {
 
 /// Decodes and applies one record; a record that fails to decode or that Kafka's rules refuse is logged
 /// and skipped. Returns what applying it gave.
+/// One record of a metadata topic as [`read_topic`] found it.
+#[derive(Debug)]
+pub struct TopicRecord {
+    /// The metadata partition.
+    pub partition: i32,
+    /// Its offset there.
+    pub offset: i64,
+    /// The event, or why the record's value does not decode.
+    pub event: Result<MetadataEvent>,
+}
+
+/// Every record of a metadata topic, all its partitions from their start to their current end, in
+/// partition then offset order (for tools: `rsm metadata`, `rsm audit`). Reads only; registers nothing.
+pub async fn read_topic(config: &KafkaMetadataConfig) -> Result<Vec<TopicRecord>> {
+    let client = connect(config).await?;
+    let topic = config.topic.as_str();
+    let listed = within(config.request_timeout, || format!("listing topics for {topic}"), async {
+        client.list_topics().await.map_err(|e| kafka_error(format!("listing topics for {topic}"), e))
+    })
+    .await?;
+    let partitions = listed
+        .into_iter()
+        .find(|t| t.name == topic)
+        .map(|t| t.partitions.into_iter().collect::<BTreeSet<i32>>())
+        .ok_or_else(|| Error::not_found(format!("topic {topic} on {}", config.bootstrap_servers.join(","))))?;
+    let mut out = Vec::new();
+    for partition in partitions {
+        let what = || format!("reading {topic}-{partition}");
+        let pc = within(config.request_timeout, what, async {
+            client
+                .partition_client(topic, partition, UnknownTopicHandling::Error)
+                .await
+                .map_err(|e| kafka_error(what(), e))
+        })
+        .await?;
+        let offset =
+            |at: OffsetAt| {
+                let pc = &pc;
+                within(config.request_timeout, what, async move {
+                    pc.get_offset(at).await.map_err(|e| kafka_error(what(), e))
+                })
+            };
+        let (mut next, end) = (offset(OffsetAt::Earliest).await?, offset(OffsetAt::Latest).await?);
+        while next < end {
+            let fetched = within(config.consume_wait, what, async {
+                pc.fetch_records(next, 1..FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS).await.map_err(|e| kafka_error(what(), e))
+            })
+            .await?;
+            let before = next;
+            // A fetch returns whole batches: skip what was read already.
+            for r in fetched.0.into_iter().filter(|r| r.offset >= before) {
+                if r.offset >= end {
+                    break;
+                }
+                let event = match r.record.value.as_deref() {
+                    Some(v) => records::decode(v),
+                    None => Err(Error::corrupt(format!(
+                        "{topic}-{partition} offset {}: a record without a value",
+                        r.offset
+                    ))),
+                };
+                out.push(TopicRecord { partition, offset: r.offset, event });
+                next = r.offset + 1;
+            }
+            if next == before {
+                // Nothing readable before the end (control records only): the partition is read.
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn apply_record(
     store: &mut MetadataStore,
     topic: &str,
