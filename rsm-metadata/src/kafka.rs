@@ -40,12 +40,11 @@
 //!
 //! # Limits of rskafka 0.6 met here
 //!
-//! - `create_topic` takes a name, a partition count and a replication factor, and sends no topic configs:
-//!   the metadata topic can not be created with `retention.ms=-1`, nor the failed-deletions topic with
-//!   `cleanup.policy=compact`. They get the broker's defaults (`log.retention.hours`, 7 days by default),
-//!   and a warning says so when this manager creates them. Create them beforehand (`kafka-topics.sh
-//!   --create --config retention.ms=-1`) or set it after (`kafka-configs.sh --alter`) in production;
-//!   rskafka has no `AlterConfigs` nor `DescribeConfigs` either, so this manager can not check it.
+//! - Its `create_topic` sends no topic configs, and it has no `DescribeConfigs`: both are one request each
+//!   in [`admin`](crate::admin) (kafka-protocol's encoding). The metadata topic is created with
+//!   `cleanup.policy=delete` and `retention.ms` from [`RETENTION_MS_KEY`] (-1: kept forever, SR-29), the
+//!   failed-deletions topic with `cleanup.policy=compact`; an existing metadata topic whose retention is not
+//!   the configured one is reported with a warning at open (Kafka's own manager does not check it).
 //! - No consumer groups, no idempotent producer: positions are kept in the snapshots, and a produce retried
 //!   after a lost acknowledgement may store an event twice, which the state machines accept (a state may
 //!   repeat) or refuse and skip.
@@ -88,8 +87,8 @@ pub const TOPIC_NAME_KEY: &str = "remote.log.metadata.topic.name";
 pub const PARTITIONS_KEY: &str = "remote.log.metadata.topic.num.partitions";
 /// Kafka's key: replication factor of the metadata topic (default 3).
 pub const REPLICATION_FACTOR_KEY: &str = "remote.log.metadata.topic.replication.factor";
-/// Kafka's key: retention of the metadata topic (default -1, unlimited). Validated as Kafka does; rskafka
-/// can not apply it (see the module's limits).
+/// Kafka's key: retention of the metadata topic (default -1, unlimited), set when this manager creates the
+/// topic. Validated as Kafka does.
 pub const RETENTION_MS_KEY: &str = "remote.log.metadata.topic.retention.ms";
 /// Kafka's key: how long a write waits for the event to be read back (default 120 s); here also the bound
 /// of a catch-up.
@@ -328,14 +327,15 @@ async fn connect(config: &KafkaMetadataConfig) -> Result<Client> {
     within(config.request_timeout, || format!("connecting to Kafka at {servers}"), build).await
 }
 
-/// The partition count of `topic`, creating it with `partitions` and `replication_factor` when missing.
+/// The partition count of `topic`, creating it with `partitions`, `replication_factor` and the topic
+/// `configs` when missing ([`admin::create_topic`](crate::admin): rskafka can not send topic configs).
 async fn ensure_topic(
     client: &Client,
     config: &KafkaMetadataConfig,
     topic: &str,
     partitions: u32,
     replication_factor: i16,
-    unapplied_config: &str,
+    configs: &[(&str, String)],
 ) -> Result<usize> {
     let timeout = config.request_timeout;
     let find = || async {
@@ -348,30 +348,23 @@ async fn ensure_topic(
     if let Some(n) = find().await? {
         return Ok(n);
     }
-    let controller = client.controller_client().map_err(|e| kafka_error("a controller client".into(), e))?;
-    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    let created = within(timeout, || format!("creating topic {topic}"), async {
-        match controller.create_topic(topic, partitions as i32, replication_factor, ms).await {
-            Ok(()) => Ok(true),
-            Err(KafkaError::ServerError { protocol_error: ProtocolError::TopicAlreadyExists, .. }) => Ok(false),
-            Err(e) => Err(kafka_error(format!("creating topic {topic}"), e)),
-        }
-    })
-    .await?;
-    if created {
-        tracing::warn!(
-            topic,
-            partitions,
-            replication_factor,
-            "created topic {topic} without {unapplied_config} (the Kafka client can not set topic configs): it has the \
-             broker's default retention; set {unapplied_config} with kafka-configs.sh"
-        );
-        return Ok(partitions as usize);
+    let new = crate::admin::NewTopic { name: topic, partitions: partitions as i32, replication_factor, configs };
+    if crate::admin::create_topic(&config.bootstrap_servers, &config.client_id, &new, timeout).await? {
+        tracing::info!(topic, partitions, replication_factor, ?configs, "created topic {topic}");
     }
-    // Another host created it meanwhile.
-    match find().await? {
-        Some(n) => Ok(n),
-        None => Err(Error::retriable(format!("topic {topic} exists but is not listed yet"), KafkaError::Timeout)),
+    // Listed once the brokers know it (created now, or by another host meanwhile).
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(n) = find().await? {
+            return Ok(n);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::retriable(
+                format!("topic {topic} was created but is not listed yet"),
+                KafkaError::Timeout,
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -443,7 +436,7 @@ impl KafkaMetadataManager {
             &config.topic,
             config.partitions,
             config.replication_factor,
-            "retention.ms=-1",
+            &[("cleanup.policy", "delete".to_string()), ("retention.ms", config.retention_ms.to_string())],
         )
         .await?;
         if existing != config.partitions as usize {
@@ -457,6 +450,24 @@ impl KafkaMetadataManager {
                     config.partitions, config.topic
                 ),
             ));
+        }
+        // SR-29: records are kept forever unless configured otherwise; a topic made by hand may say else.
+        match crate::admin::topic_configs(
+            &config.bootstrap_servers,
+            &config.client_id,
+            &config.topic,
+            config.request_timeout,
+        )
+        .await
+        {
+            Ok(configs) if configs.get("retention.ms") != Some(&config.retention_ms.to_string()) => {
+                tracing::warn!(topic = %config.topic, retention_ms = ?configs.get("retention.ms"), configured = config.retention_ms,
+                    "the metadata topic's retention.ms is not the configured one: records older than it are deleted,                      and the segment states they hold are lost with them");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(topic = %config.topic, error = %e.full_message(), "could not read the metadata topic's configs")
+            }
         }
         let metas = (0..config.partitions as i32)
             .map(|index| Mutex::new(MetaPartition { index, client: None, state: None }))
@@ -982,7 +993,15 @@ impl KafkaFailedDeletions {
     pub async fn open(config: &KafkaMetadataConfig) -> Result<Self> {
         let client = connect(config).await?;
         let topic = config.failed_deletions_topic.clone();
-        let n = ensure_topic(&client, config, &topic, 1, config.replication_factor, "cleanup.policy=compact").await?;
+        let n = ensure_topic(
+            &client,
+            config,
+            &topic,
+            1,
+            config.replication_factor,
+            &[("cleanup.policy", "compact".to_string())],
+        )
+        .await?;
         if n != 1 {
             tracing::warn!(topic, partitions = n, "the failed-deletions topic has several partitions: only 0 is used");
         }
@@ -1151,5 +1170,20 @@ mod tests {
         let err =
             KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:1"), ("log.dirs", "/a,/b")])).unwrap_err();
         assert_eq!(err.config_key(), Some(LOG_DIRS_KEY));
+    }
+}
+
+#[async_trait]
+impl crate::failed_deletions::FailedDeletions for KafkaFailedDeletions {
+    async fn record(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
+        KafkaFailedDeletions::record(self, metadata).await
+    }
+
+    async fn list(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        KafkaFailedDeletions::list(self).await
+    }
+
+    async fn drain(&self, id: &RemoteLogSegmentId) -> Result<()> {
+        KafkaFailedDeletions::drain(self, id).await
     }
 }

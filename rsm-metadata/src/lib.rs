@@ -7,6 +7,7 @@
 //! |---|---|
 //! | the events a manager stores and their state machines | [`events`] |
 //! | the manager contract (SR-14) | [`RemoteLogMetadataManager`] |
+//! | topic creation with configs, and a topic's configs (what the Kafka client can not send) | [`admin`] |
 //! | Kafka's record format on `__remote_log_metadata` (byte-compatible with a JVM broker) | [`records`] |
 //! | the metadata partition of a user partition (SR-30: the seeds' formula and Kafka's) | [`partitioner`] |
 //! | the per-partition state built from events (SR-31), with Kafka's query semantics | [`cache`] |
@@ -20,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod cache;
 pub mod events;
 pub mod failed_deletions;

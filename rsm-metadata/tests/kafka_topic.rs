@@ -31,8 +31,8 @@ fn bootstrap() -> Option<String> {
     .map(|v| v["RSM_TEST_KAFKA_BOOTSTRAP"].clone())
 }
 
-/// Now, as a record timestamp: the broker's default retention (7 days, which the manager can not change
-/// on the topics it creates) deletes records stamped earlier, even from the active segment.
+/// Now, as a record timestamp (raw records written by these tests go to topics with the broker's default
+/// retention, 7 days, which would delete records stamped earlier).
 fn now() -> rskafka::chrono::DateTime<rskafka::chrono::Utc> {
     let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     rskafka::chrono::DateTime::from_timestamp_millis(ms).unwrap()
@@ -100,6 +100,11 @@ async fn the_topic_is_created_with_the_configured_partitions_and_another_count_i
     let topics = raw_client(&b).await.list_topics().await.unwrap();
     let t = topics.iter().find(|t| t.name == topic).expect("the metadata topic was created");
     assert_eq!(t.partitions.len(), 4);
+    // Created with Kafka's metadata topic configs (SR-29: retention -1), which rskafka alone can not send.
+    let configs =
+        rsm_metadata::admin::topic_configs(&[b.clone()], "test", &topic, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(configs.get("retention.ms").map(String::as_str), Some("-1"), "{configs:?}");
+    assert_eq!(configs.get("cleanup.policy").map(String::as_str), Some("delete"), "{configs:?}");
     // Opening again on the existing topic works; with another count it is refused, naming the key.
     KafkaMetadataManager::open(config(&b, &topic, 4, dir.path())).await.unwrap();
     let err = KafkaMetadataManager::open(config(&b, &topic, 5, dir.path())).await.unwrap_err();
@@ -324,6 +329,11 @@ async fn failed_deletions_are_recorded_listed_and_drained() {
     let c = config(&b, &topic, 1, dir.path());
     let f = KafkaFailedDeletions::open(&c).await.unwrap();
     assert!(f.list().await.unwrap().is_empty());
+    let configs =
+        rsm_metadata::admin::topic_configs(&[b.clone()], "test", &format!("{topic}-failed"), Duration::from_secs(30))
+            .await
+            .unwrap();
+    assert_eq!(configs.get("cleanup.policy").map(String::as_str), Some("compact"), "{configs:?}");
     let tp = user_partition("orders", 3);
     let segs: Vec<_> = (0..3).map(|i| copied(&segment(&tp, i * 10, i * 10 + 9, 0))).collect();
     for s in &segs {
