@@ -24,8 +24,7 @@ use crate::events::{
 };
 use rsm_core::error::{Error, Result};
 use rsm_core::model::{
-    CustomMetadata, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition,
-    TopicPartition, Uuid,
+    CustomMetadata, RemoteLogSegmentId, RemoteLogSegmentState, TopicIdPartition, TopicPartition, Uuid,
 };
 use std::collections::BTreeMap;
 
@@ -145,35 +144,9 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
     let v1 = version == 1;
     let event = match api_key {
         0 => {
-            let remote_log_segment_id = r.segment_id()?;
-            let start_offset = r.i64("StartOffset")?;
-            let end_offset = r.i64("EndOffset")?;
-            let broker_id = r.i32("BrokerId")?;
-            let max_timestamp_ms = r.i64("MaxTimestampMs")?;
-            let event_timestamp_ms = r.i64("EventTimestampMs")?;
-            let segment_leader_epochs = r.leader_epochs()?;
-            let segment_size_in_bytes = r.i32("SegmentSizeInBytes")?;
-            let custom_metadata = r.custom()?;
-            let state = r.segment_state()?;
-            let mut txn_idx_empty = false;
-            r.tags("RemoteLogSegmentMetadataRecord", |r, tag, size| match tag {
-                0 => r.txn_idx_empty_tag(size).map(|b| txn_idx_empty = b).map(|_| true),
-                1 if v1 => r.known_tag("BrokerLeaderEpoch", size, 4).map(|_| true),
-                _ => Ok(false),
-            })?;
-            MetadataEvent::Segment(RemoteLogSegmentMetadata {
-                remote_log_segment_id,
-                start_offset,
-                end_offset,
-                max_timestamp_ms,
-                broker_id,
-                event_timestamp_ms,
-                segment_size_in_bytes,
-                segment_leader_epochs,
-                custom_metadata,
-                state,
-                txn_idx_empty,
-            })
+            let id = r.segment_id()?;
+            let fields = r.segment_fields("RemoteLogSegmentMetadataRecord", v1, id.id)?;
+            MetadataEvent::Segment(fields.into_metadata(id.topic_id_partition))
         }
         1 => {
             let remote_log_segment_id = r.segment_id()?;
@@ -208,34 +181,7 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
         }
         _ => {
             let segment_id = r.uuid("SegmentId")?;
-            let start_offset = r.i64("StartOffset")?;
-            let end_offset = r.i64("EndOffset")?;
-            let broker_id = r.i32("BrokerId")?;
-            let max_timestamp_ms = r.i64("MaxTimestampMs")?;
-            let event_timestamp_ms = r.i64("EventTimestampMs")?;
-            let segment_leader_epochs = r.leader_epochs()?;
-            let segment_size_in_bytes = r.i32("SegmentSizeInBytes")?;
-            let custom_metadata = r.custom()?;
-            let state = r.segment_state()?;
-            let mut txn_idx_empty = false;
-            r.tags("RemoteLogSegmentMetadataSnapshotRecord", |r, tag, size| match tag {
-                0 => r.txn_idx_empty_tag(size).map(|b| txn_idx_empty = b).map(|_| true),
-                1 if v1 => r.known_tag("BrokerLeaderEpoch", size, 4).map(|_| true),
-                _ => Ok(false),
-            })?;
-            MetadataEvent::Snapshot(RemoteLogSegmentMetadataSnapshot {
-                segment_id,
-                start_offset,
-                end_offset,
-                max_timestamp_ms,
-                broker_id,
-                event_timestamp_ms,
-                segment_leader_epochs,
-                segment_size_in_bytes,
-                custom_metadata,
-                state,
-                txn_idx_empty,
-            })
+            MetadataEvent::Snapshot(r.segment_fields("RemoteLogSegmentMetadataSnapshotRecord", v1, segment_id)?)
         }
     };
     if r.pos != value.len() {
@@ -485,6 +431,39 @@ impl<'a> Reader<'a> {
         let partition = self.i32("TopicIdPartition.Partition")?;
         self.tags("TopicIdPartitionEntry", |_, _, _| Ok(false))?;
         Ok(TopicIdPartition::new(id, TopicPartition::new(name, partition)))
+    }
+
+    /// The fields a segment record and a snapshot record share, after the segment's id (its state and
+    /// tagged fields included).
+    fn segment_fields(&mut self, record: &str, v1: bool, segment_id: Uuid) -> Result<RemoteLogSegmentMetadataSnapshot> {
+        let start_offset = self.i64("StartOffset")?;
+        let end_offset = self.i64("EndOffset")?;
+        let broker_id = self.i32("BrokerId")?;
+        let max_timestamp_ms = self.i64("MaxTimestampMs")?;
+        let event_timestamp_ms = self.i64("EventTimestampMs")?;
+        let segment_leader_epochs = self.leader_epochs()?;
+        let segment_size_in_bytes = self.i32("SegmentSizeInBytes")?;
+        let custom_metadata = self.custom()?;
+        let state = self.segment_state()?;
+        let mut txn_idx_empty = false;
+        self.tags(record, |r, tag, size| match tag {
+            0 => r.txn_idx_empty_tag(size).map(|b| txn_idx_empty = b).map(|_| true),
+            1 if v1 => r.known_tag("BrokerLeaderEpoch", size, 4).map(|_| true),
+            _ => Ok(false),
+        })?;
+        Ok(RemoteLogSegmentMetadataSnapshot {
+            segment_id,
+            start_offset,
+            end_offset,
+            max_timestamp_ms,
+            broker_id,
+            event_timestamp_ms,
+            segment_leader_epochs,
+            segment_size_in_bytes,
+            custom_metadata,
+            state,
+            txn_idx_empty,
+        })
     }
 
     fn segment_id(&mut self) -> Result<RemoteLogSegmentId> {
