@@ -1100,6 +1100,21 @@ pub fn snapshot_file(dir: &Path, topic: &str, partition: i32) -> PathBuf {
     dir.join(format!("{topic}-{partition}.snapshot"))
 }
 
+#[async_trait]
+impl crate::failed_deletions::FailedDeletions for KafkaFailedDeletions {
+    async fn record(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
+        KafkaFailedDeletions::record(self, metadata).await
+    }
+
+    async fn list(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        KafkaFailedDeletions::list(self).await
+    }
+
+    async fn drain(&self, id: &RemoteLogSegmentId) -> Result<()> {
+        KafkaFailedDeletions::drain(self, id).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1170,20 +1185,5 @@ mod tests {
         let err =
             KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:1"), ("log.dirs", "/a,/b")])).unwrap_err();
         assert_eq!(err.config_key(), Some(LOG_DIRS_KEY));
-    }
-}
-
-#[async_trait]
-impl crate::failed_deletions::FailedDeletions for KafkaFailedDeletions {
-    async fn record(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
-        KafkaFailedDeletions::record(self, metadata).await
-    }
-
-    async fn list(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
-        KafkaFailedDeletions::list(self).await
-    }
-
-    async fn drain(&self, id: &RemoteLogSegmentId) -> Result<()> {
-        KafkaFailedDeletions::drain(self, id).await
     }
 }

@@ -101,8 +101,9 @@ async fn the_topic_is_created_with_the_configured_partitions_and_another_count_i
     let t = topics.iter().find(|t| t.name == topic).expect("the metadata topic was created");
     assert_eq!(t.partitions.len(), 4);
     // Created with Kafka's metadata topic configs (SR-29: retention -1), which rskafka alone can not send.
-    let configs =
-        rsm_metadata::admin::topic_configs(&[b.clone()], "test", &topic, Duration::from_secs(30)).await.unwrap();
+    let configs = rsm_metadata::admin::topic_configs(std::slice::from_ref(&b), "test", &topic, Duration::from_secs(30))
+        .await
+        .unwrap();
     assert_eq!(configs.get("retention.ms").map(String::as_str), Some("-1"), "{configs:?}");
     assert_eq!(configs.get("cleanup.policy").map(String::as_str), Some("delete"), "{configs:?}");
     // Opening again on the existing topic works; with another count it is refused, naming the key.
@@ -329,10 +330,14 @@ async fn failed_deletions_are_recorded_listed_and_drained() {
     let c = config(&b, &topic, 1, dir.path());
     let f = KafkaFailedDeletions::open(&c).await.unwrap();
     assert!(f.list().await.unwrap().is_empty());
-    let configs =
-        rsm_metadata::admin::topic_configs(&[b.clone()], "test", &format!("{topic}-failed"), Duration::from_secs(30))
-            .await
-            .unwrap();
+    let configs = rsm_metadata::admin::topic_configs(
+        std::slice::from_ref(&b),
+        "test",
+        &format!("{topic}-failed"),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
     assert_eq!(configs.get("cleanup.policy").map(String::as_str), Some("compact"), "{configs:?}");
     let tp = user_partition("orders", 3);
     let segs: Vec<_> = (0..3).map(|i| copied(&segment(&tp, i * 10, i * 10 + 9, 0))).collect();
