@@ -57,7 +57,7 @@ class MetadataInteropIT {
         String[] first = spec.split(",")[0].trim().split("=", 2);
         String version = first[0];
         String classpath = Files.readString(Paths.get(first[1])).trim();
-        Path cli = Paths.get(System.getProperty("rsm.cli", "../target/release/rsm"));
+        Path cli = Paths.get(System.getProperty("rsm.cli", "../target/debug/rsm"));
         assertTrue(Files.isExecutable(cli), "the rsm binary " + cli.toAbsolutePath() + " (system property rsm.cli)");
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
         Path work = OUT.resolve("metadata-interop-" + version);
