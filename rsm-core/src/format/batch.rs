@@ -15,6 +15,8 @@
 //!   (or the log-append time). Wrappers are the unit here, as Kafka serves them: never opened.
 
 use crate::error::{Error, Result};
+use std::io::Read;
+use std::path::Path;
 
 /// Bytes before `length` counts: the offset and the length itself.
 pub const LOG_OVERHEAD: usize = 12;
@@ -238,6 +240,60 @@ fn check_structure(b: &[u8], position: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Reads the first `len` bytes of the log file at `path` in blocks and calls `f` with every batch, in
+/// order, after checking it (its CRC too when `verify`); the file must hold exactly whole batches there.
+/// Memory: one 1 MiB block, or one batch when a batch is larger (never more than the file holds).
+pub fn scan_file(path: &Path, len: u64, verify: bool, mut f: impl FnMut(&Batch<'_>)) -> Result<()> {
+    let io_err = |e: std::io::Error| Error::from_io(path.display(), e);
+    const BLOCK: usize = 1 << 20;
+    let mut file = std::fs::File::open(path).map_err(io_err)?.take(len);
+    let mut buf = vec![0u8; BLOCK];
+    let (mut filled, mut file_pos, mut read_total) = (0usize, 0u64, 0u64);
+    loop {
+        while filled < buf.len() && read_total < len {
+            let n = file.read(&mut buf[filled..]).map_err(io_err)?;
+            if n == 0 {
+                return Err(Error::invalid(format!(
+                    "{}: ended after {read_total} bytes, expected {len}",
+                    path.display()
+                )));
+            }
+            filled += n;
+            read_total += n as u64;
+        }
+        let mut it = BatchIter::new(&buf[..filled], file_pos, verify);
+        while let Some(b) = it.next_complete()? {
+            f(&b);
+        }
+        let consumed = it.consumed();
+        if consumed == 0 && filled == buf.len() {
+            // One batch larger than the buffer: grow to hold it, once the file is known to hold that much.
+            let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
+            let left = len - file_pos;
+            if need as u64 > left {
+                return Err(Error::corrupt(format!(
+                    "the batch at position {file_pos} declares {need} bytes, past the end: {left} bytes remain"
+                )));
+            }
+            buf.resize(need, 0);
+            continue;
+        }
+        buf.copy_within(consumed..filled, 0);
+        filled -= consumed;
+        file_pos += consumed as u64;
+        if read_total == len {
+            if filled > 0 {
+                // What the iterator says of the partial batch at the end (it names its declared size).
+                return match BatchIter::new(&buf[..filled], file_pos, false).next() {
+                    Some(Err(e)) => Err(e),
+                    _ => Err(Error::corrupt(format!("truncated batch at position {file_pos}"))),
+                };
+            }
+            return Ok(());
+        }
+    }
 }
 
 /// Iterates the batches of a byte slice that starts on a batch boundary.

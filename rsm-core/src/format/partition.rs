@@ -2,7 +2,7 @@
 //! topic id, leader epochs, and the metadata and [`LogSegmentData`] a broker would pass for each closed one.
 
 use crate::error::{Error, Result};
-use crate::format::batch::BatchIter;
+use crate::format::batch::scan_file;
 use crate::model::{
     LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid,
 };
@@ -33,10 +33,6 @@ pub struct LocalPartition {
     pub segments: Vec<LocalSegment>,
     /// The leader-epoch checkpoint's bytes (empty when absent).
     pub leader_epoch_checkpoint: Bytes,
-}
-
-fn read_file(p: &Path) -> Result<Vec<u8>> {
-    fs::read(p).map_err(|e| Error::from_io(p.display(), e))
 }
 
 /// Parses a leader-epoch checkpoint (version line, count line, `epoch startOffset` lines).
@@ -165,18 +161,19 @@ impl LocalPartition {
         now_ms: i64,
     ) -> Result<RemoteLogSegmentMetadata> {
         let next = self.next_offset_of_closed(seg)?;
-        let log = read_file(&seg.log)?;
-        let size = i32::try_from(log.len())
-            .map_err(|_| Error::invalid(format!("{}: larger than 2 GiB", seg.log.display())))?;
+        // Streamed: one block (or one batch) in memory, whatever the segment's size.
+        let len = fs::metadata(&seg.log).map_err(|e| Error::from_io(seg.log.display(), e))?.len();
+        let size =
+            i32::try_from(len).map_err(|_| Error::invalid(format!("{}: larger than 2 GiB", seg.log.display())))?;
         let mut max_ts = -1;
         let mut batch_epochs = BTreeMap::new();
-        for b in BatchIter::new(&log, 0, false) {
-            let b = b.map_err(|e| e.context(seg.log.display()))?;
+        scan_file(&seg.log, len, false, |b| {
             max_ts = max_ts.max(b.max_timestamp());
             if b.partition_leader_epoch() != crate::format::batch::NO_PARTITION_LEADER_EPOCH {
                 batch_epochs.entry(b.partition_leader_epoch()).or_insert(b.base_offset());
             }
-        }
+        })
+        .map_err(|e| e.context(seg.log.display()))?;
         let end = next - 1;
         let name = self.dir.join("leader-epoch-checkpoint").display().to_string();
         let mut epochs = BTreeMap::new();

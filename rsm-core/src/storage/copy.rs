@@ -4,70 +4,17 @@
 use super::TieredStorage;
 use super::layout::SegmentKeys;
 use crate::error::{Error, Result};
-use crate::format::batch::{BatchIter, batch_size_at};
+use crate::format::batch::scan_file;
 use crate::format::chunk::{ChunkTable, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
 use bytes::Bytes;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |e| Error::from_io(path.display(), e)
-}
-
-/// Reads the first `len` bytes of the log at `path` in blocks, checks every batch (CRC-32C when `verify`)
-/// and cuts the chunk table. Memory: one block, or one batch when a batch is larger.
-fn scan_log(path: &Path, len: u64, chunker: &mut Chunker, verify: bool) -> Result<()> {
-    const BLOCK: usize = 1 << 20;
-    let mut file = std::fs::File::open(path).map_err(io_err(path))?.take(len);
-    let mut buf = vec![0u8; BLOCK];
-    let (mut filled, mut file_pos, mut read_total) = (0usize, 0u64, 0u64);
-    loop {
-        while filled < buf.len() && read_total < len {
-            let n = file.read(&mut buf[filled..]).map_err(io_err(path))?;
-            if n == 0 {
-                return Err(Error::invalid(format!(
-                    "{}: ended after {read_total} bytes, expected {len}",
-                    path.display()
-                )));
-            }
-            filled += n;
-            read_total += n as u64;
-        }
-        let mut it = BatchIter::new(&buf[..filled], file_pos, verify);
-        while let Some(b) = it.next_complete()? {
-            chunker.push(&b);
-        }
-        let consumed = it.consumed();
-        if consumed == 0 && filled == buf.len() {
-            // One batch larger than the buffer: grow to hold it, once the file is known to hold that much.
-            let need = batch_size_at(&buf[..filled], file_pos)?.expect("a full buffer holds a header");
-            let left = len - file_pos;
-            if need as u64 > left {
-                return Err(Error::corrupt(format!(
-                    "the batch at position {file_pos} declares {need} bytes, past the end: {left} bytes remain"
-                )));
-            }
-            buf.resize(need, 0);
-            continue;
-        }
-        buf.copy_within(consumed..filled, 0);
-        filled -= consumed;
-        file_pos += consumed as u64;
-        if read_total == len {
-            if filled > 0 {
-                // What the iterator says of the partial batch at the end (it names its declared size).
-                return match BatchIter::new(&buf[..filled], file_pos, false).next() {
-                    Some(Err(e)) => Err(e),
-                    _ => Err(Error::corrupt(format!("truncated batch at position {file_pos}"))),
-                };
-            }
-            return Ok(());
-        }
-    }
 }
 
 impl TieredStorage {
@@ -134,7 +81,7 @@ impl TieredStorage {
         );
         let scan_path = log_path.clone();
         let scan = tokio::task::spawn_blocking(move || {
-            scan_log(&scan_path, log_len, &mut chunker, verify).map(|_| chunker.finish())
+            scan_file(&scan_path, log_len, verify, |b| chunker.push(b)).map(|_| chunker.finish())
         });
         // The scan and both uploads run at once; all three finish before any result is judged, so a
         // cleanup never races an upload still in flight.
@@ -190,7 +137,7 @@ mod tests {
         log[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
         std::fs::write(&path, &log).unwrap();
         let mut chunker = Chunker::new(4 << 20, 64 << 10, 0, crate::Uuid::random());
-        let e = scan_log(&path, log.len() as u64, &mut chunker, true).unwrap_err();
+        let e = scan_file(&path, log.len() as u64, true, |b| chunker.push(b)).unwrap_err();
         let text = e.to_string();
         assert!(text.contains("position 0 declares 2147483659 bytes, past the end: 2097152 bytes remain"), "{text}");
     }
