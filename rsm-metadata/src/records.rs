@@ -73,16 +73,7 @@ pub fn encode(event: &MetadataEvent) -> Vec<u8> {
     match event {
         MetadataEvent::Segment(m) => {
             w.segment_id(&m.remote_log_segment_id);
-            w.i64(m.start_offset);
-            w.i64(m.end_offset);
-            w.i32(m.broker_id);
-            w.i64(m.max_timestamp_ms);
-            w.i64(m.event_timestamp_ms);
-            w.leader_epochs(&m.segment_leader_epochs);
-            w.i32(m.segment_size_in_bytes);
-            w.custom(&m.custom_metadata);
-            w.i8(m.state as i8);
-            w.txn_idx_empty_tag(m.txn_idx_empty);
+            w.segment_fields(&RemoteLogSegmentMetadataSnapshot::of(m));
         }
         MetadataEvent::SegmentUpdate(u) => {
             w.segment_id(&u.remote_log_segment_id);
@@ -101,16 +92,7 @@ pub fn encode(event: &MetadataEvent) -> Vec<u8> {
         }
         MetadataEvent::Snapshot(s) => {
             w.uuid(&s.segment_id);
-            w.i64(s.start_offset);
-            w.i64(s.end_offset);
-            w.i32(s.broker_id);
-            w.i64(s.max_timestamp_ms);
-            w.i64(s.event_timestamp_ms);
-            w.leader_epochs(&s.segment_leader_epochs);
-            w.i32(s.segment_size_in_bytes);
-            w.custom(&s.custom_metadata);
-            w.i8(s.state as i8);
-            w.txn_idx_empty_tag(s.txn_idx_empty);
+            w.segment_fields(s);
         }
     }
     w.0
@@ -235,6 +217,20 @@ impl Writer {
         self.uuid(&tp.topic_id);
         self.i32(tp.topic_partition.partition);
         self.no_tags();
+    }
+
+    /// The fields a segment record and a snapshot record share, after the segment's id.
+    fn segment_fields(&mut self, s: &RemoteLogSegmentMetadataSnapshot) {
+        self.i64(s.start_offset);
+        self.i64(s.end_offset);
+        self.i32(s.broker_id);
+        self.i64(s.max_timestamp_ms);
+        self.i64(s.event_timestamp_ms);
+        self.leader_epochs(&s.segment_leader_epochs);
+        self.i32(s.segment_size_in_bytes);
+        self.custom(&s.custom_metadata);
+        self.i8(s.state as i8);
+        self.txn_idx_empty_tag(s.txn_idx_empty);
     }
 
     fn segment_id(&mut self, id: &RemoteLogSegmentId) {
