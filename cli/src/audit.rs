@@ -66,12 +66,8 @@ impl Report {
 /// The partition (`topic-partition`, topic id) and segment id of a segment object's key
 /// (`{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.{ext}`).
 fn object_owner(key: &str, prefix: &str) -> Option<((String, String), String)> {
-    let rest = key.strip_prefix(prefix)?;
-    let (dir, name) = rest.rsplit_once('/')?;
-    let (topic_and_id, partition) = dir.split_once('/')?;
-    let partition: i32 = partition.parse().ok()?;
-    let cut = topic_and_id.len().checked_sub(23)?;
-    let (topic, topic_id) = (topic_and_id.get(..cut)?, topic_and_id.get(cut + 1..)?);
+    let (topic, topic_id, partition) = super::key_owner(key, prefix)?;
+    let name = key.rsplit_once('/')?.1;
     let id = name.get(21..43)?;
     let digits = name.get(..20)?;
     (digits.bytes().all(|b| b.is_ascii_digit()) && name.as_bytes().get(20) == Some(&b'-'))
@@ -90,6 +86,8 @@ fn old(meta: &ObjectMeta, min_age: Duration, now: SystemTime) -> bool {
 pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditOptions) -> Result<Report> {
     let prefix = store.storage().config().key_prefix.clone();
     let in_scope = |topic: &str| opts.topic.as_deref().is_none_or(|t| t == topic);
+    // An object's partition key is `topic-partition`: its topic is what comes before the last `-`.
+    let object_in_scope = |partition: &(String, String)| in_scope(partition.0.rsplit_once('-').map_or("", |(t, _)| t));
     let (objects, temporary) = store.list_objects()?;
     let now = SystemTime::now();
     let now_ms = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
@@ -141,7 +139,7 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
 
     for o in &objects {
         let Some((partition, id)) = object_owner(&o.key, &prefix) else { continue };
-        if !in_scope(partition.0.rsplit_once('-').map_or("", |(t, _)| t)) || known.contains_key(&id) {
+        if !object_in_scope(&partition) || known.contains_key(&id) {
             continue;
         }
         let part = report.partitions.entry(partition).or_default();
@@ -149,7 +147,7 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
     }
     for t in &temporary {
         let Some((partition, _)) = object_owner(&t.target, &prefix) else { continue };
-        if !in_scope(partition.0.rsplit_once('-').map_or("", |(t, _)| t)) {
+        if !object_in_scope(&partition) {
             continue;
         }
         let part = report.partitions.entry(partition).or_default();

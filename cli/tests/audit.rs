@@ -7,11 +7,10 @@ use rsm_core::{RemoteLogSegmentState, Uuid};
 use rsm_metadata::local::{LocalMetadataConfig, LocalMetadataManager};
 use rsm_metadata::{RemoteLogMetadataManager, RemoteLogSegmentMetadataUpdate};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn rsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rsm")).args(args).output().expect("run rsm")
-}
+mod common;
+use common::rsm;
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -5,17 +5,9 @@ use rsm_core::Uuid;
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn rsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rsm")).args(args).output().expect("run rsm")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = rsm(args);
-    assert!(out.status.success(), "rsm {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
+use common::{files, ok, rsm};
 
 fn fails(args: &[&str], message: &str) {
     let out = rsm(args);
@@ -186,7 +178,7 @@ fn a_damaged_segment_does_not_hide_the_others() {
     let out = ok(&["copy", "--dir", dir.to_str().unwrap(), "--store", &url, "--create", "--set", "chunk.size=65536"]);
     let ids: Vec<&str> = out.lines().filter(|l| l.contains("..=")).map(|l| l.split('\t').next().unwrap()).collect();
     assert!(ids.len() >= 3, "{out}");
-    let objects: Vec<std::path::PathBuf> = walk(&root);
+    let objects: Vec<std::path::PathBuf> = files(&root);
     let find = |id: &str, ext: &str| {
         objects.iter().find(|p| p.to_str().unwrap().ends_with(&format!("-{id}.{ext}"))).unwrap().clone()
     };
@@ -212,13 +204,4 @@ fn a_damaged_segment_does_not_hide_the_others() {
     let out = tmp.path().join("fetched");
     ok(&["fetch", "--store", &url, "--segment", ids[2], "--bytes", "100", "-o", out.to_str().unwrap()]);
     assert_eq!(std::fs::metadata(&out).unwrap().len(), 100, "a good segment still fetches");
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
-    }
-    out
 }

@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::files;
+
 /// A small xorshift generator: the test needs spread-out delays, not cryptographic randomness.
 struct Rng(u64);
 
@@ -36,16 +39,6 @@ fn copy_command(dir: &Path, url: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rsm"));
     c.args(["copy", "--dir", dir.to_str().unwrap(), "--store", url, "--set", "chunk.size=65536"]);
     c
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(files(&p)) } else { out.push(p) }
-    }
-    out.sort();
-    out
 }
 
 fn is_tmp(p: &Path) -> bool {

@@ -6,17 +6,10 @@
 use rsm_core::Uuid;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn rsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rsm")).args(args).output().expect("run rsm")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = rsm(args);
-    assert!(out.status.success(), "rsm {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
+use common::{files, ok, rsm};
 
 /// Runs `rsm args`, which must fail with `message` on stderr; returns stdout.
 fn fails<S: AsRef<str> + std::fmt::Debug>(args: &[S], message: &str) -> String {
@@ -49,16 +42,6 @@ fn store_url(root: &Path) -> String {
 /// The ids a `copy` printed for the segments it copied or skipped.
 fn ids(copy_out: &str) -> Vec<String> {
     copy_out.lines().filter(|l| l.contains("..=")).map(|l| l.split('\t').next().unwrap().to_string()).collect()
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(files(&p)) } else { out.push(p) }
-    }
-    out.sort();
-    out
 }
 
 #[test]

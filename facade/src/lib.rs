@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod code;
+pub mod handles;
 mod reader;
 mod registry;
 pub mod wire;

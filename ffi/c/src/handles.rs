@@ -5,41 +5,24 @@
 //! store belongs is refused too. A call holds an `Arc` of its entry while it runs: a concurrent close
 //! removes the id at once, and the object is freed when the last running call on it returns.
 //!
-//! (`ffi/jni/src/handles.rs` is the same idea with `jlong` ids; the two faces' handle types differ, and
-//! neither holds storage logic.)
+//! The registry itself is the facade's (`rsm_facade::handles`, shared with JNI); this wrapper gives it
+//! the C face's id type and messages naming the argument.
 
 use rsm_core::{Error, Result};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-/// Ids start high and step by 16, so a small integer or a pointer-sized garbage value is very unlikely to
-/// name a live handle by accident.
-static NEXT_ID: AtomicUsize = AtomicUsize::new(0x5253_4d00);
-
-/// A registry of live objects of one kind.
-pub(crate) struct Registry<T> {
-    what: &'static str,
-    map: Mutex<Option<HashMap<usize, Arc<T>>>>,
-}
+/// A registry of live objects of one kind, with `usize` handles.
+pub(crate) struct Registry<T>(rsm_facade::handles::Registry<T>);
 
 impl<T> Registry<T> {
     /// An empty registry; `what` names the kind in error messages.
     pub(crate) const fn new(what: &'static str) -> Self {
-        Registry { what, map: Mutex::new(None) }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<HashMap<usize, Arc<T>>>> {
-        // Only the short, non-panicking operations below touch the map, so a poisoned lock still holds a
-        // consistent map.
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        Registry(rsm_facade::handles::Registry::new(what))
     }
 
     /// Registers `value`; returns its handle (never 0).
     pub(crate) fn insert(&self, value: T) -> usize {
-        let id = NEXT_ID.fetch_add(16, Ordering::Relaxed);
-        self.lock().get_or_insert_with(HashMap::new).insert(id, Arc::new(value));
-        id
+        self.0.insert(value) as usize
     }
 
     /// The entry of a live handle; `arg` names the argument in the error.
@@ -47,21 +30,19 @@ impl<T> Registry<T> {
         if id == 0 {
             return Err(Error::invalid(format!("`{arg}` is NULL")));
         }
-        self.lock().as_ref().and_then(|m| m.get(&id).cloned()).ok_or_else(|| {
-            Error::invalid(format!("`{arg}` is not an open {} handle (closed already, or never opened)", self.what))
+        self.0.get(id as u64).ok_or_else(|| {
+            Error::invalid(format!("`{arg}` is not an open {} handle (closed already, or never opened)", self.0.what()))
         })
     }
 
     /// Removes a handle; `false` when it was not live.
     pub(crate) fn remove(&self, id: usize) -> bool {
-        // Take the entry out under the lock, drop it after: dropping a stream may take a moment.
-        let removed = self.lock().as_mut().and_then(|m| m.remove(&id));
-        removed.is_some()
+        self.0.remove(id as u64)
     }
 
     /// How many handles are live.
     pub(crate) fn len(&self) -> usize {
-        self.lock().as_ref().map_or(0, HashMap::len)
+        self.0.len()
     }
 }
 

@@ -1,4 +1,5 @@
-//! Handles that Java holds as `long`s: ids into a registry, never raw pointers.
+//! Handles that Java holds as `long`s: ids into a registry, never raw pointers. The registry is the
+//! facade's (`rsm_facade::handles`, shared with the C ABI); this wrapper gives it `jlong` ids and messages.
 //!
 //! An id is looked up on every call, so a stale, forged or twice-closed handle is an error (or, for close,
 //! a no-op), never a use-after-free. Ids come from one counter shared by every registry and are never
@@ -7,59 +8,42 @@
 //! running call returns.
 
 use rsm_core::{Error, Result};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-static NEXT_ID: AtomicI64 = AtomicI64::new(1);
-
-/// A registry of live objects of one kind.
-pub struct Registry<T> {
-    what: &'static str,
-    map: Mutex<Option<HashMap<i64, Arc<T>>>>,
-}
+/// A registry of live objects of one kind, with `i64` handles.
+pub struct Registry<T>(rsm_facade::handles::Registry<T>);
 
 impl<T> Registry<T> {
     /// An empty registry; `what` names the kind in error messages.
     pub const fn new(what: &'static str) -> Self {
-        Registry { what, map: Mutex::new(None) }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<HashMap<i64, Arc<T>>>> {
-        // The map is only touched by the short, non-panicking operations below, so a poisoned lock still
-        // holds a consistent map.
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        Registry(rsm_facade::handles::Registry::new(what))
     }
 
     /// Registers `value` and returns its new handle (always positive).
     pub fn insert(&self, value: T) -> i64 {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.lock().get_or_insert_with(HashMap::new).insert(id, Arc::new(value));
-        id
+        self.0.insert(value) as i64
     }
 
     /// The entry of a live handle.
     pub fn get(&self, id: i64) -> Result<Arc<T>> {
-        self.lock().as_ref().and_then(|m| m.get(&id).cloned()).ok_or_else(|| {
-            Error::invalid(format!("{} handle {id} is not open (closed already, or never opened)", self.what))
+        u64::try_from(id).ok().and_then(|id| self.0.get(id)).ok_or_else(|| {
+            Error::invalid(format!("{} handle {id} is not open (closed already, or never opened)", self.0.what()))
         })
     }
 
     /// Removes a handle; `false` when it was not live (closing twice is harmless).
     pub fn remove(&self, id: i64) -> bool {
-        // Take the entry out under the lock, drop it after: dropping a stream may take a while.
-        let removed = self.lock().as_mut().and_then(|m| m.remove(&id));
-        removed.is_some()
+        u64::try_from(id).is_ok_and(|id| self.0.remove(id))
     }
 
     /// How many handles are live.
     pub fn len(&self) -> usize {
-        self.lock().as_ref().map_or(0, HashMap::len)
+        self.0.len()
     }
 
     /// Whether no handle is live.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 }
 
