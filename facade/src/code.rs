@@ -39,6 +39,8 @@ impl ResultCode {
             ErrorKind::Corrupt => ResultCode::Corrupt,
             ErrorKind::InvalidArgument => ResultCode::InvalidArgument,
             ErrorKind::Config => ResultCode::Config,
+            // Always transient, so answered above; a permanent one would be a bug, not a refusal.
+            ErrorKind::Busy => ResultCode::StorageTransient,
         }
     }
 }
@@ -57,6 +59,7 @@ mod tests {
             (Error::corrupt("crc"), ResultCode::Corrupt, 4),
             (Error::invalid("x"), ResultCode::InvalidArgument, 5),
             (Error::config("k", "x"), ResultCode::Config, 6),
+            (Error::busy("reader queue full"), ResultCode::StorageTransient, 2),
         ];
         for (e, code, number) in cases {
             assert_eq!(ResultCode::of(&e), code, "{e}");

@@ -28,6 +28,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// A configuration setting is missing, unknown or malformed.
     Config,
+    /// Refused at once because a bounded queue is full (backpressure); always transient: retry later.
+    Busy,
 }
 
 impl fmt::Display for ErrorKind {
@@ -38,6 +40,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::InvalidArgument => "invalid argument",
             ErrorKind::Config => "invalid configuration",
+            ErrorKind::Busy => "busy",
         })
     }
 }
@@ -130,6 +133,11 @@ impl Error {
     /// A configuration error naming `key`.
     pub fn config(key: impl Into<String>, message: impl Into<String>) -> Self {
         Error { config_key: Some(key.into()), ..Error::new(ErrorKind::Config, message) }
+    }
+
+    /// A backpressure refusal: a bounded queue is full. Transient, since the queue drains.
+    pub fn busy(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Busy, message).transient()
     }
 
     /// A permanent storage error with a cause.
