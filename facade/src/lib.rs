@@ -96,7 +96,7 @@ pub fn open_backend(
 /// A store opened by URL: a [`TieredStorage`] over the layered backend.
 #[derive(Debug)]
 pub struct Store {
-    storage: TieredStorage,
+    storage: Arc<TieredStorage>,
     counts: Arc<RequestCounts>,
 }
 
@@ -134,12 +134,17 @@ impl Store {
             "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
             _ => url.to_string(),
         };
-        Ok(Store { storage: TieredStorage::open(backend, config, &scope)?, counts })
+        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts })
     }
 
     /// The storage manager.
     pub fn storage(&self) -> &TieredStorage {
         &self.storage
+    }
+
+    /// The storage manager, shared (the tiering engine keeps one).
+    pub fn shared_storage(&self) -> Arc<TieredStorage> {
+        Arc::clone(&self.storage)
     }
 
     /// Requests, failures and bytes so far, by operation, at the contract's level (a store's client may

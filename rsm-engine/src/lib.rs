@@ -6,9 +6,24 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`manager`] | [`RemoteLogManager`]: the partitions served, their roles, one run of a partition's work |
+//! | [`copy`] | the copy task: eligible segments through the storage manager, metadata before and after |
+//! | [`expiration`] | the expiration task: remote retention, unfinished deletions and copies, local deletion |
+//! | [`index_files`] | SR-32's partition index files, kept beside the partition |
+//! | [`local_log`] | a partition directory as the engine works on it |
+//! | [`config`] | the engine's settings |
 //! | [`scheduler`] | the queue of partitions by next run time, backoff on failure, a fixed pool of workers |
 //! | [`reader`] | the reader pool: a fixed number of readers, a bounded queue (backpressure), remote reads by offset |
 #![warn(missing_docs)]
 
+pub mod config;
+pub mod copy;
+pub mod expiration;
+pub mod index_files;
+pub mod local_log;
+pub mod manager;
 pub mod reader;
 pub mod scheduler;
+
+pub use config::EngineConfig;
+pub use manager::{Offsets, RemoteLogManager, Role, RunReport};

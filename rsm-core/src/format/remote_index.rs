@@ -154,6 +154,49 @@ impl RemoteIndexFiles {
         Ok(b)
     }
 
+    /// The entry of the last chunk indexed, `None` when nothing is. It also checks that the last file
+    /// set's three files agree at their ends (an append a crash interrupted leaves them apart): the
+    /// remoteLogIndex ends with the entry the last remoteOffsetIndex entry points at, and the
+    /// remoteTimeIndex has reached that entry's last timestamp. A disagreement is corrupt: the files are
+    /// derived data, to be rebuilt from the manifests.
+    pub fn last_entry(&self) -> Result<Option<ChunkEntry>> {
+        let Some(&base) = self.bases.last() else {
+            return Ok(None);
+        };
+        let log = self.read(base, LOG_EXT, 1)?;
+        let name = self.path(base, OFFSET_EXT).display().to_string();
+        let idx = match self.read(base, OFFSET_EXT, 8) {
+            Ok(b) => b,
+            Err(e) if e.kind() == crate::error::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let Some(at) = idx.len().checked_sub(8) else {
+            if log.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::corrupt(format!("remote index {name}: empty beside {} indexed bytes", log.len())));
+        };
+        let position = u32::from_be_bytes(idx[at + 4..at + 8].try_into().expect("4 bytes"));
+        let entry = self.entry_at(base, &log, position)?;
+        let end = position as usize + entry.encoded_len();
+        if end != log.len() {
+            return Err(Error::corrupt(format!(
+                "remote index {name}: its last entry points at byte {position}, but the remoteLogIndex has {} bytes \
+                 after that entry",
+                log.len().saturating_sub(end)
+            )));
+        }
+        let time = self.last_time_entry(base)?;
+        if time.is_none_or(|ts| ts < entry.last_timestamp) {
+            return Err(Error::corrupt(format!(
+                "remote index {}: behind its remoteLogIndex (last timestamp {} not indexed)",
+                self.path(base, TIME_EXT).display(),
+                entry.last_timestamp
+            )));
+        }
+        Ok(Some(entry))
+    }
+
     /// The entry of the first chunk holding `offset` or a later one.
     pub fn lookup_offset(&self, offset: i64) -> Result<Option<ChunkEntry>> {
         let start = self.bases.partition_point(|&b| b <= offset).saturating_sub(1);
@@ -233,6 +276,30 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn last_entry_is_the_end_and_an_interrupted_append_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = RemoteIndexFiles::open(dir.path(), 1 << 20).unwrap();
+        assert!(f.last_entry().unwrap().is_none());
+        f.append_segment(0, &entries(0, 3, 10)).unwrap();
+        f.append_segment(30, &entries(30, 2, 10)).unwrap();
+        assert_eq!(f.last_entry().unwrap().map(|e| e.last_offset), Some(49));
+        let set = |ext: &str| dir.path().join(format!("{:020}.{ext}", 0));
+
+        // A crash after the remoteLogIndex was written but before the offsets were.
+        let offsets = fs::read(set(OFFSET_EXT)).unwrap();
+        fs::write(set(OFFSET_EXT), &offsets[..offsets.len() - 8]).unwrap();
+        let e = RemoteIndexFiles::open(dir.path(), 1 << 20).unwrap().last_entry().unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{e}");
+        fs::write(set(OFFSET_EXT), &offsets).unwrap();
+
+        // A crash before the time entry was written.
+        let times = fs::read(set(TIME_EXT)).unwrap();
+        fs::write(set(TIME_EXT), &times[..times.len() - 12]).unwrap();
+        let e = RemoteIndexFiles::open(dir.path(), 1 << 20).unwrap().last_entry().unwrap_err();
+        assert!(e.to_string().contains("behind its remoteLogIndex"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,104 @@
+//! The copy task (SR-16): a leader's eligible segments, oldest first, through the storage manager, with
+//! the metadata written before (copy started) and after (copy finished) each one.
+
+use crate::local_log::LocalLog;
+use crate::manager::{PartitionState, Role, Shared};
+use rsm_core::RemoteLogSegmentMetadata;
+use rsm_core::error::{Error, Result};
+use rsm_core::model::RemoteLogSegmentState;
+use rsm_core::rsm::RemoteStorageManager;
+use rsm_metadata::RemoteLogSegmentMetadataUpdate;
+use rsm_tiering::{CopyInput, CopyStop, segments_to_copy};
+
+/// What one copy run did.
+#[derive(Debug, Default)]
+pub struct CopyOutcome {
+    /// The segments copied, oldest first, as the metadata now has them (copy finished).
+    pub copied: Vec<RemoteLogSegmentMetadata>,
+    /// Why the walk stopped (`None` when the partition is not leader here).
+    pub stop: Option<CopyStop>,
+}
+
+/// The highest end offset of the copied segments in `segments`.
+pub(crate) fn highest_copied(segments: &[RemoteLogSegmentMetadata]) -> Option<i64> {
+    segments.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).map(|m| m.end_offset).max()
+}
+
+/// Copies what the rules say is due. A failed copy removes what its attempt left (objects, then the metadata
+/// moved to delete finished) and fails the run, so the scheduler retries it later, under a new segment id.
+pub(crate) async fn run(
+    shared: &Shared,
+    state: &PartitionState,
+    log: &LocalLog,
+    remote: &[RemoteLogSegmentMetadata],
+) -> Result<CopyOutcome> {
+    if !matches!(state.role(), Role::Leader { .. }) {
+        return Ok(CopyOutcome::default());
+    }
+    let config = &shared.config;
+    let summaries = log.summaries()?;
+    let leo = log.log_end_offset();
+    let input = CopyInput {
+        segments: &summaries,
+        log_end_offset: leo,
+        last_stable_offset: leo,
+        highest_remote_offset: highest_copied(remote),
+        lag: state.policy.copy_lag,
+        now_ms: config.now_ms(),
+    };
+    let plan = segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))?;
+    let mut out = CopyOutcome { copied: Vec::new(), stop: Some(plan.stop) };
+    for candidate in plan.segments {
+        // A leader that became a follower finishes the segment in flight and copies no more.
+        if !matches!(state.role(), Role::Leader { .. }) {
+            tracing::info!(partition = %state.tp, "no longer leader: the copy stops");
+            out.stop = None;
+            break;
+        }
+        let seg = log.segment(candidate.base_offset)?;
+        let partition = log.partition();
+        let md = partition.segment_metadata(seg, config.broker_id, config.now_ms())?;
+        let data = partition.segment_data(seg)?;
+        shared.metadata.add_remote_log_segment_metadata(&md).await?;
+        let copied = shared.storage.copy_log_segment_data(&md, &data).await.and_then(|custom| {
+            let max = config.broker.custom_metadata_max_bytes as usize;
+            match custom {
+                Some(c) if c.0.len() > max => Err(Error::invalid(format!(
+                    "custom metadata of segment {} is {} bytes, above remote.log.metadata.custom.metadata.max.bytes ({max})",
+                    md.remote_log_segment_id.id,
+                    c.0.len()
+                ))),
+                c => Ok(c),
+            }
+        });
+        match copied {
+            Ok(custom) => {
+                let mut update = RemoteLogSegmentMetadataUpdate::of(
+                    &md,
+                    RemoteLogSegmentState::CopySegmentFinished,
+                    config.now_ms(),
+                    config.broker_id,
+                );
+                update.custom_metadata = custom;
+                shared.metadata.update_remote_log_segment_metadata(&update).await?;
+                let finished = update.apply_to(&md);
+                tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
+                    start = md.start_offset, end = md.end_offset, "segment copied");
+                out.copied.push(finished);
+            }
+            Err(e) => {
+                tracing::warn!(partition = %state.tp, segment = %md.remote_log_segment_id.id, error = %e,
+                    "copy failed; removing what the attempt left");
+                if let Err(cleanup) = crate::expiration::delete_remote(shared, &md).await {
+                    // The metadata stays copy started: the next expiration run removes it.
+                    tracing::warn!(partition = %state.tp, error = %cleanup, "cleanup after a failed copy failed");
+                }
+                return Err(e.context(format!(
+                    "copy of segment {} (offsets {}..={}) of {}",
+                    md.remote_log_segment_id.id, md.start_offset, md.end_offset, state.tp
+                )));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,187 @@
+//! The expiration task (SR-17, SR-21, SR-20, SR-35): remote retention through the storage manager and the
+//! metadata (delete started, then delete finished), deletions that failed retried, copies a crash or a
+//! failure left half done removed, and local segments deleted once they are safely remote.
+
+use crate::copy::highest_copied;
+use crate::local_log::LocalLog;
+use crate::manager::{PartitionState, Role, Shared};
+use rsm_core::RemoteLogSegmentMetadata;
+use rsm_core::error::Result;
+use rsm_core::model::RemoteLogSegmentState;
+use rsm_core::rsm::RemoteStorageManager;
+use rsm_metadata::RemoteLogSegmentMetadataUpdate;
+use rsm_tiering::{
+    LocalRetentionInput, RemoteSegment, RetentionInput, expired_remote_segments, local_segments_to_delete,
+};
+
+/// What one expiration run did.
+#[derive(Debug, Default)]
+pub struct ExpirationOutcome {
+    /// Remote segments deleted by retention, oldest first.
+    pub expired: Vec<RemoteLogSegmentMetadata>,
+    /// Segments whose earlier deletion had not finished (a failure or a crash), deleted now.
+    pub retried: Vec<RemoteLogSegmentMetadata>,
+    /// Copies that never finished (a failure or a crash), removed now.
+    pub abandoned_copies: Vec<RemoteLogSegmentMetadata>,
+    /// Deletions that failed in this run (recorded in the failed-deletions log, retried next run).
+    pub failed: usize,
+    /// Base offsets of the local segments deleted.
+    pub local_deleted: Vec<i64>,
+}
+
+/// Deletes a segment's data through the storage manager, with the metadata moved to delete started before
+/// and delete finished after. A segment already in delete started is not moved again.
+pub(crate) async fn delete_remote(shared: &Shared, md: &RemoteLogSegmentMetadata) -> Result<()> {
+    let c = &shared.config;
+    if md.state != RemoteLogSegmentState::DeleteSegmentStarted {
+        let started = RemoteLogSegmentMetadataUpdate::of(
+            md,
+            RemoteLogSegmentState::DeleteSegmentStarted,
+            c.now_ms(),
+            c.broker_id,
+        );
+        shared.metadata.update_remote_log_segment_metadata(&started).await?;
+    }
+    shared.storage.delete_log_segment_data(md).await?;
+    let finished =
+        RemoteLogSegmentMetadataUpdate::of(md, RemoteLogSegmentState::DeleteSegmentFinished, c.now_ms(), c.broker_id);
+    shared.metadata.update_remote_log_segment_metadata(&finished).await
+}
+
+/// Deletes `md`; a failure is recorded in the failed-deletions log (and counted) instead of failing the run.
+async fn delete_or_record(shared: &Shared, state: &PartitionState, md: &RemoteLogSegmentMetadata) -> bool {
+    match delete_remote(shared, md).await {
+        Ok(()) => {
+            if let Err(e) = shared.failed.drain(&md.remote_log_segment_id).await {
+                tracing::warn!(partition = %state.tp, error = %e, "could not drain a finished deletion");
+            }
+            true
+        }
+        Err(e) => {
+            tracing::warn!(partition = %state.tp, segment = %md.remote_log_segment_id.id, error = %e,
+                "remote deletion failed; recorded for retry");
+            if let Err(r) = shared.failed.record(md).await {
+                tracing::error!(partition = %state.tp, error = %r, "could not record a failed deletion");
+            }
+            false
+        }
+    }
+}
+
+/// Runs retention for the partition. `remote` is the partition's metadata as listed at the start of the
+/// run, with the segments the copy task just finished.
+pub(crate) async fn run(
+    shared: &Shared,
+    state: &PartitionState,
+    log: &LocalLog,
+    remote: &[RemoteLogSegmentMetadata],
+) -> Result<ExpirationOutcome> {
+    let mut out = ExpirationOutcome::default();
+    let leader = matches!(state.role(), Role::Leader { .. });
+    let mut copied: Vec<RemoteLogSegmentMetadata> = Vec::new();
+    if leader {
+        for md in remote {
+            match md.state {
+                RemoteLogSegmentState::DeleteSegmentStarted => {
+                    if delete_or_record(shared, state, md).await {
+                        out.retried.push(md.clone());
+                    } else {
+                        out.failed += 1;
+                    }
+                }
+                // Only this host copies this partition, one run at a time: a copy started in an earlier
+                // run and not finished was cut short.
+                RemoteLogSegmentState::CopySegmentStarted => {
+                    if delete_or_record(shared, state, md).await {
+                        out.abandoned_copies.push(md.clone());
+                    } else {
+                        out.failed += 1;
+                    }
+                }
+                RemoteLogSegmentState::CopySegmentFinished => copied.push(md.clone()),
+                RemoteLogSegmentState::DeleteSegmentFinished => {}
+            }
+        }
+    } else {
+        copied = remote.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).cloned().collect();
+    }
+    copied.sort_by_key(|m| (m.start_offset, m.end_offset));
+
+    let summaries = log.summaries()?;
+    let leo = log.log_end_offset();
+    let local_start = summaries.first().map_or(leo, |s| s.base_offset);
+    let mut log_start = copied.first().map_or(local_start, |m| m.start_offset.min(local_start));
+    let now = shared.config.now_ms();
+
+    if leader {
+        // A copy whose offsets an earlier copy covers whole (a leader change, an earlier engine) is not
+        // part of the remote log: it goes first. One that only overlaps is kept; the rules see it from the
+        // first offset it adds.
+        let mut kept: Vec<RemoteLogSegmentMetadata> = Vec::with_capacity(copied.len());
+        for md in copied {
+            if kept.last().is_some_and(|prev| md.end_offset <= prev.end_offset) {
+                tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
+                    "deleting a copy whose offsets another copy covers");
+                if delete_or_record(shared, state, &md).await {
+                    out.expired.push(md);
+                } else {
+                    out.failed += 1;
+                }
+                continue;
+            }
+            kept.push(md);
+        }
+        copied = kept;
+        let highest = highest_copied(&copied);
+        let local_only_bytes =
+            summaries.iter().filter(|s| highest.is_none_or(|h| s.base_offset > h)).map(|s| s.size_bytes).sum();
+        let mut segments: Vec<RemoteSegment> = Vec::with_capacity(copied.len());
+        for m in &copied {
+            let start =
+                segments.last().map_or(m.start_offset, |p: &RemoteSegment| m.start_offset.max(p.end_offset + 1));
+            segments.push(RemoteSegment {
+                start_offset: start,
+                end_offset: m.end_offset,
+                size_bytes: m.segment_size_in_bytes.max(0) as u64,
+                max_timestamp_ms: m.max_timestamp_ms,
+            });
+        }
+        let plan = expired_remote_segments(&RetentionInput {
+            segments: &segments,
+            log_start_offset: log_start,
+            local_log_start_offset: local_start,
+            local_only_bytes,
+            retention: state.policy.remote_retention,
+            now_ms: now,
+        })
+        .map_err(|e| e.context(format!("remote retention of {}", state.tp)))?;
+        let n = plan.delete.len();
+        for md in copied.drain(..n) {
+            if delete_or_record(shared, state, &md).await {
+                out.expired.push(md);
+            } else {
+                out.failed += 1;
+            }
+        }
+        log_start = log_start.max(plan.new_log_start_offset);
+    }
+
+    // Local segments go only once their copy is finished and known (SR-20, SR-21).
+    let known_remote_end = highest_copied(&copied).or_else(|| out.expired.iter().map(|m| m.end_offset).max());
+    let plan = local_segments_to_delete(&LocalRetentionInput {
+        segments: &summaries,
+        log_end_offset: leo,
+        high_watermark: leo,
+        log_start_offset: log_start,
+        known_remote_end,
+        retention: state.policy.local_retention,
+        now_ms: now,
+    })
+    .map_err(|e| e.context(format!("local retention of {}", state.tp)))?;
+    for d in plan.delete {
+        log.delete_segment(d.base_offset)?;
+        tracing::info!(partition = %state.tp, base = d.base_offset, reason = ?d.reason, "local segment deleted");
+        out.local_deleted.push(d.base_offset);
+    }
+    Ok(out)
+}

@@ -1,0 +1,361 @@
+//! The remote log manager (SR-15, SR-22): the partitions the engine serves, their roles, and one run of a
+//! partition's work (copy, expiration, index files), driven by the [`Scheduler`] once started.
+
+use crate::config::EngineConfig;
+use crate::copy::{self, CopyOutcome};
+use crate::expiration::{self, ExpirationOutcome};
+use crate::index_files;
+use crate::local_log::LocalLog;
+use crate::scheduler::{Scheduler, SchedulerConfig};
+use rsm_core::RemoteLogSegmentMetadata;
+use rsm_core::error::{Error, Result};
+use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition};
+use rsm_core::storage::TieredStorage;
+use rsm_metadata::RemoteLogMetadataManager;
+use rsm_metadata::failed_deletions::{FailedDeletions, LocalFailedDeletions};
+use rsm_metadata::local::{LocalMetadataConfig, LocalMetadataManager};
+use rsm_tiering::settings::{TopicPolicy, TopicSettings};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What this host is for a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The leader: it copies, applies remote retention and writes the metadata.
+    Leader {
+        /// The leader epoch.
+        epoch: i32,
+    },
+    /// A follower: it reads the metadata a leader wrote, deletes local segments once they are known to be
+    /// remote, and builds its index files from the remote copies.
+    Follower,
+}
+
+/// What the engine, its tasks and its readers share.
+pub(crate) struct Shared {
+    pub(crate) config: EngineConfig,
+    pub(crate) storage: Arc<TieredStorage>,
+    pub(crate) metadata: Arc<dyn RemoteLogMetadataManager>,
+    pub(crate) failed: Arc<dyn FailedDeletions>,
+}
+
+/// One partition the engine serves.
+pub(crate) struct PartitionState {
+    pub(crate) tp: TopicIdPartition,
+    pub(crate) policy: TopicPolicy,
+    dir: Mutex<PathBuf>,
+    role: Mutex<Role>,
+    /// One run of the partition's work at a time (the scheduler's, `run_partition`'s, a move's).
+    run: tokio::sync::Mutex<()>,
+}
+
+impl PartitionState {
+    pub(crate) fn role(&self) -> Role {
+        *self.role.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.dir.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// What one run of a partition's work did.
+#[derive(Debug, Default)]
+pub struct RunReport {
+    /// The copy task's part.
+    pub copy: CopyOutcome,
+    /// The expiration task's part.
+    pub expiration: ExpirationOutcome,
+    /// Segments appended to the partition's index files.
+    pub indexed: usize,
+}
+
+/// The offsets of a partition (SR-25): Lx, Ly, Lz, Rx, Ry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offsets {
+    /// Lx, the local log start offset: the first segment's base offset.
+    pub local_log_start: i64,
+    /// Ly, the last stable offset. Without a broker every record written is stable, so it equals Lz.
+    pub last_stable: i64,
+    /// Lz, the local log end offset: the offset after the last record of the active segment.
+    pub local_log_end: i64,
+    /// Rx, the remote log start offset (the earliest copied segment's start), if any.
+    pub remote_log_start: Option<i64>,
+    /// Ry, the remote log end offset (the highest copied segment's end), if any.
+    pub remote_log_end: Option<i64>,
+}
+
+/// The seeds' remote log manager over real partition directories.
+pub struct RemoteLogManager {
+    shared: Arc<Shared>,
+    partitions: Mutex<HashMap<TopicIdPartition, Arc<PartitionState>>>,
+    scheduler: Mutex<Option<Arc<Scheduler<TopicIdPartition>>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RemoteLogManager {
+    /// A manager over `storage` and `metadata`. It refuses to exist when the broker settings have remote
+    /// storage off (SR-1): `remote.log.storage.system.enable` must be true.
+    pub fn new(
+        config: EngineConfig,
+        storage: Arc<TieredStorage>,
+        metadata: Arc<dyn RemoteLogMetadataManager>,
+        failed: Arc<dyn FailedDeletions>,
+    ) -> Result<Self> {
+        if !config.broker.remote_storage_enabled {
+            return Err(Error::config(
+                rsm_tiering::settings::keys::REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
+                "remote storage is off on this broker: the remote log manager does not start",
+            ));
+        }
+        Ok(RemoteLogManager {
+            shared: Arc::new(Shared { config, storage, metadata, failed }),
+            partitions: Mutex::new(HashMap::new()),
+            scheduler: Mutex::new(None),
+        })
+    }
+
+    /// A manager whose metadata is the durable local log in `metadata_dir` (one host), with its failed
+    /// deletions in `metadata_dir/failed-deletions`.
+    pub fn with_local_metadata(config: EngineConfig, storage: Arc<TieredStorage>, metadata_dir: &Path) -> Result<Self> {
+        let metadata = LocalMetadataManager::open(LocalMetadataConfig::new(metadata_dir))?;
+        let failed = LocalFailedDeletions::open(&metadata_dir.join("failed-deletions"))?;
+        Self::new(config, storage, Arc::new(metadata), Arc::new(failed))
+    }
+
+    /// The failed-deletions log.
+    pub fn failed_deletions(&self) -> &Arc<dyn FailedDeletions> {
+        &self.shared.failed
+    }
+
+    /// The engine's settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.shared.config
+    }
+
+    /// The storage the engine copies to.
+    pub fn storage(&self) -> &Arc<TieredStorage> {
+        &self.shared.storage
+    }
+
+    /// The metadata manager.
+    pub fn metadata(&self) -> &Arc<dyn RemoteLogMetadataManager> {
+        &self.shared.metadata
+    }
+
+    /// Serves the partition in `dir` in `role`, with `topic` settings (else the engine's). A directory
+    /// already served under another path (moved to another log directory, SR-28) is picked up at its new
+    /// place: its remote data, metadata and index files are its own. Returns the partition.
+    pub async fn add_partition(
+        &self,
+        dir: &Path,
+        role: Role,
+        topic: Option<&TopicSettings>,
+    ) -> Result<TopicIdPartition> {
+        let log = LocalLog::open(dir)?;
+        let tp = log.partition().topic_id_partition.clone();
+        let policy = TopicPolicy::resolve(topic.unwrap_or(&self.shared.config.topic), &self.shared.config.broker)
+            .map_err(|e| e.context(format!("partition {tp}")))?;
+        for w in &policy.warnings {
+            tracing::warn!(partition = %tp, "{w}");
+        }
+        if !policy.remote_storage {
+            return Err(Error::config(
+                rsm_tiering::settings::keys::REMOTE_STORAGE_ENABLE,
+                format!("partition {tp} ({}) is not tiered", dir.display()),
+            ));
+        }
+        let (leaders, followers) = match role {
+            Role::Leader { .. } => (vec![tp.clone()], vec![]),
+            Role::Follower => (vec![], vec![tp.clone()]),
+        };
+        self.shared.metadata.on_partition_leadership_changes(&leaders, &followers).await?;
+        let existing = lock(&self.partitions).get(&tp).cloned();
+        match existing {
+            Some(state) => {
+                let _run = state.run.lock().await;
+                *lock(&state.dir) = dir.to_path_buf();
+                *lock(&state.role) = role;
+            }
+            None => {
+                let state = Arc::new(PartitionState {
+                    tp: tp.clone(),
+                    policy,
+                    dir: Mutex::new(dir.to_path_buf()),
+                    role: Mutex::new(role),
+                    run: tokio::sync::Mutex::new(()),
+                });
+                lock(&self.partitions).insert(tp.clone(), state);
+            }
+        }
+        if let Some(s) = lock(&self.scheduler).as_ref() {
+            s.add(tp.clone());
+        }
+        Ok(tp)
+    }
+
+    /// Changes the partition's role. A leader that becomes a follower finishes the segment it is copying
+    /// and copies no more; a copy it leaves behind is removed by the next leader's expiration.
+    pub async fn change_role(&self, tp: &TopicIdPartition, role: Role) -> Result<()> {
+        let state = self.state(tp)?;
+        *lock(&state.role) = role;
+        let (leaders, followers) = match role {
+            Role::Leader { .. } => (vec![tp.clone()], vec![]),
+            Role::Follower => (vec![], vec![tp.clone()]),
+        };
+        self.shared.metadata.on_partition_leadership_changes(&leaders, &followers).await
+    }
+
+    /// Stops serving the partition: its work is no longer scheduled (a run in flight finishes first).
+    /// Nothing local or remote is removed.
+    pub async fn stop_partition(&self, tp: &TopicIdPartition) -> Result<()> {
+        let state = self.state(tp)?;
+        if let Some(s) = lock(&self.scheduler).as_ref() {
+            s.remove(tp);
+        }
+        let _run = state.run.lock().await;
+        lock(&self.partitions).remove(tp);
+        self.shared.metadata.on_stop_partitions(std::slice::from_ref(tp)).await
+    }
+
+    /// The partitions served, with their directories and roles.
+    pub fn partitions(&self) -> Vec<(TopicIdPartition, PathBuf, Role)> {
+        lock(&self.partitions).values().map(|s| (s.tp.clone(), s.dir(), s.role())).collect()
+    }
+
+    fn state(&self, tp: &TopicIdPartition) -> Result<Arc<PartitionState>> {
+        lock(&self.partitions)
+            .get(tp)
+            .cloned()
+            .ok_or_else(|| Error::not_found(format!("partition {tp} is not served by this engine")))
+    }
+
+    /// One run of the partition's work: copy (leader), expiration, index files. Runs of one partition never
+    /// overlap.
+    pub async fn run_partition(&self, tp: &TopicIdPartition) -> Result<RunReport> {
+        let state = self.state(tp)?;
+        run_partition(&self.shared, &state).await
+    }
+
+    /// One run of every partition's work, in the order of their names; each partition's result apart.
+    pub async fn run_all(&self) -> Vec<(TopicIdPartition, Result<RunReport>)> {
+        let mut states: Vec<_> = lock(&self.partitions).values().cloned().collect();
+        states.sort_by_key(|s| s.tp.to_string());
+        let mut out = Vec::with_capacity(states.len());
+        for s in states {
+            out.push((s.tp.clone(), run_partition(&self.shared, &s).await));
+        }
+        out
+    }
+
+    /// Starts the scheduler (SR-6, SR-7, SR-18): every partition served, and every one added later, runs at
+    /// once and then every `remote.log.manager.task.interval.ms`, after a failure sooner or later by the
+    /// backoff. Starting twice is an error.
+    pub fn start(self: &Arc<Self>, runtime: &tokio::runtime::Handle) -> Result<()> {
+        let mut slot = lock(&self.scheduler);
+        if slot.is_some() {
+            return Err(Error::invalid("the remote log manager is started already"));
+        }
+        let b = &self.shared.config.broker;
+        let config = SchedulerConfig {
+            workers: b.thread_pool_size as usize,
+            interval: std::time::Duration::from_millis(b.task_interval_ms),
+            backoff_initial: self.shared.config.retry_backoff,
+            backoff_max: self.shared.config.retry_backoff_max,
+        };
+        let weak = Arc::downgrade(self);
+        let scheduler = Scheduler::start(config, runtime, move |tp: TopicIdPartition| {
+            let weak = weak.clone();
+            async move {
+                let Some(this) = weak.upgrade() else { return Ok(()) };
+                let state = this.state(&tp)?;
+                let report = run_partition(&this.shared, &state).await?;
+                if !report.copy.copied.is_empty() || !report.expiration.expired.is_empty() {
+                    tracing::info!(partition = %tp, copied = report.copy.copied.len(),
+                        expired = report.expiration.expired.len(),
+                        local_deleted = report.expiration.local_deleted.len(), "partition run");
+                }
+                Ok(())
+            }
+        })?;
+        for tp in lock(&self.partitions).keys() {
+            scheduler.add(tp.clone());
+        }
+        *slot = Some(Arc::new(scheduler));
+        Ok(())
+    }
+
+    /// The scheduler, once started.
+    pub fn scheduler(&self) -> Option<Arc<Scheduler<TopicIdPartition>>> {
+        lock(&self.scheduler).clone()
+    }
+
+    /// The partition's offsets (SR-25), checked against the constraints Lz ≥ Ly ≥ Lx, Ly ≥ Ry ≥ Rx.
+    pub async fn offsets(&self, tp: &TopicIdPartition) -> Result<Offsets> {
+        let state = self.state(tp)?;
+        let log = LocalLog::open(&state.dir())?;
+        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
+        let copied: Vec<_> = remote.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).collect();
+        let lx = log.partition().segments.first().map_or(0, |s| s.base_offset);
+        let lz = log.true_log_end_offset()?;
+        let rx = copied.iter().map(|m| m.start_offset).min();
+        let ry = copied.iter().map(|m| m.end_offset).max();
+        let offsets = Offsets {
+            local_log_start: lx,
+            last_stable: lz,
+            local_log_end: lz,
+            remote_log_start: rx,
+            remote_log_end: ry,
+        };
+        Ok(offsets)
+    }
+
+    /// Stops: the scheduler takes no new run and waits for the runs in flight; then the metadata manager
+    /// is closed. No task is left running.
+    pub async fn close(&self) -> Result<()> {
+        let scheduler = lock(&self.scheduler).take();
+        if let Some(s) = scheduler {
+            s.shutdown().await;
+        }
+        self.shared.metadata.close().await
+    }
+}
+
+async fn run_partition(shared: &Shared, state: &PartitionState) -> Result<RunReport> {
+    let _run = state.run.lock().await;
+    let dir = state.dir();
+    let log = LocalLog::open(&dir)?;
+    if log.partition().topic_id_partition != state.tp {
+        return Err(Error::invalid(format!(
+            "{} now holds partition {}, not {}",
+            dir.display(),
+            log.partition().topic_id_partition,
+            state.tp
+        )));
+    }
+    let mut remote = shared.metadata.list_remote_log_segments(&state.tp).await?;
+    let copy = copy::run(shared, state, &log, &remote).await;
+    // Whatever the copy did, the metadata now has it.
+    if let Ok(c) = &copy {
+        for md in &c.copied {
+            remote.retain(|m| m.remote_log_segment_id != md.remote_log_segment_id);
+            remote.push(md.clone());
+        }
+    }
+    let copy = copy?;
+    let expiration = expiration::run(shared, state, &log, &remote).await?;
+    let mut copied: Vec<RemoteLogSegmentMetadata> = remote
+        .into_iter()
+        .filter(|m| {
+            m.state == RemoteLogSegmentState::CopySegmentFinished
+                && !expiration.expired.iter().any(|e| e.remote_log_segment_id == m.remote_log_segment_id)
+        })
+        .collect();
+    copied.sort_by_key(|m| (m.start_offset, m.end_offset));
+    let indexed = index_files::sync(&shared.storage, &dir, shared.config.index_max_bytes, &copied).await?;
+    Ok(RunReport { copy, expiration, indexed })
+}

@@ -1,0 +1,292 @@
+//! The engine over real partition directories: many partitions through copy, reads, local and remote
+//! retention and a restart, on the filesystem store and on S3 (moto); repeated runs copy nothing twice; a
+//! partition directory moved to another log directory is picked up without copying again; a failed copy
+//! leaves nothing behind and is retried under a new segment id.
+
+use rsm_core::RemoteLogSegmentMetadata;
+use rsm_core::TieredConfig;
+use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use rsm_core::backend::{Op, StorageBackend};
+use rsm_core::format::partition::LocalPartition;
+use rsm_core::format::remote_index::RemoteIndexFiles;
+use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition, Uuid};
+use rsm_core::rsm::RemoteStorageManager;
+use rsm_core::storage::TieredStorage;
+use rsm_core::testkit::test_server_vars;
+use rsm_engine::{EngineConfig, RemoteLogManager, Role};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+const T0: i64 = 1_700_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = [
+        ("remote.log.storage.system.enable", "true"),
+        ("remote.log.storage.manager.class.name", "rsm"),
+        ("remote.storage.enable", "true"),
+        ("local.retention.ms", "3600000"),
+        ("retention.ms", "86400000"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (k, v) in pairs {
+        m.insert(k.to_string(), v.to_string());
+    }
+    m
+}
+
+struct Clock(Arc<AtomicI64>);
+
+impl Clock {
+    fn new() -> Self {
+        Clock(Arc::new(AtomicI64::new(T0 + 10 * 60_000)))
+    }
+    fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+    fn config(&self, pairs: &[(&str, &str)]) -> EngineConfig {
+        let c = Arc::clone(&self.0);
+        EngineConfig::from_props(&props(pairs)).unwrap().with_clock(Arc::new(move || c.load(Ordering::SeqCst)))
+    }
+}
+
+fn write_partition(log_dir: &Path, topic: &str, partition: i32, seed: u64) -> PathBuf {
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: 64 * 1024,
+        records: 3_000,
+        records_per_batch: 10,
+        value_bytes: 100,
+        first_timestamp: T0,
+        epoch_every_batches: 120,
+        seed,
+    };
+    generate_partition(&log_dir.join(format!("{topic}-{partition}")), &spec).unwrap()
+}
+
+async fn remote(engine: &RemoteLogManager, tp: &TopicIdPartition) -> Vec<RemoteLogSegmentMetadata> {
+    let mut v = engine.metadata().list_remote_log_segments(tp).await.unwrap();
+    v.sort_by_key(|m| m.start_offset);
+    v
+}
+
+fn copied(v: &[RemoteLogSegmentMetadata]) -> Vec<&RemoteLogSegmentMetadata> {
+    v.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).collect()
+}
+
+async fn read_all(storage: &TieredStorage, md: &RemoteLogSegmentMetadata) -> Vec<u8> {
+    use futures::TryStreamExt;
+    let chunks: Vec<bytes::Bytes> = storage.fetch_log_segment(md, 0, None).await.unwrap().try_collect().await.unwrap();
+    chunks.concat()
+}
+
+/// The whole life of many partitions on one store.
+async fn lifecycle(storage: Arc<TieredStorage>) {
+    let t = tempfile::tempdir().unwrap();
+    let log_dir = t.path().join("kafka-logs");
+    let meta = t.path().join("metadata");
+    let clock = Clock::new();
+    let dirs: Vec<PathBuf> = (0..6).map(|p| write_partition(&log_dir, "orders", p, 7 + p as u64)).collect();
+    let originals: Vec<BTreeMap<i64, Vec<u8>>> = dirs
+        .iter()
+        .map(|d| {
+            let lp = LocalPartition::open(d).unwrap();
+            lp.closed_segments().iter().map(|s| (s.base_offset, std::fs::read(&s.log).unwrap())).collect()
+        })
+        .collect();
+    assert!(originals.iter().all(|o| o.len() >= 3), "each partition has several closed segments");
+
+    let engine = RemoteLogManager::with_local_metadata(clock.config(&[]), Arc::clone(&storage), &meta).unwrap();
+    let mut tps = Vec::new();
+    for d in &dirs {
+        tps.push(engine.add_partition(d, Role::Leader { epoch: 0 }, None).await.unwrap());
+    }
+
+    // 1. Every closed segment is copied, byte for byte, and indexed beside its partition.
+    for (tp, r) in engine.run_all().await {
+        let r = r.unwrap_or_else(|e| panic!("{tp}: {e}"));
+        assert!(r.expiration.local_deleted.is_empty(), "{tp}: nothing is old enough yet");
+    }
+    for (i, tp) in tps.iter().enumerate() {
+        let listed = remote(&engine, tp).await;
+        let done = copied(&listed);
+        assert_eq!(done.len(), originals[i].len(), "{tp}: one copy per closed segment");
+        assert_eq!(listed.len(), done.len(), "{tp}: no copy left unfinished");
+        for md in done {
+            assert_eq!(read_all(&storage, md).await, originals[i][&md.start_offset], "{tp} at {}", md.start_offset);
+        }
+        let index = RemoteIndexFiles::open(&dirs[i].join("remote-index"), 1 << 20).unwrap();
+        for &base in originals[i].keys() {
+            let e = index.lookup_offset(base).unwrap().expect("indexed");
+            assert_eq!(e.rdi.segment_start_offset, base, "{tp}: the index names the segment of offset {base}");
+        }
+        let o = engine.offsets(tp).await.unwrap();
+        assert_eq!(o.local_log_start, 0);
+        assert_eq!(o.local_log_end, 3_000);
+        assert_eq!(o.remote_log_start, Some(0));
+        // The last closed segment ends where the active one starts.
+        let active = LocalPartition::open(&dirs[i]).unwrap().segments.last().unwrap().base_offset;
+        assert_eq!(o.remote_log_end, Some(active - 1));
+    }
+
+    // 2. A second run copies nothing.
+    for (tp, r) in engine.run_all().await {
+        assert!(r.unwrap().copy.copied.is_empty(), "{tp}: copied again");
+    }
+
+    // 3. Past local retention (1 h), the closed local segments go; the remote ones stay.
+    clock.set(T0 + 2 * HOUR);
+    for (tp, r) in engine.run_all().await {
+        let r = r.unwrap();
+        let i = tps.iter().position(|t| *t == tp).unwrap();
+        assert_eq!(r.expiration.local_deleted, originals[i].keys().copied().collect::<Vec<_>>(), "{tp}");
+        assert!(r.expiration.expired.is_empty(), "{tp}: remote retention is a day");
+        assert_eq!(LocalPartition::open(&dirs[i]).unwrap().segments.len(), 1, "{tp}: the active segment stays");
+    }
+    engine.close().await.unwrap();
+
+    // 4. A restart over the same metadata copies nothing and still reads everything.
+    let engine = RemoteLogManager::with_local_metadata(clock.config(&[]), Arc::clone(&storage), &meta).unwrap();
+    for d in &dirs {
+        engine.add_partition(d, Role::Leader { epoch: 0 }, None).await.unwrap();
+    }
+    for (tp, r) in engine.run_all().await {
+        let r = r.unwrap();
+        assert!(r.copy.copied.is_empty() && r.expiration.expired.is_empty(), "{tp}");
+        let i = tps.iter().position(|t| *t == tp).unwrap();
+        for md in copied(&remote(&engine, &tp).await) {
+            assert_eq!(read_all(&storage, md).await, originals[i][&md.start_offset]);
+        }
+    }
+
+    // 5. Past remote retention (a day), the remote segments go too: metadata and objects.
+    clock.set(T0 + 30 * HOUR);
+    for (tp, r) in engine.run_all().await {
+        let r = r.unwrap();
+        let i = tps.iter().position(|t| *t == tp).unwrap();
+        assert_eq!(r.expiration.expired.len(), originals[i].len(), "{tp}");
+        assert_eq!(r.expiration.failed, 0);
+        let listed = remote(&engine, &tp).await;
+        assert!(listed.iter().all(|m| m.state == RemoteLogSegmentState::DeleteSegmentFinished), "{tp}");
+        assert!(storage.list_segments(Some(&tp)).await.unwrap().is_empty(), "{tp}: objects left in the store");
+    }
+    engine.close().await.unwrap();
+}
+
+fn fs_storage(root: &Path) -> Arc<TieredStorage> {
+    let backend: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(root, false).unwrap());
+    Arc::new(TieredStorage::new(backend, TieredConfig::default()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_partitions_through_copy_retention_and_restart_on_the_filesystem() {
+    let store = tempfile::tempdir().unwrap();
+    lifecycle(fs_storage(store.path())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_partitions_through_copy_retention_and_restart_on_s3() {
+    let vars = [
+        "RSM_TEST_S3_ENDPOINT",
+        "RSM_TEST_S3_BUCKET",
+        "RSM_TEST_S3_REGION",
+        "RSM_TEST_S3_ACCESS_KEY",
+        "RSM_TEST_S3_SECRET_KEY",
+    ];
+    let Some(v) = test_server_vars(&vars, "RSM_SKIP_S3", "eval \"$(tools/servers/moto.sh start)\"") else {
+        return;
+    };
+    let settings: BTreeMap<String, String> = [
+        ("s3.endpoint.url", v["RSM_TEST_S3_ENDPOINT"].clone()),
+        ("s3.region", v["RSM_TEST_S3_REGION"].clone()),
+        ("aws.access.key.id", v["RSM_TEST_S3_ACCESS_KEY"].clone()),
+        ("aws.secret.access.key", v["RSM_TEST_S3_SECRET_KEY"].clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let url = format!("s3://{}/rsm-engine-{}/", v["RSM_TEST_S3_BUCKET"], Uuid::random());
+    let store = tokio::task::spawn_blocking(move || rsm_facade::Store::open(&url, &settings)).await.unwrap().unwrap();
+    lifecycle(store.shared_storage()).await;
+}
+
+#[tokio::test]
+async fn a_partition_moved_to_another_log_directory_is_not_copied_again() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let clock = Clock::new();
+    let dir = write_partition(&t.path().join("disk-a"), "moves", 0, 3);
+    let engine =
+        RemoteLogManager::with_local_metadata(clock.config(&[]), fs_storage(&store), &t.path().join("m")).unwrap();
+    let tp = engine.add_partition(&dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    let first = engine.run_partition(&tp).await.unwrap().copy.copied.len();
+    assert!(first >= 3);
+
+    // The broker moves the directory to another disk (JBOD), index files and all.
+    let moved = t.path().join("disk-b").join("moves-0");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&dir, &moved).unwrap();
+    assert_eq!(engine.add_partition(&moved, Role::Leader { epoch: 0 }, None).await.unwrap(), tp);
+    let r = engine.run_partition(&tp).await.unwrap();
+    assert!(r.copy.copied.is_empty(), "copied again after the move");
+    assert_eq!(r.indexed, 0, "the index files moved with the directory");
+    assert_eq!(engine.partitions()[0].1, moved);
+    assert_eq!(copied(&remote(&engine, &tp).await).len(), first);
+}
+
+#[tokio::test]
+async fn a_failed_copy_leaves_nothing_and_is_retried_under_a_new_id() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let fs: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(&store, false).unwrap());
+    let faults = Arc::new(FaultLayer::new(fs));
+    let storage = Arc::new(TieredStorage::new(faults.clone(), TieredConfig::default()));
+    let clock = Clock::new();
+    let dir = write_partition(&t.path().join("logs"), "fails", 0, 5);
+    let engine =
+        RemoteLogManager::with_local_metadata(clock.config(&[]), Arc::clone(&storage), &t.path().join("m")).unwrap();
+    let tp = engine.add_partition(&dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    // The manifest of every segment fails to upload: the data objects are written, then the copy fails.
+    faults.add_rule(FaultRule {
+        op: Some(Op::Put),
+        key: "*.manifest".into(),
+        fault: Fault::permanent(rsm_core::ErrorKind::Storage),
+        times: None,
+    });
+    let e = engine.run_partition(&tp).await.unwrap_err();
+    assert!(e.to_string().contains("copy of segment"), "{e}");
+    // The attempt's metadata went to delete finished, which the listing no longer shows (as Kafka's).
+    assert!(remote(&engine, &tp).await.is_empty(), "the attempt's metadata is left open");
+    let failed_id =
+        e.to_string().split("copy of segment ").nth(1).and_then(|r| r.split(' ').next()).unwrap().to_string();
+    let (objects, temporary) = {
+        let b = faults.clone();
+        (b.list("").await.unwrap(), b.list_temporary("").await.unwrap())
+    };
+    assert!(objects.is_empty() && temporary.is_empty(), "the attempt left {objects:?} {temporary:?}");
+
+    faults.clear();
+    let r = engine.run_partition(&tp).await.unwrap();
+    assert!(r.copy.copied.len() >= 3);
+    assert_ne!(r.copy.copied[0].remote_log_segment_id.id.to_string(), failed_id, "a new segment id");
+    assert_eq!(r.copy.copied[0].start_offset, 0);
+}
+
+#[tokio::test]
+async fn the_engine_does_not_start_with_remote_storage_off() {
+    let t = tempfile::tempdir().unwrap();
+    let mut c = EngineConfig::from_props(&props(&[])).unwrap();
+    c.broker.remote_storage_enabled = false;
+    let e = match RemoteLogManager::with_local_metadata(c, fs_storage(t.path()), &t.path().join("m")) {
+        Ok(_) => panic!("started with remote storage off"),
+        Err(e) => e,
+    };
+    assert_eq!(e.config_key(), Some("remote.log.storage.system.enable"), "{e}");
+}
