@@ -5,6 +5,7 @@
 //! quietly with success rather than a panic; errors go to stderr, one line, and exit 1.
 
 mod audit;
+mod tier;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,6 +17,7 @@ use rsm_core::format::partition::{LocalPartition, LocalSegment};
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::storage::ListedSegment;
 use rsm_core::{Error, IndexType, RemoteLogSegmentMetadata, Result, TopicIdPartition, Uuid};
+use rsm_engine::Totals;
 use rsm_facade::Store;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -192,6 +194,54 @@ enum Command {
         /// One JSON document instead of the table.
         #[arg(long)]
         json: bool,
+    },
+    /// Run the tiering engine over partition directories: copy the segments that are due, apply remote
+    /// and local retention, keep the partition index files. Once, or with --watch until stopped. Runs
+    /// again copy nothing twice; a stop at any moment (kill -9 included) loses nothing.
+    Tier {
+        /// Partition directories (`topic-partition`).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        engine: tier::EngineArgs,
+        /// Keep running: each partition again every remote.log.manager.task.interval.ms (default 30 s),
+        /// following new segments, until the process is stopped.
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Print each partition's offsets: Lx (local log start), Ly (last stable), Lz (local log end),
+    /// Rx and Ry (remote log start and end, `-` when nothing is remote).
+    Offsets {
+        /// Partition directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        engine: tier::EngineArgs,
+    },
+    /// Apply remote and local retention to partition directories now, without copying.
+    Expire {
+        /// Partition directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        engine: tier::EngineArgs,
+    },
+    /// The deletions that failed and wait for a retry (SR-35): list them, or retry them now.
+    FailedDeletions {
+        /// `list` or `retry`.
+        #[arg(value_parser = ["list", "retry"])]
+        action: String,
+        #[command(flatten)]
+        engine: tier::EngineArgs,
+    },
+    /// Delete one remote segment through the engine: its metadata to delete started, its objects, its
+    /// metadata to delete finished.
+    Delete {
+        /// The segment id, as `ls` prints it.
+        #[arg(long, allow_hyphen_values = true)]
+        segment: String,
+        #[command(flatten)]
+        engine: tier::EngineArgs,
     },
     /// Print every record of a cluster's remote log metadata topic, one line each, as Kafka decodes it.
     Metadata {
@@ -923,6 +973,101 @@ fn run(cli: Cli) -> Result<()> {
             fetch(&store.open()?, &segment, offset, timestamp, position, bytes, index, output.as_deref())
         }
         Command::Verify { store, dir } => verify(&mut o, &store.open()?, dir.as_deref()),
+        Command::Tier { dirs, engine, watch } => tier_command(&mut o, &dirs, &engine, watch),
+        Command::Offsets { dirs, engine } => {
+            let e = engine.open()?;
+            let rt = rsm_facade::runtime();
+            let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+            out!(o, "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}", "partition", "Lx", "Ly", "Lz", "Rx", "Ry");
+            for tp in e.add(&dirs)? {
+                let x = rt.block_on(e.manager.offsets(&tp))?;
+                out!(
+                    o,
+                    "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}",
+                    tp.topic_partition.to_string(),
+                    x.local_log_start,
+                    x.last_stable,
+                    x.local_log_end,
+                    opt(x.remote_log_start),
+                    opt(x.remote_log_end)
+                );
+            }
+            e.close()
+        }
+        Command::Expire { dirs, engine } => {
+            let e = engine.open()?;
+            let rt = rsm_facade::runtime();
+            for (tp, dir) in e.add(&dirs)?.iter().zip(&dirs) {
+                let x = rt.block_on(e.manager.expire_partition(tp))?;
+                out!(
+                    o,
+                    "{tp} ({}): expired {} remote, deleted {} local, retried {} deletions, removed {} unfinished copies, {} failed deletions",
+                    dir.display(),
+                    x.expired.len(),
+                    x.local_deleted.len(),
+                    x.retried.len(),
+                    x.abandoned_copies.len(),
+                    x.failed
+                );
+            }
+            e.close()
+        }
+        Command::FailedDeletions { action, engine } => {
+            let e = engine.open()?;
+            let rt = rsm_facade::runtime();
+            let mut failed = 0;
+            if action == "list" {
+                let list = rt.block_on(e.manager.failed_deletions().list())?;
+                for md in &list {
+                    out!(
+                        o,
+                        "{} {} offsets {}..={}",
+                        md.remote_log_segment_id.topic_id_partition,
+                        md.remote_log_segment_id.id,
+                        md.start_offset,
+                        md.end_offset
+                    );
+                }
+                out!(o, "{} failed deletions", list.len());
+            } else {
+                let results = rt.block_on(e.manager.retry_failed_deletions())?;
+                for (md, r) in &results {
+                    match r {
+                        Ok(()) => out!(
+                            o,
+                            "deleted {} {}",
+                            md.remote_log_segment_id.topic_id_partition,
+                            md.remote_log_segment_id.id
+                        ),
+                        Err(err) => {
+                            failed += 1;
+                            out!(
+                                o,
+                                "FAILED {} {}: {}",
+                                md.remote_log_segment_id.topic_id_partition,
+                                md.remote_log_segment_id.id,
+                                err.full_message()
+                            )
+                        }
+                    }
+                }
+                out!(o, "{} retried, {} deleted, {failed} failed again", results.len(), results.len() - failed);
+            }
+            e.close()?;
+            match failed {
+                0 => Ok(()),
+                n => Err(Error::retriable(format!("{n} deletions failed again"), "see above")),
+            }
+        }
+        Command::Delete { segment, engine } => {
+            let e = engine.open()?;
+            let id = tier::parse_segment_id(&segment)?;
+            let manifest = e.store().find_segment(&id)?;
+            let tp = manifest.metadata.remote_log_segment_id.topic_id_partition.clone();
+            let md = rsm_facade::runtime().block_on(e.manager.delete_segment(&tp, &id))?;
+            out!(o, "deleted segment {} of {tp} (offsets {}..={})", id, md.start_offset, md.end_offset);
+            e.close()
+        }
         Command::Metadata { bootstrap_server, metadata_topic } => {
             let records = audit::kafka_records(&bootstrap_server, &metadata_topic)?;
             for r in &records {
@@ -958,6 +1103,72 @@ fn run(cli: Cli) -> Result<()> {
             let opts = audit::AuditOptions { topic, quick, min_age, delete_orphans };
             audit_report(&mut o, &audit::audit(&store.open()?, &segments, &opts)?, json)
         }
+    }
+}
+
+/// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
+fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: bool) -> Result<()> {
+    let e = args.open()?;
+    let tps = e.add(dirs)?;
+    let rt = rsm_facade::runtime();
+    out!(o, "tiering {} partitions to {} (metadata in {})", tps.len(), args.store, e.metadata_dir.display());
+    if !watch {
+        let mut failures = 0;
+        let results = rt.block_on(e.manager.run_all());
+        for (tp, r) in &results {
+            let dir =
+                e.manager.partitions().into_iter().find(|(t, _, _)| t == tp).map(|(_, d, _)| d).unwrap_or_default();
+            match r {
+                Ok(r) => out!(o, "{}", tier::summary(tp, &dir, r)),
+                Err(err) => {
+                    failures += 1;
+                    out!(o, "{tp} ({}): FAILED: {}", dir.display(), err.full_message());
+                }
+            }
+        }
+        let t = e.manager.totals();
+        out!(
+            o,
+            "total: copied {} segments ({}), deleted {} remote and {} local, {failures} partitions failed",
+            t.iter().map(|(_, t)| t.copied).sum::<u64>(),
+            human(t.iter().map(|(_, t)| t.copied_bytes).sum()),
+            t.iter().map(|(_, t)| t.remote_deleted).sum::<u64>(),
+            t.iter().map(|(_, t)| t.local_deleted).sum::<u64>(),
+        );
+        e.close()?;
+        return match failures {
+            0 => Ok(()),
+            n => Err(Error::retriable(
+                format!("{n} of {} partitions failed (a rerun retries them)", results.len()),
+                "see above",
+            )),
+        };
+    }
+    e.manager.start(rt.handle())?;
+    let mut last: Vec<(TopicIdPartition, Totals)> = Vec::new();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let now = e.manager.totals();
+        for (tp, t) in &now {
+            let before = last.iter().find(|(p, _)| p == tp).map(|(_, t)| t.clone()).unwrap_or_default();
+            // A line when a run changed something (or failed), not for every quiet run.
+            let quiet = Totals { runs: before.runs, failed_runs: before.failed_runs, ..t.clone() } == before;
+            if t.runs != before.runs && !quiet {
+                match &t.last_error {
+                    Some(err) => out!(o, "{tp}: run {} FAILED: {err}", t.runs),
+                    None => out!(
+                        o,
+                        "{tp}: run {}: copied {} segments in all ({}), deleted {} remote and {} local",
+                        t.runs,
+                        t.copied,
+                        human(t.copied_bytes),
+                        t.remote_deleted,
+                        t.local_deleted
+                    ),
+                }
+            }
+        }
+        last = now;
     }
 }
 

@@ -18,6 +18,25 @@ pub const RETRY_BACKOFF_MS: &str = "remote.log.manager.task.retry.backoff.ms";
 /// `remote.log.manager.task.retry.backoff.max.ms`: the longest wait after failed runs (default 30000).
 pub const RETRY_BACKOFF_MAX_MS: &str = "remote.log.manager.task.retry.backoff.max.ms";
 
+/// Whether `key` is one of the engine's settings (a broker tiering key, a topic key, an engine key) rather
+/// than a store's: a host that reads one properties file splits it by this.
+pub fn is_engine_key(key: &str) -> bool {
+    use rsm_tiering::settings::keys as k;
+    const TOPIC: [&str; 10] = [
+        k::REMOTE_STORAGE_ENABLE,
+        k::CLEANUP_POLICY,
+        k::RETENTION_MS,
+        k::RETENTION_BYTES,
+        k::LOCAL_RETENTION_MS,
+        k::LOCAL_RETENTION_BYTES,
+        k::REMOTE_LOG_RETENTION_MINUTES,
+        k::REMOTE_LOG_RETENTION_BYTES,
+        k::REMOTE_COPY_LAG_MS,
+        k::REMOTE_COPY_LAG_BYTES,
+    ];
+    key.starts_with("remote.log.") || key.starts_with("log.") || key.starts_with("rsm.engine.") || TOPIC.contains(&key)
+}
+
 /// Where "now" comes from: ms since the epoch. Tests pass a clock they move.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
@@ -128,6 +147,22 @@ mod tests {
         assert_eq!(c.broker_id, 7);
         assert_eq!(c.retry_backoff, Duration::from_millis(10));
         assert_eq!(c.retry_backoff_max, Duration::from_millis(30_000));
+    }
+
+    #[test]
+    fn engine_keys_are_told_from_store_keys() {
+        for k in [
+            "retention.ms",
+            "local.retention.bytes",
+            "log.retention.hours",
+            "remote.log.manager.thread.pool.size",
+            BROKER_ID,
+        ] {
+            assert!(is_engine_key(k), "{k}");
+        }
+        for k in ["chunk.size", "s3.region", "fetch.cache.bytes", "retention", "key.prefix"] {
+            assert!(!is_engine_key(k), "{k}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::scheduler::{Scheduler, SchedulerConfig};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::{Error, Result};
 use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition};
+use rsm_core::rsm::RemoteStorageManager;
 use rsm_core::storage::TieredStorage;
 use rsm_metadata::RemoteLogMetadataManager;
 use rsm_metadata::failed_deletions::{FailedDeletions, LocalFailedDeletions};
@@ -48,6 +49,7 @@ pub(crate) struct PartitionState {
     role: Mutex<Role>,
     /// One run of the partition's work at a time (the scheduler's, `run_partition`'s, a move's).
     run: tokio::sync::Mutex<()>,
+    totals: Mutex<Totals>,
 }
 
 impl PartitionState {
@@ -69,6 +71,25 @@ pub struct RunReport {
     pub expiration: ExpirationOutcome,
     /// Segments appended to the partition's index files.
     pub indexed: usize,
+}
+
+/// What the runs of a partition did since it was added.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Runs, successful or not.
+    pub runs: u64,
+    /// Runs that failed.
+    pub failed_runs: u64,
+    /// Segments copied.
+    pub copied: u64,
+    /// Bytes of the segments copied.
+    pub copied_bytes: u64,
+    /// Remote segments deleted.
+    pub remote_deleted: u64,
+    /// Local segments deleted.
+    pub local_deleted: u64,
+    /// The last run's error, if it failed.
+    pub last_error: Option<String>,
 }
 
 /// The offsets of a partition (SR-25): Lx, Ly, Lz, Rx, Ry.
@@ -188,6 +209,7 @@ impl RemoteLogManager {
                     dir: Mutex::new(dir.to_path_buf()),
                     role: Mutex::new(role),
                     run: tokio::sync::Mutex::new(()),
+                    totals: Mutex::new(Totals::default()),
                 });
                 lock(&self.partitions).insert(tp.clone(), state);
             }
@@ -227,6 +249,13 @@ impl RemoteLogManager {
         lock(&self.partitions).values().map(|s| (s.tp.clone(), s.dir(), s.role())).collect()
     }
 
+    /// What the runs of each partition did since it was added.
+    pub fn totals(&self) -> Vec<(TopicIdPartition, Totals)> {
+        let mut v: Vec<_> = lock(&self.partitions).values().map(|s| (s.tp.clone(), lock(&s.totals).clone())).collect();
+        v.sort_by_key(|(tp, _)| tp.to_string());
+        v
+    }
+
     fn state(&self, tp: &TopicIdPartition) -> Result<Arc<PartitionState>> {
         lock(&self.partitions)
             .get(tp)
@@ -250,6 +279,67 @@ impl RemoteLogManager {
             out.push((s.tp.clone(), run_partition(&self.shared, &s).await));
         }
         out
+    }
+
+    /// One run of the partition's expiration only (remote and local retention, unfinished deletions and
+    /// copies), without copying.
+    pub async fn expire_partition(&self, tp: &TopicIdPartition) -> Result<ExpirationOutcome> {
+        let state = self.state(tp)?;
+        let _run = state.run.lock().await;
+        let log = LocalLog::open(&state.dir())?;
+        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
+        expiration::run(&self.shared, &state, &log, &remote).await
+    }
+
+    /// Deletes one remote segment of a partition this engine leads: metadata to delete started, the data
+    /// through the storage manager, metadata to delete finished. Returns the segment as it was.
+    ///
+    /// A partition not served here is taken as led by this host for the deletion.
+    pub async fn delete_segment(&self, tp: &TopicIdPartition, id: &rsm_core::Uuid) -> Result<RemoteLogSegmentMetadata> {
+        let state = lock(&self.partitions).get(tp).cloned();
+        let _run = match &state {
+            Some(state) if !matches!(state.role(), Role::Leader { .. }) => {
+                return Err(Error::invalid(format!("partition {tp} is a follower here: only its leader deletes")));
+            }
+            Some(state) => Some(state.run.lock().await),
+            None => {
+                self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
+                None
+            }
+        };
+        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
+        let md = remote
+            .into_iter()
+            .find(|m| m.remote_log_segment_id.id == *id)
+            .ok_or_else(|| Error::not_found(format!("segment {id} of partition {tp} in the metadata")))?;
+        expiration::delete_remote(&self.shared, &md).await?;
+        if let Err(e) = self.shared.failed.drain(&md.remote_log_segment_id).await {
+            tracing::warn!(partition = %tp, error = %e, "could not drain a finished deletion");
+        }
+        Ok(md)
+    }
+
+    /// Retries every deletion in the failed-deletions log (SR-35), whatever partition it is of: each is
+    /// deleted again through the storage manager, its metadata moved to delete finished, and drained.
+    /// Returns the segments retried with each one's outcome.
+    pub async fn retry_failed_deletions(&self) -> Result<Vec<(RemoteLogSegmentMetadata, Result<()>)>> {
+        let mut out = Vec::new();
+        for md in self.shared.failed.list().await? {
+            let tp = md.remote_log_segment_id.topic_id_partition.clone();
+            let result = async {
+                self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await?;
+                let current = self.shared.metadata.list_remote_log_segments(&tp).await?;
+                match current.into_iter().find(|m| m.remote_log_segment_id == md.remote_log_segment_id) {
+                    // Already finished (no longer listed): only the store's copy may be left.
+                    None => self.shared.storage.delete_log_segment_data(&md).await,
+                    Some(m) => expiration::delete_remote(&self.shared, &m).await,
+                }?;
+                self.shared.failed.drain(&md.remote_log_segment_id).await
+            }
+            .await;
+            out.push((md, result));
+        }
+        Ok(out)
     }
 
     /// Starts the scheduler (SR-6, SR-7, SR-18): every partition served, and every one added later, runs at
@@ -327,6 +417,26 @@ impl RemoteLogManager {
 
 async fn run_partition(shared: &Shared, state: &PartitionState) -> Result<RunReport> {
     let _run = state.run.lock().await;
+    let result = run_locked(shared, state).await;
+    let mut t = lock(&state.totals);
+    t.runs += 1;
+    match &result {
+        Ok(r) => {
+            t.copied += r.copy.copied.len() as u64;
+            t.copied_bytes += r.copy.copied.iter().map(|m| m.segment_size_in_bytes.max(0) as u64).sum::<u64>();
+            t.remote_deleted += (r.expiration.expired.len() + r.expiration.retried.len()) as u64;
+            t.local_deleted += r.expiration.local_deleted.len() as u64;
+            t.last_error = None;
+        }
+        Err(e) => {
+            t.failed_runs += 1;
+            t.last_error = Some(e.full_message());
+        }
+    }
+    result
+}
+
+async fn run_locked(shared: &Shared, state: &PartitionState) -> Result<RunReport> {
     let dir = state.dir();
     let log = LocalLog::open(&dir)?;
     if log.partition().topic_id_partition != state.tp {
