@@ -13,6 +13,10 @@ pub const BROKER_ID: &str = "rsm.engine.broker.id";
 /// `rsm.engine.remote.index.max.bytes`: a new set of SR-32 partition index files starts when its
 /// remoteLogIndex file would pass this size (default 64 MiB).
 pub const INDEX_MAX_BYTES: &str = "rsm.engine.remote.index.max.bytes";
+/// `rsm.engine.remote.timeout.ms`: the longest one copy or deletion of a segment may take in the store
+/// before it is given up as a transient failure (default 600000, ten minutes), so a hanging store holds a
+/// partition's task no longer than this and never a worker for good (SR-36).
+pub const REMOTE_TIMEOUT_MS: &str = "rsm.engine.remote.timeout.ms";
 /// `remote.log.manager.task.retry.backoff.ms`: the first wait after a failed run (Kafka's key; default 500).
 pub const RETRY_BACKOFF_MS: &str = "remote.log.manager.task.retry.backoff.ms";
 /// `remote.log.manager.task.retry.backoff.max.ms`: the longest wait after failed runs (default 30000).
@@ -35,6 +39,22 @@ pub fn is_engine_key(key: &str) -> bool {
         k::REMOTE_COPY_LAG_BYTES,
     ];
     key.starts_with("remote.log.") || key.starts_with("log.") || key.starts_with("rsm.engine.") || TOPIC.contains(&key)
+}
+
+/// Runs one store operation of the engine under [`EngineConfig::remote_timeout`]: past it, a transient
+/// storage error naming what timed out.
+pub(crate) async fn within<T>(
+    config: &EngineConfig,
+    what: impl FnOnce() -> String,
+    f: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(config.remote_timeout, f).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::retriable(
+            format!("{} took longer than {REMOTE_TIMEOUT_MS} ({} ms)", what(), config.remote_timeout.as_millis()),
+            "timed out",
+        )),
+    }
 }
 
 /// Where "now" comes from: ms since the epoch. Tests pass a clock they move.
@@ -61,6 +81,8 @@ pub struct EngineConfig {
     pub retry_backoff: Duration,
     /// The longest wait after failed runs.
     pub retry_backoff_max: Duration,
+    /// The longest one copy or deletion of a segment may take in the store.
+    pub remote_timeout: Duration,
     /// Now, in ms since the epoch.
     pub clock: Clock,
 }
@@ -74,6 +96,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("index_max_bytes", &self.index_max_bytes)
             .field("retry_backoff", &self.retry_backoff)
             .field("retry_backoff_max", &self.retry_backoff_max)
+            .field("remote_timeout", &self.remote_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -90,6 +113,7 @@ impl EngineConfig {
         let index_max_bytes = r.int_in(INDEX_MAX_BYTES, 64u64 << 20, 4096..=(1u64 << 32))?;
         let backoff = r.int_in(RETRY_BACKOFF_MS, 500u64, 1..=86_400_000)?;
         let backoff_max = r.int_in(RETRY_BACKOFF_MAX_MS, 30_000u64, 1..=86_400_000)?;
+        let remote_timeout = r.int_in(REMOTE_TIMEOUT_MS, 600_000u64, 1..=86_400_000)?;
         r.finish()?;
         if backoff_max < backoff {
             return Err(Error::config(
@@ -106,6 +130,7 @@ impl EngineConfig {
             index_max_bytes,
             retry_backoff: Duration::from_millis(backoff),
             retry_backoff_max: Duration::from_millis(backoff_max),
+            remote_timeout: Duration::from_millis(remote_timeout),
             clock: system_clock(),
         })
     }

@@ -1,6 +1,7 @@
 //! The copy task (SR-16): a leader's eligible segments, oldest first, through the storage manager, with
 //! the metadata written before (copy started) and after (copy finished) each one.
 
+use crate::config::within;
 use crate::local_log::LocalLog;
 use crate::manager::{PartitionState, Role, Shared};
 use rsm_core::RemoteLogSegmentMetadata;
@@ -60,7 +61,9 @@ pub(crate) async fn run(
         let md = partition.segment_metadata(seg, config.broker_id, config.now_ms())?;
         let data = partition.segment_data(seg)?;
         shared.metadata.add_remote_log_segment_metadata(&md).await?;
-        let copied = shared.storage.copy_log_segment_data(&md, &data).await.and_then(|custom| {
+        let id = md.remote_log_segment_id.id;
+        let copy = shared.storage.copy_log_segment_data(&md, &data);
+        let copied = within(config, || format!("copy of segment {id}"), copy).await.and_then(|custom| {
             let max = config.broker.custom_metadata_max_bytes as usize;
             match custom {
                 Some(c) if c.0.len() > max => Err(Error::invalid(format!(

@@ -2,6 +2,7 @@
 //! metadata (delete started, then delete finished), deletions that failed retried, copies a crash or a
 //! failure left half done removed, and local segments deleted once they are safely remote.
 
+use crate::config::within;
 use crate::copy::highest_copied;
 use crate::local_log::LocalLog;
 use crate::manager::{PartitionState, Role, Shared};
@@ -42,7 +43,8 @@ pub(crate) async fn delete_remote(shared: &Shared, md: &RemoteLogSegmentMetadata
         );
         shared.metadata.update_remote_log_segment_metadata(&started).await?;
     }
-    shared.storage.delete_log_segment_data(md).await?;
+    let id = md.remote_log_segment_id.id;
+    within(c, || format!("deletion of segment {id}"), shared.storage.delete_log_segment_data(md)).await?;
     let finished =
         RemoteLogSegmentMetadataUpdate::of(md, RemoteLogSegmentState::DeleteSegmentFinished, c.now_ms(), c.broker_id);
     shared.metadata.update_remote_log_segment_metadata(&finished).await

@@ -466,6 +466,7 @@ async fn run_locked(shared: &Shared, state: &PartitionState) -> Result<RunReport
         })
         .collect();
     copied.sort_by_key(|m| (m.start_offset, m.end_offset));
-    let indexed = index_files::sync(&shared.storage, &dir, shared.config.index_max_bytes, &copied).await?;
+    let sync = index_files::sync(&shared.storage, &dir, shared.config.index_max_bytes, &copied);
+    let indexed = crate::config::within(&shared.config, || format!("index files of {}", state.tp), sync).await?;
     Ok(RunReport { copy, expiration, indexed })
 }

@@ -1,0 +1,61 @@
+//! Isolation from the store (SR-36): with the store hanging, a partition's copy gives up after the remote
+//! timeout with a transient error and deletes nothing local; a partition whose work needs no store goes on;
+//! when the store returns, the copies resume.
+
+use rsm_core::TieredConfig;
+use rsm_core::backend::StorageBackend;
+use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use rsm_core::format::partition::LocalPartition;
+use rsm_core::storage::TieredStorage;
+use rsm_engine::{RemoteLogManager, Role};
+use std::sync::Arc;
+
+mod common;
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_store_holds_no_partition_for_good_and_loses_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let fs: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(&store, false).unwrap());
+    let faults = Arc::new(FaultLayer::new(fs));
+    let storage = Arc::new(TieredStorage::new(faults.clone(), TieredConfig::default()));
+    let clock = Clock::new();
+    let engine = RemoteLogManager::with_local_metadata(
+        clock.config(&[("rsm.engine.remote.timeout.ms", "300")]),
+        storage,
+        &t.path().join("m"),
+    )
+    .unwrap();
+    let logs = t.path().join("logs");
+    let (a_dir, b_dir) = (write_partition(&logs, "a", 0, 1), write_partition(&logs, "b", 0, 2));
+    let a = engine.add_partition(&a_dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    let b = engine.add_partition(&b_dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    // b is copied while the store works; a is not.
+    let b_copied = engine.run_partition(&b).await.unwrap().copy.copied.len();
+    let a_closed = LocalPartition::open(&a_dir).unwrap().closed_segments().len();
+
+    faults.add_rule(FaultRule { op: None, key: "*".into(), fault: Fault::Hang, times: None });
+    clock.set(T0 + 2 * HOUR); // past local retention
+
+    let e = engine.run_partition(&a).await.unwrap_err();
+    assert!(e.is_transient(), "{e}");
+    assert!(e.full_message().contains("rsm.engine.remote.timeout.ms"), "{}", e.full_message());
+    assert_eq!(LocalPartition::open(&a_dir).unwrap().closed_segments().len(), a_closed, "a lost local data");
+
+    // b needs nothing from the store: its local segments, safely remote, go while the store hangs.
+    let r = engine.run_partition(&b).await.unwrap();
+    assert_eq!(r.expiration.local_deleted.len(), b_copied);
+
+    // The store returns: a's copy resumes, the attempt the hang cut short is cleaned up.
+    faults.clear();
+    let r = engine.run_partition(&a).await.unwrap();
+    assert_eq!(r.copy.copied.len(), a_closed);
+    // Its cleanup hung too, after the metadata went to delete started: now its deletion is retried.
+    assert_eq!(r.expiration.retried.len() + r.expiration.abandoned_copies.len(), 1, "the attempt the hang cut short");
+    let listed = engine.metadata().list_remote_log_segments(&a).await.unwrap();
+    assert_eq!(listed.len(), a_closed);
+    // The same run deletes a's local segments, now remote (past local retention).
+    assert_eq!(r.expiration.local_deleted.len(), a_closed);
+}
