@@ -40,6 +40,25 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    /// A zigzag varint of at most 10 bytes (Kafka's record fields): `varint` when it must fit 32 bits.
+    pub fn varlong(&mut self) -> Result<i64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok((v >> 1) as i64 ^ -((v & 1) as i64));
+            }
+        }
+        Err(self.error(format_args!("varint longer than 10 bytes at byte {}", self.pos)))
+    }
+
+    /// A zigzag varint that fits 32 bits.
+    pub fn varint(&mut self) -> Result<i32> {
+        let v = self.varlong()?;
+        i32::try_from(v).map_err(|_| self.error(format_args!("varint {v} does not fit 32 bits at byte {}", self.pos)))
+    }
+
     /// Bytes consumed so far.
     pub fn position(&self) -> usize {
         self.pos

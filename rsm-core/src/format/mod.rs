@@ -7,5 +7,6 @@ pub mod codec;
 pub mod index;
 pub mod manifest;
 pub mod partition;
+pub mod record;
 pub mod remote_index;
 pub mod writer;
