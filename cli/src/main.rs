@@ -226,6 +226,32 @@ enum Command {
         #[command(flatten)]
         engine: tier::EngineArgs,
     },
+    /// Print the records served from remote storage at an offset or from a timestamp (offset, timestamp,
+    /// key, value, headers), through the engine's reader pool.
+    Read {
+        /// The partition directory (it names the partition; its segments may be gone locally).
+        dir: PathBuf,
+        #[command(flatten)]
+        engine: tier::EngineArgs,
+        /// The first offset.
+        #[arg(long, allow_hyphen_values = true, required_unless_present = "timestamp", conflicts_with = "timestamp")]
+        offset: Option<i64>,
+        /// The first record at or after this timestamp (ms since the epoch).
+        #[arg(long, allow_hyphen_values = true)]
+        timestamp: Option<i64>,
+        /// The most records to print.
+        #[arg(long, default_value_t = 20)]
+        max_records: usize,
+        /// Bytes per read from the store (at least one whole batch is read).
+        #[arg(long, default_value_t = 1 << 20)]
+        max_bytes: u32,
+        /// How long one read may take, retries included (ms).
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: u64,
+        /// One JSON document instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// The deletions that failed and wait for a retry (SR-35): list them, or retry them now.
     FailedDeletions {
         /// `list` or `retry`.
@@ -994,6 +1020,22 @@ fn run(cli: Cli) -> Result<()> {
             }
             e.close()
         }
+        Command::Read { dir, engine, offset, timestamp, max_records, max_bytes, timeout_ms, json } => {
+            let e = engine.open()?;
+            let tp = e.add(std::slice::from_ref(&dir))?.remove(0);
+            let timeout = std::time::Duration::from_millis(timeout_ms);
+            let got = rsm_facade::runtime().block_on(tier::read(
+                &e.manager,
+                &tp,
+                offset,
+                timestamp,
+                max_records,
+                max_bytes,
+                timeout,
+            ));
+            e.close()?;
+            print_records(&mut o, &tp, &got?, json)
+        }
         Command::Expire { dirs, engine } => {
             let e = engine.open()?;
             let rt = rsm_facade::runtime();
@@ -1104,6 +1146,66 @@ fn run(cli: Cli) -> Result<()> {
             audit_report(&mut o, &audit::audit(&store.open()?, &segments, &opts)?, json)
         }
     }
+}
+
+/// Bytes as text for a table: UTF-8 with control characters escaped, cut at `max` characters.
+fn shown(b: Option<&[u8]>, max: usize) -> String {
+    let Some(b) = b else { return "null".to_string() };
+    let text: String = String::from_utf8_lossy(b).chars().flat_map(char::escape_default).collect();
+    if text.chars().count() > max { format!("{}…", text.chars().take(max).collect::<String>()) } else { text }
+}
+
+/// Bytes for JSON: a string when they are UTF-8, else `{"hex": "…"}`; null stays null.
+fn json_bytes(b: Option<&[u8]>) -> serde_json::Value {
+    match b {
+        None => serde_json::Value::Null,
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => serde_json::Value::String(s.to_string()),
+            Err(_) => serde_json::json!({ "hex": b.iter().map(|x| format!("{x:02x}")).collect::<String>() }),
+        },
+    }
+}
+
+fn print_records(o: &mut Out, tp: &TopicIdPartition, got: &tier::ReadOut, json: bool) -> Result<()> {
+    if json {
+        let records: Vec<_> = got
+            .records
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "offset": r.offset,
+                    "timestamp": r.timestamp,
+                    "key": json_bytes(r.key.as_deref()),
+                    "value": json_bytes(r.value.as_deref()),
+                    "headers": r.headers.iter().map(|(k, v)| serde_json::json!({"key": k, "value": json_bytes(v.as_deref())})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let undecoded: Vec<_> =
+            got.undecoded.iter().map(|(off, why)| serde_json::json!({"base_offset": off, "why": why})).collect();
+        let doc =
+            serde_json::json!({ "partition": tp.to_string(), "records": records, "undecoded_batches": undecoded });
+        out!(o, "{doc}");
+        return Ok(());
+    }
+    out!(o, "{:>12}  {:<24}  {:<24}  {:<40}  headers", "offset", "timestamp", "key", "value");
+    for r in &got.records {
+        let headers: Vec<String> = r.headers.iter().map(|(k, v)| format!("{k}={}", shown(v.as_deref(), 20))).collect();
+        out!(
+            o,
+            "{:>12}  {:<24}  {:<24}  {:<40}  {}",
+            r.offset,
+            utc(r.timestamp),
+            shown(r.key.as_deref(), 24),
+            shown(r.value.as_deref(), 40),
+            headers.join(",")
+        );
+    }
+    for (off, why) in &got.undecoded {
+        out!(o, "{off:>12}  ({why})");
+    }
+    out!(o, "{} records of {tp}", got.records.len());
+    Ok(())
 }
 
 /// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.

@@ -158,3 +158,97 @@ pub fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
 pub fn parse_segment_id(s: &str) -> Result<Uuid> {
     s.parse().map_err(|e: Error| e.context(format!("segment id `{s}`")))
 }
+
+/// What `rsm read` found: records, and the batches it could not decode (compressed, legacy), by offset.
+#[derive(Default)]
+pub struct ReadOut {
+    /// The records, in offset order.
+    pub records: Vec<rsm_core::format::record::RecordView>,
+    /// Batches shown as such: (base offset, why their records are not shown).
+    pub undecoded: Vec<(i64, String)>,
+}
+
+/// The first offset of the copied segments at or after timestamp `ts`: the batch the segment's time index
+/// names, read through the store.
+async fn offset_of_timestamp(engine: &RemoteLogManager, tp: &TopicIdPartition, ts: i64) -> Result<i64> {
+    use futures::TryStreamExt;
+    use rsm_core::RemoteStorageManager;
+    let mut copied: Vec<_> = engine
+        .metadata()
+        .list_remote_log_segments(tp)
+        .await?
+        .into_iter()
+        .filter(|m| m.state == rsm_core::RemoteLogSegmentState::CopySegmentFinished)
+        .collect();
+    copied.sort_by_key(|m| m.start_offset);
+    for md in copied.iter().filter(|m| m.max_timestamp_ms >= ts) {
+        if let Some(pos) = engine.storage().position_of_timestamp(md, ts).await? {
+            let head: Vec<bytes::Bytes> =
+                engine.storage().fetch_log_segment(md, pos as i32, Some(pos as i32 + 7)).await?.try_collect().await?;
+            let head = head.concat();
+            let base = head.get(..8).and_then(|b| b.try_into().ok()).map(i64::from_be_bytes);
+            return base.ok_or_else(|| {
+                Error::corrupt(format!("segment {} at position {pos}: short read", md.remote_log_segment_id.id))
+            });
+        }
+    }
+    Err(Error::not_found(format!("no remote record of {tp} has a timestamp at or after {ts}")))
+}
+
+/// Reads up to `max_records` records of `tp` from remote storage, from `offset` or from the first record at or
+/// after `timestamp`, through the reader pool.
+pub async fn read(
+    engine: &RemoteLogManager,
+    tp: &TopicIdPartition,
+    offset: Option<i64>,
+    timestamp: Option<i64>,
+    max_records: usize,
+    max_bytes: u32,
+    timeout: std::time::Duration,
+) -> Result<ReadOut> {
+    use rsm_core::format::batch::BatchIter;
+    use rsm_core::format::record::{is_control, records};
+    let mut next = match (offset, timestamp) {
+        (Some(o), _) => o,
+        (None, Some(ts)) => offset_of_timestamp(engine, tp, ts).await?,
+        (None, None) => return Err(Error::invalid("--offset or --timestamp is required")),
+    };
+    let mut out = ReadOut::default();
+    let mut first = true;
+    while out.records.len() < max_records {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let r = match engine.read(tp, next, max_bytes, deadline).await {
+            Ok(r) => r,
+            // Past the remote log's end after the first read: the records end there.
+            Err(e) if !first && e.kind() == rsm_core::ErrorKind::NotFound => break,
+            Err(e) => return Err(e),
+        };
+        first = false;
+        let mut it = BatchIter::new(&r.bytes, u64::from(r.start_position), false);
+        let mut advanced = false;
+        while let Some(batch) = it.next_complete()? {
+            advanced = true;
+            next = batch.last_offset() + 1;
+            if is_control(&batch) {
+                continue;
+            }
+            match records(&batch) {
+                Ok(rs) => out.records.extend(rs.into_iter().filter(|x| {
+                    x.offset >= offset.unwrap_or(i64::MIN) && x.timestamp >= timestamp.unwrap_or(i64::MIN)
+                })),
+                Err(e) if e.kind() == rsm_core::ErrorKind::InvalidArgument => {
+                    out.undecoded.push((batch.base_offset(), e.message().to_string()))
+                }
+                Err(e) => return Err(e),
+            }
+            if out.records.len() >= max_records {
+                break;
+            }
+        }
+        if !advanced {
+            return Err(Error::corrupt(format!("a read of {tp} at offset {next} returned no whole batch")));
+        }
+    }
+    out.records.truncate(max_records);
+    Ok(out)
+}

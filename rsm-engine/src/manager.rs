@@ -6,6 +6,7 @@ use crate::copy::{self, CopyOutcome};
 use crate::expiration::{self, ExpirationOutcome};
 use crate::index_files;
 use crate::local_log::LocalLog;
+use crate::reader::{ReadRequest, ReadResult, ReaderPool, ReaderPoolConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::{Error, Result};
@@ -112,6 +113,7 @@ pub struct RemoteLogManager {
     shared: Arc<Shared>,
     partitions: Mutex<HashMap<TopicIdPartition, Arc<PartitionState>>>,
     scheduler: Mutex<Option<Arc<Scheduler<TopicIdPartition>>>>,
+    readers: Mutex<Option<Arc<ReaderPool>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -137,6 +139,7 @@ impl RemoteLogManager {
             shared: Arc::new(Shared { config, storage, metadata, failed }),
             partitions: Mutex::new(HashMap::new()),
             scheduler: Mutex::new(None),
+            readers: Mutex::new(None),
         })
     }
 
@@ -404,12 +407,58 @@ impl RemoteLogManager {
         Ok(offsets)
     }
 
-    /// Stops: the scheduler takes no new run and waits for the runs in flight; then the metadata manager
-    /// is closed. No task is left running.
+    /// Reads `tp` from remote storage at `offset` through the reader pool (SR-8, SR-9, SR-19, SR-23): at
+    /// most `max_bytes` but at least the batch holding the offset, retried until `deadline`; refused at once
+    /// with [`ErrorKind::Busy`](rsm_core::ErrorKind::Busy) when the pool's queue is full. A partition this
+    /// host follows is refused: a follower serves only what is local (SR-24). The pool starts on the first
+    /// read, on the runtime of the caller.
+    pub async fn read(
+        &self,
+        tp: &TopicIdPartition,
+        offset: i64,
+        max_bytes: u32,
+        deadline: tokio::time::Instant,
+    ) -> Result<ReadResult> {
+        let state = self.state(tp)?;
+        if !matches!(state.role(), Role::Leader { .. }) {
+            return Err(Error::invalid(format!(
+                "partition {tp} is a follower here: it serves only local data, and offset {offset} is asked of remote storage"
+            )));
+        }
+        let pool = {
+            let mut slot = lock(&self.readers);
+            match slot.as_ref() {
+                Some(p) => Arc::clone(p),
+                None => {
+                    let b = &self.shared.config.broker;
+                    let config = ReaderPoolConfig {
+                        readers: b.reader_threads as usize,
+                        queue: b.reader_max_pending_tasks as usize,
+                    };
+                    let pool = Arc::new(ReaderPool::start(
+                        config,
+                        &tokio::runtime::Handle::current(),
+                        Arc::clone(&self.shared.metadata),
+                        Arc::clone(&self.shared.storage),
+                    )?);
+                    *slot = Some(Arc::clone(&pool));
+                    pool
+                }
+            }
+        };
+        pool.read(ReadRequest { partition: tp.clone(), offset, max_bytes, deadline }).await
+    }
+
+    /// Stops: the scheduler takes no new run and waits for the runs in flight, the reader pool fails the
+    /// reads still queued and waits for those being served; then the metadata manager is closed. No task is left running.
     pub async fn close(&self) -> Result<()> {
         let scheduler = lock(&self.scheduler).take();
         if let Some(s) = scheduler {
             s.shutdown().await;
+        }
+        let readers = lock(&self.readers).take();
+        if let Some(r) = readers {
+            r.shutdown().await;
         }
         self.shared.metadata.close().await
     }

@@ -1,0 +1,146 @@
+//! The engine's commands on real partition directories and a filesystem store: `rsm tier` once and again
+//! (nothing copied twice, a directory without `partition.metadata` included), `rsm offsets`, `rsm read` by
+//! offset and timestamp (the records written, from remote once the local segments are gone), `rsm expire`,
+//! `rsm delete`, `rsm failed-deletions`.
+
+mod common;
+use common::{ok, rsm};
+use rsm_core::format::writer::{PartitionWriter, Record};
+use rsm_core::model::Uuid;
+use std::path::Path;
+
+const T0: i64 = 1_700_000_000_000;
+
+/// A partition of 600 records in batches of 10, offset `o` with key `k{o}`, value `value-{o}`, a header
+/// `n={o}` and timestamp T0 + o.
+fn partition(dir: &Path) {
+    let mut w = PartitionWriter::create(dir, Uuid::random(), 4 * 1024, 1024).unwrap();
+    for b in 0..60 {
+        let records: Vec<Record> = (0..10)
+            .map(|i| {
+                let o = b * 10 + i;
+                Record {
+                    key: Some(format!("k{o}").into_bytes()),
+                    value: Some(format!("value-{o}").into_bytes()),
+                    headers: vec![("n".to_string(), o.to_string().into_bytes())],
+                    timestamp: T0 + o,
+                }
+            })
+            .collect();
+        w.append(&records).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+struct Setup {
+    _t: tempfile::TempDir,
+    dir: String,
+    args: Vec<String>,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("orders-0");
+        partition(&dir);
+        std::fs::create_dir(t.path().join("store")).unwrap();
+        let args = vec![
+            "--store".to_string(),
+            format!("file://{}", t.path().join("store").display()),
+            "--metadata-dir".to_string(),
+            t.path().join("metadata").display().to_string(),
+        ];
+        Setup { dir: dir.display().to_string(), args, _t: t }
+    }
+
+    fn run(&self, cmd: &[&str]) -> String {
+        let mut a: Vec<&str> = cmd.to_vec();
+        a.extend(self.args.iter().map(String::as_str));
+        ok(&a)
+    }
+
+    fn closed(&self) -> usize {
+        std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".log"))
+            .count()
+            - 1
+    }
+}
+
+fn copied_count(out: &str) -> usize {
+    let at = out.find("copied ").unwrap() + 7;
+    out[at..].split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn tier_twice_copies_once_and_reads_from_remote() {
+    let s = Setup::new();
+    let closed = s.closed();
+    assert!(closed >= 3, "{closed} closed segments");
+    // Local retention of 1 ms: each copied segment also goes locally in the same run.
+    let first = s.run(&["tier", &s.dir, "--set", "local.retention.ms=1", "--set", "retention.ms=-1"]);
+    assert_eq!(copied_count(first.lines().nth(1).unwrap()), closed, "{first}");
+    assert_eq!(s.closed(), 0, "the copied segments are gone locally: {first}");
+    let second = s.run(&["tier", &s.dir, "--set", "local.retention.ms=1", "--set", "retention.ms=-1"]);
+    assert_eq!(copied_count(second.lines().nth(1).unwrap()), 0, "{second}");
+
+    let offsets = s.run(&["offsets", &s.dir]);
+    let row: Vec<&str> = offsets.lines().nth(1).unwrap().split_whitespace().collect();
+    let active: i64 = row[1].parse().unwrap();
+    assert_eq!(row[3], "600", "Lz: {offsets}");
+    assert_eq!((row[4], row[5].parse::<i64>().unwrap()), ("0", active - 1), "Rx, Ry: {offsets}");
+
+    // Offsets 5..=24 from remote, with keys, values, headers and timestamps as written.
+    let json = s.run(&["read", &s.dir, "--offset", "5", "--max-records", "20", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let records = doc["records"].as_array().unwrap();
+    assert_eq!(records.len(), 20);
+    for (i, r) in records.iter().enumerate() {
+        let o = 5 + i as i64;
+        assert_eq!(r["offset"], o);
+        assert_eq!(r["key"], format!("k{o}"));
+        assert_eq!(r["value"], format!("value-{o}"));
+        assert_eq!(r["timestamp"], T0 + o);
+        assert_eq!(r["headers"][0]["value"], o.to_string());
+    }
+    // From a timestamp: the first record at or after it, across segment ends.
+    let table = s.run(&["read", &s.dir, "--timestamp", &(T0 + 37).to_string(), "--max-records", "3"]);
+    let offsets: Vec<&str> = table.lines().skip(1).take(3).map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(offsets, ["37", "38", "39"], "{table}");
+    // Past the remote log: an error naming the offset.
+    let out =
+        rsm(&[&["read", &s.dir, "--offset", "100000"][..], &s.args.iter().map(String::as_str).collect::<Vec<_>>()]
+            .concat());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offset 100000"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_directory_without_partition_metadata_is_copied_once() {
+    let s = Setup::new();
+    std::fs::remove_file(Path::new(&s.dir).join("partition.metadata")).unwrap();
+    let closed = s.closed();
+    let first = s.run(&["tier", &s.dir]);
+    assert_eq!(copied_count(first.lines().nth(1).unwrap()), closed, "{first}");
+    let second = s.run(&["tier", &s.dir]);
+    assert_eq!(copied_count(second.lines().nth(1).unwrap()), 0, "copied again: {second}");
+}
+
+#[test]
+fn expire_and_delete_remove_remote_segments() {
+    let s = Setup::new();
+    let closed = s.closed();
+    s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
+    let ls = ok(&["ls", "--store", &s.args[1]]);
+    let first_id = ls.lines().nth(1).unwrap().split('\t').nth(2).unwrap().to_string();
+    let deleted = s.run(&["delete", "--segment", &first_id]);
+    assert!(deleted.starts_with(&format!("deleted segment {first_id}")), "{deleted}");
+    // The records are years old: retention of a day expires every remote segment left, and the local ones.
+    let expired = s.run(&["expire", &s.dir, "--set", "retention.ms=86400000"]);
+    assert!(expired.contains(&format!("expired {} remote", closed - 1)), "{expired}");
+    assert!(expired.contains(&format!("deleted {closed} local")), "{expired}");
+    assert_eq!(s.run(&["failed-deletions", "list"]).trim(), "0 failed deletions");
+    let ls = ok(&["ls", "--store", &s.args[1]]);
+    assert!(ls.contains("total: 0 segments"), "{ls}");
+}
