@@ -144,3 +144,66 @@ fn expire_and_delete_remove_remote_segments() {
     let ls = ok(&["ls", "--store", &s.args[1]]);
     assert!(ls.contains("total: 0 segments"), "{ls}");
 }
+
+#[test]
+fn watch_follows_new_segments_until_stopped() {
+    use rsm_core::format::writer::{PartitionSpec, generate_partition};
+    use std::io::{BufRead, BufReader};
+    let t = tempfile::tempdir().unwrap();
+    let spec = |records| PartitionSpec {
+        topic_id: Uuid::new(7, 7),
+        segment_bytes: 8 * 1024,
+        records,
+        records_per_batch: 10,
+        value_bytes: 50,
+        first_timestamp: T0,
+        epoch_every_batches: 0,
+        seed: 9,
+    };
+    // The same partition twice: `grown` is `dir` after more records were written (same bytes before).
+    let dir = generate_partition(&t.path().join("w").join("events-0"), &spec(400)).unwrap();
+    let grown = generate_partition(&t.path().join("later").join("events-0"), &spec(1_200)).unwrap();
+    std::fs::create_dir(t.path().join("store")).unwrap();
+    let store = format!("file://{}", t.path().join("store").display());
+    let meta = t.path().join("m").display().to_string();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rsm"))
+        .args(["tier", dir.to_str().unwrap(), "--store", &store, "--metadata-dir", &meta, "--watch"])
+        .args(["--set", "remote.log.manager.task.interval.ms=100", "--set", "retention.ms=-1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    std::thread::spawn(move || {
+        for l in lines.map_while(|l| l.ok()) {
+            let _ = tx.send(l);
+        }
+    });
+    let total = |n: usize| format!("copied {n} segments in all");
+    let closed = |d: &Path| rsm_core::format::partition::LocalPartition::open(d).unwrap().closed_segments().len();
+    let first = closed(&dir);
+    let wait_for = |want: String| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(&want) => return,
+                Ok(_) => {}
+                Err(_) => panic!("no `{want}` line"),
+            }
+        }
+    };
+    wait_for(total(first));
+    // New segments arrive: the watcher copies them at its next run.
+    for e in std::fs::read_dir(&grown).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let now = closed(&dir);
+    assert!(now > first);
+    wait_for(total(now));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let ls = ok(&["ls", "--store", &store]);
+    assert!(ls.contains(&format!("total: {now} segments")), "{ls}");
+}
