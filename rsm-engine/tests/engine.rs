@@ -237,3 +237,52 @@ async fn the_engine_does_not_start_with_remote_storage_off() {
     };
     assert_eq!(e.config_key(), Some("remote.log.storage.system.enable"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduler_runs_every_partition_and_close_leaves_nothing_running() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let clock = Clock::new();
+    let config =
+        clock.config(&[("remote.log.manager.task.interval.ms", "50"), ("remote.log.manager.thread.pool.size", "2")]);
+    let engine =
+        Arc::new(RemoteLogManager::with_local_metadata(config, fs_storage(&store), &t.path().join("m")).unwrap());
+    let logs = t.path().join("logs");
+    let mut tps = Vec::new();
+    for p in 0..4 {
+        tps.push(
+            engine
+                .add_partition(&write_partition(&logs, "sched", p, 20 + p as u64), Role::Leader { epoch: 0 }, None)
+                .await
+                .unwrap(),
+        );
+    }
+    engine.start(&tokio::runtime::Handle::current()).unwrap();
+    assert!(engine.start(&tokio::runtime::Handle::current()).is_err(), "started twice");
+    // A partition added after the start is scheduled too.
+    tps.push(
+        engine.add_partition(&write_partition(&logs, "sched", 4, 24), Role::Leader { epoch: 0 }, None).await.unwrap(),
+    );
+    let scheduler = engine.scheduler().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(60), scheduler.wait_for_runs(3)).await.unwrap();
+    for (tp, totals) in engine.totals() {
+        assert!(totals.runs >= 3 && totals.failed_runs == 0, "{tp}: {totals:?}");
+        assert!(totals.copied >= 3, "{tp}: {totals:?}");
+        assert_eq!(copied(&remote(&engine, &tp).await).len() as u64, totals.copied, "{tp}: copied once");
+    }
+    // Reads through the reader pool, as the leader.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let r = engine.read(&tps[0], 0, 1 << 20, deadline).await.unwrap();
+    assert_eq!(r.start_position, 0);
+    assert!(!r.bytes.is_empty());
+    engine.change_role(&tps[1], Role::Follower).await.unwrap();
+    let e = engine.read(&tps[1], 0, 1 << 20, deadline).await.unwrap_err();
+    assert!(e.to_string().contains("follower"), "{e}");
+
+    engine.close().await.unwrap();
+    let runs: Vec<u64> = engine.totals().iter().map(|(_, t)| t.runs).collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(engine.totals().iter().map(|(_, t)| t.runs).collect::<Vec<_>>(), runs, "a run after close");
+    assert_eq!(scheduler.running(), 0);
+}
