@@ -4,8 +4,7 @@
 //! leaves nothing behind and is retried under a new segment id.
 
 use rsm_core::RemoteLogSegmentMetadata;
-use rsm_core::TieredConfig;
-use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use rsm_core::backend::layers::{Fault, FaultRule};
 use rsm_core::backend::{Op, StorageBackend};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::remote_index::RemoteIndexFiles;
@@ -190,11 +189,7 @@ async fn a_partition_moved_to_another_log_directory_is_not_copied_again() {
 #[tokio::test]
 async fn a_failed_copy_leaves_nothing_and_is_retried_under_a_new_id() {
     let t = tempfile::tempdir().unwrap();
-    let store = t.path().join("store");
-    std::fs::create_dir(&store).unwrap();
-    let fs: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(&store, false).unwrap());
-    let faults = Arc::new(FaultLayer::new(fs));
-    let storage = Arc::new(TieredStorage::new(faults.clone(), TieredConfig::default()));
+    let (faults, storage) = faulty_fs_storage(t.path());
     let clock = Clock::new();
     let dir = write_partition(&t.path().join("logs"), "fails", 0, 5);
     let engine =

@@ -282,13 +282,8 @@ fn main() {
     }
     let root = tempfile::tempdir().unwrap();
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = seed;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = rsm_core::format::writer::Rng::new(seed);
+    let mut next = || rng.next_u64();
     println!("engine crash test: {KILLS} kills, seed {seed}");
     let started = Instant::now();
     let (mut rounds, mut kills, mut copied_seen) = (0, 0, 0);

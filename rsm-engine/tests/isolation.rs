@@ -2,13 +2,9 @@
 //! timeout with a transient error and deletes nothing local; a partition whose work needs no store goes on;
 //! when the store returns, the copies resume.
 
-use rsm_core::TieredConfig;
-use rsm_core::backend::StorageBackend;
-use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use rsm_core::backend::layers::{Fault, FaultRule};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::storage::TieredStorage;
 use rsm_engine::{RemoteLogManager, Role};
-use std::sync::Arc;
 
 mod common;
 use common::*;
@@ -16,11 +12,7 @@ use common::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_store_holds_no_partition_for_good_and_loses_nothing() {
     let t = tempfile::tempdir().unwrap();
-    let store = t.path().join("store");
-    std::fs::create_dir(&store).unwrap();
-    let fs: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(&store, false).unwrap());
-    let faults = Arc::new(FaultLayer::new(fs));
-    let storage = Arc::new(TieredStorage::new(faults.clone(), TieredConfig::default()));
+    let (faults, storage) = faulty_fs_storage(t.path());
     let clock = Clock::new();
     let engine = RemoteLogManager::with_local_metadata(
         clock.config(&[("rsm.engine.remote.timeout.ms", "300")]),

@@ -2,13 +2,10 @@
 //! builds its partition index files from the remote copies; a leader that becomes a follower stops copying
 //! after the segment in flight.
 
-use rsm_core::TieredConfig;
 use rsm_core::backend::Op;
-use rsm_core::backend::StorageBackend;
-use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use rsm_core::backend::layers::{Fault, FaultRule};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::remote_index::RemoteIndexFiles;
-use rsm_core::storage::TieredStorage;
 use rsm_engine::{RemoteLogManager, Role};
 use rsm_metadata::failed_deletions::LocalFailedDeletions;
 use rsm_metadata::local::{LocalMetadataConfig, LocalMetadataManager};
@@ -79,10 +76,7 @@ async fn a_follower_waits_for_the_leaders_metadata_then_deletes_and_indexes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_becomes_a_follower_finishes_the_segment_in_flight_and_stops() {
     let t = tempfile::tempdir().unwrap();
-    let store = t.path().join("store");
-    std::fs::create_dir(&store).unwrap();
-    let fs: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(&store, false).unwrap());
-    let faults = Arc::new(FaultLayer::new(fs));
+    let (faults, storage) = faulty_fs_storage(t.path());
     // Every upload is slow: the role changes while the first segment is being copied.
     faults.add_rule(FaultRule {
         op: Some(Op::Put),
@@ -90,7 +84,6 @@ async fn a_leader_that_becomes_a_follower_finishes_the_segment_in_flight_and_sto
         fault: Fault::Delay(Duration::from_millis(100)),
         times: None,
     });
-    let storage = Arc::new(TieredStorage::new(faults.clone(), TieredConfig::default()));
     let dir = write_partition(&t.path().join("logs"), "moving", 0, 13);
     let closed = LocalPartition::open(&dir).unwrap().closed_segments().len();
     let clock = Clock::new();

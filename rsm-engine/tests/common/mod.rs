@@ -65,3 +65,13 @@ pub fn fs_storage(root: &Path) -> Arc<TieredStorage> {
     let backend: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(root, false).unwrap());
     Arc::new(TieredStorage::new(backend, TieredConfig::default()))
 }
+
+/// A filesystem store in `root/store` behind a fault layer, and the storage over it.
+pub fn faulty_fs_storage(root: &Path) -> (Arc<rsm_core::backend::layers::FaultLayer>, Arc<TieredStorage>) {
+    let store = root.join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let fs: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(&store, false).unwrap());
+    let faults = Arc::new(rsm_core::backend::layers::FaultLayer::new(fs));
+    let storage = Arc::new(TieredStorage::new(faults.clone(), TieredConfig::default()));
+    (faults, storage)
+}
