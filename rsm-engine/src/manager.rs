@@ -322,6 +322,56 @@ impl RemoteLogManager {
         Ok(md)
     }
 
+    /// Deletes the partition's remote data, as a broker does when its topic is deleted: the partition is
+    /// marked for deletion, then every remote segment is deleted (metadata and objects, as retention does),
+    /// then the deletion is finished; the partition is no longer served. Local files are left to the
+    /// caller. A segment whose deletion fails is recorded in the failed-deletions log, and the partition's
+    /// deletion stays started (an error says how many failed); a rerun goes on from there.
+    pub async fn delete_partition(&self, tp: &TopicIdPartition) -> Result<usize> {
+        use rsm_metadata::{RemotePartitionDeleteMetadata, RemotePartitionDeleteState as S};
+        if let Some(s) = lock(&self.scheduler).as_ref() {
+            s.remove(tp);
+        }
+        let state = lock(&self.partitions).get(tp).cloned();
+        let _run = match &state {
+            Some(s) => Some(s.run.lock().await),
+            None => None,
+        };
+        let c = &self.shared.config;
+        let mark = |state| RemotePartitionDeleteMetadata {
+            topic_id_partition: tp.clone(),
+            state,
+            event_timestamp_ms: c.now_ms(),
+            broker_id: c.broker_id,
+        };
+        self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
+        self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionMarked)).await?;
+        self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionStarted)).await?;
+        let (mut deleted, mut failed) = (0, 0);
+        for md in self.shared.metadata.list_remote_log_segments(tp).await? {
+            match expiration::delete_remote(&self.shared, &md).await {
+                Ok(()) => deleted += 1,
+                Err(e) => {
+                    failed += 1;
+                    tracing::warn!(partition = %tp, segment = %md.remote_log_segment_id.id, error = %e,
+                        "deletion of a segment of a deleted partition failed; recorded for retry");
+                    self.shared.failed.record(&md).await?;
+                }
+            }
+        }
+        if failed > 0 {
+            return Err(Error::retriable(
+                format!(
+                    "deleting partition {tp}: {failed} of its remote segments could not be deleted (recorded for retry)"
+                ),
+                "see the failed-deletions log",
+            ));
+        }
+        self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionFinished)).await?;
+        lock(&self.partitions).remove(tp);
+        Ok(deleted)
+    }
+
     /// Retries every deletion in the failed-deletions log (SR-35), whatever partition it is of: each is
     /// deleted again through the storage manager, its metadata moved to delete finished, and drained.
     /// Returns the segments retried with each one's outcome.

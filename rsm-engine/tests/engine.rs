@@ -281,3 +281,27 @@ async fn the_scheduler_runs_every_partition_and_close_leaves_nothing_running() {
     assert_eq!(engine.totals().iter().map(|(_, t)| t.runs).collect::<Vec<_>>(), runs, "a run after close");
     assert_eq!(scheduler.running(), 0);
 }
+
+#[tokio::test]
+async fn deleting_a_partition_removes_its_remote_data_and_stops_serving_it() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let storage = fs_storage(&store);
+    let clock = Clock::new();
+    let engine =
+        RemoteLogManager::with_local_metadata(clock.config(&[]), Arc::clone(&storage), &t.path().join("m")).unwrap();
+    let logs = t.path().join("logs");
+    let gone =
+        engine.add_partition(&write_partition(&logs, "gone", 0, 31), Role::Leader { epoch: 0 }, None).await.unwrap();
+    let kept =
+        engine.add_partition(&write_partition(&logs, "kept", 0, 32), Role::Leader { epoch: 0 }, None).await.unwrap();
+    let copied_gone = engine.run_partition(&gone).await.unwrap().copy.copied.len();
+    let copied_kept = engine.run_partition(&kept).await.unwrap().copy.copied.len();
+
+    assert_eq!(engine.delete_partition(&gone).await.unwrap(), copied_gone);
+    assert!(storage.list_segments(Some(&gone)).await.unwrap().is_empty());
+    assert!(remote(&engine, &gone).await.is_empty());
+    assert!(engine.run_partition(&gone).await.is_err(), "still served");
+    assert_eq!(storage.list_segments(Some(&kept)).await.unwrap().len(), copied_kept, "another partition's data went");
+}
