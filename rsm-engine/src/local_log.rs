@@ -28,6 +28,7 @@ impl LocalLog {
     /// written atomically), so that every later run, and the directory after a move to another log
     /// directory, names the same partition. Leftovers of an interrupted segment deletion are removed.
     pub fn open(dir: &Path) -> Result<Self> {
+        refuse_if_broker_holds(dir)?;
         sweep_deleted(dir)?;
         let meta = dir.join("partition.metadata");
         if !meta.exists() {
@@ -103,6 +104,38 @@ impl LocalLog {
         fs::remove_file(&deleted).map_err(io(&deleted))?;
         Ok(())
     }
+}
+
+/// Refuses a partition directory whose log directory a running Kafka broker holds: a broker takes a POSIX
+/// record lock on `.lock` in each of its log directories (`FileChannel.tryLock`), and the engine must never
+/// copy from, or delete segments of, a log a broker is writing.
+pub fn refuse_if_broker_holds(dir: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let Some(log_dir) = dir.parent() else { return Ok(()) };
+    let lock = log_dir.join(".lock");
+    let f = match fs::OpenOptions::new().read(true).write(true).open(&lock) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::from_io(lock.display(), e)),
+    };
+    // SAFETY: `flock` is plain data; zeroed is a valid value, then filled in.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid open descriptor and a valid `flock`; F_GETLK only asks, it takes no lock.
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut fl) } != 0 {
+        return Err(Error::from_io(lock.display(), std::io::Error::last_os_error()));
+    }
+    if fl.l_type != libc::F_UNLCK as libc::c_short {
+        return Err(Error::invalid(format!(
+            "{}: its log directory is locked by process {} ({}), a running Kafka broker: the engine does not work \
+             on a log a broker is writing",
+            dir.display(),
+            fl.l_pid,
+            lock.display()
+        )));
+    }
+    Ok(())
 }
 
 fn summary(seg: &LocalSegment) -> Result<LocalSegmentSummary> {
@@ -211,6 +244,33 @@ mod tests {
         assert_eq!(first.topic_partition.partition, 3);
         let text = fs::read_to_string(dir.join("partition.metadata")).unwrap();
         assert!(text.starts_with("version: 0\ntopic_id: "), "{text}");
+    }
+
+    #[test]
+    fn a_log_directory_a_broker_holds_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("held-0");
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join(format!("{:020}.log", 0)), b"").unwrap();
+        let lock = t.path().join(".lock");
+        fs::write(&lock, b"").unwrap();
+        LocalLog::open(&dir).expect("an unlocked .lock is a stopped broker's");
+        // Another process holds the lock as a broker does (a POSIX record lock, as Java's tryLock takes).
+        let mut holder = std::process::Command::new("python3")
+            .arg("-c")
+            .arg("import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)")
+            .arg(&lock)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+        assert_eq!(line.trim(), "held");
+        let e = LocalLog::open(&dir).unwrap_err();
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(e.to_string().contains("locked by process"), "{e}");
+        assert!(e.to_string().contains(&lock.display().to_string()), "{e}");
     }
 
     #[test]
