@@ -1,13 +1,17 @@
 //! Reads per second through the reader pool: 1, 4 and 16 readers (each with as many concurrent callers)
-//! doing 1 MiB reads at random offsets of real segments copied to a filesystem store, every byte checked.
+//! doing 1 MiB reads at random offsets of real segments copied to a filesystem store, and to S3 when the
+//! variables of `tools/servers/moto.sh` are set (`RSM_TEST_S3_ENDPOINT`, `_BUCKET`, `_REGION`,
+//! `_ACCESS_KEY`, `_SECRET_KEY`), every byte checked.
 //!
 //! ```text
+//! eval "$(tools/servers/moto.sh start)"   # optional: S3 too
 //! cargo run --release -p rsm-engine --example reader_throughput -- [seconds per row, default 3] [segment MiB, default 32]
 //! ```
 //! The chunk cache is off (`fetch.cache.bytes` = 0), so every read goes to the store (the OS page cache
-//! still holds the files). Prints one table row per store and reader count.
+//! still holds the filesystem store's files). Prints one table row per store and reader count.
 
 use rsm_backend_fs::FsBackend;
+use rsm_backend_s3::{CloudStore, S3Config};
 use rsm_core::backend::StorageBackend;
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::writer::Rng;
@@ -41,38 +45,72 @@ async fn run(seconds: f64, segment_mib: usize) -> Result<()> {
     let records = (segment_mib as u64 * MIB * 9 / 2) / 230;
     eprintln!("writing a partition of {segment_mib} MiB segments ...");
     let partition = fixture_partition(&tmp.path().join("log"), segment_mib << 20, records);
-    let store = tmp.path().join("store");
-    std::fs::create_dir_all(&store).map_err(|e| rsm_core::Error::storage("store dir", e))?;
-    let backend: Arc<dyn StorageBackend> = Arc::new(FsBackend::new(&store, false)?);
-    let p = props([("chunk.size", "4194304")]);
-    let mut r = ConfigReader::new(&p);
-    let config = TieredConfig::read(&mut r)?;
-    r.finish()?;
-    let storage = Arc::new(TieredStorage::new(backend, config));
-    let metadata = Arc::new(LocalMetadataManager::open(LocalMetadataConfig {
-        fsync: false,
-        ..LocalMetadataConfig::new(tmp.path().join("meta"))
-    })?);
-    let tp = partition.topic_id_partition.clone();
-    metadata.on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await?;
-    let mut segments = Vec::new();
-    for seg in partition.closed_segments() {
-        let md = partition.segment_metadata(seg, 1, 1_700_000_000_000)?;
-        metadata.add_remote_log_segment_metadata(&md).await?;
-        storage.copy_log_segment_data(&md, &partition.segment_data(seg)?).await?;
-        let done = RemoteLogSegmentMetadataUpdate::of(&md, RemoteLogSegmentState::CopySegmentFinished, 1, 1);
-        metadata.update_remote_log_segment_metadata(&done).await?;
-        segments.push(done.apply_to(&md));
+    let dir = tmp.path().join("store");
+    std::fs::create_dir_all(&dir).map_err(|e| rsm_core::Error::storage("store dir", e))?;
+    let mut stores: Vec<(&str, Arc<dyn StorageBackend>)> = vec![("fs", Arc::new(FsBackend::new(&dir, false)?))];
+    if let Some(s3) = s3_backend()? {
+        stores.push(("s3 (moto)", s3));
     }
-    eprintln!("copied {} segments to {}", segments.len(), store.display());
     println!("| store | readers | reads | seconds | reads/s | MiB/s |");
     println!("|---|---:|---:|---:|---:|---:|");
-    let metadata: Arc<dyn RemoteLogMetadataManager> = metadata;
-    for readers in [1, 4, 16] {
-        let row = measure("fs", readers, seconds, &tp, &segments, metadata.clone(), storage.clone()).await?;
-        println!("{row}");
+    for (i, (name, backend)) in stores.into_iter().enumerate() {
+        let prefix = format!("reader-throughput-{}/", rsm_core::Uuid::random());
+        let p = props([("chunk.size", "4194304"), ("key.prefix", prefix.as_str())]);
+        let mut r = ConfigReader::new(&p);
+        let config = TieredConfig::read(&mut r)?;
+        r.finish()?;
+        let storage = Arc::new(TieredStorage::new(backend, config));
+        let metadata = Arc::new(LocalMetadataManager::open(LocalMetadataConfig {
+            fsync: false,
+            ..LocalMetadataConfig::new(tmp.path().join(format!("meta-{i}")))
+        })?);
+        let tp = partition.topic_id_partition.clone();
+        metadata.on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await?;
+        let mut segments = Vec::new();
+        for seg in partition.closed_segments() {
+            let md = partition.segment_metadata(seg, 1, 1_700_000_000_000)?;
+            metadata.add_remote_log_segment_metadata(&md).await?;
+            storage.copy_log_segment_data(&md, &partition.segment_data(seg)?).await?;
+            let done = RemoteLogSegmentMetadataUpdate::of(&md, RemoteLogSegmentState::CopySegmentFinished, 1, 1);
+            metadata.update_remote_log_segment_metadata(&done).await?;
+            segments.push(done.apply_to(&md));
+        }
+        eprintln!("copied {} segments to {name}", segments.len());
+        let metadata: Arc<dyn RemoteLogMetadataManager> = metadata;
+        for readers in [1, 4, 16] {
+            let row = measure(name, readers, seconds, &tp, &segments, metadata.clone(), storage.clone()).await?;
+            println!("{row}");
+        }
+        for md in &segments {
+            storage.delete_log_segment_data(md).await?;
+        }
     }
     Ok(())
+}
+
+/// The S3 store of `tools/servers/moto.sh` when its variables are set (secrets are read, never printed).
+fn s3_backend() -> Result<Option<Arc<dyn StorageBackend>>> {
+    let var = |n: &str| std::env::var(format!("RSM_TEST_S3_{n}")).ok().filter(|v| !v.trim().is_empty());
+    let Some(endpoint) = var("ENDPOINT") else {
+        eprintln!("RSM_TEST_S3_ENDPOINT not set: filesystem only (S3: eval \"$(tools/servers/moto.sh start)\")");
+        return Ok(None);
+    };
+    let mut settings = vec![("s3.endpoint.url", endpoint)];
+    for (key, name) in [
+        ("s3.bucket.name", "BUCKET"),
+        ("s3.region", "REGION"),
+        ("aws.access.key.id", "ACCESS_KEY"),
+        ("aws.secret.access.key", "SECRET_KEY"),
+    ] {
+        if let Some(v) = var(name) {
+            settings.push((key, v));
+        }
+    }
+    let p = props(settings.iter().map(|(k, v)| (*k, v.as_str())));
+    let mut r = ConfigReader::new(&p);
+    let config = S3Config::read(&mut r, None)?;
+    r.finish()?;
+    Ok(Some(Arc::new(config.build()?)))
 }
 
 /// Runs `readers` callers against a pool of `readers` readers for `seconds`, and returns the table row.

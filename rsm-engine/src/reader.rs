@@ -17,13 +17,14 @@
 //! from the metadata and are not served by it.
 
 use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use rsm_core::format::batch::{MAGIC_OFFSET, batch_size_at};
 use rsm_core::storage::TieredStorage;
 use rsm_core::{
     Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, RemoteStorageManager, Result, TopicIdPartition,
 };
 use rsm_metadata::RemoteLogMetadataManager;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -240,7 +241,14 @@ async fn reader(shared: Arc<Shared>) {
             continue;
         }
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
-        let result = read_with_retries(&shared, &request).await;
+        // A panic below (a bug) fails this read, not the reader.
+        let result = AssertUnwindSafe(read_with_retries(&shared, &request)).catch_unwind().await.unwrap_or_else(|_| {
+            tracing::error!(partition = %request.partition, offset = request.offset, "remote read panicked");
+            Err(Error::new(
+                ErrorKind::Storage,
+                format!("the remote read of {} at offset {} panicked", request.partition, request.offset),
+            ))
+        });
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         let _ = done.send(result);
     }

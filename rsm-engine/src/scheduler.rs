@@ -217,7 +217,8 @@ impl<K: Clone + Eq + Hash + std::fmt::Debug + Send + Sync + 'static> Scheduler<K
     }
 
     /// Adds `key`, due at once; `false` (and nothing changes) if it is there already. A key removed while its
-    /// run is in flight comes back with fresh stats and runs again once that run ends.
+    /// run is in flight comes back with fresh stats and runs again once that run ends. After
+    /// [`Scheduler::shutdown`] keys are still kept but never run.
     pub fn add(&self, key: K) -> bool {
         let mut s = self.inner.lock();
         let fresh = Entry { stats: TaskStats::default(), queued: None, removed: false, rerun: false, stale_run: false };

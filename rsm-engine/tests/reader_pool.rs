@@ -292,3 +292,26 @@ async fn offsets_out_of_the_remote_range_are_not_found_naming_the_offset() {
     assert_eq!(ok.start_position, 0);
     pool.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_read_whose_deadline_passes_while_queued_fails_without_an_attempt() {
+    let s = setup(0).await;
+    let pool = s.pool(1, 1);
+    s.fault(Op::Get, Fault::Delay(Duration::from_secs(20)), Some(1));
+    let offset = s.middle(0);
+    let first = tokio::spawn({
+        let (pool, req) = (pool.clone(), s.request(offset, 1000, Duration::from_secs(60)));
+        async move { pool.read(req).await }
+    });
+    while pool.in_flight() < 1 {
+        tokio::task::yield_now().await;
+    }
+    let gets = s.faults.calls(Op::Get);
+    let e = pool.read(s.request(offset, 1000, Duration::from_secs(5))).await.unwrap_err();
+    assert_eq!((e.kind(), e.is_transient()), (ErrorKind::Storage, true), "{e}");
+    assert!(e.to_string().contains("deadline passed while it was queued"), "{e}");
+    assert_eq!(e.context_value("attempts"), Some("0"), "{e}");
+    first.await.unwrap().unwrap();
+    assert!(s.faults.calls(Op::Get) > gets, "the first read went on");
+    pool.shutdown().await;
+}
