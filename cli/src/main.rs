@@ -24,6 +24,7 @@ use std::fmt;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 const STORE_SETTINGS_HELP: &str = "\
@@ -1216,7 +1217,14 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: b
     out!(o, "tiering {} partitions to {} (metadata in {})", tps.len(), args.store, e.metadata_dir.display());
     if !watch {
         let mut failures = 0;
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(ProgressStyle::with_template("{spinner} {msg} {bytes} {bytes_per_sec}").expect("valid template"));
+        pb.set_message("copying");
+        pb.enable_steady_tick(std::time::Duration::from_millis(200));
+        let bar = pb.clone();
+        e.manager.on_segment_copied(Arc::new(move |_, md| bar.inc(md.segment_size_in_bytes.max(0) as u64)));
         let results = rt.block_on(e.manager.run_all());
+        pb.finish_and_clear();
         for (tp, r) in &results {
             let dir =
                 e.manager.partitions().into_iter().find(|(t, _, _)| t == tp).map(|(_, d, _)| d).unwrap_or_default();

@@ -87,6 +87,10 @@ pub(crate) async fn run(
                 let finished = update.apply_to(&md);
                 tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
                     start = md.start_offset, end = md.end_offset, "segment copied");
+                let listener = shared.on_copied.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if let Some(l) = listener {
+                    l(&state.tp, &finished);
+                }
                 out.copied.push(finished);
             }
             Err(e) => {

@@ -26,4 +26,4 @@ pub mod reader;
 pub mod scheduler;
 
 pub use config::EngineConfig;
-pub use manager::{Offsets, RemoteLogManager, Role, RunReport, Totals};
+pub use manager::{CopyListener, Offsets, RemoteLogManager, Role, RunReport, Totals};

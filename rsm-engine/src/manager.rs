@@ -35,8 +35,12 @@ pub enum Role {
 }
 
 /// What the engine, its tasks and its readers share.
+/// Told of each segment a copy task finishes: its partition and metadata (for progress displays).
+pub type CopyListener = Arc<dyn Fn(&TopicIdPartition, &RemoteLogSegmentMetadata) + Send + Sync>;
+
 pub(crate) struct Shared {
     pub(crate) config: EngineConfig,
+    pub(crate) on_copied: Mutex<Option<CopyListener>>,
     pub(crate) storage: Arc<TieredStorage>,
     pub(crate) metadata: Arc<dyn RemoteLogMetadataManager>,
     pub(crate) failed: Arc<dyn FailedDeletions>,
@@ -136,7 +140,7 @@ impl RemoteLogManager {
             ));
         }
         Ok(RemoteLogManager {
-            shared: Arc::new(Shared { config, storage, metadata, failed }),
+            shared: Arc::new(Shared { config, on_copied: Mutex::new(None), storage, metadata, failed }),
             partitions: Mutex::new(HashMap::new()),
             scheduler: Mutex::new(None),
             readers: Mutex::new(None),
@@ -154,6 +158,11 @@ impl RemoteLogManager {
     /// The failed-deletions log.
     pub fn failed_deletions(&self) -> &Arc<dyn FailedDeletions> {
         &self.shared.failed
+    }
+
+    /// Calls `listener` after each segment a copy task finishes, from the task (keep it quick).
+    pub fn on_segment_copied(&self, listener: CopyListener) {
+        *lock(&self.shared.on_copied) = Some(listener);
     }
 
     /// The engine's settings.
