@@ -31,7 +31,8 @@ pub struct EngineArgs {
     /// (`~/.local/state/rsm/metadata`). With --bootstrap-server, where its snapshots are kept.
     #[arg(long)]
     pub metadata_dir: Option<PathBuf>,
-    /// Keep the metadata in a Kafka cluster's __remote_log_metadata topic instead (HOST:PORT).
+    /// Keep the metadata in a Kafka cluster's __remote_log_metadata topic instead (HOST:PORT); its
+    /// settings are Kafka's, under rlmm.config. (rlmm.config.remote.log.metadata.topic.replication.factor=1).
     #[arg(long)]
     pub bootstrap_server: Option<String>,
 }
@@ -90,7 +91,12 @@ impl EngineArgs {
                 RemoteLogManager::with_local_metadata(config, store.shared_storage(), &dir)?
             }
             Some(bootstrap) => {
-                let kc = KafkaMetadataConfig::new(bootstrap.as_str(), dir.clone());
+                // The metadata manager's settings, as a broker passes them (`rlmm.config.*`, prefix removed).
+                let mut m: std::collections::HashMap<String, String> =
+                    config.broker.metadata_config.clone().into_iter().collect();
+                m.insert("bootstrap.servers".into(), bootstrap.clone());
+                m.entry(rsm_metadata::kafka::SNAPSHOT_DIR_KEY.into()).or_insert_with(|| dir.display().to_string());
+                let kc = KafkaMetadataConfig::from_map(&m)?;
                 let (metadata, failed) = rt.block_on(async {
                     Ok::<_, Error>((
                         KafkaMetadataManager::open(kc.clone()).await?,

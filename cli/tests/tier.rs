@@ -207,3 +207,60 @@ fn watch_follows_new_segments_until_stopped() {
     let ls = ok(&["ls", "--store", &store]);
     assert!(ls.contains(&format!("total: {now} segments")), "{ls}");
 }
+
+#[test]
+fn tier_with_the_metadata_on_a_kafka_topic_copies_once() {
+    let Some(bootstrap) = rsm_core::testkit::test_server(
+        "RSM_TEST_KAFKA_BOOTSTRAP",
+        "RSM_SKIP_KAFKA",
+        "eval \"$(tools/servers/kafka.sh start)\"",
+    ) else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("kafka-tiered-0");
+    partition(&dir);
+    std::fs::create_dir(t.path().join("store")).unwrap();
+    let run = Uuid::random().to_string().replace(['-', '_'], "x");
+    let store = format!("file://{}", t.path().join("store").display());
+    let snapshots = t.path().join("snapshots").display().to_string();
+    let args = |cmd: &str| -> Vec<String> {
+        [
+            cmd,
+            dir.to_str().unwrap(),
+            "--store",
+            &store,
+            "--metadata-dir",
+            &snapshots,
+            "--bootstrap-server",
+            &bootstrap,
+            "--set",
+            "retention.ms=-1",
+            "--set",
+            "rlmm.config.remote.log.metadata.topic.replication.factor=1",
+            "--set",
+            "rlmm.config.remote.log.metadata.topic.num.partitions=3",
+            "--set",
+            &format!("rlmm.config.remote.log.metadata.topic.name=rsm-tier-{run}"),
+            "--set",
+            &format!("rlmm.config.remote.log.metadata.failed.deletions.topic.name=rsm-tier-failed-{run}"),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run_rsm = |cmd: &str| ok(&args(cmd).iter().map(String::as_str).collect::<Vec<_>>());
+    let closed = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log"))
+        .count()
+        - 1;
+    let first = run_rsm("tier");
+    assert_eq!(copied_count(first.lines().nth(1).unwrap()), closed, "{first}");
+    // Another host (no snapshots of its own) reads the same topic and copies nothing again.
+    std::fs::remove_dir_all(&snapshots).unwrap();
+    let second = run_rsm("tier");
+    assert_eq!(copied_count(second.lines().nth(1).unwrap()), 0, "{second}");
+    let offsets = run_rsm("offsets");
+    assert!(offsets.lines().nth(1).unwrap().split_whitespace().nth(4) == Some("0"), "Rx: {offsets}");
+}

@@ -38,7 +38,7 @@ pub fn is_engine_key(key: &str) -> bool {
         k::REMOTE_COPY_LAG_MS,
         k::REMOTE_COPY_LAG_BYTES,
     ];
-    key.starts_with("remote.log.") || key.starts_with("log.") || key.starts_with("rsm.engine.") || TOPIC.contains(&key)
+    ["remote.log.", "log.", "rsm.engine.", "rlmm.config."].iter().any(|p| key.starts_with(p)) || TOPIC.contains(&key)
 }
 
 /// Runs one store operation of the engine under [`EngineConfig::remote_timeout`]: past it, a transient
