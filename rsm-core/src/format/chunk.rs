@@ -7,10 +7,15 @@
 //!
 //! Our RDI names the object, where the chunk is stored and where it belongs, apart: a transform (compression,
 //! encryption) changes the stored position and length, never the original ones.
-//! - version 1 (52 bytes, written by manifest version 2): version u8 (1), object u8 (0 = a segment's `.log`
-//!   object), transform u8 (0 = none), reserved u8, the segment's start offset i64 and id (16 bytes) (which
-//!   with the partition give the object key), stored position u64 (in the object), stored length u32,
-//!   CRC-32C u32 of the chunk's original bytes, original position u64 (in the segment's `.log` file);
+//! - version 2 (56 bytes, written by manifest version 3 for a transformed chunk only): version 1's fields,
+//!   then the CRC-32C u32 of the chunk's stored (transformed) bytes, so that damage to them is caught before
+//!   they are undone, and every stored byte is covered by a check even where the transform would not notice
+//!   (a zstd frame header field that does not change the output);
+//! - version 1 (52 bytes, written by manifest version 2, and by version 3 for a chunk stored as is):
+//!   version u8 (1), object u8 (0 = a segment's `.log` object), transform u8 (0 = none; version 2 only:
+//!   1 = zstd), reserved u8, the segment's start offset i64 and id (16 bytes) (which with the partition
+//!   give the object key), stored position u64 (in the object), stored length u32, CRC-32C u32 of the
+//!   chunk's original bytes, original position u64 (in the segment's `.log` file);
 //! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
 //!   the stored position (chunks stored in place).
 
@@ -23,8 +28,10 @@ use crate::model::Uuid;
 pub const ENTRY_MAGIC: i16 = 0;
 /// Size of an entry before its RDI.
 pub const ENTRY_FIXED_LEN: usize = 46;
-/// Size of our RDI as written (version 1).
+/// Size of our RDI as written for a chunk stored as is (version 1).
 pub const RDI_LEN: usize = 52;
+/// Size of our RDI as written for a transformed chunk (version 2).
+pub const RDI_V2_LEN: usize = 56;
 /// Size of a version-0 RDI (manifest version 1).
 pub const RDI_V0_LEN: usize = 44;
 
@@ -42,6 +49,8 @@ pub enum RdiObject {
 pub enum Transform {
     /// Stored as is.
     None = 0,
+    /// One zstd frame of the chunk's original bytes (see [`crate::format::transform`]).
+    Zstd = 1,
 }
 
 /// Where a chunk lives, and its checksum.
@@ -63,24 +72,41 @@ pub struct Rdi {
     pub crc32c: u32,
     /// Byte position of the chunk's original bytes in the segment's `.log` file.
     pub original_position: u64,
+    /// CRC-32C of the chunk's stored bytes: for a transformed chunk written in RDI version 2; for a chunk
+    /// stored as is, not written and equal to [`Rdi::crc32c`] (its stored bytes are its original ones).
+    pub stored_crc32c: u32,
 }
 
 impl Rdi {
+    /// The version this RDI is written in: 2 for a transformed chunk (it carries the stored CRC), else 1.
+    fn version(&self) -> u8 {
+        if self.transform == Transform::None { 1 } else { 2 }
+    }
+
+    /// Its encoded length.
+    fn encoded_len(&self) -> usize {
+        if self.version() == 1 { RDI_LEN } else { RDI_V2_LEN }
+    }
+
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[1, self.object as u8, self.transform as u8, 0]);
+        out.extend_from_slice(&[self.version(), self.object as u8, self.transform as u8, 0]);
         out.extend_from_slice(&self.segment_start_offset.to_be_bytes());
         out.extend_from_slice(&self.segment_id.to_bytes());
         out.extend_from_slice(&self.position.to_be_bytes());
         out.extend_from_slice(&self.stored_length.to_be_bytes());
         out.extend_from_slice(&self.crc32c.to_be_bytes());
         out.extend_from_slice(&self.original_position.to_be_bytes());
+        if self.version() == 2 {
+            out.extend_from_slice(&self.stored_crc32c.to_be_bytes());
+        }
     }
 
-    /// Decodes an RDI of version 0 or 1 (its first byte), checking its length against its version.
+    /// Decodes an RDI of version 0, 1 or 2 (its first byte), checking its length against its version; a
+    /// transformed chunk needs version 2 (the stored CRC).
     fn decode(b: &[u8]) -> Result<Self> {
         let mut r = Reader::new(b, "chunk RDI");
         let version = r.u8()?;
-        if !matches!((version, b.len()), (0, RDI_V0_LEN) | (1, RDI_LEN)) {
+        if !matches!((version, b.len()), (0, RDI_V0_LEN) | (1, RDI_LEN) | (2, RDI_V2_LEN)) {
             return Err(Error::corrupt(format!("chunk RDI: version {version}, length {} unsupported", b.len())));
         }
         let object = match r.u8()? {
@@ -89,7 +115,8 @@ impl Rdi {
         };
         let transform = match r.u8()? {
             0 => Transform::None,
-            t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t}"))),
+            1 if version >= 2 => Transform::Zstd,
+            t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t} (RDI version {version})"))),
         };
         let _reserved = r.u8()?;
         let segment_start_offset = r.i64()?;
@@ -98,6 +125,7 @@ impl Rdi {
         let stored_length = r.u32()?;
         let crc32c = r.u32()?;
         let original_position = if version == 0 { position } else { r.u64()? };
+        let stored_crc32c = if version >= 2 { r.u32()? } else { crc32c };
         Ok(Rdi {
             object,
             transform,
@@ -107,6 +135,7 @@ impl Rdi {
             stored_length,
             crc32c,
             original_position,
+            stored_crc32c,
         })
     }
 }
@@ -146,9 +175,15 @@ impl ChunkEntry {
         self.rdi.position..self.rdi.position + self.rdi.stored_length as u64
     }
 
-    /// Encoded size of this entry (as written: RDI version 1).
+    /// Whether the chunk is stored transformed (compressed): a read of any of its bytes then reads, checks
+    /// and undoes its whole stored range.
+    pub fn is_transformed(&self) -> bool {
+        self.rdi.transform != Transform::None
+    }
+
+    /// Encoded size of this entry (as written: RDI version 1, or 2 for a transformed chunk).
     pub fn encoded_len(&self) -> usize {
-        ENTRY_FIXED_LEN + RDI_LEN
+        ENTRY_FIXED_LEN + self.rdi.encoded_len()
     }
 
     /// Appends the SR-32 encoding.
@@ -162,7 +197,7 @@ impl ChunkEntry {
         out.extend_from_slice(&self.first_timestamp.to_be_bytes());
         out.extend_from_slice(&self.last_timestamp.to_be_bytes());
         out.extend_from_slice(&self.data_length.to_be_bytes());
-        out.extend_from_slice(&(RDI_LEN as i16).to_be_bytes());
+        out.extend_from_slice(&(self.rdi.encoded_len() as i16).to_be_bytes());
         self.rdi.encode(out);
         let crc = crc32c::crc32c(&out[start + 8..]);
         out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
@@ -359,6 +394,7 @@ impl Chunker {
                 left -= len;
             }
             c.rdi.crc32c = crc;
+            c.rdi.stored_crc32c = crc;
             self.table.chunks.push(c);
             (self.block_fill, self.block_crc, self.chunk_blocks) = (0, 0, 0);
         }
@@ -396,6 +432,7 @@ impl Chunker {
                 stored_length: 0,
                 crc32c: 0,
                 original_position: batch.position(),
+                stored_crc32c: 0,
             },
         });
         open.last_offset = batch.last_offset();
@@ -511,6 +548,7 @@ mod tests {
                 stored_length: 120,
                 crc32c: 0xdead,
                 original_position: 1_000,
+                stored_crc32c: 0xdead,
             },
         };
         let mut buf = Vec::new();
