@@ -565,4 +565,64 @@ mod tests {
         let err = e.verify(&[0u8; 300], "seg").unwrap_err();
         assert!(err.to_string().contains("offsets 10..=20"), "{err}");
     }
+
+    /// Re-seals an encoded entry's CRC after an edit.
+    fn reseal(buf: &mut [u8]) {
+        let crc = crc32c::crc32c(&buf[8..]);
+        buf[4..8].copy_from_slice(&crc.to_be_bytes());
+    }
+
+    #[test]
+    fn a_transformed_entry_carries_rdi_version_2_with_the_stored_crc() {
+        let e = ChunkEntry {
+            first_offset: 10,
+            last_offset: 20,
+            first_timestamp: 5,
+            last_timestamp: 9,
+            data_length: 300,
+            rdi: Rdi {
+                object: RdiObject::Log,
+                transform: Transform::Zstd,
+                segment_start_offset: 10,
+                segment_id: Uuid::new(5, 6),
+                position: 77,
+                stored_length: 120,
+                crc32c: 0xdead,
+                original_position: 1_000,
+                stored_crc32c: 0xbeef,
+            },
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!((buf.len(), e.encoded_len()), (102, 102));
+        assert_eq!(&buf[..4], &[0, 0, 0, 98], "magic 0, length 98");
+        assert_eq!((buf[46], buf[48]), (2, 1), "RDI version 2, transform zstd");
+        assert_eq!(&buf[98..], &0xbeef_u32.to_be_bytes(), "the stored CRC last");
+        let d = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap();
+        assert_eq!(d, e);
+        assert!(d.is_transformed());
+
+        // An entry stored as is stays RDI version 1, and its stored CRC is its CRC.
+        let plain = ChunkEntry { rdi: Rdi { transform: Transform::None, stored_crc32c: 0xdead, ..e.rdi }, ..e };
+        let mut buf1 = Vec::new();
+        plain.encode(&mut buf1);
+        assert_eq!((buf1.len(), buf1[46]), (98, 1));
+        assert_eq!(ChunkEntry::decode(&mut Reader::new(&buf1, "t")).unwrap(), plain);
+
+        // (case, the edit, a piece of the error)
+        type Edit = fn(&mut Vec<u8>);
+        let cases: [(&str, Edit, &str); 3] = [
+            ("a transform in a version-1 RDI (no stored CRC)", |b| b[48] = 1, "unknown transform 1 (RDI version 1)"),
+            ("an unknown transform", |b| b[48] = 7, "unknown transform 7"),
+            ("a version-2 RDI of version 1's length", |b| b[46] = 2, "version 2, length 52"),
+        ];
+        for (case, edit, says) in cases {
+            let mut b = buf1.clone();
+            edit(&mut b);
+            reseal(&mut b);
+            let err = ChunkEntry::decode(&mut Reader::new(&b, "t")).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::Corrupt, "{case}");
+            assert!(err.to_string().contains(says), "{case}: {err}");
+        }
+    }
 }

@@ -504,9 +504,45 @@ pub(crate) mod tests {
         assert_eq!(d.index(IndexType::Transaction), None);
     }
 
+    /// `sample()` with its second chunk compressed (stored in 400 bytes after the first).
+    fn compressed_sample() -> Manifest {
+        let mut m = sample();
+        let c = &mut m.chunks[1].rdi;
+        (c.transform, c.stored_length, c.stored_crc32c) = (Transform::Zstd, 400, 77);
+        m
+    }
+
+    #[test]
+    fn a_transformed_chunk_makes_version_3_and_is_read_whole() {
+        let m = compressed_sample();
+        let bytes = m.encode();
+        assert_eq!(&bytes[..6], b"RSMM\0\x03");
+        assert_eq!(bytes.len(), sample().encode().len() + 4, "one RDI 4 bytes longer");
+        assert_eq!(Manifest::decode(&bytes, "k").unwrap(), m);
+        // The chunk stored as is keeps its blocks; the compressed one is one read, whole.
+        assert_eq!(m.align(950..960), 900..1_000);
+        assert_eq!(m.align(1_500..1_501), 1_000..2_000);
+        assert_eq!(m.align(950..1_050), 900..2_000);
+        // A version-2 manifest cannot hold a transformed chunk.
+        let mut v2 = bytes.clone();
+        v2[5] = 2;
+        let body = v2.len() - 4;
+        let crc = crc32c::crc32c(&v2[..body]);
+        v2[body..].copy_from_slice(&crc.to_be_bytes());
+        let e = Manifest::decode(&v2, "seg.manifest").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert!(e.to_string().contains("chunk 1 is transformed (Zstd), which manifest version 2"), "{e}");
+    }
+
     #[test]
     fn every_corruption_is_detected() {
-        let bytes = sample().encode();
+        for m in [sample(), compressed_sample()] {
+            every_corruption_is_detected_in(m);
+        }
+    }
+
+    fn every_corruption_is_detected_in(m: Manifest) {
+        let bytes = m.encode();
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x40;
