@@ -102,7 +102,7 @@ impl Rdi {
     }
 
     /// Decodes an RDI of version 0, 1 or 2 (its first byte), checking its length against its version; a
-    /// transformed chunk needs version 2 (the stored CRC).
+    /// transformed chunk needs version 2 (the stored CRC), and version 2 is only for one.
     fn decode(b: &[u8]) -> Result<Self> {
         let mut r = Reader::new(b, "chunk RDI");
         let version = r.u8()?;
@@ -118,6 +118,10 @@ impl Rdi {
             1 if version >= 2 => Transform::Zstd,
             t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t} (RDI version {version})"))),
         };
+        if version == 2 && transform == Transform::None {
+            // One encoding per entry: a chunk stored as is is written in version 1.
+            return Err(Error::corrupt("chunk RDI: version 2 for a chunk stored as is"));
+        }
         let _reserved = r.u8()?;
         let segment_start_offset = r.i64()?;
         let segment_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
@@ -616,6 +620,11 @@ mod tests {
             ("an unknown transform", |b| b[48] = 7, "unknown transform 7"),
             ("a version-2 RDI of version 1's length", |b| b[46] = 2, "version 2, length 52"),
         ];
+        let mut untransformed_v2 = buf.clone();
+        untransformed_v2[48] = 0;
+        reseal(&mut untransformed_v2);
+        let err = ChunkEntry::decode(&mut Reader::new(&untransformed_v2, "t")).unwrap_err();
+        assert!(err.to_string().contains("version 2 for a chunk stored as is"), "{err}");
         for (case, edit, says) in cases {
             let mut b = buf1.clone();
             edit(&mut b);
