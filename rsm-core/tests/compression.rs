@@ -372,6 +372,43 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
     read_back(&rsm, &s, &m, "repaired").await;
 }
 
+/// Compression on but no chunk compressed (the producer compressed them all) writes what compression off
+/// writes, byte for byte: the `.log` object and a version-2 manifest.
+#[tokio::test]
+async fn nothing_compressed_writes_what_compression_off_writes() {
+    let s = segment(&partition(), Data::Gzip, 0, 300_000);
+    let mut written = Vec::new();
+    for compression in [OFF, ON] {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let rsm = TieredStorage::new(backend.clone(), config(compression));
+        rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+        let keys = rsm.keys(&s.md);
+        let manifest = backend.get_range(&keys.manifest, 0..u64::MAX).await.unwrap();
+        let log = backend.get_range(&keys.log, 0..u64::MAX).await.unwrap();
+        assert_eq!(&manifest[..6], b"RSMM\0\x02", "{compression:?}");
+        assert!(log == s.log, "{compression:?}: the object is the file");
+        written.push(manifest);
+    }
+    assert_eq!(written[0], written[1], "the same manifest bytes");
+}
+
+/// A compressed copy whose upload fails leaves no object behind, and a retry succeeds.
+#[tokio::test]
+async fn a_failed_compressed_copy_leaves_nothing() {
+    use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+    let store: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+    let faults = Arc::new(FaultLayer::new(store.clone()));
+    faults.add_rule(FaultRule { op: Some(Op::Put), key: "*.log".into(), fault: Fault::transient(), times: Some(1) });
+    let s = segment(&partition(), Data::Json, 0, 300_000);
+    let rsm = TieredStorage::new(faults.clone(), config(ON));
+    let e = rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap_err();
+    assert!(e.is_transient(), "{e}");
+    assert_eq!(store.list("").await.unwrap(), vec![], "nothing left");
+    rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+    let m = rsm.manifest(&s.md).await.unwrap();
+    read_back(&rsm, &s, &m, "after a retry").await;
+}
+
 /// Figures, not a check (ignored): a 64 MiB segment of each kind of data copied to memory with each setting,
 /// then read back whole (cold, no chunk cache), with the stored size. Run with
 /// `cargo test --release -p rsm-core --test compression -- --ignored --nocapture figures`.
