@@ -107,11 +107,23 @@ impl ChunkCompressor {
     }
 }
 
+/// The entry of chunk `c` stored compressed as `stored` at `position` in the object: transform zstd, the
+/// stored length and the stored bytes' CRC-32C (the original length and CRC stay).
+pub fn compressed_entry(c: &ChunkEntry, position: u64, stored: &[u8]) -> ChunkEntry {
+    let mut e = *c;
+    e.rdi.transform = Transform::Zstd;
+    e.rdi.position = position;
+    e.rdi.stored_length = stored.len() as u32;
+    e.rdi.stored_crc32c = crc32c::crc32c(stored);
+    e
+}
+
 /// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
 /// and stored CRC-32C, undoes the transform into a buffer of exactly the entry's original length, and
 /// checks the result against the entry's length and CRC-32C. `what` (the object key) is named in errors;
 /// every failure of the stored bytes is [`crate::ErrorKind::Corrupt`].
-pub fn undo(c: &ChunkEntry, stored: Bytes, what: &str) -> Result<Bytes> {
+pub fn undo(c: &ChunkEntry, stored: impl Into<Bytes>, what: &str) -> Result<Bytes> {
+    let stored: Bytes = stored.into();
     let chunk = || {
         format!(
             "{what}: chunk at position {} (offsets {}..={}, stored at {}..{})",

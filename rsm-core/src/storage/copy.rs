@@ -11,10 +11,10 @@ use super::TieredStorage;
 use super::layout::SegmentKeys;
 use crate::error::{Error, Result};
 use crate::format::batch::scan_file;
-use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker, Transform};
+use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
-use crate::format::transform::{ChunkCompressor, CompressionConfig, Decision};
+use crate::format::transform::{self, ChunkCompressor, CompressionConfig};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
@@ -187,18 +187,17 @@ fn compress_chunks(
         let (decision, stored) = compressor.apply(&original, c.position())?;
         let stored = match stored {
             Some(s) => {
-                c.rdi.transform = Transform::Zstd;
-                c.rdi.stored_crc32c = crc32c::crc32c(&s);
+                *c = transform::compressed_entry(c, stored_at, &s);
                 compressed += 1;
                 s
             }
-            None => original,
+            None => {
+                c.rdi.position = stored_at;
+                original
+            }
         };
         tracing::trace!(chunk_at = c.position(), ?decision, original = c.data_length, stored = stored.len());
-        debug_assert!(decision == Decision::Compressed || c.rdi.transform == Transform::None);
         original_bytes += c.data_length as u64;
-        c.rdi.position = stored_at;
-        c.rdi.stored_length = stored.len() as u32;
         stored_at += stored.len() as u64;
         if tx.blocking_send(Ok(Bytes::from(stored))).is_err() {
             // The upload ended early: its own error is the one reported.
