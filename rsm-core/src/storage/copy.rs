@@ -90,8 +90,8 @@ impl TieredStorage {
         let scan = tokio::task::spawn_blocking(move || {
             scan_file(&scan_path, log_len, verify, |b| chunker.push(b)).map(|_| chunker.finish())
         });
-        // The scan and both uploads run at once; all three finish before any result is judged, so a
-        // cleanup never races an upload still in flight.
+        // The scan and both uploads run at once (with compression, the `.log`'s upload waits for the scan);
+        // all three finish before any result is judged, so a cleanup never races an upload still in flight.
         let upload_as_is = async {
             match self.config.compression {
                 None => self.backend.put_file(&keys.log, &log_path, log_len).await,
@@ -104,9 +104,6 @@ impl TieredStorage {
             scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
         log_up?;
         let indexes = idx_up?;
-        if let Some(compression) = self.config.compression {
-            chunks = self.upload_compressed(&keys.log, &log_path, chunks, compression).await?;
-        }
         if let (Some(first), Some(last)) = (chunks.first(), chunks.last())
             && (first.first_offset < md.start_offset || last.last_offset > md.end_offset)
         {
@@ -118,6 +115,9 @@ impl TieredStorage {
                 md.start_offset,
                 md.end_offset
             )));
+        }
+        if let Some(compression) = self.config.compression {
+            chunks = self.upload_compressed(&keys.log, &log_path, chunks, compression).await?;
         }
         let manifest = Manifest {
             metadata: md.clone(),
