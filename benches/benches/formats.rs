@@ -1,12 +1,15 @@
 //! Format micro-benchmarks: scanning record batches (with and without the CRC-32C check) over 256 MiB of
 //! realistic v2 batches in memory, cutting the same batches into 4 MiB chunks as a copy does, and encoding
-//! and decoding the manifest of a 1 GiB segment (256 chunks of 4 MiB).
+//! and decoding the manifest of a 1 GiB segment (256 chunks of 4 MiB), and compressing a 4 MiB chunk of
+//! the same batches with zstd and undoing it (checks included), as a copy and a read with `compression.*`
+//! on do.
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use rsm_benches::{DataShape, MIB, batch_buffer, synthetic_manifest};
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::chunk::Chunker;
 use rsm_core::format::manifest::Manifest;
+use rsm_core::format::transform::{self, ChunkCompressor, CompressionConfig};
 use std::hint::black_box;
 
 /// Size of the in-memory log scanned per iteration.
@@ -77,5 +80,36 @@ fn manifest(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, batch_scan, chunker, manifest);
+/// One 4 MiB chunk compressed at levels 1, 3 and 9 (the heuristic off, so each is compressed), and read
+/// back: stored CRC, decompression into the entry's length, original CRC. The generated values are
+/// incompressible (the frames come out a little larger than the chunk): the worst case, the one the
+/// heuristic keeps from being stored.
+fn chunk_compression(c: &mut Criterion) {
+    let buf = batch_buffer(4 * MIB, DataShape::default());
+    let mut chunker = Chunker::new(8 << 20, 64 << 10, 0, rsm_core::Uuid::new(1, 2));
+    for b in BatchIter::new(&buf, 0, false) {
+        chunker.push(&b.expect("generated batches are valid"));
+    }
+    let entry = chunker.finish().chunks[0];
+    let mut g = c.benchmark_group("chunk_compression_4MiB");
+    g.sampling_mode(SamplingMode::Flat);
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(buf.len() as u64));
+    for level in [1, 3, 9] {
+        let config = CompressionConfig { level, heuristic: false, min_saving_percent: 0 };
+        let mut compressor = ChunkCompressor::new(config).expect("a valid level");
+        let stored = compressor.apply(&buf, 0).expect("compresses").1.expect("compressed");
+        eprintln!("chunk_compression: level {level}: {} of {} bytes stored", stored.len(), buf.len());
+        g.bench_function(BenchmarkId::new("compress", level), |b| {
+            b.iter(|| compressor.apply(black_box(&buf), 0).expect("compresses"))
+        });
+        let e = transform::compressed_entry(&entry, 0, &stored);
+        g.bench_function(BenchmarkId::new("undo", level), |b| {
+            b.iter(|| transform::undo(black_box(&e), stored.clone(), "bench.log").expect("undoes"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, batch_scan, chunker, manifest, chunk_compression);
 criterion_main!(benches);

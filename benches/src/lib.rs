@@ -151,6 +151,7 @@ pub fn synthetic_manifest(log_length: u64, chunk_size: u32) -> Manifest {
                 stored_length: data_length,
                 crc32c: (i as u32).wrapping_mul(0x9E37_79B9),
                 original_position: position,
+                stored_crc32c: (i as u32).wrapping_mul(0x9E37_79B9),
             },
         });
     }

@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use rsm_core::backend::MemoryBackend;
 use rsm_core::format::batch::BatchIter;
+use rsm_core::format::transform::CompressionConfig;
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::{
     LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage,
@@ -98,9 +99,10 @@ fn segment_data(name: &str, dir: &Path) -> LogSegmentData {
     }
 }
 
-/// Small chunks and blocks, so that every segment has many chunks and a fetch crosses them.
-fn storage() -> TieredStorage {
-    let config = TieredConfig { chunk_size: 4096, block_size: 1024, ..TieredConfig::default() };
+/// Small chunks and blocks, so that every segment has many chunks and a fetch crosses them; chunks
+/// compressed as `compression` says.
+fn storage(compression: Option<CompressionConfig>) -> TieredStorage {
+    let config = TieredConfig { chunk_size: 4096, block_size: 1024, compression, ..TieredConfig::default() };
     TieredStorage::new(Arc::new(MemoryBackend::new()), config)
 }
 
@@ -135,13 +137,23 @@ fn our_reader_sees_each_batch_as_kafka_python_does() {
 
 #[tokio::test]
 async fn legacy_segments_round_trip_by_every_path() {
+    // Stored as they are, and every chunk compressed (the heuristic off: wrappers are compressed already).
+    let always = CompressionConfig { heuristic: false, ..CompressionConfig::default() };
+    for compression in [None, Some(always)] {
+        legacy_segments_round_trip(compression).await;
+    }
+}
+
+async fn legacy_segments_round_trip(compression: Option<CompressionConfig>) {
     let tmp = tempfile::tempdir().unwrap();
     for name in CASES {
         let log = std::fs::read(data_dir().join(format!("{name}.log"))).unwrap();
         let batches = expected(name);
         let md = metadata(&log, &batches);
-        let rsm = storage();
+        let rsm = storage(compression);
         rsm.copy_log_segment_data(&md, &segment_data(name, tmp.path())).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = rsm.manifest(&md).await.unwrap();
+        assert!(m.chunks.iter().all(|c| c.is_transformed() == compression.is_some()), "{name}: {compression:?}");
 
         // Chunks end on batch boundaries, claim no offset too high and the last offsets Kafka sees.
         let m = rsm.manifest(&md).await.unwrap();
@@ -195,7 +207,7 @@ async fn a_damaged_legacy_message_is_refused_by_the_copy() {
         data.log_segment = tmp.path().join(format!("{name}.log"));
         std::fs::write(&data.log_segment, &log).unwrap();
         let md = metadata(&log, &batches);
-        let e = storage().copy_log_segment_data(&md, &data).await.unwrap_err();
+        let e = storage(None).copy_log_segment_data(&md, &data).await.unwrap_err();
         let text = e.to_string();
         assert!(text.contains(&format!("position {}", victim.position)), "{name}: {text}");
         assert!(text.contains(if victim.magic < 2 { "CRC-32 " } else { "CRC-32C" }), "{name}: {text}");

@@ -7,10 +7,15 @@
 //!
 //! Our RDI names the object, where the chunk is stored and where it belongs, apart: a transform (compression,
 //! encryption) changes the stored position and length, never the original ones.
-//! - version 1 (52 bytes, written by manifest version 2): version u8 (1), object u8 (0 = a segment's `.log`
-//!   object), transform u8 (0 = none), reserved u8, the segment's start offset i64 and id (16 bytes) (which
-//!   with the partition give the object key), stored position u64 (in the object), stored length u32,
-//!   CRC-32C u32 of the chunk's original bytes, original position u64 (in the segment's `.log` file);
+//! - version 2 (56 bytes, written by manifest version 3 for a transformed chunk only): version 1's fields,
+//!   then the CRC-32C u32 of the chunk's stored (transformed) bytes, so that damage to them is caught before
+//!   they are undone, and every stored byte is covered by a check even where the transform would not notice
+//!   (a zstd frame header field that does not change the output);
+//! - version 1 (52 bytes, written by manifest version 2, and by version 3 for a chunk stored as is):
+//!   version u8 (1), object u8 (0 = a segment's `.log` object), transform u8 (0 = none; version 2 only:
+//!   1 = zstd), reserved u8, the segment's start offset i64 and id (16 bytes) (which with the partition
+//!   give the object key), stored position u64 (in the object), stored length u32, CRC-32C u32 of the
+//!   chunk's original bytes, original position u64 (in the segment's `.log` file);
 //! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
 //!   the stored position (chunks stored in place).
 
@@ -23,8 +28,10 @@ use crate::model::Uuid;
 pub const ENTRY_MAGIC: i16 = 0;
 /// Size of an entry before its RDI.
 pub const ENTRY_FIXED_LEN: usize = 46;
-/// Size of our RDI as written (version 1).
+/// Size of our RDI as written for a chunk stored as is (version 1).
 pub const RDI_LEN: usize = 52;
+/// Size of our RDI as written for a transformed chunk (version 2).
+pub const RDI_V2_LEN: usize = 56;
 /// Size of a version-0 RDI (manifest version 1).
 pub const RDI_V0_LEN: usize = 44;
 
@@ -42,6 +49,8 @@ pub enum RdiObject {
 pub enum Transform {
     /// Stored as is.
     None = 0,
+    /// One zstd frame of the chunk's original bytes (see [`crate::format::transform`]).
+    Zstd = 1,
 }
 
 /// Where a chunk lives, and its checksum.
@@ -63,24 +72,41 @@ pub struct Rdi {
     pub crc32c: u32,
     /// Byte position of the chunk's original bytes in the segment's `.log` file.
     pub original_position: u64,
+    /// CRC-32C of the chunk's stored bytes: for a transformed chunk written in RDI version 2; for a chunk
+    /// stored as is, not written and equal to [`Rdi::crc32c`] (its stored bytes are its original ones).
+    pub stored_crc32c: u32,
 }
 
 impl Rdi {
+    /// The version this RDI is written in: 2 for a transformed chunk (it carries the stored CRC), else 1.
+    fn version(&self) -> u8 {
+        if self.transform == Transform::None { 1 } else { 2 }
+    }
+
+    /// Its encoded length.
+    fn encoded_len(&self) -> usize {
+        if self.version() == 1 { RDI_LEN } else { RDI_V2_LEN }
+    }
+
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[1, self.object as u8, self.transform as u8, 0]);
+        out.extend_from_slice(&[self.version(), self.object as u8, self.transform as u8, 0]);
         out.extend_from_slice(&self.segment_start_offset.to_be_bytes());
         out.extend_from_slice(&self.segment_id.to_bytes());
         out.extend_from_slice(&self.position.to_be_bytes());
         out.extend_from_slice(&self.stored_length.to_be_bytes());
         out.extend_from_slice(&self.crc32c.to_be_bytes());
         out.extend_from_slice(&self.original_position.to_be_bytes());
+        if self.version() == 2 {
+            out.extend_from_slice(&self.stored_crc32c.to_be_bytes());
+        }
     }
 
-    /// Decodes an RDI of version 0 or 1 (its first byte), checking its length against its version.
+    /// Decodes an RDI of version 0, 1 or 2 (its first byte), checking its length against its version; a
+    /// transformed chunk needs version 2 (the stored CRC), and version 2 is only for one.
     fn decode(b: &[u8]) -> Result<Self> {
         let mut r = Reader::new(b, "chunk RDI");
         let version = r.u8()?;
-        if !matches!((version, b.len()), (0, RDI_V0_LEN) | (1, RDI_LEN)) {
+        if !matches!((version, b.len()), (0, RDI_V0_LEN) | (1, RDI_LEN) | (2, RDI_V2_LEN)) {
             return Err(Error::corrupt(format!("chunk RDI: version {version}, length {} unsupported", b.len())));
         }
         let object = match r.u8()? {
@@ -89,8 +115,13 @@ impl Rdi {
         };
         let transform = match r.u8()? {
             0 => Transform::None,
-            t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t}"))),
+            1 if version >= 2 => Transform::Zstd,
+            t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t} (RDI version {version})"))),
         };
+        if version == 2 && transform == Transform::None {
+            // One encoding per entry: a chunk stored as is is written in version 1.
+            return Err(Error::corrupt("chunk RDI: version 2 for a chunk stored as is"));
+        }
         let _reserved = r.u8()?;
         let segment_start_offset = r.i64()?;
         let segment_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
@@ -98,6 +129,7 @@ impl Rdi {
         let stored_length = r.u32()?;
         let crc32c = r.u32()?;
         let original_position = if version == 0 { position } else { r.u64()? };
+        let stored_crc32c = if version >= 2 { r.u32()? } else { crc32c };
         Ok(Rdi {
             object,
             transform,
@@ -107,6 +139,7 @@ impl Rdi {
             stored_length,
             crc32c,
             original_position,
+            stored_crc32c,
         })
     }
 }
@@ -146,9 +179,15 @@ impl ChunkEntry {
         self.rdi.position..self.rdi.position + self.rdi.stored_length as u64
     }
 
-    /// Encoded size of this entry (as written: RDI version 1).
+    /// Whether the chunk is stored transformed (compressed): a read of any of its bytes then reads, checks
+    /// and undoes its whole stored range.
+    pub fn is_transformed(&self) -> bool {
+        self.rdi.transform != Transform::None
+    }
+
+    /// Encoded size of this entry (as written: RDI version 1, or 2 for a transformed chunk).
     pub fn encoded_len(&self) -> usize {
-        ENTRY_FIXED_LEN + RDI_LEN
+        ENTRY_FIXED_LEN + self.rdi.encoded_len()
     }
 
     /// Appends the SR-32 encoding.
@@ -162,7 +201,7 @@ impl ChunkEntry {
         out.extend_from_slice(&self.first_timestamp.to_be_bytes());
         out.extend_from_slice(&self.last_timestamp.to_be_bytes());
         out.extend_from_slice(&self.data_length.to_be_bytes());
-        out.extend_from_slice(&(RDI_LEN as i16).to_be_bytes());
+        out.extend_from_slice(&(self.rdi.encoded_len() as i16).to_be_bytes());
         self.rdi.encode(out);
         let crc = crc32c::crc32c(&out[start + 8..]);
         out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
@@ -359,6 +398,7 @@ impl Chunker {
                 left -= len;
             }
             c.rdi.crc32c = crc;
+            c.rdi.stored_crc32c = crc;
             self.table.chunks.push(c);
             (self.block_fill, self.block_crc, self.chunk_blocks) = (0, 0, 0);
         }
@@ -396,6 +436,7 @@ impl Chunker {
                 stored_length: 0,
                 crc32c: 0,
                 original_position: batch.position(),
+                stored_crc32c: 0,
             },
         });
         open.last_offset = batch.last_offset();
@@ -511,6 +552,7 @@ mod tests {
                 stored_length: 120,
                 crc32c: 0xdead,
                 original_position: 1_000,
+                stored_crc32c: 0xdead,
             },
         };
         let mut buf = Vec::new();
@@ -526,5 +568,70 @@ mod tests {
         assert!(err.to_string().contains("CRC"), "{err}");
         let err = e.verify(&[0u8; 300], "seg").unwrap_err();
         assert!(err.to_string().contains("offsets 10..=20"), "{err}");
+    }
+
+    /// Re-seals an encoded entry's CRC after an edit.
+    fn reseal(buf: &mut [u8]) {
+        let crc = crc32c::crc32c(&buf[8..]);
+        buf[4..8].copy_from_slice(&crc.to_be_bytes());
+    }
+
+    #[test]
+    fn a_transformed_entry_carries_rdi_version_2_with_the_stored_crc() {
+        let e = ChunkEntry {
+            first_offset: 10,
+            last_offset: 20,
+            first_timestamp: 5,
+            last_timestamp: 9,
+            data_length: 300,
+            rdi: Rdi {
+                object: RdiObject::Log,
+                transform: Transform::Zstd,
+                segment_start_offset: 10,
+                segment_id: Uuid::new(5, 6),
+                position: 77,
+                stored_length: 120,
+                crc32c: 0xdead,
+                original_position: 1_000,
+                stored_crc32c: 0xbeef,
+            },
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!((buf.len(), e.encoded_len()), (102, 102));
+        assert_eq!(&buf[..4], &[0, 0, 0, 98], "magic 0, length 98");
+        assert_eq!((buf[46], buf[48]), (2, 1), "RDI version 2, transform zstd");
+        assert_eq!(&buf[98..], &0xbeef_u32.to_be_bytes(), "the stored CRC last");
+        let d = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap();
+        assert_eq!(d, e);
+        assert!(d.is_transformed());
+
+        // An entry stored as is stays RDI version 1, and its stored CRC is its CRC.
+        let plain = ChunkEntry { rdi: Rdi { transform: Transform::None, stored_crc32c: 0xdead, ..e.rdi }, ..e };
+        let mut buf1 = Vec::new();
+        plain.encode(&mut buf1);
+        assert_eq!((buf1.len(), buf1[46]), (98, 1));
+        assert_eq!(ChunkEntry::decode(&mut Reader::new(&buf1, "t")).unwrap(), plain);
+
+        // (case, the edit, a piece of the error)
+        type Edit = fn(&mut Vec<u8>);
+        let cases: [(&str, Edit, &str); 3] = [
+            ("a transform in a version-1 RDI (no stored CRC)", |b| b[48] = 1, "unknown transform 1 (RDI version 1)"),
+            ("an unknown transform", |b| b[48] = 7, "unknown transform 7"),
+            ("a version-2 RDI of version 1's length", |b| b[46] = 2, "version 2, length 52"),
+        ];
+        let mut untransformed_v2 = buf.clone();
+        untransformed_v2[48] = 0;
+        reseal(&mut untransformed_v2);
+        let err = ChunkEntry::decode(&mut Reader::new(&untransformed_v2, "t")).unwrap_err();
+        assert!(err.to_string().contains("version 2 for a chunk stored as is"), "{err}");
+        for (case, edit, says) in cases {
+            let mut b = buf1.clone();
+            edit(&mut b);
+            reseal(&mut b);
+            let err = ChunkEntry::decode(&mut Reader::new(&b, "t")).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::Corrupt, "{case}");
+            assert!(err.to_string().contains(says), "{case}: {err}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The segment manifest: the commit point of a copy. Written last; a segment without one does not exist.
 //!
 //! Versioned binary, big-endian, ending in a CRC-32C of everything before it:
-//! magic `RSMM`, version u16 (2; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
+//! magic `RSMM`, version u16 (3 or 2, see below; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
 //! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty); the log object's
 //! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
 //! position and length in the index bundle and a CRC-32C; the chunk count and the chunk table in SR-32
@@ -12,6 +12,15 @@
 //! chunk's original position in the `.log` apart from where it is stored (see [`crate::format::chunk`]), and
 //! in the block CRC table, so that a read of any byte range is checked block by block. A version-1 manifest
 //! has no block table: its blocks are its chunks, checked whole by their entries' CRCs.
+//!
+//! Version 3 is version 2 whose chunk table may hold transformed (compressed) chunks, whose entries carry
+//! RDI version 2 (the stored bytes' CRC, see [`crate::format::chunk`] and [`crate::format::transform`]). It is
+//! written only when at least one chunk is transformed: a manifest of chunks all stored as is stays version 2,
+//! byte for byte what earlier builds wrote, and a build that predates transforms refuses a version-3 manifest
+//! by its version rather than by a chunk it cannot undo. The block CRCs of a transformed chunk cover its
+//! original bytes, like every chunk's; since a transformed chunk is read whole, its blocks are checked all
+//! together. `log_length` is always the original `.log` file's length (the object is shorter when chunks
+//! are compressed; the stored ranges say where each chunk is).
 
 use crate::error::{Error, Result};
 use crate::format::chunk::ChunkEntry;
@@ -24,8 +33,10 @@ use std::collections::BTreeMap;
 
 /// The manifest magic.
 pub const MAGIC: &[u8; 4] = b"RSMM";
-/// The version this code writes.
-pub const VERSION: u16 = 2;
+/// The newest version this code writes (for a manifest with a transformed chunk).
+pub const VERSION: u16 = 3;
+/// The version this code writes for a manifest whose chunks are all stored as is.
+pub const UNTRANSFORMED_VERSION: u16 = 2;
 /// The oldest version this code reads.
 pub const OLDEST_VERSION: u16 = 1;
 
@@ -45,7 +56,8 @@ pub struct IndexLocation {
 pub struct Manifest {
     /// The segment's metadata as given to the copy.
     pub metadata: RemoteLogSegmentMetadata,
-    /// Length of the `.log` object.
+    /// Length of the segment's original `.log` file, which the chunks tile (the `.log` object is that long
+    /// when no chunk is transformed).
     pub log_length: u64,
     /// The chunk target size used by the copy.
     pub chunk_target: u32,
@@ -71,10 +83,17 @@ impl Manifest {
         self.indexes[index.ordinal()]
     }
 
-    /// The original range of the block holding byte `position` (its chunk when there are no block CRCs).
+    /// The version [`Manifest::encode`] writes: [`VERSION`] when a chunk is transformed, else
+    /// [`UNTRANSFORMED_VERSION`].
+    pub fn version(&self) -> u16 {
+        if self.chunks.iter().any(ChunkEntry::is_transformed) { VERSION } else { UNTRANSFORMED_VERSION }
+    }
+
+    /// The original range of the block holding byte `position` (its chunk when there are no block CRCs, or
+    /// when the chunk is transformed: it is read whole).
     fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
         let c = self.chunks.get(self.chunk_at_position(position)?)?;
-        if self.block_size == 0 {
+        if self.block_size == 0 || c.is_transformed() {
             return Some(c.position()..c.end());
         }
         let bs = self.block_size as u64;
@@ -82,8 +101,9 @@ impl Manifest {
         Some(start..(start + bs).min(c.end()))
     }
 
-    /// `range` widened to whole blocks (whole chunks when there are no block CRCs), so that a read of it can
-    /// be checked before any of its bytes are used; cut at the end of the last chunk.
+    /// `range` widened to whole blocks (whole chunks when there are no block CRCs, and whole transformed
+    /// chunks always), so that a read of it can be checked before any of its bytes are used; cut at the end of
+    /// the last chunk.
     pub fn align(&self, range: std::ops::Range<u64>) -> std::ops::Range<u64> {
         let end = range.end.min(self.chunks.last().map_or(0, |c| c.end()));
         if range.start >= end {
@@ -178,7 +198,7 @@ impl Manifest {
         let id = &m.remote_log_segment_id;
         let mut out = Vec::with_capacity(256 + self.chunks.len() * 90);
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_be_bytes());
+        out.extend_from_slice(&self.version().to_be_bytes());
         let topic = id.topic_id_partition.topic_partition.topic.as_bytes();
         out.extend_from_slice(&(topic.len() as u16).to_be_bytes());
         out.extend_from_slice(topic);
@@ -306,7 +326,13 @@ impl Manifest {
             if c.rdi.segment_id != seg_id || c.rdi.segment_start_offset != start_offset {
                 return Err(Error::corrupt(format!("chunk {i} names another segment ({})", c.rdi.segment_id)));
             }
-            if c.rdi.transform == crate::format::chunk::Transform::None && c.rdi.stored_length != c.data_length {
+            if c.is_transformed() && version < VERSION {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} is transformed ({:?}), which manifest version {version} cannot hold",
+                    c.rdi.transform
+                )));
+            }
+            if !c.is_transformed() && c.rdi.stored_length != c.data_length {
                 return Err(Error::corrupt(format!(
                     "chunk {i} is stored as is but its stored length {} is not its length {}",
                     c.rdi.stored_length, c.data_length
@@ -390,6 +416,7 @@ pub(crate) mod tests {
                 stored_length: len,
                 crc32c: 9,
                 original_position: p,
+                stored_crc32c: 9,
             },
         };
         Manifest {
@@ -477,9 +504,45 @@ pub(crate) mod tests {
         assert_eq!(d.index(IndexType::Transaction), None);
     }
 
+    /// `sample()` with its second chunk compressed (stored in 400 bytes after the first).
+    fn compressed_sample() -> Manifest {
+        let mut m = sample();
+        let c = &mut m.chunks[1].rdi;
+        (c.transform, c.stored_length, c.stored_crc32c) = (Transform::Zstd, 400, 77);
+        m
+    }
+
+    #[test]
+    fn a_transformed_chunk_makes_version_3_and_is_read_whole() {
+        let m = compressed_sample();
+        let bytes = m.encode();
+        assert_eq!(&bytes[..6], b"RSMM\0\x03");
+        assert_eq!(bytes.len(), sample().encode().len() + 4, "one RDI 4 bytes longer");
+        assert_eq!(Manifest::decode(&bytes, "k").unwrap(), m);
+        // The chunk stored as is keeps its blocks; the compressed one is one read, whole.
+        assert_eq!(m.align(950..960), 900..1_000);
+        assert_eq!(m.align(1_500..1_501), 1_000..2_000);
+        assert_eq!(m.align(950..1_050), 900..2_000);
+        // A version-2 manifest cannot hold a transformed chunk.
+        let mut v2 = bytes.clone();
+        v2[5] = 2;
+        let body = v2.len() - 4;
+        let crc = crc32c::crc32c(&v2[..body]);
+        v2[body..].copy_from_slice(&crc.to_be_bytes());
+        let e = Manifest::decode(&v2, "seg.manifest").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert!(e.to_string().contains("chunk 1 is transformed (Zstd), which manifest version 2"), "{e}");
+    }
+
     #[test]
     fn every_corruption_is_detected() {
-        let bytes = sample().encode();
+        for m in [sample(), compressed_sample()] {
+            every_corruption_is_detected_in(m);
+        }
+    }
+
+    fn every_corruption_is_detected_in(m: Manifest) {
+        let bytes = m.encode();
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x40;

@@ -1,5 +1,5 @@
 //! On-disk and remote formats: Kafka's own (record batches, `.index`, `.timeindex`, a partition directory)
-//! and ours (the chunk entry of SR-32, the segment manifest, the SR-32 remote index files).
+//! and ours (the chunk entry of SR-32, the segment manifest, the SR-32 remote index files, chunk transforms).
 
 pub mod batch;
 pub mod chunk;
@@ -9,4 +9,5 @@ pub mod manifest;
 pub mod partition;
 pub mod record;
 pub mod remote_index;
+pub mod transform;
 pub mod writer;

@@ -272,6 +272,7 @@ mod tests {
                         stored_length: 100,
                         crc32c: 0,
                         original_position: i as u64 * 100,
+                        stored_crc32c: 0,
                     },
                 }
             })

@@ -1,17 +1,19 @@
 //! The seam between the fetch planner and the store: where a chunk's original bytes come from.
 //!
 //! The planner works in original positions of the segment's `.log` file only; a [`ChunkSource`] turns a
-//! range of those into bytes. Today that is [`BackendChunks`], one ranged read of the stored object; a chunk
-//! cache wraps a source, and a transform (decompression, decryption) is a source that maps a chunk's original
-//! position to its stored position and length, which the chunk entries keep apart.
+//! range of those into bytes. [`BackendChunks`] reads the stored object: a run of chunks stored as they are
+//! is one ranged read; a transformed (compressed) chunk is read whole at its stored position and length,
+//! which the chunk entries keep apart from the original ones, and undone there
+//! ([`crate::format::transform`]). A chunk cache wraps a source, so it keeps original (decompressed),
+//! checked chunks.
 
 use super::layout::segment_keys;
 use crate::backend::StorageBackend;
 use crate::error::{Error, Result};
-use crate::format::chunk::Transform;
 use crate::format::manifest::Manifest;
+use crate::format::transform;
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -37,11 +39,21 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
 }
 
 /// Chunks read from the backend: a range over chunks stored as they are is one ranged read of the
-/// segment's `.log` object, at the stored positions the chunk entries give.
+/// segment's `.log` object, at the stored positions the chunk entries give; a transformed (compressed) chunk
+/// the range touches is one ranged read of its whole stored range, checked and undone
+/// ([`transform::undo`]) before the part the range wants is cut from it.
 #[derive(Debug)]
 pub struct BackendChunks {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
+}
+
+/// One ranged read of a [`BackendChunks`] read: the stored range, and the chunk to undo when transformed.
+#[derive(Debug, PartialEq, Eq)]
+struct StoredRead {
+    stored: Range<u64>,
+    /// The transformed chunk whose whole stored range this is, with the part of its original bytes wanted.
+    undo: Option<(usize, Range<usize>)>,
 }
 
 impl BackendChunks {
@@ -50,46 +62,40 @@ impl BackendChunks {
         BackendChunks { backend, key_prefix }
     }
 
-    /// The stored range that holds the original bytes `range`: the chunks it covers must be stored as they
-    /// are, one after another.
-    fn stored_range(manifest: &Manifest, key: &str, range: &Range<u64>) -> Result<Range<u64>> {
+    /// The stored reads that give the original bytes `range`, in order: runs of chunks stored as they are,
+    /// one after another, are one read each; each transformed chunk is a read of its own, whole.
+    fn plan(manifest: &Manifest, key: &str, range: &Range<u64>) -> Result<Vec<StoredRead>> {
         let first = manifest
             .chunk_at_position(range.start)
             .ok_or_else(|| Error::invalid(format!("object {key}: position {} is in no chunk", range.start)))?;
-        let mut stored_start = None;
-        let mut next_stored = 0;
-        for c in manifest.chunks[first..].iter().take_while(|c| c.position() < range.end) {
-            if c.rdi.transform != Transform::None {
-                return Err(Error::corrupt(format!(
-                    "object {key}: chunk at position {} has transform {:?}, which this source does not undo",
-                    c.position(),
-                    c.rdi.transform
-                )));
+        let mut reads: Vec<StoredRead> = Vec::new();
+        for (i, c) in manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.position() < range.end) {
+            let (from, to) = (range.start.max(c.position()), range.end.min(c.end()));
+            if c.is_transformed() {
+                let wanted = (from - c.position()) as usize..(to - c.position()) as usize;
+                reads.push(StoredRead { stored: c.stored_range(), undo: Some((i, wanted)) });
+                continue;
             }
-            let from = c.stored_range().start + range.start.saturating_sub(c.position());
-            match stored_start {
-                None => stored_start = Some(from),
-                Some(_) if from != next_stored => {
-                    return Err(Error::corrupt(format!(
-                        "object {key}: chunk at position {} is not stored right after the one before it",
-                        c.position()
-                    )));
+            let stored = c.stored_range().start + (from - c.position())..c.stored_range().start + (to - c.position());
+            match reads.last_mut() {
+                Some(r) if r.undo.is_none() => {
+                    if r.stored.end != c.stored_range().start {
+                        return Err(Error::corrupt(format!(
+                            "object {key}: chunk at position {} is not stored right after the one before it",
+                            c.position()
+                        )));
+                    }
+                    r.stored.end = stored.end;
                 }
-                Some(_) => {}
+                _ => reads.push(StoredRead { stored, undo: None }),
             }
-            next_stored = c.stored_range().end;
         }
-        let start = stored_start.expect("the first chunk holds range.start");
-        Ok(start..start + (range.end - range.start))
+        Ok(reads)
     }
-}
 
-#[async_trait]
-impl ChunkSource for BackendChunks {
-    async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes> {
-        let key = segment_keys(&self.key_prefix, &manifest.metadata).log;
-        let stored = Self::stored_range(manifest, &key, &range)?;
-        let bytes = self.backend.get_range(&key, stored.clone()).await?;
+    /// One ranged read, exactly as long as asked.
+    async fn get(&self, key: &str, stored: Range<u64>) -> Result<Bytes> {
+        let bytes = self.backend.get_range(key, stored.clone()).await?;
         if bytes.len() as u64 != stored.end - stored.start {
             return Err(Error::corrupt(format!(
                 "object {key}: read {}..{} returned {} bytes",
@@ -99,5 +105,84 @@ impl ChunkSource for BackendChunks {
             )));
         }
         Ok(bytes)
+    }
+}
+
+#[async_trait]
+impl ChunkSource for BackendChunks {
+    async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes> {
+        let key = segment_keys(&self.key_prefix, &manifest.metadata).log;
+        let mut parts = Vec::new();
+        for r in Self::plan(manifest, &key, &range)? {
+            let bytes = self.get(&key, r.stored).await?;
+            parts.push(match r.undo {
+                None => bytes,
+                Some((i, wanted)) => {
+                    let c = manifest.chunks[i];
+                    let original = tokio::task::spawn_blocking({
+                        let key = key.clone();
+                        move || transform::undo(&c, bytes, &key)
+                    })
+                    .await
+                    .map_err(|e| Error::storage(format!("object {key}: chunk decompression task failed"), e))??;
+                    original.slice(wanted)
+                }
+            });
+        }
+        Ok(match parts.len() {
+            1 => parts.pop().expect("one part"),
+            _ => {
+                let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
+                for p in parts {
+                    out.extend_from_slice(&p);
+                }
+                out.freeze()
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::chunk::Transform;
+    use crate::format::manifest::tests::sample;
+
+    #[test]
+    fn reads_join_chunks_stored_as_they_are_and_take_transformed_ones_whole() {
+        // Chunks of 1000 bytes at 0, 1000, 2000, 3000; chunk 1 compressed to 300 bytes, the others after it.
+        let mut m = sample();
+        let proto = m.chunks[0];
+        let stored = [(0, 1000), (1000, 300), (1300, 1000), (2300, 1000)];
+        m.chunks = (0..4)
+            .map(|i| {
+                let mut c = proto;
+                c.rdi.original_position = i as u64 * 1000;
+                (c.rdi.position, c.rdi.stored_length) = stored[i];
+                if i == 1 {
+                    c.rdi.transform = Transform::Zstd;
+                }
+                c
+            })
+            .collect();
+        m.log_length = 4000;
+        let read = |stored: Range<u64>, undo: Option<(usize, Range<usize>)>| StoredRead { stored, undo };
+        // (case, original range, the reads)
+        let cases = [
+            ("inside a chunk stored as is", 10..20, vec![read(10..20, None)]),
+            ("inside the compressed chunk: all of it", 1500..1501, vec![read(1000..1300, Some((1, 500..501)))]),
+            (
+                "across it",
+                900..2100,
+                vec![read(900..1000, None), read(1000..1300, Some((1, 0..1000))), read(1300..1400, None)],
+            ),
+            ("two chunks stored as is: one read", 2500..3500, vec![read(1800..2800, None)]),
+        ];
+        for (case, range, want) in cases {
+            assert_eq!(BackendChunks::plan(&m, "k", &range).unwrap(), want, "{case}");
+        }
+        m.chunks[3].rdi.position += 1;
+        let e = BackendChunks::plan(&m, "k", &(2500..3500)).unwrap_err();
+        assert!(e.to_string().contains("not stored right after"), "{e}");
     }
 }

@@ -1,13 +1,20 @@
 //! Copy: scan the `.log` (batch checks, chunk table), upload it and the index bundle, then commit the
 //! manifest.
+//!
+//! Without compression the `.log` is uploaded as it is while it is scanned. With compression
+//! (`compression.enabled`) the `.log` object is the chunks' stored bytes back to back, known only once the
+//! chunk table is: the scan (with the index upload) comes first, then one pass over the file chunk by
+//! chunk compresses each (or leaves it as it is, [`ChunkCompressor`]) and streams the stored bytes to the
+//! upload, a few chunks in memory at a time; each chunk read again is checked against its CRC from the scan.
 
 use super::TieredStorage;
 use super::layout::SegmentKeys;
 use crate::error::{Error, Result};
 use crate::format::batch::scan_file;
-use crate::format::chunk::{ChunkTable, Chunker};
+use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
+use crate::format::transform::{self, ChunkCompressor, CompressionConfig};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
@@ -83,14 +90,17 @@ impl TieredStorage {
         let scan = tokio::task::spawn_blocking(move || {
             scan_file(&scan_path, log_len, verify, |b| chunker.push(b)).map(|_| chunker.finish())
         });
-        // The scan and both uploads run at once; all three finish before any result is judged, so a
-        // cleanup never races an upload still in flight.
-        let (scan, log_up, idx_up) = tokio::join!(
-            scan,
-            self.backend.put_file(&keys.log, &log_path, log_len),
-            self.upload_indexes(&keys.indexes, data, md.start_offset, log_len)
-        );
-        let ChunkTable { chunks, block_size, block_crcs } =
+        // The scan and both uploads run at once (with compression, the `.log`'s upload waits for the scan);
+        // all three finish before any result is judged, so a cleanup never races an upload still in flight.
+        let upload_as_is = async {
+            match self.config.compression {
+                None => self.backend.put_file(&keys.log, &log_path, log_len).await,
+                Some(_) => Ok(()),
+            }
+        };
+        let (scan, log_up, idx_up) =
+            tokio::join!(scan, upload_as_is, self.upload_indexes(&keys.indexes, data, md.start_offset, log_len));
+        let ChunkTable { mut chunks, block_size, block_crcs } =
             scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
         log_up?;
         let indexes = idx_up?;
@@ -106,6 +116,9 @@ impl TieredStorage {
                 md.end_offset
             )));
         }
+        if let Some(compression) = self.config.compression {
+            chunks = self.upload_compressed(&keys.log, &log_path, chunks, compression).await?;
+        }
         let manifest = Manifest {
             metadata: md.clone(),
             log_length: log_len,
@@ -119,6 +132,81 @@ impl TieredStorage {
         self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
         Ok(())
     }
+}
+
+/// Chunks in flight between the compressing pass and the upload.
+const COMPRESSED_IN_FLIGHT: usize = 2;
+
+impl TieredStorage {
+    /// Uploads the `.log` object of the chunks `chunks` (the scan's, tiling the file at `path`) with each
+    /// chunk compressed or left as it is, returning the chunks with their stored ranges, transforms and
+    /// stored CRCs. A failure fails the upload's stream, so no object is left.
+    async fn upload_compressed(
+        &self,
+        key: &str,
+        path: &Path,
+        chunks: Vec<ChunkEntry>,
+        compression: CompressionConfig,
+    ) -> Result<Vec<ChunkEntry>> {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(COMPRESSED_IN_FLIGHT);
+        let path = path.to_path_buf();
+        let pass = tokio::task::spawn_blocking(move || {
+            let result = compress_chunks(&path, chunks, compression, &tx);
+            if let Err(e) = &result {
+                let _ = tx.blocking_send(Err(Error::new(e.kind(), format!("compressing {}: {e}", path.display()))));
+            }
+            result
+        });
+        let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+        let (pass, up) = tokio::join!(pass, self.backend.put_stream(key, Box::pin(stream)));
+        // The upload's error first: a failed pass failed the upload's stream with its own error.
+        up?;
+        pass.map_err(|e| Error::storage("chunk compression task failed", e))?
+    }
+}
+
+/// The compressing pass of [`TieredStorage::upload_compressed`]: reads each chunk of the file at `path`,
+/// checks it against its scanned CRC, decides its transform, sends its stored bytes to `tx`, and records
+/// where they are stored.
+fn compress_chunks(
+    path: &Path,
+    mut chunks: Vec<ChunkEntry>,
+    compression: CompressionConfig,
+    tx: &tokio::sync::mpsc::Sender<Result<Bytes>>,
+) -> Result<Vec<ChunkEntry>> {
+    use std::io::Read;
+    let mut compressor = ChunkCompressor::new(compression)?;
+    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(io_err(path))?);
+    let what = path.display().to_string();
+    let (mut stored_at, mut compressed, mut original_bytes) = (0u64, 0usize, 0u64);
+    for c in chunks.iter_mut() {
+        let mut original = vec![0; c.data_length as usize];
+        file.read_exact(&mut original).map_err(io_err(path))?;
+        // The file is read a second time: it must still be what the scan checked.
+        c.verify(&original, &what).map_err(|e| Error::invalid(format!("changed since it was scanned: {e}")))?;
+        let (decision, stored) = compressor.apply(&original, c.position())?;
+        let stored = match stored {
+            Some(s) => {
+                *c = transform::compressed_entry(c, stored_at, &s);
+                compressed += 1;
+                s
+            }
+            None => {
+                c.rdi.position = stored_at;
+                original
+            }
+        };
+        tracing::trace!(chunk_at = c.position(), ?decision, original = c.data_length, stored = stored.len());
+        original_bytes += c.data_length as u64;
+        stored_at += stored.len() as u64;
+        if tx.blocking_send(Ok(Bytes::from(stored))).is_err() {
+            // The upload ended early: its own error is the one reported.
+            return Err(Error::invalid(format!("{what}: the upload stopped taking chunks")));
+        }
+    }
+    tracing::debug!(file = %what, chunks = chunks.len(), compressed, original_bytes, stored_bytes = stored_at,
+        "copied with chunk compression");
+    Ok(chunks)
 }
 
 #[cfg(test)]

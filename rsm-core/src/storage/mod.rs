@@ -4,7 +4,7 @@
 //! - [`copy`](self#copy): scan, uploads, manifest;
 //! - [`fetch`]: the planner (position, offset or timestamp to chunk reads) and the checks on what streams;
 //! - [`chunk_source`]: the seam between the planner and the store ([`ChunkSource`]): where a chunk's bytes
-//!   come from (the backend today; a cache and transforms later);
+//!   come from (the backend, undoing per-chunk compression, `compression.*`; a cache over it);
 //! - [`cache`]: the bounded, weighted LRU cache type (manifests, remote indexes);
 //! - [`chunk_cache`]: whole checked chunks in memory and on disk (the disk tier in `disk_cache`), one cache
 //!   per process and settings, single-flight, with read-ahead for sequential readers (`fetch.cache.*`,
@@ -13,7 +13,8 @@
 //!
 //! # Copy
 //! The scan of the `.log` (every batch checked, the chunk table cut on batch boundaries), the upload of the
-//! `.log` and of the index bundle run at once; the manifest, written last, is the commit point. A failed copy
+//! `.log` and of the index bundle run at once (with `compression.enabled`, the `.log` is compressed chunk by
+//! chunk and uploaded after the scan); the manifest, written last, is the commit point. A failed copy
 //! removes what it wrote.
 
 pub mod cache;

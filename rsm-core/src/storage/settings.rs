@@ -3,6 +3,29 @@
 use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::ConfigReader;
 use crate::error::{Error, Result};
+use crate::format::transform::CompressionConfig;
+
+/// The setting that turns chunk compression on.
+pub const COMPRESSION_ENABLED_KEY: &str = "compression.enabled";
+/// The setting of the compression heuristic.
+pub const COMPRESSION_HEURISTIC_KEY: &str = "compression.heuristic.enabled";
+/// The setting of the zstd level.
+pub const COMPRESSION_LEVEL_KEY: &str = "compression.level";
+/// The setting of the heuristic's least saving.
+pub const COMPRESSION_MIN_SAVING_KEY: &str = "compression.min.saving.percent";
+
+/// The compression settings; every key is validated whether or not compression is on (so a typo surfaces
+/// before it is turned on), and the result is `None` unless `compression.enabled` is true.
+fn read_compression(r: &mut ConfigReader<'_>) -> Result<Option<CompressionConfig>> {
+    let d = CompressionConfig::default();
+    let enabled = r.bool(COMPRESSION_ENABLED_KEY, false)?;
+    let c = CompressionConfig {
+        heuristic: r.bool(COMPRESSION_HEURISTIC_KEY, d.heuristic)?,
+        level: r.int_in(COMPRESSION_LEVEL_KEY, d.level, 1..=22)?,
+        min_saving_percent: r.int_in(COMPRESSION_MIN_SAVING_KEY, d.min_saving_percent, 0..=99)?,
+    };
+    Ok(enabled.then_some(c))
+}
 
 const DISK_BYTES_KEY: &str = "fetch.cache.disk.bytes";
 
@@ -55,6 +78,12 @@ pub struct TieredConfig {
     /// `index.cache.bytes`: remote indexes kept in memory (SR-34), least recently used evicted first, 0 (off)
     /// to 64 GiB (default 64 MiB).
     pub index_cache_bytes: u64,
+    /// Chunk compression of new copies: `compression.enabled` (default false) turns it on; then each chunk
+    /// is stored as one zstd frame at `compression.level` (1 to 22, default 3), unless, with
+    /// `compression.heuristic.enabled` (default true), the producer compressed most of its batches or
+    /// compressing saves less than `compression.min.saving.percent` of it (0 to 99, default 10). Segments
+    /// copied with other settings, or before, read the same ([`crate::format::transform`]).
+    pub compression: Option<CompressionConfig>,
 }
 
 impl Default for TieredConfig {
@@ -71,6 +100,7 @@ impl Default for TieredConfig {
             fetch_prefetch_chunks: 2,
             fetch_cache_disk: None,
             index_cache_bytes: 64 << 20,
+            compression: None,
         }
     }
 }
@@ -100,6 +130,7 @@ impl TieredConfig {
             fetch_prefetch_chunks: r.int_in("fetch.prefetch.chunks", d.fetch_prefetch_chunks, 0..=64)?,
             fetch_cache_disk: read_disk_cache(r)?,
             index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
+            compression: read_compression(r)?,
         })
     }
 }
@@ -141,6 +172,53 @@ mod tests {
             (&[("fetch.cache.disk.path", "/c"), ("fetch.cache.disk.bytes", "1024")], "fetch.cache.disk.bytes", "range"),
         ];
         for (settings, key, says) in cases {
+            let e = read(settings).unwrap_err();
+            assert_eq!(e.config_key(), Some(key), "{settings:?}: {e}");
+            assert!(e.to_string().contains(says), "{settings:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn compression_is_off_by_default_and_its_keys_are_checked() {
+        let read = |pairs: &[(&str, &str)]| {
+            let p = props(pairs.iter().copied());
+            TieredConfig::read(&mut ConfigReader::new(&p))
+        };
+        let on = CompressionConfig::default();
+        // (settings, what they give)
+        type Good = (&'static [(&'static str, &'static str)], Option<CompressionConfig>);
+        let good: [Good; 5] = [
+            (&[], None),
+            (&[("compression.level", "9")], None),
+            (&[("compression.enabled", "true")], Some(on)),
+            (
+                &[("compression.enabled", "TRUE"), ("compression.heuristic.enabled", "false")],
+                Some(CompressionConfig { heuristic: false, ..on }),
+            ),
+            (
+                &[
+                    ("compression.enabled", "true"),
+                    ("compression.level", "19"),
+                    ("compression.min.saving.percent", "0"),
+                ],
+                Some(CompressionConfig { level: 19, min_saving_percent: 0, ..on }),
+            ),
+        ];
+        for (settings, want) in good {
+            assert_eq!(read(settings).unwrap().compression, want, "{settings:?}");
+        }
+        assert_eq!((on.level, on.heuristic, on.min_saving_percent), (3, true, 10), "the documented defaults");
+        // (settings, the key the error names, a piece of its message)
+        type Bad = (&'static [(&'static str, &'static str)], &'static str, &'static str);
+        let bad: [Bad; 6] = [
+            (&[("compression.enabled", "yes")], "compression.enabled", "not true or false"),
+            (&[("compression.heuristic.enabled", "1")], "compression.heuristic.enabled", "not true or false"),
+            (&[("compression.enabled", "true"), ("compression.level", "0")], "compression.level", "range"),
+            (&[("compression.level", "23")], "compression.level", "range"),
+            (&[("compression.level", "fast")], "compression.level", "not an integer"),
+            (&[("compression.min.saving.percent", "100")], "compression.min.saving.percent", "range"),
+        ];
+        for (settings, key, says) in bad {
             let e = read(settings).unwrap_err();
             assert_eq!(e.config_key(), Some(key), "{settings:?}: {e}");
             assert!(e.to_string().contains(says), "{settings:?}: {e}");
