@@ -76,6 +76,7 @@ async fn a_restart_over_many_remote_segments_copies_nothing() {
                     position: 0,
                     stored_length: 1 << 20,
                     crc32c: 0,
+                    stored_crc32c: 0,
                     original_position: 0,
                 },
             };
