@@ -31,7 +31,7 @@ pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
 pub use layout::{SegmentKeys, partition_prefix, segment_keys};
-pub use settings::TieredConfig;
+pub use settings::{EncryptionConfig, TieredConfig};
 
 use crate::backend::{ByteStream, StorageBackend};
 use crate::error::{Error, ErrorKind, Result};
@@ -166,7 +166,10 @@ impl TieredStorage {
         chunk_cache: Option<ChunkCache>,
         store: &str,
     ) -> Self {
-        let direct: Arc<dyn ChunkSource> = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
+        let keyring =
+            config.encryption.as_ref().map(|e| Arc::new(e.keyring.clone()) as Arc<dyn crate::crypto::KeyRing>);
+        let direct: Arc<dyn ChunkSource> =
+            Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()).with_keyring(keyring));
         let manifests =
             Arc::new(Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl));
         let chunks = match &chunk_cache {
