@@ -393,3 +393,27 @@ fn settings_and_keyrings_never_print_a_key() {
     assert!(e.encrypt);
     assert_eq!(e.keyring.ids().collect::<Vec<_>>(), ["k1", "k2"]);
 }
+
+#[tokio::test]
+async fn rewrap_segment_moves_a_segment_to_another_key_rewriting_only_its_manifest() {
+    let keys = Keys::new();
+    let tp = partition();
+    let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+    let both = keys.config(false, Some("k1"), &[("k1", "k1"), ("k2", "k2")]);
+    let writer = TieredStorage::new(backend.clone(), both.clone());
+    let s = segment(&tp, 0, 300_000);
+    writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+    let k = writer.keys(&s.md);
+    let object = backend.get_range(&k.log, 0..u64::MAX).await.unwrap();
+    let keyring = both.encryption.as_ref().unwrap().keyring.clone();
+    assert!(writer.rewrap_segment(&k.manifest, &keyring, "k2").await.unwrap(), "rewrapped");
+    assert!(!writer.rewrap_segment(&k.manifest, &keyring, "k2").await.unwrap(), "a rerun skips it");
+    assert!(backend.get_range(&k.log, 0..u64::MAX).await.unwrap() == object, "the chunks are untouched");
+    let only_k2 = TieredStorage::new(backend.clone(), keys.config(false, None, &[("k2", "k2")]));
+    let m = only_k2.manifest(&s.md).await.unwrap();
+    assert_eq!(m.encryption.as_ref().unwrap().kek_id, "k2");
+    read_back(&only_k2, &s, &m, "under k2 only").await;
+    let e = only_k2.rewrap_segment(&k.manifest, &keyring, "k9").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+    assert!(e.full_message().contains("`k9`"), "{e}");
+}

@@ -246,6 +246,33 @@ impl TieredStorage {
         read_manifest(self.backend.as_ref(), key).await
     }
 
+    /// Key rotation of one segment: unwraps the data key of the manifest at `manifest_key` with the KEK it
+    /// names (from `keyring`) and wraps it under the KEK `new_id`, rewriting the manifest only (one read,
+    /// one write; the backend's put replaces it whole, the chunks are untouched). `Ok(false)` when it is
+    /// already under `new_id` (a rerun skips it); an error for a segment that is not encrypted.
+    pub async fn rewrap_segment(
+        &self,
+        manifest_key: &str,
+        keyring: &dyn crate::crypto::KeyRing,
+        new_id: &str,
+    ) -> Result<bool> {
+        let mut m = self.read_manifest(manifest_key).await?;
+        let Some(envelope) = &m.encryption else {
+            return Err(Error::invalid(format!("manifest {manifest_key}: the segment is not encrypted")));
+        };
+        if envelope.kek_id == new_id {
+            return Ok(false);
+        }
+        let id = m.metadata.remote_log_segment_id.id;
+        let rewrapped = envelope
+            .rewrap(keyring, new_id, id, m.metadata.start_offset)
+            .map_err(|e| e.context(format!("manifest {manifest_key}")))?;
+        m.encryption = Some(rewrapped);
+        self.backend.put_bytes(manifest_key, Bytes::from(m.encode())).await?;
+        self.manifests.remove(&id);
+        Ok(true)
+    }
+
     /// The manifest of a segment (cached); not found when the segment was never committed or was deleted.
     pub async fn manifest(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
         metadata.validate()?;
