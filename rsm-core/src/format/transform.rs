@@ -125,12 +125,18 @@ pub fn transformed_entry(c: &ChunkEntry, transform: Transform, position: u64, st
     e
 }
 
+/// The original bytes of chunk `c`, not encrypted, from its `stored` bytes: [`undo_chunk`] without a data
+/// key (an encrypted chunk is then an error).
+pub fn undo(c: &ChunkEntry, stored: impl Into<Bytes>, what: &str) -> Result<Bytes> {
+    undo_chunk(c, 0, stored, what, None)
+}
+
 /// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
 /// and stored CRC-32C, decrypts them when encrypted (chunk `index` of its manifest, under the segment's
 /// data `key`), decompresses them when compressed into a buffer of exactly the entry's original length,
 /// and checks the result against the entry's length and CRC-32C. `what` (the object key) is named in
 /// errors; every failure of the stored bytes is [`crate::ErrorKind::Corrupt`].
-pub fn undo(
+pub fn undo_chunk(
     c: &ChunkEntry,
     index: usize,
     stored: impl Into<Bytes>,
@@ -272,7 +278,7 @@ mod tests {
             assert_eq!(stored.is_some(), want == Decision::Compressed, "{case}");
             if let Some(s) = stored {
                 let c = entry(chunk, &s, Transform::Zstd);
-                assert_eq!(&undo(&c, 0, Bytes::from(s), "k", None).unwrap()[..], chunk, "{case}: round trip");
+                assert_eq!(&undo(&c, Bytes::from(s), "k").unwrap()[..], chunk, "{case}: round trip");
             }
         }
         assert_eq!(producer_compressed_bytes(&producer, 0), producer.len() as u64);
@@ -289,7 +295,7 @@ mod tests {
         for i in 0..stored.len() {
             let mut bad = stored.clone();
             bad[i] ^= 0x10;
-            let e = undo(&good, 0, Bytes::from(bad), "t/0/x.log", None).unwrap_err();
+            let e = undo(&good, Bytes::from(bad), "t/0/x.log").unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "byte {i}: {e}");
             assert!(e.to_string().contains("t/0/x.log: chunk at position 0"), "byte {i}: {e}");
         }
@@ -299,7 +305,7 @@ mod tests {
             [("shorter", json.len() - 1, "does not decompress"), ("longer", json.len() + 1, "decompresses to")]
         {
             let c = ChunkEntry { data_length: data_length as u32, ..good };
-            let e = undo(&c, 0, Bytes::from(stored.clone()), "k", None).unwrap_err();
+            let e = undo(&c, Bytes::from(stored.clone()), "k").unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}: {e}");
             assert!(e.to_string().contains(says), "{case}: {e}");
         }
@@ -316,9 +322,9 @@ mod tests {
             },
             ..good
         };
-        let e = undo(&c, 0, Bytes::from(other_stored), "k", None).unwrap_err();
+        let e = undo(&c, Bytes::from(other_stored), "k").unwrap_err();
         assert!(e.to_string().contains("CRC-32C"), "{e}");
-        let e = undo(&good, 0, Bytes::from(stored[1..].to_vec()), "k", None).unwrap_err();
+        let e = undo(&good, Bytes::from(stored[1..].to_vec()), "k").unwrap_err();
         assert!(e.to_string().contains("stored bytes, its entry says"), "{e}");
     }
 }

@@ -148,7 +148,7 @@ impl ChunkSource for BackendChunks {
                     let original = tokio::task::spawn_blocking({
                         let key = key.clone();
                         let data_key = data_key.clone();
-                        move || transform::undo(&c, i, bytes, &key, data_key.as_deref())
+                        move || transform::undo_chunk(&c, i, bytes, &key, data_key.as_deref())
                     })
                     .await
                     .map_err(|e| Error::storage(format!("object {key}: chunk transform task failed"), e))??;
