@@ -175,7 +175,16 @@ pub fn synthetic_manifest(log_length: u64, chunk_size: u32) -> Manifest {
     let block_size = rsm_core::format::chunk::DEFAULT_BLOCK_SIZE;
     let blocks: usize = chunks.iter().map(|c| (c.data_length as usize).div_ceil(block_size as usize)).sum();
     let block_crcs = (0..blocks as u32).map(|i| i.wrapping_mul(0x85EB_CA6B)).collect();
-    Manifest { metadata, log_length, chunk_target: chunk_size, indexes, chunks, block_size, block_crcs }
+    Manifest {
+        metadata,
+        log_length,
+        chunk_target: chunk_size,
+        indexes,
+        chunks,
+        block_size,
+        block_crcs,
+        encryption: None,
+    }
 }
 
 /// Byte positions of every batch of the `.log` file at `path`, read header by header (the file is never

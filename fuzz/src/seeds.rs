@@ -83,6 +83,7 @@ fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
         chunks: table.chunks,
         block_size: table.block_size,
         block_crcs: table.block_crcs,
+        encryption: None,
     }
 }
 

@@ -13,7 +13,7 @@
 //!   (a zstd frame header field that does not change the output);
 //! - version 1 (52 bytes, written by manifest version 2, and by version 3 for a chunk stored as is):
 //!   version u8 (1), object u8 (0 = a segment's `.log` object), transform u8 (0 = none; version 2 only:
-//!   1 = zstd), reserved u8, the segment's start offset i64 and id (16 bytes) (which with the partition
+//!   1 = zstd, 2 = AES-256-GCM, 3 = zstd then AES-256-GCM), reserved u8, the segment's start offset i64 and id (16 bytes) (which with the partition
 //!   give the object key), stored position u64 (in the object), stored length u32, CRC-32C u32 of the
 //!   chunk's original bytes, original position u64 (in the segment's `.log` file);
 //! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
@@ -51,6 +51,24 @@ pub enum Transform {
     None = 0,
     /// One zstd frame of the chunk's original bytes (see [`crate::format::transform`]).
     Zstd = 1,
+    /// The original bytes encrypted with AES-256-GCM under the segment's data key: `nonce ‖ ciphertext ‖
+    /// tag` (see [`crate::crypto`]); manifest version 4 only.
+    Aes256Gcm = 2,
+    /// One zstd frame of the original bytes, then encrypted as [`Transform::Aes256Gcm`] (compress, then
+    /// encrypt); manifest version 4 only.
+    ZstdAes256Gcm = 3,
+}
+
+impl Transform {
+    /// Whether the stored bytes are encrypted.
+    pub fn is_encrypted(self) -> bool {
+        matches!(self, Transform::Aes256Gcm | Transform::ZstdAes256Gcm)
+    }
+
+    /// Whether the (decrypted) bytes are a zstd frame.
+    pub fn is_compressed(self) -> bool {
+        matches!(self, Transform::Zstd | Transform::ZstdAes256Gcm)
+    }
 }
 
 /// Where a chunk lives, and its checksum.
@@ -116,6 +134,8 @@ impl Rdi {
         let transform = match r.u8()? {
             0 => Transform::None,
             1 if version >= 2 => Transform::Zstd,
+            2 if version >= 2 => Transform::Aes256Gcm,
+            3 if version >= 2 => Transform::ZstdAes256Gcm,
             t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t} (RDI version {version})"))),
         };
         if version == 2 && transform == Transform::None {

@@ -21,7 +21,14 @@
 //! original bytes, like every chunk's; since a transformed chunk is read whole, its blocks are checked all
 //! together. `log_length` is always the original `.log` file's length (the object is shorter when chunks
 //! are compressed; the stored ranges say where each chunk is).
+//!
+//! Version 4 is version 3 with an encryption block after the block CRCs: the id of the key-encryption key
+//! (KEK) as a length u8 (1 to 255) and its bytes, the wrap's nonce (12 bytes) and the wrapped data key (48
+//! bytes: the key and its tag), see [`crate::crypto`]. It is written only for an encrypted segment, whose
+//! chunks are all encrypted (transforms 2 and 3); older versions cannot hold an encrypted chunk. The
+//! manifest's CRC covers the block; the wrap's tag authenticates the key, the segment and the KEK id.
 
+use crate::crypto::{KeyEnvelope, MAX_KEY_ID_LEN, NONCE_BYTES, WRAPPED_LEN};
 use crate::error::{Error, Result};
 use crate::format::chunk::ChunkEntry;
 use crate::format::codec::Reader;
@@ -33,8 +40,10 @@ use std::collections::BTreeMap;
 
 /// The manifest magic.
 pub const MAGIC: &[u8; 4] = b"RSMM";
-/// The newest version this code writes (for a manifest with a transformed chunk).
-pub const VERSION: u16 = 3;
+/// The newest version this code writes (for an encrypted segment).
+pub const VERSION: u16 = 4;
+/// The version this code writes for a manifest with a transformed chunk and no encryption.
+pub const TRANSFORMED_VERSION: u16 = 3;
 /// The version this code writes for a manifest whose chunks are all stored as is.
 pub const UNTRANSFORMED_VERSION: u16 = 2;
 /// The oldest version this code reads.
@@ -70,6 +79,8 @@ pub struct Manifest {
     pub block_size: u32,
     /// The CRC-32C of every block, chunk after chunk.
     pub block_crcs: Vec<u32>,
+    /// The segment's data key, wrapped (version 4: an encrypted segment); `None` when not encrypted.
+    pub encryption: Option<KeyEnvelope>,
 }
 
 /// How many blocks of `block_size` a chunk of `len` bytes has.
@@ -83,10 +94,16 @@ impl Manifest {
         self.indexes[index.ordinal()]
     }
 
-    /// The version [`Manifest::encode`] writes: [`VERSION`] when a chunk is transformed, else
-    /// [`UNTRANSFORMED_VERSION`].
+    /// The version [`Manifest::encode`] writes: [`VERSION`] for an encrypted segment, else
+    /// [`TRANSFORMED_VERSION`] when a chunk is transformed, else [`UNTRANSFORMED_VERSION`].
     pub fn version(&self) -> u16 {
-        if self.chunks.iter().any(ChunkEntry::is_transformed) { VERSION } else { UNTRANSFORMED_VERSION }
+        if self.encryption.is_some() {
+            VERSION
+        } else if self.chunks.iter().any(ChunkEntry::is_transformed) {
+            TRANSFORMED_VERSION
+        } else {
+            UNTRANSFORMED_VERSION
+        }
     }
 
     /// The original range of the block holding byte `position` (its chunk when there are no block CRCs, or
@@ -247,6 +264,15 @@ impl Manifest {
         for crc in &self.block_crcs {
             out.extend_from_slice(&crc.to_be_bytes());
         }
+        if let Some(e) = &self.encryption {
+            // Ids are validated when read from the settings; an id past 255 bytes is cut rather than
+            // written with a wrong length (it would then not unwrap, never read as another id's).
+            let id = &e.kek_id.as_bytes()[..e.kek_id.len().min(MAX_KEY_ID_LEN)];
+            out.push(id.len() as u8);
+            out.extend_from_slice(id);
+            out.extend_from_slice(&e.nonce);
+            out.extend_from_slice(&e.wrapped);
+        }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_be_bytes());
         out
@@ -326,7 +352,19 @@ impl Manifest {
             if c.rdi.segment_id != seg_id || c.rdi.segment_start_offset != start_offset {
                 return Err(Error::corrupt(format!("chunk {i} names another segment ({})", c.rdi.segment_id)));
             }
-            if c.is_transformed() && version < VERSION {
+            if c.rdi.transform.is_encrypted() && version < VERSION {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} is encrypted ({:?}), which manifest version {version} cannot hold",
+                    c.rdi.transform
+                )));
+            }
+            if version == VERSION && !c.rdi.transform.is_encrypted() {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} of an encrypted segment (manifest version {version}) is not encrypted ({:?})",
+                    c.rdi.transform
+                )));
+            }
+            if c.is_transformed() && version < TRANSFORMED_VERSION {
                 return Err(Error::corrupt(format!(
                     "chunk {i} is transformed ({:?}), which manifest version {version} cannot hold",
                     c.rdi.transform
@@ -361,6 +399,20 @@ impl Manifest {
             }
             (block_size, (0..count).map(|_| r.u32()).collect::<Result<Vec<u32>>>()?)
         };
+        let encryption = if version == VERSION {
+            let len = r.u8()? as usize;
+            if len == 0 {
+                return Err(Error::corrupt("encryption block: an empty key encryption key id"));
+            }
+            let kek_id = std::str::from_utf8(r.bytes(len)?)
+                .map_err(|_| Error::corrupt("encryption block: the key encryption key id is not UTF-8"))?
+                .to_string();
+            let nonce: [u8; NONCE_BYTES] = r.bytes(NONCE_BYTES)?.try_into().expect("12 bytes");
+            let wrapped: [u8; WRAPPED_LEN] = r.bytes(WRAPPED_LEN)?.try_into().expect("48 bytes");
+            Some(KeyEnvelope { kek_id, nonce, wrapped })
+        } else {
+            None
+        };
         if expected_position != log_length || r.remaining() != 0 {
             return Err(Error::corrupt(format!(
                 "chunks cover {expected_position} of {log_length} log bytes; {} trailing bytes",
@@ -383,7 +435,7 @@ impl Manifest {
             state,
             txn_idx_empty,
         };
-        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs })
+        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs, encryption })
     }
 }
 
@@ -433,6 +485,7 @@ pub(crate) mod tests {
             chunks: vec![chunk(0, 1_000, 100, 199), chunk(1_000, 1_000, 200, 299)],
             block_size: 300,
             block_crcs: (11..19).collect(),
+            encryption: None,
         }
     }
 
@@ -534,9 +587,43 @@ pub(crate) mod tests {
         assert!(e.to_string().contains("chunk 1 is transformed (Zstd), which manifest version 2"), "{e}");
     }
 
+    /// `sample()` encrypted: both chunks, the second compressed too, a wrapped key under `kek-1`.
+    fn encrypted_sample() -> Manifest {
+        let mut m = sample();
+        m.chunks[0].rdi.transform = Transform::Aes256Gcm;
+        m.chunks[1].rdi.transform = Transform::ZstdAes256Gcm;
+        m.encryption = Some(KeyEnvelope { kek_id: "kek-1".into(), nonce: [7; 12], wrapped: [9; 48] });
+        m
+    }
+
+    #[test]
+    fn an_encrypted_segment_makes_version_4_with_its_wrapped_key() {
+        let m = encrypted_sample();
+        let bytes = m.encode();
+        assert_eq!(&bytes[..6], b"RSMM\0\x04");
+        assert_eq!(bytes.len(), sample().encode().len() + 8 + 1 + 5 + 12 + 48, "two RDIs v2 and the block");
+        assert_eq!(Manifest::decode(&bytes, "k").unwrap(), m);
+        // Version 3 cannot hold an encrypted chunk; version 4 holds only encrypted ones.
+        let reseal = |mut b: Vec<u8>| {
+            let body = b.len() - 4;
+            let crc = crc32c::crc32c(&b[..body]);
+            b[body..].copy_from_slice(&crc.to_be_bytes());
+            b
+        };
+        let mut v3 = bytes[..bytes.len() - 4 - 66].to_vec();
+        v3[5] = 3;
+        v3.extend_from_slice(&[0; 4]);
+        let e = Manifest::decode(&reseal(v3), "seg.manifest").unwrap_err();
+        assert!(e.to_string().contains("chunk 0 is encrypted (Aes256Gcm), which manifest version 3"), "{e}");
+        let mut plain = encrypted_sample();
+        plain.chunks[0].rdi.transform = Transform::Zstd;
+        let e = Manifest::decode(&plain.encode(), "k").unwrap_err();
+        assert!(e.to_string().contains("chunk 0 of an encrypted segment"), "{e}");
+    }
+
     #[test]
     fn every_corruption_is_detected() {
-        for m in [sample(), compressed_sample()] {
+        for m in [sample(), compressed_sample(), encrypted_sample()] {
             every_corruption_is_detected_in(m);
         }
     }

@@ -22,6 +22,7 @@
 //!   trying, and one whose compression would save less than `min_saving_percent` of its bytes is left as it is
 //!   after trying; with the heuristic off every chunk is compressed.
 
+use crate::crypto::DataKey;
 use crate::error::{Error, Result};
 use crate::format::batch::BatchIter;
 use crate::format::chunk::{ChunkEntry, Transform};
@@ -110,19 +111,38 @@ impl ChunkCompressor {
 /// The entry of chunk `c` stored compressed as `stored` at `position` in the object: transform zstd, the
 /// stored length and the stored bytes' CRC-32C (the original length and CRC stay).
 pub fn compressed_entry(c: &ChunkEntry, position: u64, stored: &[u8]) -> ChunkEntry {
+    transformed_entry(c, Transform::Zstd, position, stored)
+}
+
+/// The entry of chunk `c` stored transformed by `transform` as `stored` at `position` in the object: the
+/// transform, the stored length and the stored bytes' CRC-32C (the original length and CRC stay).
+pub fn transformed_entry(c: &ChunkEntry, transform: Transform, position: u64, stored: &[u8]) -> ChunkEntry {
     let mut e = *c;
-    e.rdi.transform = Transform::Zstd;
+    e.rdi.transform = transform;
     e.rdi.position = position;
     e.rdi.stored_length = stored.len() as u32;
     e.rdi.stored_crc32c = crc32c::crc32c(stored);
     e
 }
 
-/// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
-/// and stored CRC-32C, undoes the transform into a buffer of exactly the entry's original length, and
-/// checks the result against the entry's length and CRC-32C. `what` (the object key) is named in errors;
-/// every failure of the stored bytes is [`crate::ErrorKind::Corrupt`].
+/// The original bytes of chunk `c`, not encrypted, from its `stored` bytes: [`undo_chunk`] without a data
+/// key (an encrypted chunk is then an error).
 pub fn undo(c: &ChunkEntry, stored: impl Into<Bytes>, what: &str) -> Result<Bytes> {
+    undo_chunk(c, 0, stored, what, None)
+}
+
+/// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
+/// and stored CRC-32C, decrypts them when encrypted (chunk `index` of its manifest, under the segment's
+/// data `key`), decompresses them when compressed into a buffer of exactly the entry's original length,
+/// and checks the result against the entry's length and CRC-32C. `what` (the object key) is named in
+/// errors; every failure of the stored bytes is [`crate::ErrorKind::Corrupt`].
+pub fn undo_chunk(
+    c: &ChunkEntry,
+    index: usize,
+    stored: impl Into<Bytes>,
+    what: &str,
+    key: Option<&DataKey>,
+) -> Result<Bytes> {
     let stored: Bytes = stored.into();
     let chunk = || {
         format!(
@@ -150,9 +170,17 @@ pub fn undo(c: &ChunkEntry, stored: impl Into<Bytes>, what: &str) -> Result<Byte
             c.rdi.stored_crc32c
         )));
     }
-    let original = match c.rdi.transform {
-        Transform::None => stored,
-        Transform::Zstd => {
+    let stored = if c.rdi.transform.is_encrypted() {
+        let key = key.ok_or_else(|| {
+            Error::invalid(format!("{}: is encrypted, and no data key was given to decrypt it", chunk()))
+        })?;
+        Bytes::from(key.open_chunk(c, index, &stored, what)?)
+    } else {
+        stored
+    };
+    let original = match c.rdi.transform.is_compressed() {
+        false => stored,
+        true => {
             let want = c.data_length as usize;
             let out = zstd::bulk::decompress(&stored, want)
                 .map_err(|e| Error::corrupt(format!("{}: does not decompress to {want} bytes: {e}", chunk())))?;

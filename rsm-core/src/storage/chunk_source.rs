@@ -9,6 +9,7 @@
 
 use super::layout::segment_keys;
 use crate::backend::StorageBackend;
+use crate::crypto::{DataKey, KeyRing};
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::format::transform;
@@ -46,6 +47,7 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
 pub struct BackendChunks {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
+    keyring: Option<Arc<dyn KeyRing>>,
 }
 
 /// One ranged read of a [`BackendChunks`] read: the stored range, and the chunk to undo when transformed.
@@ -59,7 +61,29 @@ struct StoredRead {
 impl BackendChunks {
     /// Chunks of the segments under `key_prefix` in `backend`.
     pub fn new(backend: Arc<dyn StorageBackend>, key_prefix: String) -> Self {
-        BackendChunks { backend, key_prefix }
+        BackendChunks { backend, key_prefix, keyring: None }
+    }
+
+    /// The same source decrypting encrypted segments with the KEKs of `keyring` (`encryption.*`).
+    pub fn with_keyring(mut self, keyring: Option<Arc<dyn KeyRing>>) -> Self {
+        self.keyring = keyring;
+        self
+    }
+
+    /// The data key of the segment `manifest` describes, unwrapped, or `None` when it is not encrypted.
+    fn data_key(&self, manifest: &Manifest) -> Result<Option<Arc<DataKey>>> {
+        let Some(envelope) = &manifest.encryption else { return Ok(None) };
+        let id = &manifest.metadata.remote_log_segment_id;
+        let keyring = self.keyring.as_deref().ok_or_else(|| {
+            Error::config(
+                crate::crypto::ENCRYPTION_KEYS_KEY,
+                format!(
+                    "segment {id} is encrypted under key encryption key `{}`, and no keyring is configured",
+                    envelope.kek_id
+                ),
+            )
+        })?;
+        Ok(Some(Arc::new(envelope.unwrap(keyring, id.id, manifest.metadata.start_offset)?)))
     }
 
     /// The stored reads that give the original bytes `range`, in order: runs of chunks stored as they are,
@@ -113,7 +137,9 @@ impl ChunkSource for BackendChunks {
     async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes> {
         let key = segment_keys(&self.key_prefix, &manifest.metadata).log;
         let mut parts = Vec::new();
-        for r in Self::plan(manifest, &key, &range)? {
+        let plan = Self::plan(manifest, &key, &range)?;
+        let data_key = if plan.iter().any(|r| r.undo.is_some()) { self.data_key(manifest)? } else { None };
+        for r in plan {
             let bytes = self.get(&key, r.stored).await?;
             parts.push(match r.undo {
                 None => bytes,
@@ -121,10 +147,11 @@ impl ChunkSource for BackendChunks {
                     let c = manifest.chunks[i];
                     let original = tokio::task::spawn_blocking({
                         let key = key.clone();
-                        move || transform::undo(&c, bytes, &key)
+                        let data_key = data_key.clone();
+                        move || transform::undo_chunk(&c, i, bytes, &key, data_key.as_deref())
                     })
                     .await
-                    .map_err(|e| Error::storage(format!("object {key}: chunk decompression task failed"), e))??;
+                    .map_err(|e| Error::storage(format!("object {key}: chunk transform task failed"), e))??;
                     original.slice(wanted)
                 }
             });

@@ -9,9 +9,10 @@
 
 use super::TieredStorage;
 use super::layout::SegmentKeys;
+use crate::crypto::DataKey;
 use crate::error::{Error, Result};
 use crate::format::batch::scan_file;
-use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker};
+use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker, Transform};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{IndexLocation, Manifest};
 use crate::format::transform::{self, ChunkCompressor, CompressionConfig};
@@ -92,10 +93,12 @@ impl TieredStorage {
         });
         // The scan and both uploads run at once (with compression, the `.log`'s upload waits for the scan);
         // all three finish before any result is judged, so a cleanup never races an upload still in flight.
+        let encrypt = self.config.encryption.as_ref().filter(|e| e.encrypt);
+        let transformed = self.config.compression.is_some() || encrypt.is_some();
         let upload_as_is = async {
-            match self.config.compression {
-                None => self.backend.put_file(&keys.log, &log_path, log_len).await,
-                Some(_) => Ok(()),
+            match transformed {
+                false => self.backend.put_file(&keys.log, &log_path, log_len).await,
+                true => Ok(()),
             }
         };
         let (scan, log_up, idx_up) =
@@ -116,8 +119,17 @@ impl TieredStorage {
                 md.end_offset
             )));
         }
-        if let Some(compression) = self.config.compression {
-            chunks = self.upload_compressed(&keys.log, &log_path, chunks, compression).await?;
+        let mut encryption = None;
+        if transformed {
+            let data_key = match encrypt {
+                Some(e) => {
+                    let (key, envelope) = DataKey::generate(&e.keyring, md.remote_log_segment_id.id, md.start_offset)?;
+                    encryption = Some(envelope);
+                    Some(key)
+                }
+                None => None,
+            };
+            chunks = self.upload_compressed(&keys.log, &log_path, chunks, self.config.compression, data_key).await?;
         }
         let manifest = Manifest {
             metadata: md.clone(),
@@ -127,6 +139,7 @@ impl TieredStorage {
             chunks,
             block_size,
             block_crcs,
+            encryption,
         };
         self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
         self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
@@ -139,19 +152,21 @@ const COMPRESSED_IN_FLIGHT: usize = 2;
 
 impl TieredStorage {
     /// Uploads the `.log` object of the chunks `chunks` (the scan's, tiling the file at `path`) with each
-    /// chunk compressed or left as it is, returning the chunks with their stored ranges, transforms and
-    /// stored CRCs. A failure fails the upload's stream, so no object is left.
+    /// chunk compressed or left as it is (with `compression`), then encrypted under `data_key` (when given),
+    /// returning the chunks with their stored ranges, transforms and stored CRCs. A failure fails the
+    /// upload's stream, so no object is left.
     async fn upload_compressed(
         &self,
         key: &str,
         path: &Path,
         chunks: Vec<ChunkEntry>,
-        compression: CompressionConfig,
+        compression: Option<CompressionConfig>,
+        data_key: Option<DataKey>,
     ) -> Result<Vec<ChunkEntry>> {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(COMPRESSED_IN_FLIGHT);
         let path = path.to_path_buf();
         let pass = tokio::task::spawn_blocking(move || {
-            let result = compress_chunks(&path, chunks, compression, &tx);
+            let result = compress_chunks(&path, chunks, compression, data_key.as_ref(), &tx);
             if let Err(e) = &result {
                 let _ = tx.blocking_send(Err(Error::new(e.kind(), format!("compressing {}: {e}", path.display()))));
             }
@@ -161,39 +176,62 @@ impl TieredStorage {
         let (pass, up) = tokio::join!(pass, self.backend.put_stream(key, Box::pin(stream)));
         // The upload's error first: a failed pass failed the upload's stream with its own error.
         up?;
-        pass.map_err(|e| Error::storage("chunk compression task failed", e))?
+        pass.map_err(|e| Error::storage("chunk transform task failed", e))?
     }
 }
 
-/// The compressing pass of [`TieredStorage::upload_compressed`]: reads each chunk of the file at `path`,
-/// checks it against its scanned CRC, decides its transform, sends its stored bytes to `tx`, and records
-/// where they are stored.
+/// The transforming pass of [`TieredStorage::upload_compressed`]: reads each chunk of the file at `path`,
+/// checks it against its scanned CRC, decides its transform (compressed or not, then encrypted when
+/// `data_key` is given), sends its stored bytes to `tx`, and records where they are stored.
 fn compress_chunks(
     path: &Path,
     mut chunks: Vec<ChunkEntry>,
-    compression: CompressionConfig,
+    compression: Option<CompressionConfig>,
+    data_key: Option<&DataKey>,
     tx: &tokio::sync::mpsc::Sender<Result<Bytes>>,
 ) -> Result<Vec<ChunkEntry>> {
     use std::io::Read;
-    let mut compressor = ChunkCompressor::new(compression)?;
+    let mut compressor = compression.map(ChunkCompressor::new).transpose()?;
     let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(io_err(path))?);
     let what = path.display().to_string();
     let (mut stored_at, mut compressed, mut original_bytes) = (0u64, 0usize, 0u64);
-    for c in chunks.iter_mut() {
+    for (index, c) in chunks.iter_mut().enumerate() {
         let mut original = vec![0; c.data_length as usize];
         file.read_exact(&mut original).map_err(io_err(path))?;
         // The file is read a second time: it must still be what the scan checked.
         c.verify(&original, &what).map_err(|e| Error::invalid(format!("changed since it was scanned: {e}")))?;
-        let (decision, stored) = compressor.apply(&original, c.position())?;
-        let stored = match stored {
+        let (decision, stored) = match compressor.as_mut() {
+            Some(z) => {
+                let (d, s) = z.apply(&original, c.position())?;
+                (Some(d), s)
+            }
+            None => (None, None),
+        };
+        let (transform, stored) = match stored {
             Some(s) => {
-                *c = transform::compressed_entry(c, stored_at, &s);
                 compressed += 1;
-                s
+                (Transform::Zstd, s)
+            }
+            None => (Transform::None, original),
+        };
+        let stored = match data_key {
+            Some(key) => {
+                let transform =
+                    if transform == Transform::Zstd { Transform::ZstdAes256Gcm } else { Transform::Aes256Gcm };
+                // The associated data binds the entry's transform, so it is set before sealing.
+                let mut sealed_as = *c;
+                sealed_as.rdi.transform = transform;
+                let sealed = key.seal_chunk(&sealed_as, index, &stored)?;
+                *c = transform::transformed_entry(c, transform, stored_at, &sealed);
+                sealed
+            }
+            None if transform == Transform::Zstd => {
+                *c = transform::compressed_entry(c, stored_at, &stored);
+                stored
             }
             None => {
                 c.rdi.position = stored_at;
-                original
+                stored
             }
         };
         tracing::trace!(chunk_at = c.position(), ?decision, original = c.data_length, stored = stored.len());
@@ -205,7 +243,7 @@ fn compress_chunks(
         }
     }
     tracing::debug!(file = %what, chunks = chunks.len(), compressed, original_bytes, stored_bytes = stored_at,
-        "copied with chunk compression");
+        encrypted = data_key.is_some(), "copied with chunk transforms");
     Ok(chunks)
 }
 

@@ -31,7 +31,7 @@ pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
 pub use layout::{SegmentKeys, partition_prefix, segment_keys};
-pub use settings::TieredConfig;
+pub use settings::{EncryptionConfig, TieredConfig};
 
 use crate::backend::{ByteStream, StorageBackend};
 use crate::error::{Error, ErrorKind, Result};
@@ -166,7 +166,10 @@ impl TieredStorage {
         chunk_cache: Option<ChunkCache>,
         store: &str,
     ) -> Self {
-        let direct: Arc<dyn ChunkSource> = Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()));
+        let keyring =
+            config.encryption.as_ref().map(|e| Arc::new(e.keyring.clone()) as Arc<dyn crate::crypto::KeyRing>);
+        let direct: Arc<dyn ChunkSource> =
+            Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()).with_keyring(keyring));
         let manifests =
             Arc::new(Cache::with_entries(config.manifest_cache_entries).with_ttl(config.manifest_cache_ttl));
         let chunks = match &chunk_cache {
@@ -241,6 +244,33 @@ impl TieredStorage {
     /// Reads and decodes the manifest at `key`.
     pub async fn read_manifest(&self, key: &str) -> Result<Manifest> {
         read_manifest(self.backend.as_ref(), key).await
+    }
+
+    /// Key rotation of one segment: unwraps the data key of the manifest at `manifest_key` with the KEK it
+    /// names (from `keyring`) and wraps it under the KEK `new_id`, rewriting the manifest only (one read,
+    /// one write; the backend's put replaces it whole, the chunks are untouched). `Ok(false)` when it is
+    /// already under `new_id` (a rerun skips it); an error for a segment that is not encrypted.
+    pub async fn rewrap_segment(
+        &self,
+        manifest_key: &str,
+        keyring: &dyn crate::crypto::KeyRing,
+        new_id: &str,
+    ) -> Result<bool> {
+        let mut m = self.read_manifest(manifest_key).await?;
+        let Some(envelope) = &m.encryption else {
+            return Err(Error::invalid(format!("manifest {manifest_key}: the segment is not encrypted")));
+        };
+        if envelope.kek_id == new_id {
+            return Ok(false);
+        }
+        let id = m.metadata.remote_log_segment_id.id;
+        let rewrapped = envelope
+            .rewrap(keyring, new_id, id, m.metadata.start_offset)
+            .map_err(|e| e.context(format!("manifest {manifest_key}")))?;
+        m.encryption = Some(rewrapped);
+        self.backend.put_bytes(manifest_key, Bytes::from(m.encode())).await?;
+        self.manifests.remove(&id);
+        Ok(true)
     }
 
     /// The manifest of a segment (cached); not found when the segment was never committed or was deleted.

@@ -2,8 +2,19 @@
 
 use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::ConfigReader;
+use crate::crypto::FileKeyRing;
 use crate::error::{Error, Result};
 use crate::format::transform::CompressionConfig;
+
+/// The encryption settings (`encryption.*`, see [`crate::crypto`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncryptionConfig {
+    /// `encryption.keys`, `encryption.key.id` and `encryption.key.<id>.file`: the KEKs, read whenever keys
+    /// are listed, so encrypted segments read back with encryption of new copies off.
+    pub keyring: FileKeyRing,
+    /// `encryption.enabled`: encrypt new copies under the active KEK (default false).
+    pub encrypt: bool,
+}
 
 /// The setting that turns chunk compression on.
 pub const COMPRESSION_ENABLED_KEY: &str = "compression.enabled";
@@ -84,6 +95,11 @@ pub struct TieredConfig {
     /// compressing saves less than `compression.min.saving.percent` of it (0 to 99, default 10). Segments
     /// copied with other settings, or before, read the same ([`crate::format::transform`]).
     pub compression: Option<CompressionConfig>,
+    /// Envelope encryption: `encryption.enabled` (default false) encrypts every chunk of new copies with
+    /// AES-256-GCM under a fresh data key per segment, wrapped under the KEK `encryption.key.id`; the KEKs
+    /// are `encryption.keys` (comma-separated ids, the active one among them), each read from the file
+    /// `encryption.key.<id>.file` (64 hexadecimal characters). `None` when no keys are listed.
+    pub encryption: Option<EncryptionConfig>,
 }
 
 impl Default for TieredConfig {
@@ -101,6 +117,7 @@ impl Default for TieredConfig {
             fetch_cache_disk: None,
             index_cache_bytes: 64 << 20,
             compression: None,
+            encryption: None,
         }
     }
 }
@@ -131,6 +148,7 @@ impl TieredConfig {
             fetch_cache_disk: read_disk_cache(r)?,
             index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
             compression: read_compression(r)?,
+            encryption: FileKeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
         })
     }
 }
