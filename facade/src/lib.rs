@@ -142,6 +142,16 @@ impl Store {
         &self.storage
     }
 
+    /// Re-wraps the data key of the segment whose manifest is `manifest_key` under key-encryption key
+    /// `new_id` of this store's keyring (`encryption.keys`), rewriting only the manifest. `false` when it
+    /// is under `new_id` already. A store without keys is a config error naming `encryption.keys`.
+    pub fn rewrap(&self, manifest_key: &str, new_id: &str) -> Result<bool> {
+        let encryption = self.storage.config().encryption.as_ref().ok_or_else(|| {
+            Error::config("encryption.keys", "no key-encryption keys are set: list the old and the new key ids")
+        })?;
+        runtime().block_on(self.storage.rewrap_segment(manifest_key, &encryption.keyring, new_id))
+    }
+
     /// The storage manager, shared (the tiering engine keeps one).
     pub fn shared_storage(&self) -> Arc<TieredStorage> {
         Arc::clone(&self.storage)
