@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::model::Uuid;
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
@@ -424,16 +424,7 @@ impl ChunkSource for CachedChunks {
                 hook(manifest);
             }
         }
-        Ok(match parts.len() {
-            1 => parts.pop().expect("one part"),
-            _ => {
-                let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
-                for p in parts {
-                    out.extend_from_slice(&p);
-                }
-                out.freeze()
-            }
-        })
+        Ok(super::chunk_source::join_parts(parts, range.end - range.start))
     }
 
     fn checks(&self) -> bool {

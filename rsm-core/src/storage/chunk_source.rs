@@ -156,17 +156,21 @@ impl ChunkSource for BackendChunks {
                 }
             });
         }
-        Ok(match parts.len() {
-            1 => parts.pop().expect("one part"),
-            _ => {
-                let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
-                for p in parts {
-                    out.extend_from_slice(&p);
-                }
-                out.freeze()
-            }
-        })
+        Ok(join_parts(parts, range.end - range.start))
     }
+}
+
+/// The parts of one read, in order, as one buffer of `len` bytes: a single part is returned as it is
+/// (no copy); several are copied once into one buffer.
+pub(crate) fn join_parts(mut parts: Vec<Bytes>, len: u64) -> Bytes {
+    if parts.len() == 1 {
+        return parts.pop().expect("one part");
+    }
+    let mut out = BytesMut::with_capacity(len as usize);
+    for p in parts {
+        out.extend_from_slice(&p);
+    }
+    out.freeze()
 }
 
 #[cfg(test)]
