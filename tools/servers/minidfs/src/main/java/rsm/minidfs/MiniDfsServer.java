@@ -71,6 +71,11 @@ public final class MiniDfsServer {
         conf.set("dfs.datanode.address", "127.0.0.1:0");
         conf.set("dfs.datanode.http.address", "127.0.0.1:0");
         conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+        // The NameNode's metadata shares the disk with the build. By default it goes into safe mode (and refuses
+        // every write and delete for the rest of the run) once that disk has less than 100 MB free, which a
+        // moment of a big link step on a full disk can reach; a test cluster should fail only the writes that
+        // really do not fit.
+        conf.setLong("dfs.namenode.resource.du.reserved", 0L);
 
         MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf)
                 .nameNodePort(port)
