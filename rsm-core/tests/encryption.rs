@@ -2,7 +2,9 @@
 //! encryption, and both, read back byte for byte through every path (a whole fetch, ranges, by offset, by
 //! timestamp, `verify`) with the chunk cache off and on; a store mixing encrypted and plain segments reads
 //! back; chunks swapped, moved between segments or damaged, and a wrapped key taken from another segment,
-//! read as corrupt, never as other bytes; a wrong key or a missing key id is an error naming the key.
+//! read as corrupt, never as other bytes; every byte of an encrypted chunk and of its manifest damaged in
+//! turn reads as corrupt; an older manifest put back does not read; a wrong key or a missing key id is an
+//! error naming the key.
 
 use bytes::Bytes;
 use rsm_core::backend::{MemoryBackend, StorageBackend};
@@ -416,4 +418,103 @@ async fn rewrap_segment_moves_a_segment_to_another_key_rewriting_only_its_manife
     let e = only_k2.rewrap_segment(&k.manifest, &keyring, "k9").await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     assert!(e.full_message().contains("`k9`"), "{e}");
+}
+
+/// A fetch of the whole of `s` must fail as corrupt, returning no byte at all (`s` is one chunk).
+async fn whole_fetch_is_corrupt(rsm: &TieredStorage, s: &Segment, case: &str) {
+    let r = match rsm.fetch_log_segment(&s.md, 0, None).await {
+        Ok(stream) => collect(stream).await,
+        Err(e) => Err(e),
+    };
+    match r {
+        Ok(bytes) => panic!("{case}: {} bytes returned from a damaged segment", bytes.len()),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{case}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_byte_of_an_encrypted_segment_damaged_reads_as_corrupt() {
+    let keys = Keys::new();
+    let tp = partition();
+    for compression in [false, true] {
+        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let config = keys.config(compression, Some("k1"), &[("k1", "k1")]);
+        let writer = TieredStorage::new(backend.clone(), config.clone());
+        // One chunk of three 4 KiB blocks.
+        let s = segment(&tp, 0, 12_000);
+        writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+        let k = writer.keys(&s.md);
+        let reader = TieredStorage::new(backend.clone(), config.clone());
+        let m = reader.manifest(&s.md).await.unwrap();
+        assert_eq!(m.chunks.len(), 1, "compression {compression}");
+        let object = backend.get_range(&k.log, 0..u64::MAX).await.unwrap();
+        let manifest = backend.get_range(&k.manifest, 0..u64::MAX).await.unwrap();
+        // Every byte of the stored chunk (nonce, ciphertext, tag), one at a time; the manifest is cached,
+        // so only the chunk is read again.
+        for at in 0..object.len() {
+            let mut bad = object.to_vec();
+            bad[at] ^= 0x01;
+            backend.put_bytes(&k.log, Bytes::from(bad)).await.unwrap();
+            whole_fetch_is_corrupt(&reader, &s, &format!("chunk byte {at}, compression {compression}")).await;
+        }
+        backend.put_bytes(&k.log, object.clone()).await.unwrap();
+        // Every byte of the manifest (its wrapped data key among them), read by a manager that has not
+        // cached it.
+        for at in 0..manifest.len() {
+            let mut bad = manifest.to_vec();
+            bad[at] ^= 0x01;
+            backend.put_bytes(&k.manifest, Bytes::from(bad)).await.unwrap();
+            let fresh = TieredStorage::new(backend.clone(), config.clone());
+            whole_fetch_is_corrupt(&fresh, &s, &format!("manifest byte {at}, compression {compression}")).await;
+        }
+        backend.put_bytes(&k.manifest, manifest).await.unwrap();
+        let fresh = TieredStorage::new(backend.clone(), config.clone());
+        let got = collect(fresh.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.unwrap();
+        assert!(got == s.log, "compression {compression}: restored, the segment reads");
+    }
+}
+
+#[tokio::test]
+async fn an_older_manifest_put_back_does_not_read() {
+    let keys = Keys::new();
+    let tp = partition();
+    let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+    let config = keys.config(false, Some("k1"), &[("k1", "k1"), ("k2", "k2")]);
+    let writer = TieredStorage::new(backend.clone(), config.clone());
+    let s = segment(&tp, 0, 300_000);
+    let k = writer.keys(&s.md);
+
+    // The same segment copied twice (a retried copy): the second copy has a data key of its own, so the
+    // first copy's manifest, put back over the second's, describes chunks that are not there (their stored
+    // CRCs differ first; with them matched, its data key would decrypt none of them).
+    writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+    let first = backend.get_range(&k.manifest, 0..u64::MAX).await.unwrap();
+    writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+    let second = backend.get_range(&k.manifest, 0..u64::MAX).await.unwrap();
+    assert!(first != second, "each copy wraps a data key of its own");
+    backend.put_bytes(&k.manifest, first).await.unwrap();
+    every_read_fails(
+        &TieredStorage::new(backend.clone(), config.clone()),
+        &s,
+        ErrorKind::Corrupt,
+        "chunk",
+        "first copy's manifest",
+    )
+    .await;
+    backend.put_bytes(&k.manifest, second.clone()).await.unwrap();
+
+    // After a rotation to k2 and k1's removal, the manifest from before the rotation put back names k1, which
+    // is gone: an error naming the key, not bytes.
+    let keyring = config.encryption.as_ref().unwrap().keyring.clone();
+    assert!(writer.rewrap_segment(&k.manifest, &keyring, "k2").await.unwrap());
+    backend.put_bytes(&k.manifest, second).await.unwrap();
+    let only_k2 = TieredStorage::new(backend.clone(), keys.config(false, None, &[("k2", "k2")]));
+    every_read_fails(
+        &only_k2,
+        &s,
+        ErrorKind::Config,
+        "`k1` is not in the keyring",
+        "manifest from before the rotation",
+    )
+    .await;
 }
