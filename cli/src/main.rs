@@ -1127,11 +1127,11 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Rewrap { store, key, topic } => {
             let store = store.open()?;
-            let mut lines = Vec::new();
-            let r = rewrap::rewrap(&store, &key, topic.as_deref(), |k| lines.push(format!("rewrapped {k}")))?;
-            for l in &lines {
-                out!(o, "{l}");
-            }
+            // Each segment's line as it is done (stdout is line-buffered), so an interrupted run shows how far
+            // it got.
+            let r = rewrap::rewrap(&store, &key, topic.as_deref(), |k, i, n| {
+                o.line(format_args!("rewrapped {k} ({i}/{n} looked at)"))
+            })?;
             for f in &r.failed {
                 out!(o, "FAILED {f}");
             }

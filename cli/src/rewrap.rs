@@ -19,10 +19,18 @@ pub struct Rewrapped {
 }
 
 /// Re-wraps every encrypted segment of the store (of `topic` only, when given) under `new_id`, telling
-/// `progress` of each segment done.
-pub fn rewrap(store: &Store, new_id: &str, topic: Option<&str>, mut progress: impl FnMut(&str)) -> Result<Rewrapped> {
+/// `progress` of each segment as it is done (its manifest key, how many segments were looked at so far, and
+/// how many the store lists); an error from `progress` stops the run.
+pub fn rewrap(
+    store: &Store,
+    new_id: &str,
+    topic: Option<&str>,
+    mut progress: impl FnMut(&str, usize, usize) -> Result<()>,
+) -> Result<Rewrapped> {
     let mut out = Rewrapped::default();
-    for s in store.scan_segments(None)? {
+    let segments = store.scan_segments(None)?;
+    let total = segments.len();
+    for (i, s) in segments.into_iter().enumerate() {
         let m = match &s.manifest {
             Ok(m) => m,
             Err(e) => {
@@ -40,7 +48,7 @@ pub fn rewrap(store: &Store, new_id: &str, topic: Option<&str>, mut progress: im
         match store.rewrap(&s.manifest_key, new_id) {
             Ok(true) => {
                 out.rewrapped += 1;
-                progress(&s.manifest_key);
+                progress(&s.manifest_key, i + 1, total)?;
             }
             Ok(false) => out.already += 1,
             // A key the keyring lacks fails every segment alike: stop at once, naming it.
