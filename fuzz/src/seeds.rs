@@ -2,8 +2,9 @@
 //! `rsm-core/tests/data/legacy`), so that the fuzzer starts from bytes that get past every header. The
 //! corpus replay runs them too; `rsm-fuzz-seeds DIR` writes them as `DIR/<target>/seed-<n>`.
 
+use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN};
 use rsm_core::format::batch::BatchIter;
-use rsm_core::format::chunk::Chunker;
+use rsm_core::format::chunk::{Chunker, Transform};
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::remote_index::RemoteIndexFiles;
@@ -87,6 +88,32 @@ fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
     }
 }
 
+/// The manifest of `log` as a transformed copy writes it: every chunk stored in fewer bytes than it holds,
+/// packed one after the other (zstd; with `encrypted`, every other chunk compressed then encrypted and the
+/// rest encrypted only, a nonce and a tag more each, under a wrapped data key).
+fn transformed(log: &[u8], encrypted: bool) -> Manifest {
+    let mut m = manifest(log, 1024, 256);
+    let mut at = 0u64;
+    for (i, c) in m.chunks.iter_mut().enumerate() {
+        let original = (c.end() - c.position()) as u32;
+        let (transform, stored) = match (encrypted, i % 2) {
+            (false, _) => (Transform::Zstd, original / 3 + 1),
+            (true, 0) => (Transform::ZstdAes256Gcm, original / 3 + 1 + CHUNK_OVERHEAD as u32),
+            (true, _) => (Transform::Aes256Gcm, original + CHUNK_OVERHEAD as u32),
+        };
+        c.rdi.transform = transform;
+        c.rdi.position = at;
+        c.rdi.stored_length = stored;
+        c.rdi.stored_crc32c = c.rdi.crc32c ^ 0x5a5a_5a5a;
+        at += stored as u64;
+    }
+    if encrypted {
+        m.encryption =
+            Some(KeyEnvelope { kek_id: "kek-2026".into(), nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] });
+    }
+    m
+}
+
 /// Seeds, by target name.
 pub fn all() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
@@ -122,6 +149,18 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
     let (l, o, t) = (read("remoteLogIndex"), read("remoteOffsetIndex"), read("remoteTimeIndex"));
     let cuts = (l.len() as u64) | ((o.len() as u64) << 16);
     out.push(("remote_index", [&cuts.to_be_bytes()[..], &120u64.to_be_bytes(), &l, &o, &t].concat()));
+
+    // Manifests of versions 3 (compressed chunks) and 4 (encrypted, and compressed then encrypted), so the
+    // fuzzer starts past the transform fields and the encryption block.
+    for (range, m) in
+        [(0x0000_0000_0000_0400u64, transformed(&log, false)), (0x0000_0200_0000_0300, transformed(&log, true))]
+    {
+        let bytes = m.encode();
+        let want = if m.encryption.is_some() { 4 } else { 3 };
+        let back = Manifest::decode(&bytes, "seed").expect("a transformed manifest seed decodes");
+        assert_eq!((m.version(), back), (want, m), "transformed manifest seed");
+        out.push(("manifest", [&range.to_be_bytes()[..], &bytes].concat()));
+    }
 
     // A manifest of version 1 (no block CRCs), as an older build wrote it.
     let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rsm-core/tests/data/manifest-v1/segment.manifest");
