@@ -3,9 +3,10 @@
 //!
 //! Without compression the `.log` is uploaded as it is while it is scanned. With compression
 //! (`compression.enabled`) the `.log` object is the chunks' stored bytes back to back, known only once the
-//! chunk table is: the scan (with the index upload) comes first, then one pass over the file chunk by
-//! chunk compresses each (or leaves it as it is, [`ChunkCompressor`]) and streams the stored bytes to the
-//! upload, a few chunks in memory at a time; each chunk read again is checked against its CRC from the scan.
+//! chunk table is: the scan (with the index upload) comes first, then one pass over the file a few chunks
+//! at a time transforms each (compresses it or leaves it as it is, [`ChunkCompressor`], then encrypts it),
+//! the chunks of a window in parallel, and streams the stored bytes to the upload in order, a few chunks in
+//! memory at a time; each chunk read again is checked against its CRC from the scan.
 
 use super::TieredStorage;
 use super::layout::SegmentKeys;
@@ -180,9 +181,14 @@ impl TieredStorage {
     }
 }
 
+/// The most threads one copy transforms chunks on (fewer when the machine has fewer cores).
+const MAX_TRANSFORM_THREADS: usize = 4;
+
 /// The transforming pass of [`TieredStorage::upload_compressed`]: reads each chunk of the file at `path`,
 /// checks it against its scanned CRC, decides its transform (compressed or not, then encrypted when
-/// `data_key` is given), sends its stored bytes to `tx`, and records where they are stored.
+/// `data_key` is given), sends its stored bytes to `tx` in order, and records where they are stored.
+/// Chunks are read a window at a time and the window's chunks transformed in parallel, one thread (and one
+/// zstd context) each, up to the machine's cores and [`MAX_TRANSFORM_THREADS`].
 fn compress_chunks(
     path: &Path,
     mut chunks: Vec<ChunkEntry>,
@@ -191,60 +197,99 @@ fn compress_chunks(
     tx: &tokio::sync::mpsc::Sender<Result<Bytes>>,
 ) -> Result<Vec<ChunkEntry>> {
     use std::io::Read;
-    let mut compressor = compression.map(ChunkCompressor::new).transpose()?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_TRANSFORM_THREADS);
+    let mut compressors = (0..threads)
+        .map(|_| compression.map(ChunkCompressor::new).transpose())
+        .collect::<Result<Vec<Option<ChunkCompressor>>>>()?;
     let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(io_err(path))?);
     let what = path.display().to_string();
-    let (mut stored_at, mut compressed, mut original_bytes) = (0u64, 0usize, 0u64);
-    for (index, c) in chunks.iter_mut().enumerate() {
-        let mut original = vec![0; c.data_length as usize];
-        file.read_exact(&mut original).map_err(io_err(path))?;
-        // The file is read a second time: it must still be what the scan checked.
-        c.verify(&original, &what).map_err(|e| Error::invalid(format!("changed since it was scanned: {e}")))?;
-        let (decision, stored) = match compressor.as_mut() {
-            Some(z) => {
-                let (d, s) = z.apply(&original, c.position())?;
-                (Some(d), s)
-            }
-            None => (None, None),
+    let (mut stored_at, mut compressed, mut original_bytes, mut first_index) = (0u64, 0usize, 0u64, 0usize);
+    for window in chunks.chunks_mut(threads) {
+        let mut originals = Vec::with_capacity(window.len());
+        for c in window.iter() {
+            let mut original = vec![0; c.data_length as usize];
+            file.read_exact(&mut original).map_err(io_err(path))?;
+            // The file is read a second time: it must still be what the scan checked.
+            c.verify(&original, &what).map_err(|e| Error::invalid(format!("changed since it was scanned: {e}")))?;
+            originals.push(original);
+        }
+        let results: Vec<Result<(ChunkEntry, Vec<u8>)>> = if window.len() == 1 {
+            let original = originals.pop().expect("one chunk");
+            vec![transform_chunk(&window[0], first_index, original, compressors[0].as_mut(), data_key)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = window
+                    .iter()
+                    .zip(originals)
+                    .zip(compressors.iter_mut())
+                    .enumerate()
+                    .map(|(k, ((c, original), z))| {
+                        s.spawn(move || transform_chunk(c, first_index + k, original, z.as_mut(), data_key))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| Err(Error::invalid(format!("{what}: a chunk transform panicked"))))
+                    })
+                    .collect()
+            })
         };
-        let (transform, stored) = match stored {
-            Some(s) => {
+        first_index += window.len();
+        for (c, result) in window.iter_mut().zip(results) {
+            let (mut entry, stored) = result?;
+            entry.rdi.position = stored_at;
+            if matches!(entry.rdi.transform, Transform::Zstd | Transform::ZstdAes256Gcm) {
                 compressed += 1;
-                (Transform::Zstd, s)
             }
-            None => (Transform::None, original),
-        };
-        let stored = match data_key {
-            Some(key) => {
-                let transform =
-                    if transform == Transform::Zstd { Transform::ZstdAes256Gcm } else { Transform::Aes256Gcm };
-                // The associated data binds the entry's transform, so it is set before sealing.
-                let mut sealed_as = *c;
-                sealed_as.rdi.transform = transform;
-                let sealed = key.seal_chunk(&sealed_as, index, &stored)?;
-                *c = transform::transformed_entry(c, transform, stored_at, &sealed);
-                sealed
+            *c = entry;
+            original_bytes += c.data_length as u64;
+            stored_at += stored.len() as u64;
+            if tx.blocking_send(Ok(Bytes::from(stored))).is_err() {
+                // The upload ended early: its own error is the one reported.
+                return Err(Error::invalid(format!("{what}: the upload stopped taking chunks")));
             }
-            None if transform == Transform::Zstd => {
-                *c = transform::compressed_entry(c, stored_at, &stored);
-                stored
-            }
-            None => {
-                c.rdi.position = stored_at;
-                stored
-            }
-        };
-        tracing::trace!(chunk_at = c.position(), ?decision, original = c.data_length, stored = stored.len());
-        original_bytes += c.data_length as u64;
-        stored_at += stored.len() as u64;
-        if tx.blocking_send(Ok(Bytes::from(stored))).is_err() {
-            // The upload ended early: its own error is the one reported.
-            return Err(Error::invalid(format!("{what}: the upload stopped taking chunks")));
         }
     }
     tracing::debug!(file = %what, chunks = chunks.len(), compressed, original_bytes, stored_bytes = stored_at,
-        encrypted = data_key.is_some(), "copied with chunk transforms");
+        encrypted = data_key.is_some(), threads, "copied with chunk transforms");
     Ok(chunks)
+}
+
+/// Chunk `c` (the `index`-th of its segment, `original` its bytes) through the transforms: compressed or
+/// left as it is (with `compressor`), then sealed under `data_key` when given. Returns its entry, with the
+/// transform, stored length and stored CRC set but not its position in the object, and its stored bytes.
+fn transform_chunk(
+    c: &ChunkEntry,
+    index: usize,
+    original: Vec<u8>,
+    compressor: Option<&mut ChunkCompressor>,
+    data_key: Option<&DataKey>,
+) -> Result<(ChunkEntry, Vec<u8>)> {
+    let (decision, stored) = match compressor {
+        Some(z) => {
+            let (d, s) = z.apply(&original, c.position())?;
+            (Some(d), s)
+        }
+        None => (None, None),
+    };
+    let (transform, stored) = match stored {
+        Some(s) => (Transform::Zstd, s),
+        None => (Transform::None, original),
+    };
+    tracing::trace!(chunk_at = c.position(), ?decision, original = c.data_length, stored = stored.len());
+    Ok(match data_key {
+        Some(key) => {
+            let transform = if transform == Transform::Zstd { Transform::ZstdAes256Gcm } else { Transform::Aes256Gcm };
+            // The associated data binds the entry's transform, so it is set before sealing.
+            let mut sealed_as = *c;
+            sealed_as.rdi.transform = transform;
+            let sealed = key.seal_chunk(&sealed_as, index, &stored)?;
+            (transform::transformed_entry(c, transform, 0, &sealed), sealed)
+        }
+        None if transform == Transform::Zstd => (transform::compressed_entry(c, 0, &stored), stored),
+        None => (*c, stored),
+    })
 }
 
 #[cfg(test)]
