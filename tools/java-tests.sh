@@ -6,7 +6,7 @@
 #   - end to end with real KRaft brokers from Maven Central (4.4.0, the first 4.x line 4.0.0, and 3.9.2), our
 #     jar on their remote.log.storage.manager.class.path, on the filesystem store; then 4.4.0 again on S3
 #     (moto: the one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here), the jar
-#     on the broker's class path as the KIP-877 class;
+#     on the broker's class path as the KIP-877 class, with the plugin's compression and encryption on;
 #   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM;
 #   - java-bindings/README.md's build-by-hand commands, as written, in a fresh copy of the tree
 #     (tools/check-build-by-hand.sh).

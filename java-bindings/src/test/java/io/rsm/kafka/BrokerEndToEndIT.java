@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -64,7 +65,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <p>Runs for every {@code version=classpath-file} pair in the system property {@code rsm.brokers} (made by
  * tools/java-tests.sh) on the filesystem store, and once more on S3 with the first (newest) of them, on the
- * server the {@code rsm.s3.*} properties name (moto in the tests); skipped when {@code rsm.brokers} is empty.
+ * server the {@code rsm.s3.*} properties name (moto in the tests), with the plugin's compression and encryption
+ * on; skipped when {@code rsm.brokers} is empty.
  */
 class BrokerEndToEndIT {
     static final int SEGMENT_BYTES = 1 << 20;
@@ -118,10 +120,13 @@ class BrokerEndToEndIT {
         boolean s3 = storeKind.equals("s3");
         Path work = OUT.resolve("kafka-" + version + (s3 ? "-s3" : ""));
         deleteRecursively(work);
-        TestStore store = s3 ? TestStore.s3FromSystemProperties() : TestStore.filesystem(work.resolve("tiered-store"));
-        assertNotNull(store, "no S3 server given for the S3 run (system property rsm.s3.endpoint; "
+        TestStore s3Store = s3 ? TestStore.s3FromSystemProperties() : null;
+        assertTrue(!s3 || s3Store != null, "no S3 server given for the S3 run (system property rsm.s3.endpoint; "
                 + "tools/java-tests.sh starts moto and passes it)");
-        summary.put("store", store.name());
+        // The S3 run has the plugin's compression and encryption on, as on a shared cloud store.
+        TestStore store = s3 ? s3Store.compressedAndEncrypted(work.resolve("keys"))
+                : TestStore.filesystem(work.resolve("tiered-store"));
+        summary.put("store", store.toString());
         log("=== Kafka " + version + " on the " + store + " store: work dir " + work);
         // The S3 run installs the plugin as an operator may on 4.1+: on the broker's own class path, as the
         // class that takes the broker's metrics registry (KIP-877). Older brokers lack Monitorable.
@@ -257,6 +262,7 @@ class BrokerEndToEndIT {
             log(summary.get("segments in remote store"));
             assertTrue(remoteSegments.size() >= 10, "many segments remote: " + remoteSegments);
             assertEquals(0L, remoteSegments.get(0));
+            checkStoredForm(broker.store, remoteDir, expected.get(1L).value);
             watching.set(false);
             watcher.join();
             List<Long> latencies = new ArrayList<>();
@@ -727,6 +733,51 @@ class BrokerEndToEndIT {
                 copy.get("request-total"), copy.get("error-total"), copy.get("byte-total") / 1e6,
                 fetch.get("request-total"), fetch.get("byte-total") / 1e6, index.get("request-total"),
                 delete.get("request-total"), fetch.get("request-latency-avg"), fetch.get("request-latency-max")));
+    }
+
+    /**
+     * What the first segment's objects hold, read from the store without our SDK: a record value the first
+     * producer sent uncompressed ({@code plain}) is in the stored log as it was sent, unless the plugin
+     * encrypts, when the manifest is of version 4 (encrypted) and the value is nowhere in the log object.
+     */
+    static void checkStoredForm(TestStore store, String remoteDir, byte[] plain) throws IOException {
+        assertTrue(plain.length >= 64, "a value long enough to look for: " + plain.length);
+        byte[] probe = Arrays.copyOf(plain, 64);
+        String log = null;
+        String manifest = null;
+        for (String key : store.keysUnder(remoteDir)) {
+            String name = key.substring(key.lastIndexOf('/') + 1);
+            if (name.startsWith("00000000000000000000-") && name.endsWith(".log")) {
+                log = key;
+            } else if (name.startsWith("00000000000000000000-") && name.endsWith(".manifest")) {
+                manifest = key;
+            }
+        }
+        assertNotNull(log, "the first segment's log object under " + remoteDir);
+        assertNotNull(manifest, "the first segment's manifest under " + remoteDir);
+        byte[] m = store.read(manifest);
+        int version = ((m[4] & 0xff) << 8) | (m[5] & 0xff);
+        boolean found = indexOf(store.read(log), probe) >= 0;
+        if (store.transformed()) {
+            assertEquals(4, version, "an encrypted segment's manifest version");
+            assertFalse(found, "a record value in plain text in the encrypted log object " + log);
+        } else {
+            assertEquals(2, version, "a plain segment's manifest version");
+            assertTrue(found, "the record value in the plain log object " + log);
+        }
+    }
+
+    static int indexOf(byte[] hay, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (hay[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
     }
 
     /** The base offsets of the remote objects under {@code prefix} whose keys end with {@code suffix}. */

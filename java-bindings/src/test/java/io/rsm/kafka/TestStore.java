@@ -25,15 +25,66 @@ import java.util.stream.Stream;
  * the end-to-end test sees what really landed in the store.
  */
 abstract class TestStore {
+    /** The plugin's transform settings on top of the store's, and their secrets. */
+    private final Map<String, String> transforms = new TreeMap<>();
+    private final List<String> transformSecrets = new ArrayList<>();
+
     /** A short name for reports ("filesystem", "s3"). */
     abstract String name();
 
-    /** The broker's {@code rsm.config.*} lines for this store. */
-    abstract Map<String, String> brokerSettings();
+    /** The broker's {@code rsm.config.*} lines that reach this store. */
+    abstract Map<String, String> storeSettings();
 
-    /** The secret values among {@link #brokerSettings()}: none may show in the broker's log. */
-    List<String> secrets() {
+    /** The secret values among {@link #storeSettings()}. */
+    List<String> storeSecrets() {
         return List.of();
+    }
+
+    /** The bytes of the object {@code key} (relative to the store's root). */
+    abstract byte[] read(String key) throws IOException;
+
+    /** The broker's {@code rsm.config.*} lines: the store's, and the transforms' if any. */
+    final Map<String, String> brokerSettings() {
+        Map<String, String> p = new TreeMap<>(storeSettings());
+        p.putAll(transforms);
+        return p;
+    }
+
+    /** The secret values among {@link #brokerSettings()} (and a key file's content): none may show in the broker's log. */
+    final List<String> secrets() {
+        List<String> out = new ArrayList<>(storeSecrets());
+        out.addAll(transformSecrets);
+        return out;
+    }
+
+    /**
+     * This store with the plugin's compression (its heuristic off) and encryption on: a fresh random
+     * key-encryption key in a file under {@code keyDir}, as an operator keeps one.
+     */
+    TestStore compressedAndEncrypted(Path keyDir) throws IOException {
+        byte[] kek = new byte[32];
+        new java.security.SecureRandom().nextBytes(kek);
+        StringBuilder hex = new StringBuilder();
+        for (byte b : kek) {
+            hex.append(String.format("%02x", b));
+        }
+        Path file = Files.createDirectories(keyDir).resolve("kek-e2e-1.key");
+        Files.writeString(file, hex + "\n");
+        transforms.put("rsm.config.compression.enabled", "true");
+        // The test's records are random bytes or producer-compressed batches, which the heuristic would leave
+        // as they are: without it every chunk goes through zstd and then AES-GCM.
+        transforms.put("rsm.config.compression.heuristic.enabled", "false");
+        transforms.put("rsm.config.encryption.enabled", "true");
+        transforms.put("rsm.config.encryption.key.id", "e2e-1");
+        transforms.put("rsm.config.encryption.keys", "e2e-1");
+        transforms.put("rsm.config.encryption.key.e2e-1.file", file.toString());
+        transformSecrets.add(hex.toString());
+        return this;
+    }
+
+    /** Whether {@link #compressedAndEncrypted} was asked for. */
+    boolean transformed() {
+        return !transforms.isEmpty();
     }
 
     /**
@@ -72,7 +123,7 @@ abstract class TestStore {
 
     @Override
     public String toString() {
-        return name();
+        return name() + (transformed() ? " (compressed and encrypted)" : "");
     }
 
     /**
@@ -100,11 +151,16 @@ abstract class TestStore {
         }
 
         @Override
-        Map<String, String> brokerSettings() {
+        Map<String, String> storeSettings() {
             Map<String, String> p = new TreeMap<>();
             p.put("rsm.config.store.url", fileUrl(root));
             p.put("rsm.config.fs.fsync", "false");
             return p;
+        }
+
+        @Override
+        byte[] read(String key) throws IOException {
+            return Files.readAllBytes(root.resolve(key));
         }
 
         @Override
@@ -123,7 +179,7 @@ abstract class TestStore {
         }
     }
 
-    /** S3 through unsigned ListObjectsV2 requests: moto does not check signatures. */
+    /** S3 through unsigned ListObjectsV2 and GET requests: moto does not check signatures. */
     private static final class S3 extends TestStore {
         private static final Pattern KEY = Pattern.compile("<Key>([^<]*)</Key>");
         private static final Pattern NEXT = Pattern.compile("<NextContinuationToken>([^<]*)</NextContinuationToken>");
@@ -150,7 +206,7 @@ abstract class TestStore {
         }
 
         @Override
-        Map<String, String> brokerSettings() {
+        Map<String, String> storeSettings() {
             Map<String, String> p = new TreeMap<>();
             p.put("rsm.config.store.url", "s3://" + bucket + "/" + prefix);
             p.put("rsm.config.s3.endpoint.url", endpoint);
@@ -161,8 +217,25 @@ abstract class TestStore {
         }
 
         @Override
-        List<String> secrets() {
+        List<String> storeSecrets() {
             return List.of(secretKey);
+        }
+
+        @Override
+        byte[] read(String key) throws IOException {
+            String path = "/" + bucket + "/" + prefix + key;
+            HttpRequest request = HttpRequest.newBuilder(URI.create(endpoint + path)).timeout(Duration.ofSeconds(30))
+                    .GET().build();
+            try {
+                HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+                if (response.statusCode() != 200) {
+                    throw new IOException("GET " + request.uri() + ": HTTP " + response.statusCode());
+                }
+                return response.body();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
         }
 
         @Override
