@@ -255,14 +255,20 @@ async fn put_manifest(backend: &Arc<dyn StorageBackend>, rsm: &TieredStorage, s:
     backend.put_bytes(&rsm.keys(&s.md).manifest, Bytes::from(m.encode())).await.unwrap();
 }
 
+/// A memory store, settings encrypting under k1 (and compressing with `compression`), and a writer with them.
+fn encrypting_under_k1(keys: &Keys, compression: bool) -> (Arc<dyn StorageBackend>, TieredConfig, TieredStorage) {
+    let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+    let config = keys.config(compression, Some("k1"), &[("k1", "k1")]);
+    let writer = TieredStorage::new(backend.clone(), config.clone());
+    (backend, config, writer)
+}
+
 #[tokio::test]
 async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
     let keys = Keys::new();
     let tp = partition();
     for compression in [false, true] {
-        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
-        let config = keys.config(compression, Some("k1"), &[("k1", "k1")]);
-        let writer = TieredStorage::new(backend.clone(), config.clone());
+        let (backend, config, writer) = encrypting_under_k1(&keys, compression);
         // Two segments of the same bytes and offsets: their chunks line up.
         let a = segment(&tp, 0, 300_000);
         let b = segment(&tp, 0, 300_000);
@@ -437,9 +443,7 @@ async fn every_byte_of_an_encrypted_segment_damaged_reads_as_corrupt() {
     let keys = Keys::new();
     let tp = partition();
     for compression in [false, true] {
-        let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
-        let config = keys.config(compression, Some("k1"), &[("k1", "k1")]);
-        let writer = TieredStorage::new(backend.clone(), config.clone());
+        let (backend, config, writer) = encrypting_under_k1(&keys, compression);
         // One chunk of three 4 KiB blocks.
         let s = segment(&tp, 0, 12_000);
         writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
