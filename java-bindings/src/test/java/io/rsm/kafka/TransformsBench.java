@@ -37,28 +37,31 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * chunks gains little). Four settings per plugin: {@code none}, {@code compression} (zstd; with each plugin's
  * heuristic on, which skips data already compressed), {@code encryption} (AES-256-GCM chunks; ours wraps the
  * data key under a 256-bit key from a file, Aiven's under an RSA key pair) and {@code both}. Both plugins cut
- * the segment into chunks of the same size (4 MiB, ours' default) and have no chunk cache (the default of
- * each); each keeps its default manifest cache.
+ * the segment into chunks of the same size (4 MiB, ours' default, unless set) and have no chunk cache (the
+ * default of each); each keeps its default manifest cache.
  *
  * <p>Measured: the copy of a kind's segments under fresh ids, as each does it by default (ours syncs every
  * object and directory it writes; Aiven's filesystem store does not, so Aiven's copy with its store synced
- * afterwards is given too), a warm-up round then several rounds, the managers in rotating order; and the
+ * afterwards is given too), warm-up rounds then several rounds, the managers in rotating order; and the
  * broker's 1 MiB remote fetch as {@link FetchLatencyBench} does it ({@code fetchLogSegment} at a batch
  * boundary, batch after batch until 1 MiB, close), at random positions, the same positions for every
  * manager, in rotating order, after a warm-up. Every fetch's bytes, and one whole read of every segment from
  * every manager, are compared with the segment file; any difference fails the run.
  *
- * <p>Arguments: {@code <work dir> [fetches per kind, default 300] [copy rounds, default 5] [peer class]}.
+ * <p>Arguments: {@code <work dir> [fetches per kind, default 300] [copy rounds, default 5] [peer class]
+ * [copy warm-up rounds, default 10]}; system property {@code rsm.bench.chunk.size} sets both plugins' chunk size.
  * Prints {@code RESULT-SIZE <kind> <setting> <plugin> <stored bytes> <segment bytes>},
  * {@code RESULT-COPY <kind> <setting> <plugin> <median ms> ms <MiB/s> MiB/s for <MiB> MiB},
- * {@code RESULT-FETCH <kind> <setting> <plugin> <median us> <p90 us> <n>}, then a table with the ratios.
+ * {@code RESULT-FETCH <kind> <setting> <plugin> <median us> <p90 us> <n>} (and {@code COPY-ROUNDS} lines with
+ * every measured copy, to see a drift), then a table with the ratios.
  * The system property {@code rsm.bench.ours.config} ({@code k=v,k=v}) adds settings to ours, for a diagnostic
  * run. Run by hand (see benches/README.md); not part of any test run.
  */
 public final class TransformsBench {
     static final String DEFAULT_PEER = "io.aiven.kafka.tieredstorage.RemoteStorageManager";
     static final int FETCH_BYTES = 1 << 20;
-    static final int CHUNK_SIZE = 4 << 20;
+    /** The chunk size of both plugins: 4 MiB (ours' default), or system property rsm.bench.chunk.size. */
+    static final int CHUNK_SIZE = Integer.getInteger("rsm.bench.chunk.size", 4 << 20);
     static final String[] SETTINGS = {"none", "compression", "encryption", "both"};
     static final String[] KINDS = {"json", "gzip-batches"};
     static final String OURS = "rsm";
@@ -90,6 +93,7 @@ public final class TransformsBench {
         int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 300;
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 5;
         String peerClass = args.length > 3 ? args[3] : DEFAULT_PEER;
+        int warmupRounds = args.length > 4 ? Integer.parseInt(args[4]) : 10;
         Files.createDirectories(dir);
         TopicIdPartition tp = new TopicIdPartition(Uuid.randomUuid(), new TopicPartition("bench", 0));
 
@@ -234,14 +238,15 @@ public final class TransformsBench {
         }
         System.out.println("every segment read back whole from every manager equals its file");
 
-        // Copies: each kind's segments under fresh ids; a warm-up round, then `rounds`, rotating who goes first.
+        // Copies: each kind's segments under fresh ids; warm-up rounds (a JIT's AES-GCM can take several to
+        // reach its steady speed), then `rounds`, rotating who goes first.
         Map<String, List<List<Double>>> copyMs = new HashMap<>();
         Map<String, List<List<Double>>> copySyncedMs = new HashMap<>();
         for (String kind : KINDS) {
             copyMs.put(kind, lists(n));
             copySyncedMs.put(kind, lists(n));
         }
-        for (int round = -1; round < rounds; round++) {
+        for (int round = -warmupRounds; round < rounds; round++) {
             for (String kind : KINDS) {
                 for (int j = 0; j < n; j++) {
                     int m = Math.floorMod(round + j, n);
@@ -316,6 +321,11 @@ public final class TransformsBench {
                 cs[m] = FetchLatencyBench.median(copySyncedMs.get(kind).get(m));
                 System.out.println(String.format(Locale.ROOT, "RESULT-COPY %s %s %s %.0f ms %.0f MiB/s for %.0f MiB",
                         kind, mg.setting, mg.plugin, cm[m], mib / (cm[m] / 1000), mib));
+                StringBuilder each = new StringBuilder();
+                for (double ms : copyMs.get(kind).get(m)) {
+                    each.append(each.length() == 0 ? "" : ",").append(Math.round(ms));
+                }
+                System.out.println("COPY-ROUNDS " + kind + " " + mg.setting + " " + mg.plugin + " " + each + " ms");
                 if (!mg.plugin.equals(OURS)) {
                     System.out.println(String.format(Locale.ROOT,
                             "RESULT-COPY %s %s %s+sync %.0f ms %.0f MiB/s for %.0f MiB",
