@@ -94,6 +94,50 @@ final class TestSegments {
 
     static Segment write(Path dir, long baseOffset, int batches, int recordsPerBatch, int valueBytes,
                          boolean withTxnIndex, long seed) throws IOException {
+        return write(dir, baseOffset, batches, recordsPerBatch, withTxnIndex, seed, (random, offset) -> {
+            byte[] value = new byte[valueBytes];
+            random.nextBytes(value);
+            return value;
+        }, b -> b % 5 == 2);
+    }
+
+    /**
+     * A segment of JSON-like records (an event log: ids, timestamps, names from small vocabularies, a random
+     * session id; about 400 bytes each, which zstd shrinks about threefold), every batch uncompressed or every
+     * batch gzip-compressed (what a producer with {@code compression.type=gzip} writes).
+     */
+    static Segment writeJson(Path dir, long baseOffset, int batches, int recordsPerBatch, boolean gzip, long seed)
+            throws IOException {
+        return write(dir, baseOffset, batches, recordsPerBatch, false, seed, TestSegments::jsonValue, b -> gzip);
+    }
+
+    private static final String[] EVENTS = {"page_view", "add_to_cart", "checkout", "login", "logout", "search",
+        "click", "purchase"};
+    private static final String[] COUNTRIES = {"FI", "DE", "FR", "US", "GB", "SE", "JP", "BR", "IN", "ES"};
+    private static final String[] PLANS = {"free", "basic", "pro", "enterprise"};
+    private static final String[] PAGES = {"products", "cart", "search", "account", "help", "blog", "home"};
+    private static final String[] AGENTS = {
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36",
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148"};
+
+    private static byte[] jsonValue(Random r, long offset) {
+        String json = "{\"event_id\":" + offset + ",\"ts\":" + (1_700_000_000_000L + offset * 7 + r.nextInt(7))
+                + ",\"type\":\"" + EVENTS[r.nextInt(EVENTS.length)] + "\",\"user\":{\"id\":\"user-"
+                + (10000 + r.nextInt(90000)) + "\",\"country\":\"" + COUNTRIES[r.nextInt(COUNTRIES.length)]
+                + "\",\"plan\":\"" + PLANS[r.nextInt(PLANS.length)] + "\"},\"session\":\""
+                + Long.toHexString(r.nextLong()) + "\",\"page\":\"/" + PAGES[r.nextInt(PAGES.length)] + "/"
+                + r.nextInt(5000) + "\",\"referrer\":\"https://www.example.com/" + PAGES[r.nextInt(PAGES.length)]
+                + "\",\"ua\":\"" + AGENTS[r.nextInt(AGENTS.length)] + "\",\"amount\":" + r.nextInt(500) + "."
+                + (10 + r.nextInt(90)) + ",\"items\":" + r.nextInt(10) + ",\"tags\":[\"" + PLANS[r.nextInt(PLANS.length)]
+                + "\",\"" + EVENTS[r.nextInt(EVENTS.length)] + "\"],\"ok\":" + r.nextBoolean() + "}";
+        return json.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static Segment write(Path dir, long baseOffset, int batches, int recordsPerBatch, boolean withTxnIndex,
+                                 long seed, java.util.function.BiFunction<Random, Long, byte[]> values,
+                                 java.util.function.IntPredicate gzipBatch) throws IOException {
         Files.createDirectories(dir);
         Random random = new Random(seed);
         String name = String.format("%020d", baseOffset);
@@ -106,14 +150,13 @@ final class TestSegments {
         long maxTimestamp = -1;
         for (int b = 0; b < batches; b++) {
             positions.add(log.size());
-            boolean gzip = b % 5 == 2;
+            boolean gzip = gzipBatch.test(b);
             long batchBase = offset;
             long firstTs = timestamp;
             ByteArrayOutputStream records = new ByteArrayOutputStream();
             for (int r = 0; r < recordsPerBatch; r++) {
                 byte[] key = ("key-" + offset).getBytes(StandardCharsets.UTF_8);
-                byte[] value = new byte[valueBytes];
-                random.nextBytes(value);
+                byte[] value = values.apply(random, offset);
                 writeRecord(records, timestamp - firstTs, (int) (offset - batchBase), key, value,
                         new String[] {"h" + r % 3}, new byte[][] {("v" + offset).getBytes(StandardCharsets.UTF_8)});
                 offset++;
