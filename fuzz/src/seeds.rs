@@ -2,7 +2,7 @@
 //! `rsm-core/tests/data/legacy`), so that the fuzzer starts from bytes that get past every header. The
 //! corpus replay runs them too; `rsm-fuzz-seeds DIR` writes them as `DIR/<target>/seed-<n>`.
 
-use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN};
+use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN, sealed_blocks_len};
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::chunk::{Chunker, Transform};
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
@@ -89,8 +89,9 @@ fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
 }
 
 /// The manifest of `log` as a transformed copy writes it: every chunk stored in fewer bytes than it holds,
-/// packed one after the other (zstd; with `encrypted`, every other chunk compressed then encrypted and the
-/// rest encrypted only, a nonce and a tag more each, under a wrapped data key).
+/// packed one after the other (zstd; with `encrypted`, every other chunk compressed then encrypted, a nonce
+/// and a tag more, and the rest encrypted only, a nonce and a tag more per 256-byte block, under a wrapped
+/// data key).
 fn transformed(log: &[u8], encrypted: bool) -> Manifest {
     let mut m = manifest(log, 1024, 256);
     let mut at = 0u64;
@@ -99,7 +100,7 @@ fn transformed(log: &[u8], encrypted: bool) -> Manifest {
         let (transform, stored) = match (encrypted, i % 2) {
             (false, _) => (Transform::Zstd, original / 3 + 1),
             (true, 0) => (Transform::ZstdAes256Gcm, original / 3 + 1 + CHUNK_OVERHEAD as u32),
-            (true, _) => (Transform::Aes256Gcm, original + CHUNK_OVERHEAD as u32),
+            (true, _) => (Transform::Aes256Gcm, sealed_blocks_len(original as u64, 256) as u32),
         };
         c.rdi.transform = transform;
         c.rdi.position = at;

@@ -183,7 +183,8 @@ async fn every_read_path_round_trips_for_none_compression_encryption_and_both() 
         assert_eq!(m.encryption.as_ref().map(|e| e.kek_id.as_str()), active, "{case}");
         let object = backend.get_range(&keys_of.log, 0..u64::MAX).await.unwrap();
         if transform == Transform::Aes256Gcm {
-            assert_eq!(object.len(), s.log.len() + 28 * m.chunks.len(), "{case}: a nonce and a tag a chunk");
+            let blocks: usize = m.chunks.iter().map(|c| (c.data_length as usize).div_ceil(m.block_size as usize)).sum();
+            assert_eq!(object.len(), s.log.len() + 28 * blocks, "{case}: a nonce and a tag a block");
             // No chunk's plaintext appears in the object.
             let probe = &s.log[100..164];
             assert!(!object.windows(probe.len()).any(|w| w == probe), "{case}: plaintext stored");
@@ -234,11 +235,13 @@ async fn a_store_mixing_encrypted_and_plain_segments_reads_back() {
 /// Every read of `s` through `rsm` fails with `kind` and a message containing `says`; none returns bytes.
 async fn every_read_fails(rsm: &TieredStorage, s: &Segment, kind: ErrorKind, says: &str, case: &str) {
     let m = rsm.manifest(&s.md).await.unwrap();
-    let inside = m.chunks[1].position() as i32 + 100;
+    // Chunk 1 whole (a chunk only encrypted is read block by block: a read of some of its blocks checks
+    // those; see a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks).
+    let (from, to) = (m.chunks[1].position() as i32, m.chunks[1].end() as i32 - 1);
     let offset = m.chunks[1].first_offset + 1;
     let results = [
         collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.map(|_| ()),
-        collect(rsm.fetch_log_segment(&s.md, inside, Some(inside + 10)).await.unwrap()).await.map(|_| ()),
+        collect(rsm.fetch_log_segment(&s.md, from, Some(to)).await.unwrap()).await.map(|_| ()),
         rsm.position_of_offset(&s.md, offset).await.map(|_| ()),
         rsm.verify(&s.md).await.map(|_| ()),
     ];
@@ -521,4 +524,39 @@ async fn an_older_manifest_put_back_does_not_read() {
         "manifest from before the rotation",
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks() {
+    let keys = Keys::new();
+    let tp = partition();
+    let (backend, config, writer) = encrypting_under_k1(&keys, false);
+    let s = segment(&tp, 0, 300_000);
+    writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+    let m = writer.manifest(&s.md).await.unwrap();
+    let (c, block) = (m.chunks[1], m.block_size as u64);
+    assert!(c.data_length as u64 > 4 * block, "a chunk of several blocks");
+    let k = writer.keys(&s.md);
+    let object = backend.get_range(&k.log, 0..u64::MAX).await.unwrap();
+    // One bit flipped in the last block of chunk 1.
+    let mut bad = object.to_vec();
+    bad[c.stored_range().end as usize - 20] ^= 0x08;
+    backend.put_bytes(&k.log, Bytes::from(bad)).await.unwrap();
+    let counting = Arc::new(rsm_core::backend::layers::CountingLayer::new(backend.clone()));
+    let reader = TieredStorage::new(counting.clone(), config.clone());
+    reader.manifest(&s.md).await.unwrap();
+    // Bytes in chunk 1's first block: read (its stored block only) and returned as they are.
+    let (a, b) = (c.position() + 10, c.position() + 500);
+    let before = counting.counts().snapshot();
+    let got = collect(reader.fetch_log_segment(&s.md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
+    assert!(got[..] == s.log[a as usize..=b as usize], "the first block's bytes");
+    let read = counting.counts().snapshot().since(&before);
+    let get = read.get(rsm_core::backend::Op::Get);
+    assert_eq!((get.requests, get.bytes_received), (1, block + 28), "one sealed block read: {read}");
+    // Bytes in its last block: corrupt, naming the block.
+    let last = c.end() - 5;
+    let e =
+        collect(reader.fetch_log_segment(&s.md, last as i32, Some(last as i32 + 1)).await.unwrap()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("does not decrypt"), "{e}");
 }

@@ -51,11 +51,12 @@ pub enum Transform {
     None = 0,
     /// One zstd frame of the chunk's original bytes (see [`crate::format::transform`]).
     Zstd = 1,
-    /// The original bytes encrypted with AES-256-GCM under the segment's data key: `nonce ‖ ciphertext ‖
-    /// tag` (see [`crate::crypto`]); manifest version 4 only.
+    /// The original bytes encrypted with AES-256-GCM under the segment's data key block by block (the
+    /// manifest's integrity blocks): `nonce ‖ ciphertext ‖ tag` per block, so a read of part of the chunk
+    /// decrypts only its blocks (see [`crate::crypto`]); manifest version 4 only.
     Aes256Gcm = 2,
-    /// One zstd frame of the original bytes, then encrypted as [`Transform::Aes256Gcm`] (compress, then
-    /// encrypt); manifest version 4 only.
+    /// One zstd frame of the original bytes, then encrypted with AES-256-GCM as one piece, `nonce ‖
+    /// ciphertext ‖ tag` (compress, then encrypt; the frame is read whole anyway); manifest version 4 only.
     ZstdAes256Gcm = 3,
 }
 

@@ -107,10 +107,10 @@ impl Manifest {
     }
 
     /// The original range of the block holding byte `position` (its chunk when there are no block CRCs, or
-    /// when the chunk is transformed: it is read whole).
+    /// when the chunk is transformed and read whole: all but those sealed block by block).
     fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
         let c = self.chunks.get(self.chunk_at_position(position)?)?;
-        if self.block_size == 0 || c.is_transformed() {
+        if self.block_size == 0 || (c.is_transformed() && !crate::format::transform::undoes_by_block(c)) {
             return Some(c.position()..c.end());
         }
         let bs = self.block_size as u64;
@@ -119,7 +119,7 @@ impl Manifest {
     }
 
     /// `range` widened to whole blocks (whole chunks when there are no block CRCs, and whole transformed
-    /// chunks always), so that a read of it can be checked before any of its bytes are used; cut at the end of
+    /// chunks but those sealed block by block), so that a read of it can be checked before any of its bytes are used; cut at the end of
     /// the last chunk.
     pub fn align(&self, range: std::ops::Range<u64>) -> std::ops::Range<u64> {
         let end = range.end.min(self.chunks.last().map_or(0, |c| c.end()));

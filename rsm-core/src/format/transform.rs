@@ -128,12 +128,57 @@ pub fn transformed_entry(c: &ChunkEntry, transform: Transform, position: u64, st
 /// The original bytes of chunk `c`, not encrypted, from its `stored` bytes: [`undo_chunk`] without a data
 /// key (an encrypted chunk is then an error).
 pub fn undo(c: &ChunkEntry, stored: impl Into<Bytes>, what: &str) -> Result<Bytes> {
-    undo_chunk(c, 0, stored, what, None)
+    undo_chunk(c, 0, stored, what, None, 0)
+}
+
+/// Whether a read of some of chunk `c`'s bytes can read and undo only the blocks holding them: an
+/// encrypted chunk that is not compressed, sealed block by block ([`DataKey::seal_blocks`]).
+pub fn undoes_by_block(c: &ChunkEntry) -> bool {
+    c.rdi.transform == Transform::Aes256Gcm
+}
+
+/// Where the blocks holding the original bytes `wanted` (relative to chunk `c`'s start) of a chunk sealed
+/// block by block (blocks of `block` bytes) are stored: the original bytes those whole blocks hold
+/// (relative to the chunk's start) and their stored range in the object.
+pub fn stored_blocks(
+    c: &ChunkEntry,
+    wanted: &std::ops::Range<u64>,
+    block: u32,
+) -> (std::ops::Range<u64>, std::ops::Range<u64>) {
+    let len = c.data_length as u64;
+    let step = if block == 0 { len.max(1) } else { block as u64 };
+    let first = wanted.start / step;
+    let within = first * step..(wanted.end.div_ceil(step) * step).min(len);
+    let start = c.stored_range().start + crate::crypto::sealed_blocks_len(first * step, step as u32);
+    (within.clone(), start..start + crate::crypto::sealed_blocks_len(within.end - within.start, step as u32))
+}
+
+/// The original bytes `within` (whole blocks, relative to the chunk's start; see [`stored_blocks`]) of chunk
+/// `index` (entry `c`, sealed block by block in blocks of `block` bytes) from their `stored` blocks,
+/// decrypted and authenticated under the segment's data `key`. Only those blocks are checked: the
+/// caller checks the original bytes against the manifest's block CRCs.
+pub fn undo_blocks(
+    c: &ChunkEntry,
+    index: usize,
+    within: std::ops::Range<u64>,
+    stored: &[u8],
+    what: &str,
+    key: Option<&DataKey>,
+    block: u32,
+) -> Result<Bytes> {
+    let key = key.ok_or_else(|| {
+        Error::invalid(format!(
+            "{what}: chunk at position {} is encrypted, and no data key was given to decrypt it",
+            c.position()
+        ))
+    })?;
+    Ok(Bytes::from(key.open_blocks(c, index, within, stored, block, what)?))
 }
 
 /// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
 /// and stored CRC-32C, decrypts them when encrypted (chunk `index` of its manifest, under the segment's
-/// data `key`), decompresses them when compressed into a buffer of exactly the entry's original length,
+/// data `key`; block by block in blocks of `block` bytes, the manifest's block size, when
+/// [`undoes_by_block`]), decompresses them when compressed into a buffer of exactly the entry's original length,
 /// and checks the result against the entry's length and CRC-32C. `what` (the object key) is named in
 /// errors; every failure of the stored bytes is [`crate::ErrorKind::Corrupt`].
 pub fn undo_chunk(
@@ -142,6 +187,7 @@ pub fn undo_chunk(
     stored: impl Into<Bytes>,
     what: &str,
     key: Option<&DataKey>,
+    block: u32,
 ) -> Result<Bytes> {
     let stored: Bytes = stored.into();
     let chunk = || {
@@ -174,7 +220,10 @@ pub fn undo_chunk(
         let key = key.ok_or_else(|| {
             Error::invalid(format!("{}: is encrypted, and no data key was given to decrypt it", chunk()))
         })?;
-        Bytes::from(key.open_chunk(c, index, &stored, what)?)
+        Bytes::from(match undoes_by_block(c) {
+            true => key.open_blocks(c, index, 0..c.data_length as u64, &stored, block, what)?,
+            false => key.open_chunk(c, index, &stored, what)?,
+        })
     } else {
         stored
     };

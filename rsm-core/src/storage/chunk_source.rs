@@ -40,9 +40,10 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
 }
 
 /// Chunks read from the backend: a range over chunks stored as they are is one ranged read of the
-/// segment's `.log` object, at the stored positions the chunk entries give; a transformed (compressed) chunk
-/// the range touches is one ranged read of its whole stored range, checked and undone
-/// ([`transform::undo`]) before the part the range wants is cut from it.
+/// segment's `.log` object, at the stored positions the chunk entries give; a transformed chunk the range
+/// touches is one ranged read of its whole stored range, checked and undone ([`transform::undo`]) before
+/// the part the range wants is cut from it, except a chunk encrypted and not compressed, which is sealed
+/// block by block: of it only the blocks the range touches are read and decrypted.
 #[derive(Debug)]
 pub struct BackendChunks {
     backend: Arc<dyn StorageBackend>,
@@ -54,8 +55,13 @@ pub struct BackendChunks {
 #[derive(Debug, PartialEq, Eq)]
 struct StoredRead {
     stored: Range<u64>,
-    /// The transformed chunk whose whole stored range this is, with the part of its original bytes wanted.
+    /// The transformed chunk whose stored range this is, with the part of the original bytes it gives that
+    /// is wanted.
     undo: Option<(usize, Range<usize>)>,
+    /// For a chunk sealed block by block ([`transform::undoes_by_block`]): the original bytes (whole
+    /// blocks, relative to the chunk's start) of the blocks this read covers, then decrypted alone; `None`:
+    /// the read is the chunk's whole stored range.
+    blocks: Option<Range<u64>>,
 }
 
 impl BackendChunks {
@@ -95,9 +101,16 @@ impl BackendChunks {
         let mut reads: Vec<StoredRead> = Vec::new();
         for (i, c) in manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.position() < range.end) {
             let (from, to) = (range.start.max(c.position()), range.end.min(c.end()));
+            if c.is_transformed() && transform::undoes_by_block(c) {
+                let (within, stored) =
+                    transform::stored_blocks(c, &(from - c.position()..to - c.position()), manifest.block_size);
+                let wanted = (from - c.position() - within.start) as usize..(to - c.position() - within.start) as usize;
+                reads.push(StoredRead { stored, undo: Some((i, wanted)), blocks: Some(within) });
+                continue;
+            }
             if c.is_transformed() {
                 let wanted = (from - c.position()) as usize..(to - c.position()) as usize;
-                reads.push(StoredRead { stored: c.stored_range(), undo: Some((i, wanted)) });
+                reads.push(StoredRead { stored: c.stored_range(), undo: Some((i, wanted)), blocks: None });
                 continue;
             }
             let stored = c.stored_range().start + (from - c.position())..c.stored_range().start + (to - c.position());
@@ -111,7 +124,7 @@ impl BackendChunks {
                     }
                     r.stored.end = stored.end;
                 }
-                _ => reads.push(StoredRead { stored, undo: None }),
+                _ => reads.push(StoredRead { stored, undo: None, blocks: None }),
             }
         }
         Ok(reads)
@@ -139,6 +152,7 @@ impl ChunkSource for BackendChunks {
         let mut parts = Vec::new();
         let plan = Self::plan(manifest, &key, &range)?;
         let data_key = if plan.iter().any(|r| r.undo.is_some()) { self.data_key(manifest)? } else { None };
+        let block = manifest.block_size;
         for r in plan {
             let bytes = self.get(&key, r.stored).await?;
             parts.push(match r.undo {
@@ -148,7 +162,12 @@ impl ChunkSource for BackendChunks {
                     let original = tokio::task::spawn_blocking({
                         let key = key.clone();
                         let data_key = data_key.clone();
-                        move || transform::undo_chunk(&c, i, bytes, &key, data_key.as_deref())
+                        move || match r.blocks {
+                            Some(within) => {
+                                transform::undo_blocks(&c, i, within, &bytes, &key, data_key.as_deref(), block)
+                            }
+                            None => transform::undo_chunk(&c, i, bytes, &key, data_key.as_deref(), block),
+                        }
                     })
                     .await
                     .map_err(|e| Error::storage(format!("object {key}: chunk transform task failed"), e))??;
@@ -197,7 +216,7 @@ mod tests {
             })
             .collect();
         m.log_length = 4000;
-        let read = |stored: Range<u64>, undo: Option<(usize, Range<usize>)>| StoredRead { stored, undo };
+        let read = |stored: Range<u64>, undo: Option<(usize, Range<usize>)>| StoredRead { stored, undo, blocks: None };
         // (case, original range, the reads)
         let cases = [
             ("inside a chunk stored as is", 10..20, vec![read(10..20, None)]),

@@ -130,7 +130,9 @@ impl TieredStorage {
                 }
                 None => None,
             };
-            chunks = self.upload_compressed(&keys.log, &log_path, chunks, self.config.compression, data_key).await?;
+            chunks = self
+                .upload_compressed(&keys.log, &log_path, chunks, block_size, self.config.compression, data_key)
+                .await?;
         }
         let manifest = Manifest {
             metadata: md.clone(),
@@ -161,13 +163,14 @@ impl TieredStorage {
         key: &str,
         path: &Path,
         chunks: Vec<ChunkEntry>,
+        block_size: u32,
         compression: Option<CompressionConfig>,
         data_key: Option<DataKey>,
     ) -> Result<Vec<ChunkEntry>> {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(COMPRESSED_IN_FLIGHT);
         let path = path.to_path_buf();
         let pass = tokio::task::spawn_blocking(move || {
-            let result = compress_chunks(&path, chunks, compression, data_key.as_ref(), &tx);
+            let result = compress_chunks(&path, chunks, block_size, compression, data_key.as_ref(), &tx);
             if let Err(e) = &result {
                 let _ = tx.blocking_send(Err(Error::new(e.kind(), format!("compressing {}: {e}", path.display()))));
             }
@@ -192,6 +195,7 @@ const MAX_TRANSFORM_THREADS: usize = 4;
 fn compress_chunks(
     path: &Path,
     mut chunks: Vec<ChunkEntry>,
+    block_size: u32,
     compression: Option<CompressionConfig>,
     data_key: Option<&DataKey>,
     tx: &tokio::sync::mpsc::Sender<Result<Bytes>>,
@@ -215,7 +219,7 @@ fn compress_chunks(
         }
         let results: Vec<Result<(ChunkEntry, Vec<u8>)>> = if window.len() == 1 {
             let original = originals.pop().expect("one chunk");
-            vec![transform_chunk(&window[0], first_index, original, compressors[0].as_mut(), data_key)]
+            vec![transform_chunk(&window[0], first_index, original, compressors[0].as_mut(), data_key, block_size)]
         } else {
             std::thread::scope(|s| {
                 let handles: Vec<_> = window
@@ -224,7 +228,7 @@ fn compress_chunks(
                     .zip(compressors.iter_mut())
                     .enumerate()
                     .map(|(k, ((c, original), z))| {
-                        s.spawn(move || transform_chunk(c, first_index + k, original, z.as_mut(), data_key))
+                        s.spawn(move || transform_chunk(c, first_index + k, original, z.as_mut(), data_key, block_size))
                     })
                     .collect();
                 handles
@@ -257,7 +261,8 @@ fn compress_chunks(
 }
 
 /// Chunk `c` (the `index`-th of its segment, `original` its bytes) through the transforms: compressed or
-/// left as it is (with `compressor`), then sealed under `data_key` when given. Returns its entry, with the
+/// left as it is (with `compressor`), then sealed under `data_key` when given (block by block, blocks of
+/// `block_size`, when left uncompressed). Returns its entry, with the
 /// transform, stored length and stored CRC set but not its position in the object, and its stored bytes.
 fn transform_chunk(
     c: &ChunkEntry,
@@ -265,6 +270,7 @@ fn transform_chunk(
     original: Vec<u8>,
     compressor: Option<&mut ChunkCompressor>,
     data_key: Option<&DataKey>,
+    block_size: u32,
 ) -> Result<(ChunkEntry, Vec<u8>)> {
     let (decision, stored) = match compressor {
         Some(z) => {
@@ -284,7 +290,12 @@ fn transform_chunk(
             // The associated data binds the entry's transform, so it is set before sealing.
             let mut sealed_as = *c;
             sealed_as.rdi.transform = transform;
-            let sealed = key.seal_chunk(&sealed_as, index, &stored)?;
+            // A chunk only encrypted is sealed block by block, so a read of part of it decrypts only the
+            // blocks it needs; a compressed one is a single frame, read whole anyway, and sealed whole.
+            let sealed = match transform {
+                Transform::Aes256Gcm => key.seal_blocks(&sealed_as, index, &stored, block_size)?,
+                _ => key.seal_chunk(&sealed_as, index, &stored)?,
+            };
             (transform::transformed_entry(c, transform, 0, &sealed), sealed)
         }
         None if transform == Transform::Zstd => (transform::compressed_entry(c, 0, &stored), stored),
