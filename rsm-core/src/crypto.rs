@@ -318,15 +318,7 @@ impl DataKey {
     /// Decrypts the stored bytes of chunk `index` (entry `c`); an error (never other bytes) when they were
     /// damaged, or belong to another chunk, position or segment. `what` names the object.
     pub fn open_chunk(&self, c: &ChunkEntry, index: usize, stored: &[u8], what: &str) -> Result<Vec<u8>> {
-        let fail = |why: &str| {
-            Error::corrupt(format!(
-                "{what}: chunk {index} at position {} (offsets {}..={}) of segment {}: {why}",
-                c.position(),
-                c.first_offset,
-                c.last_offset,
-                c.rdi.segment_id
-            ))
-        };
+        let fail = |why: &str| corrupt_chunk(c, index, what, why);
         if stored.len() < CHUNK_OVERHEAD {
             return Err(fail(&format!(
                 "{} stored bytes, fewer than an encrypted chunk's {CHUNK_OVERHEAD}",
@@ -346,6 +338,17 @@ impl DataKey {
         buf.truncate(plain_len);
         Ok(buf)
     }
+}
+
+/// The error of chunk `index` (entry `c`) of the object `what` whose stored bytes do not open: `why`.
+fn corrupt_chunk(c: &ChunkEntry, index: usize, what: &str, why: &str) -> Error {
+    Error::corrupt(format!(
+        "{what}: chunk {index} at position {} (offsets {}..={}) of segment {}: {why}",
+        c.position(),
+        c.first_offset,
+        c.last_offset,
+        c.rdi.segment_id
+    ))
 }
 
 /// The stored length of `len` original bytes sealed block by block ([`DataKey::seal_blocks`]) in blocks of
@@ -402,18 +405,13 @@ impl DataKey {
         block: u32,
         what: &str,
     ) -> Result<Vec<u8>> {
-        let fail = |why: String| {
-            Error::corrupt(format!(
-                "{what}: chunk {index} at position {} (offsets {}..={}) of segment {}: {why}",
-                c.position(),
-                c.first_offset,
-                c.last_offset,
-                c.rdi.segment_id
-            ))
-        };
+        let fail = |why: String| corrupt_chunk(c, index, what, &why);
         let len = c.data_length as u64;
         let step = if block == 0 { len.max(1) } else { block as u64 };
-        if within.start % step != 0 || within.end > len || (within.end % step != 0 && within.end != len) {
+        if !within.start.is_multiple_of(step)
+            || within.end > len
+            || (!within.end.is_multiple_of(step) && within.end != len)
+        {
             return Err(Error::invalid(format!(
                 "{what}: chunk {index} at position {}: {}..{} is not whole blocks of {step} bytes",
                 c.position(),

@@ -88,12 +88,7 @@ public final class FetchLatencyBench {
         for (int i = -100; i < iterations; i++) {
             int k = random.nextInt(segments.size());
             TestSegments.Segment s = segments.get(k);
-            // A batch boundary at least 1 MiB before the end, as the broker's fetch position is.
-            int limit = s.size() - FETCH_BYTES;
-            int pos;
-            do {
-                pos = s.batchPositions.get(random.nextInt(s.batchPositions.size()));
-            } while (pos > limit);
+            int pos = s.randomBatchPosition(random, FETCH_BYTES);
             // Rotate who goes first, so page-cache and JIT effects fall on each in turn.
             RemoteStorageManager[] order = {ours, kafka, small};
             List<List<Long>> sinks = List.of(oursMicros, kafkaMicros, smallMicros);
@@ -206,14 +201,7 @@ public final class FetchLatencyBench {
     }
 
     private static void readFully(InputStream in, byte[] b, int len, int off) throws IOException {
-        int n = 0;
-        while (n < len) {
-            int r = in.read(b, off + n, len - n);
-            if (r < 0) {
-                throw new IOException("end of segment after " + n + " of " + len + " bytes");
-            }
-            n += r;
-        }
+        TestSegments.readFully(in, b, len, off);
     }
 
     private static void print(String name, List<Long> micros) {

@@ -60,6 +60,16 @@ final class TestSegments {
             return (int) Files.size(log);
         }
 
+        /** A batch boundary at random at least {@code tail} bytes before the end, as a broker's fetch position is. */
+        int randomBatchPosition(Random random, int tail) throws IOException {
+            int limit = size() - tail;
+            int pos;
+            do {
+                pos = batchPositions.get(random.nextInt(batchPositions.size()));
+            } while (pos > limit);
+            return pos;
+        }
+
         RemoteLogSegmentMetadata metadata(TopicIdPartition tp) throws IOException {
             return metadata(tp, Uuid.randomUuid());
         }
@@ -73,6 +83,18 @@ final class TestSegments {
 
         LogSegmentData data() {
             return new LogSegmentData(log, offsetIndex, timeIndex, txnIndex, snapshot, ByteBuffer.wrap(leaderEpochs));
+        }
+    }
+
+    /** Reads exactly {@code len} bytes of {@code in} into {@code b} at {@code off}, as a broker reads a fetched segment. */
+    static void readFully(java.io.InputStream in, byte[] b, int len, int off) throws IOException {
+        int n = 0;
+        while (n < len) {
+            int r = in.read(b, off + n, len - n);
+            if (r < 0) {
+                throw new IOException("end of segment after " + n + " of " + len + " bytes");
+            }
+            n += r;
         }
     }
 

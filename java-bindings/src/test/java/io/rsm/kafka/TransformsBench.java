@@ -284,11 +284,7 @@ public final class TransformsBench {
             for (int i = -50; i < iterations; i++) {
                 int k = random.nextInt(segs.size());
                 TestSegments.Segment s = segs.get(k);
-                int limit = s.size() - FETCH_BYTES;
-                int pos;
-                do {
-                    pos = s.batchPositions.get(random.nextInt(s.batchPositions.size()));
-                } while (pos > limit);
+                int pos = s.randomBatchPosition(random, FETCH_BYTES);
                 for (int j = 0; j < n; j++) {
                     int m = Math.floorMod(i + j, n);
                     long us = fetch(managers.get(m), kept.get(kind).get(m).get(k), pos, bytes.get(s), kind);
@@ -422,14 +418,7 @@ public final class TransformsBench {
     }
 
     private static void readFully(InputStream in, byte[] b, int len, int off) throws IOException {
-        int n = 0;
-        while (n < len) {
-            int r = in.read(b, off + n, len - n);
-            if (r < 0) {
-                throw new IOException("end of segment after " + n + " of " + len + " bytes");
-            }
-            n += r;
-        }
+        TestSegments.readFully(in, b, len, off);
     }
 
     private static int index(List<Manager> managers, String plugin, String setting) {
