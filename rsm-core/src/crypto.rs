@@ -428,7 +428,9 @@ impl DataKey {
                 within.end
             )));
         }
-        let mut out = Vec::with_capacity((within.end - within.start) as usize);
+        // Each block's ciphertext and tag are copied into `out` and decrypted there, the tag then cut off:
+        // one copy of the bytes in all.
+        let mut out = Vec::with_capacity((within.end - within.start) as usize + TAG_BYTES);
         let mut rest = stored;
         let mut at = within.start;
         while at < within.end {
@@ -437,13 +439,14 @@ impl DataKey {
             rest = tail;
             let (nonce, body) = piece.split_at(NONCE_BYTES);
             let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| fail("bad nonce".into()))?;
-            let mut buf = body.to_vec();
-            let plain = self.0.open_in_place(nonce, Aad::from(block_aad(c, index, at / step)), &mut buf).map_err(|_| {
+            let from = out.len();
+            out.extend_from_slice(body);
+            self.0.open_in_place(nonce, Aad::from(block_aad(c, index, at / step)), &mut out[from..]).map_err(|_| {
                 fail(format!(
                     "block at {at} does not decrypt under the segment's data key (damaged, or moved from another block, chunk or segment)"
                 ))
             })?;
-            out.extend_from_slice(plain);
+            out.truncate(from + n);
             at += n as u64;
         }
         Ok(out)

@@ -13,16 +13,11 @@ use rsm_core::format::batch::BatchIter;
 use rsm_core::format::chunk::Transform;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::transform::CompressionConfig;
-use rsm_core::format::writer::{
-    Record, empty_producer_snapshot, encode_batch, leader_epoch_checkpoint, segment_file_name,
-};
+use rsm_core::format::writer::{Record, encode_batch};
 use rsm_core::storage::DiskCacheConfig;
+use rsm_core::testkit::LogSegment;
 use rsm_core::testkit::rsm_contract::collect;
-use rsm_core::{
-    ErrorKind, LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig,
-    TieredStorage, TopicIdPartition, TopicPartition, Uuid,
-};
-use std::collections::BTreeMap;
+use rsm_core::{ErrorKind, RemoteStorageManager, TieredConfig, TieredStorage, TopicIdPartition, TopicPartition, Uuid};
 use std::sync::Arc;
 
 const RECORDS_PER_BATCH: usize = 20;
@@ -36,13 +31,6 @@ enum Data {
     /// The same values in batches the producer compressed with gzip (`kafka-protocol` writes one record a
     /// batch).
     Gzip,
-}
-
-struct Segment {
-    _tmp: tempfile::TempDir,
-    md: RemoteLogSegmentMetadata,
-    data: LogSegmentData,
-    log: Vec<u8>,
 }
 
 fn json_value(offset: i64) -> Vec<u8> {
@@ -98,39 +86,13 @@ fn batch(data: Data, offset: i64) -> Vec<u8> {
 
 /// A segment of about `bytes` bytes of batches of `data` from `start_offset`, of partition `tp`, with empty
 /// offset and time indexes (a reader of ours needs none).
-fn segment(tp: &TopicIdPartition, data: Data, start_offset: i64, bytes: usize) -> Segment {
-    let tmp = tempfile::tempdir().unwrap();
+fn segment(tp: &TopicIdPartition, data: Data, start_offset: i64, bytes: usize) -> LogSegment {
     let batches = bytes / batch(data, 0).len();
     let mut log = Vec::new();
     for b in 0..batches {
         log.extend(batch(data, start_offset + (b * RECORDS_PER_BATCH) as i64));
     }
-    let last = BatchIter::new(&log, 0, true).map(|b| b.unwrap()).last().unwrap();
-    let file = |ext: &str, bytes: &[u8]| {
-        let p = tmp.path().join(segment_file_name(start_offset, ext));
-        std::fs::write(&p, bytes).unwrap();
-        p
-    };
-    let data = LogSegmentData {
-        log_segment: file("log", &log),
-        offset_index: file("index", &[]),
-        time_index: file("timeindex", &[]),
-        transaction_index: None,
-        producer_snapshot_index: file("snapshot", &empty_producer_snapshot()),
-        leader_epoch_index: Bytes::from(leader_epoch_checkpoint(&[(0, start_offset)])),
-    };
-    let md = RemoteLogSegmentMetadata::new(
-        RemoteLogSegmentId::generate_new(tp.clone()),
-        start_offset,
-        last.last_offset(),
-        last.max_timestamp(),
-        1,
-        FIRST_TS,
-        log.len() as i32,
-        BTreeMap::from([(0, start_offset)]),
-    )
-    .unwrap();
-    Segment { _tmp: tmp, md, data, log }
+    LogSegment::write(tp, start_offset, log, FIRST_TS)
 }
 
 fn partition() -> TopicIdPartition {
@@ -149,7 +111,11 @@ const ALWAYS: Option<CompressionConfig> =
 
 /// Checks the manifest against the stored object: chunks tile the log, stored ranges tile the object in
 /// order; returns how many chunks are compressed.
-async fn check_manifest(backend: &Arc<dyn StorageBackend>, rsm: &TieredStorage, s: &Segment) -> (Arc<Manifest>, usize) {
+async fn check_manifest(
+    backend: &Arc<dyn StorageBackend>,
+    rsm: &TieredStorage,
+    s: &LogSegment,
+) -> (Arc<Manifest>, usize) {
     let m = rsm.manifest(&s.md).await.unwrap();
     let object = backend.get_range(&rsm.keys(&s.md).log, 0..u64::MAX).await.unwrap();
     let mut stored_at = 0;
@@ -173,7 +139,7 @@ async fn check_manifest(backend: &Arc<dyn StorageBackend>, rsm: &TieredStorage, 
 }
 
 /// Reads `s` back through every path and compares with its log.
-async fn read_back(rsm: &TieredStorage, s: &Segment, m: &Manifest, case: &str) {
+async fn read_back(rsm: &TieredStorage, s: &LogSegment, m: &Manifest, case: &str) {
     let log = &s.log;
     let whole = collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.unwrap();
     assert!(whole == *log, "{case}: whole fetch");

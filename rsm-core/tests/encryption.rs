@@ -12,15 +12,10 @@ use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::chunk::Transform;
 use rsm_core::format::manifest::Manifest;
-use rsm_core::format::writer::{
-    Record, empty_producer_snapshot, encode_batch, leader_epoch_checkpoint, segment_file_name,
-};
+use rsm_core::format::writer::{Record, encode_batch};
+use rsm_core::testkit::LogSegment;
 use rsm_core::testkit::rsm_contract::collect;
-use rsm_core::{
-    ErrorKind, LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig,
-    TieredStorage, TopicIdPartition, TopicPartition, Uuid,
-};
-use std::collections::BTreeMap;
+use rsm_core::{ErrorKind, RemoteStorageManager, TieredConfig, TieredStorage, TopicIdPartition, TopicPartition, Uuid};
 use std::sync::Arc;
 
 const FIRST_TS: i64 = 1_700_000_000_000;
@@ -28,16 +23,8 @@ const HEX_1: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d
 const HEX_2: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
 const HEX_OTHER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 
-struct Segment {
-    _tmp: tempfile::TempDir,
-    md: RemoteLogSegmentMetadata,
-    data: LogSegmentData,
-    log: Vec<u8>,
-}
-
 /// A segment of about `bytes` bytes of JSON-like batches from `start_offset`.
-fn segment(tp: &TopicIdPartition, start_offset: i64, bytes: usize) -> Segment {
-    let tmp = tempfile::tempdir().unwrap();
+fn segment(tp: &TopicIdPartition, start_offset: i64, bytes: usize) -> LogSegment {
     let mut log = Vec::new();
     let mut offset = start_offset;
     while log.len() < bytes {
@@ -55,32 +42,7 @@ fn segment(tp: &TopicIdPartition, start_offset: i64, bytes: usize) -> Segment {
         log.extend(encode_batch(offset, 0, &recs));
         offset += 20;
     }
-    let last = BatchIter::new(&log, 0, true).map(|b| b.unwrap()).last().unwrap();
-    let file = |ext: &str, bytes: &[u8]| {
-        let p = tmp.path().join(segment_file_name(start_offset, ext));
-        std::fs::write(&p, bytes).unwrap();
-        p
-    };
-    let data = LogSegmentData {
-        log_segment: file("log", &log),
-        offset_index: file("index", &[]),
-        time_index: file("timeindex", &[]),
-        transaction_index: None,
-        producer_snapshot_index: file("snapshot", &empty_producer_snapshot()),
-        leader_epoch_index: Bytes::from(leader_epoch_checkpoint(&[(0, start_offset)])),
-    };
-    let md = RemoteLogSegmentMetadata::new(
-        RemoteLogSegmentId::generate_new(tp.clone()),
-        start_offset,
-        last.last_offset(),
-        last.max_timestamp(),
-        1,
-        FIRST_TS,
-        log.len() as i32,
-        BTreeMap::from([(0, start_offset)]),
-    )
-    .unwrap();
-    Segment { _tmp: tmp, md, data, log }
+    LogSegment::write(tp, start_offset, log, FIRST_TS)
 }
 
 fn partition() -> TopicIdPartition {
@@ -129,7 +91,7 @@ impl Keys {
 }
 
 /// Reads `s` back through every path and compares with its log.
-async fn read_back(rsm: &TieredStorage, s: &Segment, m: &Manifest, case: &str) {
+async fn read_back(rsm: &TieredStorage, s: &LogSegment, m: &Manifest, case: &str) {
     let log = &s.log;
     let whole = collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.unwrap();
     assert!(whole == *log, "{case}: whole fetch");
@@ -233,7 +195,7 @@ async fn a_store_mixing_encrypted_and_plain_segments_reads_back() {
 }
 
 /// Every read of `s` through `rsm` fails with `kind` and a message containing `says`; none returns bytes.
-async fn every_read_fails(rsm: &TieredStorage, s: &Segment, kind: ErrorKind, says: &str, case: &str) {
+async fn every_read_fails(rsm: &TieredStorage, s: &LogSegment, kind: ErrorKind, says: &str, case: &str) {
     let m = rsm.manifest(&s.md).await.unwrap();
     // Chunk 1 whole (a chunk only encrypted is read block by block: a read of some of its blocks checks
     // those; see a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks).
@@ -254,7 +216,7 @@ async fn every_read_fails(rsm: &TieredStorage, s: &Segment, kind: ErrorKind, say
 }
 
 /// Writes `m` as the manifest of `s` (new CRCs: only the encryption can tell).
-async fn put_manifest(backend: &Arc<dyn StorageBackend>, rsm: &TieredStorage, s: &Segment, m: &Manifest) {
+async fn put_manifest(backend: &Arc<dyn StorageBackend>, rsm: &TieredStorage, s: &LogSegment, m: &Manifest) {
     backend.put_bytes(&rsm.keys(&s.md).manifest, Bytes::from(m.encode())).await.unwrap();
 }
 
@@ -430,7 +392,7 @@ async fn rewrap_segment_moves_a_segment_to_another_key_rewriting_only_its_manife
 }
 
 /// A fetch of the whole of `s` must fail as corrupt, returning no byte at all (`s` is one chunk).
-async fn whole_fetch_is_corrupt(rsm: &TieredStorage, s: &Segment, case: &str) {
+async fn whole_fetch_is_corrupt(rsm: &TieredStorage, s: &LogSegment, case: &str) {
     let r = match rsm.fetch_log_segment(&s.md, 0, None).await {
         Ok(stream) => collect(stream).await,
         Err(e) => Err(e),

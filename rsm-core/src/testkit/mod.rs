@@ -10,9 +10,13 @@
 pub mod backend_contract;
 pub mod rsm_contract;
 
+use crate::format::batch::BatchIter;
 use crate::format::partition::LocalPartition;
-use crate::format::writer::{PartitionSpec, generate_partition};
-use crate::model::Uuid;
+use crate::format::writer::{
+    PartitionSpec, empty_producer_snapshot, generate_partition, leader_epoch_checkpoint, segment_file_name,
+};
+use crate::model::{LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The address of a real test server from the environment variable `var` (set by the server's script,
@@ -57,6 +61,53 @@ pub fn test_server_vars(
 /// A unique key prefix for one check.
 pub fn unique_prefix(name: &str) -> String {
     format!("contract-{name}-{}/", Uuid::random())
+}
+
+/// A segment of given batches on disk, with the metadata a broker would give its copy.
+pub struct LogSegment {
+    /// Holds the segment's files.
+    pub tmp: tempfile::TempDir,
+    /// Its remote metadata (a fresh segment id, leader epoch 0 from its first offset).
+    pub md: RemoteLogSegmentMetadata,
+    /// Its files: the log, empty offset and time indexes (a reader of ours needs none), an empty producer
+    /// snapshot and a leader-epoch checkpoint.
+    pub data: LogSegmentData,
+    /// The log's bytes.
+    pub log: Vec<u8>,
+}
+
+impl LogSegment {
+    /// The segment of partition `tp` whose `.log` is `log` (v2 batches from `start_offset`), written to a
+    /// temporary directory, its metadata timestamped `event_ts`.
+    pub fn write(tp: &TopicIdPartition, start_offset: i64, log: Vec<u8>, event_ts: i64) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let last = BatchIter::new(&log, 0, true).map(|b| b.unwrap()).last().expect("at least one batch");
+        let file = |ext: &str, bytes: &[u8]| {
+            let p = tmp.path().join(segment_file_name(start_offset, ext));
+            std::fs::write(&p, bytes).unwrap();
+            p
+        };
+        let data = LogSegmentData {
+            log_segment: file("log", &log),
+            offset_index: file("index", &[]),
+            time_index: file("timeindex", &[]),
+            transaction_index: None,
+            producer_snapshot_index: file("snapshot", &empty_producer_snapshot()),
+            leader_epoch_index: bytes::Bytes::from(leader_epoch_checkpoint(&[(0, start_offset)])),
+        };
+        let md = RemoteLogSegmentMetadata::new(
+            RemoteLogSegmentId::generate_new(tp.clone()),
+            start_offset,
+            last.last_offset(),
+            last.max_timestamp(),
+            1,
+            event_ts,
+            log.len() as i32,
+            BTreeMap::from([(0, start_offset)]),
+        )
+        .unwrap();
+        LogSegment { tmp, md, data, log }
+    }
 }
 
 /// Writes a partition of several closed segments with many chunks each (at a 64 KiB chunk size), and
