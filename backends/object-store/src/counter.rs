@@ -8,9 +8,11 @@
 use async_trait::async_trait;
 use object_store::ClientOptions;
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
 };
 use rsm_core::backend::{Op, RequestCounts};
+use std::error::Error as StdError;
+use std::fmt;
 use std::sync::Arc;
 
 /// The operation an HTTP request counts as: by method, with a GET that lists (S3 and GCS `list-type=2`, Azure
@@ -89,8 +91,43 @@ impl HttpService for CountingService {
             }
             Err(_) => self.counter.fail(op),
         }
-        r
+        r.map_err(unsent_is_retriable)
     }
+}
+
+/// A request that never left this host: the pooled connection it was handed to had already closed.
+#[derive(Debug)]
+struct NotSent(HttpError);
+
+impl fmt::Display for NotSent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the request was not sent: its connection closed first")
+    }
+}
+
+impl StdError for NotSent {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Marks a request hyper cancelled before sending it ("operation was canceled: connection was not
+/// ready": the server closed the pooled connection as the request was handed to it) as a request error,
+/// which object_store retries as it does a failed connect, and the SDK sees as transient. reqwest leaves it
+/// for object_store to class as `Unknown`, neither retried nor transient, so a server that closed idle
+/// connections failed a copy for good (seen in CI, with the S3 faults test's proxy cutting connections).
+fn unsent_is_retriable(e: HttpError) -> HttpError {
+    if e.kind() != HttpErrorKind::Unknown {
+        return e;
+    }
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(&e);
+    while let Some(c) = cur {
+        if c.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_canceled) {
+            return HttpError::new(HttpErrorKind::Request, NotSent(e));
+        }
+        cur = c.source();
+    }
+    e
 }
 
 #[cfg(test)]
@@ -100,6 +137,37 @@ mod tests {
 
     fn req(method: &str, uri: &str) -> HttpRequest {
         http::Request::builder().method(method).uri(uri).body(HttpRequestBody::empty()).unwrap()
+    }
+
+    /// hyper's own "connection was not ready": a request handed to a connection whose task is gone.
+    async fn canceled_by_hyper() -> hyper::Error {
+        let (io, _server) = tokio::io::duplex(64);
+        let (mut send, conn) =
+            hyper::client::conn::http1::handshake::<_, String>(hyper_util::rt::TokioIo::new(io)).await.unwrap();
+        drop(conn);
+        send.send_request(http::Request::new(String::new())).await.unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn a_request_never_sent_is_retried_and_transient() {
+        let canceled = canceled_by_hyper().await;
+        assert!(canceled.is_canceled(), "{canceled}");
+        let refined = unsent_is_retriable(HttpError::new(HttpErrorKind::Unknown, canceled));
+        assert_eq!(refined.kind(), HttpErrorKind::Request);
+        let e = object_store::Error::Generic { store: "S3", source: Box::new(refined) };
+        assert_eq!(crate::errors::classify(&e), crate::errors::Class::Transient);
+        assert!(
+            crate::errors::chain_text(&e).contains("connection was not ready"),
+            "{}",
+            crate::errors::chain_text(&e)
+        );
+
+        // Other unknown failures stay as they were: not retried, permanent.
+        let other =
+            unsent_is_retriable(HttpError::new(HttpErrorKind::Unknown, std::io::Error::other("bad certificate")));
+        assert_eq!(other.kind(), HttpErrorKind::Unknown);
+        let e = object_store::Error::Generic { store: "S3", source: Box::new(other) };
+        assert_eq!(crate::errors::classify(&e), crate::errors::Class::Permanent);
     }
 
     #[test]
