@@ -138,41 +138,6 @@ async fn check_manifest(
     (m, compressed)
 }
 
-/// Reads `s` back through every path and compares with its log.
-async fn read_back(rsm: &TieredStorage, s: &LogSegment, m: &Manifest, case: &str) {
-    let log = &s.log;
-    let whole = collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.unwrap();
-    assert!(whole == *log, "{case}: whole fetch");
-    let c = &m.chunks;
-    assert!(c.len() >= 4, "{case}: {} chunks", c.len());
-    let ranges = [
-        (0, 0),
-        (10, 20),
-        (c[1].position() + 5, c[1].position() + 6),
-        (c[1].position(), c[1].end() - 1),
-        (c[1].end() - 100, c[2].position() + 100),
-        (c[0].position() + 4097, c[3].end() + 3),
-        (log.len() as u64 - 7, log.len() as u64 - 1),
-    ];
-    for (a, b) in ranges {
-        let got = collect(rsm.fetch_log_segment(&s.md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
-        assert!(got[..] == log[a as usize..=b as usize], "{case}: range {a}..={b}");
-    }
-    let batches: Vec<_> = BatchIter::new(log, 0, false).map(|b| b.unwrap()).collect();
-    for b in [&batches[0], &batches[batches.len() / 2], &batches[batches.len() - 1]] {
-        let p = rsm.position_of_offset(&s.md, b.last_offset()).await.unwrap();
-        assert_eq!(p as u64, b.position(), "{case}: by offset {}", b.last_offset());
-        let got = collect(rsm.fetch_log_segment(&s.md, p as i32, Some(p as i32 + 5000)).await.unwrap()).await.unwrap();
-        let end = (p as usize + 5001).min(log.len());
-        assert!(got[..] == log[p as usize..end], "{case}: fetch from offset {}", b.base_offset());
-        let t = rsm.position_of_timestamp(&s.md, b.max_timestamp()).await.unwrap();
-        assert_eq!(t.map(u64::from), Some(b.position()), "{case}: by timestamp {}", b.max_timestamp());
-    }
-    assert_eq!(rsm.position_of_timestamp(&s.md, i64::MAX).await.unwrap(), None, "{case}");
-    let report = rsm.verify(&s.md).await.unwrap();
-    assert_eq!((report.chunks, report.bytes), (m.chunks.len(), log.len() as u64), "{case}: verify");
-}
-
 #[derive(Clone, Copy, Debug)]
 enum CacheKind {
     Off,
@@ -218,11 +183,11 @@ async fn every_read_path_returns_the_original_bytes_for_every_setting_data_and_c
                 }
             }
             let reader = TieredStorage::open(backend.clone(), read_config, &format!("mem://{case}")).unwrap();
-            read_back(&reader, &s, &m, &case).await;
+            s.assert_reads_back(&reader, &m, &case).await;
             if let CacheKind::Disk = cache {
                 // Memory holds nothing: the second pass is served from the disk tier.
                 reader.chunk_cache().unwrap().flush().await;
-                read_back(&reader, &s, &m, &format!("{case}, again")).await;
+                s.assert_reads_back(&reader, &m, &format!("{case}, again")).await;
                 let stats = reader.chunk_cache_stats().unwrap();
                 assert!(stats.disk.hits > 0 && stats.disk_dropped == 0, "{case}: {stats:?}");
             }
@@ -273,7 +238,7 @@ async fn a_store_mixing_settings_reads_back() {
         assert_eq!(compressed, [false, true, true, false, false], "by key, that is by start offset");
         for (i, s) in segments.iter().enumerate() {
             let m = reader.manifest(&s.md).await.unwrap();
-            read_back(&reader, s, &m, &format!("segment {i}, reader compression {reader_compression:?}")).await;
+            s.assert_reads_back(&reader, &m, &format!("segment {i}, reader compression {reader_compression:?}")).await;
         }
     }
 }
@@ -335,7 +300,7 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
     }
     backend.put_bytes(&key, good).await.unwrap();
     let rsm = TieredStorage::new(backend.clone(), config(OFF));
-    read_back(&rsm, &s, &m, "repaired").await;
+    s.assert_reads_back(&rsm, &m, "repaired").await;
 }
 
 /// Compression on but no chunk compressed (the producer compressed them all) writes what compression off
@@ -372,5 +337,5 @@ async fn a_failed_compressed_copy_leaves_nothing() {
     assert_eq!(store.list("").await.unwrap(), vec![], "nothing left");
     rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
     let m = rsm.manifest(&s.md).await.unwrap();
-    read_back(&rsm, &s, &m, "after a retry").await;
+    s.assert_reads_back(&rsm, &m, "after a retry").await;
 }

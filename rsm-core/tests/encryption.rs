@@ -9,7 +9,6 @@
 use bytes::Bytes;
 use rsm_core::backend::{MemoryBackend, StorageBackend};
 use rsm_core::config::{ConfigReader, props};
-use rsm_core::format::batch::BatchIter;
 use rsm_core::format::chunk::Transform;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::writer::{Record, encode_batch};
@@ -90,36 +89,6 @@ impl Keys {
     }
 }
 
-/// Reads `s` back through every path and compares with its log.
-async fn read_back(rsm: &TieredStorage, s: &LogSegment, m: &Manifest, case: &str) {
-    let log = &s.log;
-    let whole = collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.unwrap();
-    assert!(whole == *log, "{case}: whole fetch");
-    let c = &m.chunks;
-    assert!(c.len() >= 4, "{case}: {} chunks", c.len());
-    let ranges = [
-        (0, 0),
-        (10, 20),
-        (c[1].position() + 5, c[1].position() + 6),
-        (c[1].end() - 100, c[2].position() + 100),
-        (c[0].position() + 4097, c[3].end() + 3),
-        (log.len() as u64 - 7, log.len() as u64 - 1),
-    ];
-    for (a, b) in ranges {
-        let got = collect(rsm.fetch_log_segment(&s.md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
-        assert!(got[..] == log[a as usize..=b as usize], "{case}: range {a}..={b}");
-    }
-    let batches: Vec<_> = BatchIter::new(log, 0, false).map(|b| b.unwrap()).collect();
-    for b in [&batches[0], &batches[batches.len() / 2], &batches[batches.len() - 1]] {
-        let p = rsm.position_of_offset(&s.md, b.last_offset()).await.unwrap();
-        assert_eq!(p as u64, b.position(), "{case}: by offset {}", b.last_offset());
-        let t = rsm.position_of_timestamp(&s.md, b.max_timestamp()).await.unwrap();
-        assert_eq!(t.map(u64::from), Some(b.position()), "{case}: by timestamp {}", b.max_timestamp());
-    }
-    let report = rsm.verify(&s.md).await.unwrap();
-    assert_eq!((report.chunks, report.bytes), (m.chunks.len(), log.len() as u64), "{case}: verify");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_read_path_round_trips_for_none_compression_encryption_and_both() {
     let keys = Keys::new();
@@ -157,7 +126,7 @@ async fn every_read_path_round_trips_for_none_compression_encryption_and_both() 
             rc.fetch_cache_bytes = cache;
             let reader = TieredStorage::open(backend.clone(), rc, &format!("mem://{case}/{cache}")).unwrap();
             let m = reader.manifest(&s.md).await.unwrap();
-            read_back(&reader, &s, &m, &format!("{case}, cache {cache}")).await;
+            s.assert_reads_back(&reader, &m, &format!("{case}, cache {cache}")).await;
         }
     }
 }
@@ -183,12 +152,12 @@ async fn a_store_mixing_encrypted_and_plain_segments_reads_back() {
     assert_eq!(ids, [None, None, Some("k1".into()), Some("k1".into()), Some("k2".into())]);
     for (i, s) in segments.iter().enumerate() {
         let m = reader.manifest(&s.md).await.unwrap();
-        read_back(&reader, s, &m, &format!("segment {i}")).await;
+        s.assert_reads_back(&reader, &m, &format!("segment {i}")).await;
     }
     // Without a keyring the plain segments still read; the encrypted ones name their key.
     let plain = TieredStorage::new(backend.clone(), keys.config(false, None, &[]));
     let m = plain.manifest(&segments[0].md).await.unwrap();
-    read_back(&plain, &segments[0], &m, "plain, no keyring").await;
+    segments[0].assert_reads_back(&plain, &m, "plain, no keyring").await;
     let e = collect(plain.fetch_log_segment(&segments[2].md, 0, None).await.unwrap()).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     assert!(e.full_message().contains("`k2`"), "{e}");
@@ -335,7 +304,7 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
 
         // Untampered, everything reads.
         let m = fresh().manifest(&a.md).await.unwrap();
-        read_back(&fresh(), &a, &m, &case("restored")).await;
+        a.assert_reads_back(&fresh(), &m, &case("restored")).await;
 
         // The key `k1` with other bytes; a keyring without `k1`.
         let wrong = TieredStorage::new(backend.clone(), keys.config(false, None, &[("k1", "other")]));
@@ -385,7 +354,7 @@ async fn rewrap_segment_moves_a_segment_to_another_key_rewriting_only_its_manife
     let only_k2 = TieredStorage::new(backend.clone(), keys.config(false, None, &[("k2", "k2")]));
     let m = only_k2.manifest(&s.md).await.unwrap();
     assert_eq!(m.encryption.as_ref().unwrap().kek_id, "k2");
-    read_back(&only_k2, &s, &m, "under k2 only").await;
+    s.assert_reads_back(&only_k2, &m, "under k2 only").await;
     let e = only_k2.rewrap_segment(&k.manifest, &keyring, "k9").await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     assert!(e.full_message().contains("`k9`"), "{e}");

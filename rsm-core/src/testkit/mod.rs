@@ -11,11 +11,13 @@ pub mod backend_contract;
 pub mod rsm_contract;
 
 use crate::format::batch::BatchIter;
+use crate::format::manifest::Manifest;
 use crate::format::partition::LocalPartition;
 use crate::format::writer::{
     PartitionSpec, empty_producer_snapshot, generate_partition, leader_epoch_checkpoint, segment_file_name,
 };
 use crate::model::{LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use crate::storage::TieredStorage;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -107,6 +109,45 @@ impl LogSegment {
         )
         .unwrap();
         LogSegment { tmp, md, data, log }
+    }
+
+    /// Reads the segment back from `rsm` (whose manifest of it is `m`, at least 4 chunks) through every
+    /// path: whole, byte ranges inside, across and at the ends of chunks, by offset and by timestamp for
+    /// its first, middle and last batches, and `verify`; each compared with the log, failing with `case`.
+    pub async fn assert_reads_back(&self, rsm: &TieredStorage, m: &Manifest, case: &str) {
+        use crate::rsm::RemoteStorageManager;
+        use rsm_contract::collect;
+        let (log, md) = (&self.log, &self.md);
+        let whole = collect(rsm.fetch_log_segment(md, 0, None).await.unwrap()).await.unwrap();
+        assert!(whole == *log, "{case}: whole fetch");
+        let c = &m.chunks;
+        assert!(c.len() >= 4, "{case}: {} chunks", c.len());
+        let ranges = [
+            (0, 0),
+            (10, 20),
+            (c[1].position() + 5, c[1].position() + 6),
+            (c[1].position(), c[1].end() - 1),
+            (c[1].end() - 100, c[2].position() + 100),
+            (c[0].position() + 4097, c[3].end() + 3),
+            (log.len() as u64 - 7, log.len() as u64 - 1),
+        ];
+        for (a, b) in ranges {
+            let got = collect(rsm.fetch_log_segment(md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
+            assert!(got[..] == log[a as usize..=b as usize], "{case}: range {a}..={b}");
+        }
+        let batches: Vec<_> = BatchIter::new(log, 0, false).map(|b| b.unwrap()).collect();
+        for b in [&batches[0], &batches[batches.len() / 2], &batches[batches.len() - 1]] {
+            let p = rsm.position_of_offset(md, b.last_offset()).await.unwrap();
+            assert_eq!(p as u64, b.position(), "{case}: by offset {}", b.last_offset());
+            let got = collect(rsm.fetch_log_segment(md, p as i32, Some(p as i32 + 5000)).await.unwrap()).await.unwrap();
+            let end = (p as usize + 5001).min(log.len());
+            assert!(got[..] == log[p as usize..end], "{case}: fetch from offset {}", b.base_offset());
+            let t = rsm.position_of_timestamp(md, b.max_timestamp()).await.unwrap();
+            assert_eq!(t.map(u64::from), Some(b.position()), "{case}: by timestamp {}", b.max_timestamp());
+        }
+        assert_eq!(rsm.position_of_timestamp(md, i64::MAX).await.unwrap(), None, "{case}");
+        let report = rsm.verify(md).await.unwrap();
+        assert_eq!((report.chunks, report.bytes), (m.chunks.len(), log.len() as u64), "{case}: verify");
     }
 }
 
