@@ -303,6 +303,48 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
     s.assert_reads_back(&rsm, &m, "repaired").await;
 }
 
+/// A read of part of a compressed chunk decompresses it only as far as its last block, and checks what it
+/// serves block by block: a stored frame that decodes to other bytes (its stored CRC made to match, as a
+/// writer's bug or a deliberate swap would) fails from the first block that differs, a read of the blocks
+/// before it still reads, and a whole read fails on the chunk's CRC.
+#[tokio::test]
+async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_block() {
+    let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+    let s = segment(&partition(), Data::Json, 0, 900_000);
+    let writer = TieredStorage::new(backend.clone(), config(ALWAYS));
+    writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+    let mut m = (*writer.manifest(&s.md).await.unwrap()).clone();
+    let last = m.chunks.len() - 1;
+    let c = m.chunks[last];
+    let bs = m.block_size as u64;
+    assert!(c.is_transformed() && c.data_length as u64 > 3 * bs, "{c:?}");
+    let keys = writer.keys(&s.md);
+    let object = backend.get_range(&keys.log, 0..u64::MAX).await.unwrap();
+    let mut other = s.log[c.position() as usize..c.end() as usize].to_vec();
+    other[bs as usize + 10] ^= 0x20;
+    let frame = zstd::bulk::compress(&other, 3).unwrap();
+    let mut stored = object[..c.stored_range().start as usize].to_vec();
+    stored.extend_from_slice(&frame);
+    m.chunks[last].rdi.stored_length = frame.len() as u32;
+    m.chunks[last].rdi.stored_crc32c = crc32c::crc32c(&frame);
+    backend.put_bytes(&keys.log, Bytes::from(stored)).await.unwrap();
+    backend.put_bytes(&keys.manifest, Bytes::from(m.encode())).await.unwrap();
+
+    let reader = TieredStorage::new(backend.clone(), config(OFF));
+    let at = c.position() as i32;
+    let first = collect(reader.fetch_log_segment(&s.md, at, Some(at + 100)).await.unwrap()).await.unwrap();
+    assert!(first[..] == s.log[at as usize..=at as usize + 100], "the first block is the original's");
+    for (from, to) in [(at + bs as i32, at + bs as i32 + 20), (at, at + 2 * bs as i32), (at + 10, c.end() as i32 - 1)] {
+        let e = collect(reader.fetch_log_segment(&s.md, from, Some(to)).await.unwrap()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{from}..={to}: {e}");
+        let text = e.full_message();
+        let block = format!("block {}..{}", c.position() + bs, c.position() + 2 * bs);
+        assert!(text.contains(&block) || text.contains("CRC"), "{from}..={to}: {text}");
+    }
+    let e = reader.verify(&s.md).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+}
+
 /// Compression on but no chunk compressed (the producer compressed them all) writes what compression off
 /// writes, byte for byte: the `.log` object and a version-2 manifest.
 #[tokio::test]

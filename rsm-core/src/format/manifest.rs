@@ -18,8 +18,8 @@
 //! written only when at least one chunk is transformed: a manifest of chunks all stored as is stays version 2,
 //! byte for byte what earlier builds wrote, and a build that predates transforms refuses a version-3 manifest
 //! by its version rather than by a chunk it cannot undo. The block CRCs of a transformed chunk cover its
-//! original bytes, like every chunk's; since a transformed chunk is read whole, its blocks are checked all
-//! together. `log_length` is always the original `.log` file's length (the object is shorter when chunks
+//! original bytes, like every chunk's, and a read checks them block by block as it does a plain chunk's: a
+//! compressed chunk is read whole but decompressed only up to the last block a read wants. `log_length` is always the original `.log` file's length (the object is shorter when chunks
 //! are compressed; the stored ranges say where each chunk is).
 //!
 //! Version 4 is version 3 with an encryption block after the block CRCs: the id of the key-encryption key
@@ -106,11 +106,12 @@ impl Manifest {
         }
     }
 
-    /// The original range of the block holding byte `position` (its chunk when there are no block CRCs, or
-    /// when the chunk is transformed and read whole: all but those sealed block by block).
+    /// The original range of the block holding byte `position` (its chunk when there are no block CRCs).
+    /// A compressed chunk has its blocks too: it is read whole but decompressed only up to the last block a
+    /// read wants, and what is served is checked block by block.
     fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
         let c = self.chunks.get(self.chunk_at_position(position)?)?;
-        if self.block_size == 0 || (c.is_transformed() && !crate::format::transform::undoes_by_block(c)) {
+        if self.block_size == 0 {
             return Some(c.position()..c.end());
         }
         let bs = self.block_size as u64;
@@ -118,9 +119,8 @@ impl Manifest {
         Some(start..(start + bs).min(c.end()))
     }
 
-    /// `range` widened to whole blocks (whole chunks when there are no block CRCs, and whole transformed
-    /// chunks but those sealed block by block), so that a read of it can be checked before any of its bytes are used; cut at the end of
-    /// the last chunk.
+    /// `range` widened to whole blocks (whole chunks when there are no block CRCs), so that a read of it can
+    /// be checked before any of its bytes are used; cut at the end of the last chunk.
     pub fn align(&self, range: std::ops::Range<u64>) -> std::ops::Range<u64> {
         let end = range.end.min(self.chunks.last().map_or(0, |c| c.end()));
         if range.start >= end {
@@ -566,16 +566,16 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_transformed_chunk_makes_version_3_and_is_read_whole() {
+    fn a_transformed_chunk_makes_version_3_and_is_checked_by_block() {
         let m = compressed_sample();
         let bytes = m.encode();
         assert_eq!(&bytes[..6], b"RSMM\0\x03");
         assert_eq!(bytes.len(), sample().encode().len() + 4, "one RDI 4 bytes longer");
         assert_eq!(Manifest::decode(&bytes, "k").unwrap(), m);
-        // The chunk stored as is keeps its blocks; the compressed one is one read, whole.
+        // Both chunks keep their blocks: the compressed one is read whole but checked, and so aligned, by block.
         assert_eq!(m.align(950..960), 900..1_000);
-        assert_eq!(m.align(1_500..1_501), 1_000..2_000);
-        assert_eq!(m.align(950..1_050), 900..2_000);
+        assert_eq!(m.align(1_500..1_501), 1_300..1_600);
+        assert_eq!(m.align(950..1_050), 900..1_300);
         // A version-2 manifest cannot hold a transformed chunk.
         let mut v2 = bytes.clone();
         v2[5] = 2;

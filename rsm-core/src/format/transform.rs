@@ -12,8 +12,11 @@
 //!   damaged stored byte is caught even where the decoder would not notice it, and never decodes to other
 //!   bytes that are then served.
 //! - **How a read maps onto a compressed chunk.** A read of any byte of a compressed chunk reads its whole
-//!   stored range ([`crate::format::manifest::Manifest::align`] widens a range to whole compressed chunks),
-//!   checks the stored CRC, decompresses, checks the length and the original CRC, and only then slices.
+//!   stored range and checks the stored CRC. A read to the chunk's end decompresses it all and checks the
+//!   length and the original CRC; a read that ends before ([`crate::format::manifest::Manifest::align`]
+//!   widens it to whole blocks) decompresses only up to its last block, which the reader checks against the
+//!   manifest's block CRCs, as it does any read, before it serves a byte: a 1 MiB fetch from the start of a
+//!   4 MiB chunk decompresses about 1 MiB, not 4.
 //! - **Memory.** Decompression never allocates by a length read from the frame: its output buffer has the
 //!   capacity the entry's original length gives ([`ChunkEntry::data_length`], bounded by the manifest's
 //!   checked chunk table), and a frame that decodes to more or fewer bytes is corrupt.
@@ -175,6 +178,23 @@ pub fn undo_blocks(
     Ok(Bytes::from(key.open_blocks(c, index, within, stored, block, what)?))
 }
 
+/// The first `len` original bytes of chunk `c` (at most its length) from its `stored` bytes (the whole stored
+/// range), as [`undo_chunk`] gives them, but a compressed chunk is decompressed only that far. A prefix
+/// shorter than the chunk is not checked against the chunk's CRC (which covers all of it): the caller
+/// checks it against the manifest's block CRCs ([`crate::format::manifest::Manifest::check_blocks`]), so
+/// `len` should end on a block boundary.
+pub fn undo_chunk_prefix(
+    c: &ChunkEntry,
+    index: usize,
+    stored: impl Into<Bytes>,
+    what: &str,
+    key: Option<&DataKey>,
+    block: u32,
+    len: usize,
+) -> Result<Bytes> {
+    undo_first(c, index, stored.into(), what, key, block, len.min(c.data_length as usize))
+}
+
 /// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
 /// and stored CRC-32C, decrypts them when encrypted (chunk `index` of its manifest, under the segment's
 /// data `key`; block by block in blocks of `block` bytes, the manifest's block size, when
@@ -189,7 +209,21 @@ pub fn undo_chunk(
     key: Option<&DataKey>,
     block: u32,
 ) -> Result<Bytes> {
-    let stored: Bytes = stored.into();
+    undo_first(c, index, stored.into(), what, key, block, c.data_length as usize)
+}
+
+/// [`undo_chunk`] of the first `len` bytes (at most the chunk's length); the whole chunk's CRC is checked
+/// only when `len` is all of it.
+fn undo_first(
+    c: &ChunkEntry,
+    index: usize,
+    stored: Bytes,
+    what: &str,
+    key: Option<&DataKey>,
+    block: u32,
+    len: usize,
+) -> Result<Bytes> {
+    let whole = len == c.data_length as usize;
     let chunk = || {
         format!(
             "{what}: chunk at position {} (offsets {}..={}, stored at {}..{})",
@@ -229,6 +263,11 @@ pub fn undo_chunk(
     };
     let original = match c.rdi.transform.is_compressed() {
         false => stored,
+        true if !whole => {
+            let out = decompress_prefix(&stored, len, c.data_length as usize)
+                .map_err(|e| Error::corrupt(format!("{}: its first {len} bytes do not decompress: {e}", chunk())))?;
+            return Ok(Bytes::from(out));
+        }
         true => {
             let want = c.data_length as usize;
             let out = zstd::bulk::decompress(&stored, want)
@@ -244,7 +283,37 @@ pub fn undo_chunk(
         }
     };
     c.verify(&original, what)?;
-    Ok(original)
+    Ok(if whole { original } else { original.slice(..len) })
+}
+
+/// The first `len` bytes a zstd frame of a chunk of `chunk_len` bytes decompresses to, decoding no further
+/// than needed; an error when the frame is damaged or ends before `len` bytes. Memory is bounded by the
+/// chunk, never by what the frame says: the output is allocated by `len`, and the decoder refuses a window
+/// larger than the chunk (a frame of ours never needs one: its window is at most its content).
+fn decompress_prefix(frame: &[u8], len: usize, chunk_len: usize) -> std::result::Result<Vec<u8>, String> {
+    use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, get_error_name};
+    let error = |c| get_error_name(c).to_string();
+    let mut dctx = DCtx::create();
+    let window_log = usize::BITS - chunk_len.saturating_sub(1).leading_zeros();
+    dctx.set_parameter(DParameter::WindowLogMax(window_log.max(10))).map_err(error)?;
+    let mut out: Vec<u8> = Vec::with_capacity(len);
+    let mut input = InBuffer::around(frame);
+    while out.len() < len {
+        let before = (input.pos(), out.len());
+        let mut output = OutBuffer::around_pos(&mut out, before.1);
+        let hint = dctx.decompress_stream(&mut output, &mut input).map_err(error)?;
+        if out.len() >= len {
+            break;
+        }
+        if hint == 0 {
+            return Err(format!("the frame ends after {} bytes", out.len()));
+        }
+        if (input.pos(), out.len()) == before {
+            return Err(format!("the frame is cut short after {} bytes", out.len()));
+        }
+    }
+    out.truncate(len);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -375,5 +444,26 @@ mod tests {
         assert!(e.to_string().contains("CRC-32C"), "{e}");
         let e = undo(&good, Bytes::from(stored[1..].to_vec()), "k").unwrap_err();
         assert!(e.to_string().contains("stored bytes, its entry says"), "{e}");
+    }
+
+    #[test]
+    fn a_prefix_decodes_only_as_far_as_asked_and_refuses_what_a_chunk_cannot_hold() {
+        let original = json_batches(400);
+        assert!(original.len() > 200_000, "{}", original.len());
+        let frame = zstd::bulk::compress(&original, 3).unwrap();
+        for len in [0, 1, 4096, 65_536, 100_003, original.len() - 1, original.len()] {
+            let got = decompress_prefix(&frame, len, original.len()).unwrap();
+            assert!(got[..] == original[..len], "prefix of {len} bytes");
+        }
+        // A frame cut short, or asked for more than it holds, is an error naming how far it got.
+        let e = decompress_prefix(&frame[..frame.len() / 2], original.len(), original.len()).unwrap_err();
+        assert!(e.contains("cut short"), "{e}");
+        let e = decompress_prefix(&frame, original.len() + 1, original.len() + 1).unwrap_err();
+        assert!(e.contains(&format!("ends after {} bytes", original.len())), "{e}");
+        // A frame whose window is larger than the chunk it stands for is refused before anything is
+        // allocated for it.
+        assert!(decompress_prefix(&frame, 10, 1024).is_err());
+        // Not a frame at all.
+        assert!(decompress_prefix(&original[..1000], 10, original.len()).is_err());
     }
 }

@@ -41,8 +41,9 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
 
 /// Chunks read from the backend: a range over chunks stored as they are is one ranged read of the
 /// segment's `.log` object, at the stored positions the chunk entries give; a transformed chunk the range
-/// touches is one ranged read of its whole stored range, checked and undone ([`transform::undo`]) before
-/// the part the range wants is cut from it, except a chunk encrypted and not compressed, which is sealed
+/// touches is one ranged read of its whole stored range, checked and undone ([`transform::undo_chunk_prefix`]:
+/// a compressed chunk only as far as the range wants, the caller checking the blocks) before the part the
+/// range wants is cut from it, except a chunk encrypted and not compressed, which is sealed
 /// block by block: of it only the blocks the range touches are read and decrypted.
 #[derive(Debug)]
 pub struct BackendChunks {
@@ -166,7 +167,9 @@ impl ChunkSource for BackendChunks {
                             Some(within) => {
                                 transform::undo_blocks(&c, i, within, &bytes, &key, data_key.as_deref(), block)
                             }
-                            None => transform::undo_chunk(&c, i, bytes, &key, data_key.as_deref(), block),
+                            None => {
+                                transform::undo_chunk_prefix(&c, i, bytes, &key, data_key.as_deref(), block, wanted.end)
+                            }
                         }
                     })
                     .await
