@@ -178,23 +178,6 @@ pub fn undo_blocks(
     Ok(Bytes::from(key.open_blocks(c, index, within, stored, block, what)?))
 }
 
-/// The first `len` original bytes of chunk `c` (at most its length) from its `stored` bytes (the whole stored
-/// range), as [`undo_chunk`] gives them, but a compressed chunk is decompressed only that far. A prefix
-/// shorter than the chunk is not checked against the chunk's CRC (which covers all of it): the caller
-/// checks it against the manifest's block CRCs ([`crate::format::manifest::Manifest::check_blocks`]), so
-/// `len` should end on a block boundary.
-pub fn undo_chunk_prefix(
-    c: &ChunkEntry,
-    index: usize,
-    stored: impl Into<Bytes>,
-    what: &str,
-    key: Option<&DataKey>,
-    block: u32,
-    len: usize,
-) -> Result<Bytes> {
-    undo_first(c, index, stored.into(), what, key, block, len.min(c.data_length as usize))
-}
-
 /// The original bytes of chunk `c` from its `stored` bytes (the whole stored range): checks their length
 /// and stored CRC-32C, decrypts them when encrypted (chunk `index` of its manifest, under the segment's
 /// data `key`; block by block in blocks of `block` bytes, the manifest's block size, when
@@ -209,20 +192,25 @@ pub fn undo_chunk(
     key: Option<&DataKey>,
     block: u32,
 ) -> Result<Bytes> {
-    undo_first(c, index, stored.into(), what, key, block, c.data_length as usize)
+    undo_chunk_prefix(c, index, stored, what, key, block, c.data_length as usize)
 }
 
-/// [`undo_chunk`] of the first `len` bytes (at most the chunk's length); the whole chunk's CRC is checked
-/// only when `len` is all of it.
-fn undo_first(
+/// The first `len` original bytes of chunk `c` (at most its length) from its `stored` bytes (the whole stored
+/// range), as [`undo_chunk`] gives them, but a compressed chunk is decompressed only that far. A prefix
+/// shorter than the chunk is not checked against the chunk's CRC (which covers all of it): the caller
+/// checks it against the manifest's block CRCs ([`crate::format::manifest::Manifest::check_blocks`]), so
+/// `len` should end on a block boundary.
+pub fn undo_chunk_prefix(
     c: &ChunkEntry,
     index: usize,
-    stored: Bytes,
+    stored: impl Into<Bytes>,
     what: &str,
     key: Option<&DataKey>,
     block: u32,
     len: usize,
 ) -> Result<Bytes> {
+    let stored: Bytes = stored.into();
+    let len = len.min(c.data_length as usize);
     let whole = len == c.data_length as usize;
     let chunk = || {
         format!(
