@@ -39,6 +39,8 @@ pub(crate) struct DiskTier {
     dropped: AtomicU64,
     /// Writes that failed (a full disk): the chunk stays uncached on disk, and the failure is logged.
     write_failures: AtomicU64,
+    /// Numbers each write's temporary file, so that concurrent writes of one chunk never share one.
+    writes: AtomicU64,
     /// Held for as long as the tier is open: the directory's lock.
     _lock: File,
 }
@@ -114,6 +116,7 @@ impl DiskTier {
             index: Cache::new(capacity, |len: &u64| *len),
             dropped: AtomicU64::new(0),
             write_failures: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
             _lock: lock,
         };
         for (_, k, len) in found {
@@ -175,10 +178,12 @@ impl DiskTier {
         }
     }
 
-    /// Writes `bytes` as the file for `key` (under a temporary name, then renamed), evicting older files.
+    /// Writes `bytes` as the file for `key` (under a temporary name of its own, then renamed), evicting
+    /// older files. Concurrent writes of one chunk each write their own file, and the last rename wins.
     pub(crate) fn put(&self, key: ChunkKey, bytes: &[u8]) {
         let path = self.path(&key);
-        let tmp = path.with_extension(&TMP_SUFFIX[1..]);
+        let n = self.writes.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!("{}.{n}{TMP_SUFFIX}", file_name(&key)));
         let written = File::create(&tmp).and_then(|mut f| f.write_all(bytes)).and_then(|()| fs::rename(&tmp, &path));
         match written {
             Ok(()) => self.keep(key, bytes.len() as u64),
@@ -228,6 +233,22 @@ mod tests {
         for stranger in ["notes.txt", "0-0-0.chunk", "zzzzzzzzzzzzzzzz-00000000000000000000000000000000-1.chunk"] {
             assert_eq!(parse_name(stranger), None, "{stranger}");
         }
+    }
+
+    #[test]
+    fn concurrent_writes_of_one_chunk_all_succeed_and_leave_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let tier = DiskTier::open(dir.path(), 64 << 20, "fetch.cache.disk.path").unwrap();
+        let bytes = vec![0x5a; 256 << 10];
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| (0..50).for_each(|_| tier.put(key(9), &bytes)));
+            }
+        });
+        assert_eq!(tier.write_failures(), 0, "writers shared a temporary file");
+        assert_eq!(&tier.get(&key(9), |_| Ok(())).unwrap()[..], &bytes[..]);
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(!names.iter().any(|n| n.to_string_lossy().ends_with(TMP_SUFFIX)), "{names:?}");
     }
 
     #[test]
