@@ -36,7 +36,8 @@ const HOUR: i64 = 3_600_000;
 /// all older than T0 + 12 h are past remote retention (24 h) too.
 const NOW: i64 = T0 + 36 * HOUR;
 
-/// The metadata manager, writing each copy finished it is about to record to an oracle file first.
+/// The metadata manager, writing each copy finished it is about to record to an oracle file first, one line
+/// `partition start-offset` each, in a single write so that a kill never leaves half a line.
 struct Recording {
     inner: LocalMetadataManager,
     oracle: Mutex<std::fs::File>,
@@ -53,8 +54,11 @@ impl RemoteLogMetadataManager for Recording {
     async fn update_remote_log_segment_metadata(&self, u: &RemoteLogSegmentMetadataUpdate) -> Result<()> {
         if u.state == RemoteLogSegmentState::CopySegmentFinished {
             let start = self.starts.lock().unwrap()[&u.remote_log_segment_id.id];
+            // One write call per line: `writeln!` on a file writes each piece with a call of its own, and a
+            // kill between them left a torn line that the next child's line was appended to.
+            let line = format!("{} {start}\n", u.remote_log_segment_id.topic_id_partition.topic_partition.partition);
             let mut f = self.oracle.lock().unwrap();
-            writeln!(f, "{} {start}", u.remote_log_segment_id.topic_id_partition.topic_partition.partition).unwrap();
+            f.write_all(line.as_bytes()).unwrap();
             f.sync_data().unwrap();
         }
         self.inner.update_remote_log_segment_metadata(u).await
@@ -217,7 +221,11 @@ fn check(round: &Round, run: usize, finished: bool) -> usize {
     let oracle: HashSet<(i32, i64)> = std::fs::read_to_string(round.dir.join("oracle"))
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| l.split_once(' ').and_then(|(p, o)| Some((p.parse().ok()?, o.parse().ok()?))))
+        .map(|l| {
+            l.split_once(' ')
+                .and_then(|(p, o)| Some((p.parse().ok()?, o.parse().ok()?)))
+                .unwrap_or_else(|| panic!("{}", ctx(format!("oracle line {l:?} is torn: the oracle lost a copy"))))
+        })
         .collect();
     let known: HashSet<Uuid> = segments.iter().map(|s| s.remote_log_segment_id.id).collect();
     for manifest in rt.block_on(st.list_segments(None)).unwrap() {
