@@ -12,7 +12,8 @@ use rsm_core::model::RemoteLogSegmentState;
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_metadata::RemoteLogSegmentMetadataUpdate;
 use rsm_tiering::{
-    LocalRetentionInput, RemoteSegment, RetentionInput, expired_remote_segments, local_segments_to_delete,
+    LocalRetentionInput, OffsetRange, RemoteSegment, RetentionInput, expired_remote_segments, local_segments_to_delete,
+    remote_coverage,
 };
 
 /// What one expiration run did.
@@ -28,6 +29,18 @@ pub struct ExpirationOutcome {
     pub failed: usize,
     /// Base offsets of the local segments deleted.
     pub local_deleted: Vec<i64>,
+    /// Offsets no copied segment holds between the remote log start and end (a segment deleted by hand
+    /// from the middle): local deletion stops below the first.
+    pub gaps: Vec<OffsetRange>,
+}
+
+/// The offsets of the copied segments in `segments`.
+pub(crate) fn offset_ranges(segments: &[RemoteLogSegmentMetadata]) -> Vec<OffsetRange> {
+    segments
+        .iter()
+        .filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished)
+        .map(|m| OffsetRange { start: m.start_offset, end: m.end_offset })
+        .collect()
 }
 
 /// Deletes a segment's data through the storage manager, with the metadata moved to delete started before
@@ -168,14 +181,20 @@ pub(crate) async fn run(
         log_start = log_start.max(plan.new_log_start_offset);
     }
 
-    // Local segments go only once their copy is finished and known (SR-20, SR-21).
-    let known_remote_end = highest_copied(&copied).or_else(|| out.expired.iter().map(|m| m.end_offset).max());
+    // Local segments go only once their copy is finished and known (SR-20, SR-21), and only against the
+    // copied offsets contiguous from the remote log start: a gap stops local deletion there.
+    let coverage = remote_coverage(&offset_ranges(&copied));
+    if let Some(first) = coverage.gaps.first() {
+        tracing::warn!(partition = %state.tp, gaps = coverage.gaps.len(), from = first.start, to = first.end,
+            "the remote log has a gap: no copied segment holds these offsets, so local segments from there on are kept");
+    }
+    out.gaps = coverage.gaps;
     let plan = local_segments_to_delete(&LocalRetentionInput {
         segments: &summaries,
         log_end_offset: leo,
         high_watermark: leo,
         log_start_offset: log_start,
-        known_remote_end,
+        known_remote: coverage.contiguous,
         retention: state.policy.local_retention,
         now_ms: now,
     })

@@ -97,8 +97,8 @@ pub struct Totals {
     pub last_error: Option<String>,
 }
 
-/// The offsets of a partition (SR-25): Lx, Ly, Lz, Rx, Ry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The offsets of a partition (SR-25): Lx, Ly, Lz, Rx, Ry, and the gaps of the remote log.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offsets {
     /// Lx, the local log start offset: the first segment's base offset.
     pub local_log_start: i64,
@@ -110,6 +110,9 @@ pub struct Offsets {
     pub remote_log_start: Option<i64>,
     /// Ry, the remote log end offset (the highest copied segment's end), if any.
     pub remote_log_end: Option<i64>,
+    /// The offsets between Rx and Ry that no copied segment holds, oldest first (a segment deleted by hand
+    /// from the middle): local segments from the first gap on are never deleted.
+    pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
 }
 
 /// The seeds' remote log manager over real partition directories.
@@ -451,17 +454,18 @@ impl RemoteLogManager {
         let state = self.state(tp)?;
         let log = LocalLog::open(&state.dir())?;
         let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
-        let copied: Vec<_> = remote.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).collect();
+        let copied = expiration::offset_ranges(&remote);
         let lx = log.partition().segments.first().map_or(0, |s| s.base_offset);
         let lz = log.true_log_end_offset()?;
-        let rx = copied.iter().map(|m| m.start_offset).min();
-        let ry = copied.iter().map(|m| m.end_offset).max();
+        let rx = copied.iter().map(|m| m.start).min();
+        let ry = copied.iter().map(|m| m.end).max();
         let offsets = Offsets {
             local_log_start: lx,
             last_stable: lz,
             local_log_end: lz,
             remote_log_start: rx,
             remote_log_end: ry,
+            remote_gaps: rsm_tiering::remote_coverage(&copied).gaps,
         };
         Ok(offsets)
     }

@@ -305,3 +305,64 @@ async fn deleting_a_partition_removes_its_remote_data_and_stops_serving_it() {
     assert!(engine.run_partition(&gone).await.is_err(), "still served");
     assert_eq!(storage.list_segments(Some(&kept)).await.unwrap().len(), copied_kept, "another partition's data went");
 }
+
+/// A remote segment deleted by hand from the middle of the remote log (`rsm delete --force`) leaves a gap:
+/// local retention then deletes local segments only up to the gap, so every offset of the partition stays
+/// readable, locally or remotely; the gap is reported by the run and by the offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_in_the_remote_log_stops_local_deletion_there() {
+    let t = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let storage = fs_storage(store.path());
+    let dir = write_partition(&t.path().join("kafka-logs"), "gappy", 0, 11);
+    let closed: Vec<(i64, i64)> = {
+        let lp = LocalPartition::open(&dir).unwrap();
+        lp.closed_segments().iter().map(|s| (s.base_offset, s.next_offset.unwrap() - 1)).collect()
+    };
+    assert!(closed.len() >= 4, "{closed:?}");
+    let clock = Clock::new();
+    // Local retention off for the copy run (as `rsm tier` with retention off), then 1 ms.
+    let engine = RemoteLogManager::with_local_metadata(
+        clock.config(&[("local.retention.ms", "-2")]),
+        Arc::clone(&storage),
+        &t.path().join("metadata"),
+    )
+    .unwrap();
+    let tp = engine.add_partition(&dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    let r = engine.run_partition(&tp).await.unwrap();
+    assert_eq!(r.copy.copied.len(), closed.len());
+    assert!(r.expiration.local_deleted.is_empty() && r.expiration.gaps.is_empty());
+    let middle = copied(&remote(&engine, &tp).await)[2].clone();
+    engine.delete_segment(&tp, &middle.remote_log_segment_id.id).await.unwrap();
+    engine.close().await.unwrap();
+
+    clock.set(T0 + 2 * HOUR);
+    let engine = RemoteLogManager::with_local_metadata(
+        clock.config(&[("local.retention.ms", "1")]),
+        Arc::clone(&storage),
+        &t.path().join("metadata"),
+    )
+    .unwrap();
+    engine.add_partition(&dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    let gap = rsm_tiering::OffsetRange { start: middle.start_offset, end: middle.end_offset };
+    for run in 0..2 {
+        let r = engine.run_partition(&tp).await.unwrap();
+        assert_eq!(r.expiration.gaps, vec![gap], "run {run}");
+        let want: Vec<i64> = if run == 0 { closed[..2].iter().map(|c| c.0).collect() } else { vec![] };
+        assert_eq!(r.expiration.local_deleted, want, "run {run}: only the segments below the gap go");
+    }
+    let o = engine.offsets(&tp).await.unwrap();
+    assert_eq!(o.remote_gaps, vec![gap]);
+    assert_eq!(o.local_log_start, middle.start_offset, "the local log starts at the gap");
+    // Every offset of the partition is somewhere: remote below the gap, local from it.
+    let remote_now = copied(&remote(&engine, &tp).await).into_iter().cloned().collect::<Vec<_>>();
+    for &(base, end) in &closed {
+        let local = LocalPartition::open(&dir).unwrap().segments.iter().any(|s| s.base_offset == base);
+        let remote = remote_now.iter().any(|m| m.start_offset <= base && m.end_offset >= end);
+        assert!(local || remote, "offsets {base}..={end} exist nowhere");
+        if base >= middle.start_offset {
+            assert!(local, "offsets {base}..={end} at or past the gap are kept locally");
+        }
+    }
+    engine.close().await.unwrap();
+}

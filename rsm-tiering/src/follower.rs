@@ -6,7 +6,7 @@
 //! when it lies below the log start offset. A follower whose metadata lags keeps its segments even past
 //! retention.
 
-use super::offsets::local_segment_deletable;
+use super::offsets::{OffsetRange, local_segment_deletable};
 use super::segments::{LocalSegmentSummary, age_ms, check_local};
 use super::settings::{Limit, RetentionLimits};
 use rsm_core::error::{Error, Result};
@@ -22,9 +22,10 @@ pub struct LocalRetentionInput<'a> {
     pub high_watermark: i64,
     /// The partition's log start offset as this replica knows it.
     pub log_start_offset: i64,
-    /// The highest offset of the remote segments whose metadata this replica has received (for a
-    /// follower, from the metadata manager; for the leader, its own remote log end offset).
-    pub known_remote_end: Option<i64>,
+    /// The offsets the copied remote segments whose metadata this replica has received (for a follower,
+    /// from the metadata manager; for the leader, its own) cover without a gap from the remote log start
+    /// ([`remote_coverage`](crate::remote_coverage)): a local segment is deleted against these only.
+    pub known_remote: Option<OffsetRange>,
     /// The topic's effective local retention.
     pub retention: RetentionLimits,
     /// Now, in ms since the epoch.
@@ -106,7 +107,7 @@ pub fn local_segments_to_delete(input: &LocalRetentionInput<'_>) -> Result<Local
             } else {
                 break;
             };
-            if !local_segment_deletable(end, input.known_remote_end, input.log_start_offset) {
+            if !local_segment_deletable(s.base_offset, end, input.known_remote, input.log_start_offset) {
                 waiting_for_remote = Some(s.base_offset);
                 break;
             }
@@ -143,7 +144,7 @@ mod tests {
             log_end: i64,
             hw: i64,
             log_start: i64,
-            known_remote_end: Option<i64>,
+            known_remote: Option<(i64, i64)>,
             retention: RetentionLimits,
             delete: &'static [(i64, LocalDeletionReason)],
             waiting: Option<i64>,
@@ -158,7 +159,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: Some(299),
+                known_remote: Some((0, 299)),
                 retention: time(5),
                 delete: &[(0, Time), (100, Time)],
                 waiting: None,
@@ -169,7 +170,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: None,
+                known_remote: None,
                 retention: time(5),
                 delete: &[],
                 waiting: Some(0),
@@ -180,7 +181,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: Some(99),
+                known_remote: Some((0, 99)),
                 retention: time(5),
                 delete: &[(0, Time)],
                 waiting: Some(100),
@@ -191,7 +192,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: Some(299),
+                known_remote: Some((0, 299)),
                 retention: time(20),
                 delete: &[],
                 waiting: None,
@@ -202,7 +203,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: Some(299),
+                known_remote: Some((0, 299)),
                 retention: time(8),
                 delete: &[(0, Time)],
                 waiting: None,
@@ -213,7 +214,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: Some(299),
+                known_remote: Some((0, 299)),
                 retention: size(25),
                 delete: &[(0, Size)],
                 waiting: None,
@@ -224,7 +225,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: Some(299),
+                known_remote: Some((0, 299)),
                 retention: size(20),
                 delete: &[(0, Size), (100, Size)],
                 waiting: None,
@@ -235,7 +236,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 0,
-                known_remote_end: None,
+                known_remote: None,
                 retention: size(20),
                 delete: &[],
                 waiting: Some(0),
@@ -246,7 +247,7 @@ mod tests {
                 log_end: 350,
                 hw: 350,
                 log_start: 200,
-                known_remote_end: None,
+                known_remote: None,
                 retention: RetentionLimits { time_ms: Unlimited, bytes: Unlimited },
                 delete: &[(0, LogStart), (100, LogStart)],
                 waiting: None,
@@ -257,7 +258,7 @@ mod tests {
                 log_end: 350,
                 hw: 150,
                 log_start: 0,
-                known_remote_end: Some(299),
+                known_remote: Some((0, 299)),
                 retention: time(0),
                 delete: &[(0, Time)],
                 waiting: None,
@@ -268,10 +269,32 @@ mod tests {
                 log_end: 50,
                 hw: 50,
                 log_start: 0,
-                known_remote_end: Some(1000),
+                known_remote: Some((0, 1000)),
                 retention: time(0),
                 delete: &[],
                 waiting: None,
+            },
+            Case {
+                name: "a gap in the remote log: deleted up to the gap, then waiting for remote",
+                segments: THREE,
+                log_end: 350,
+                hw: 350,
+                log_start: 0,
+                known_remote: Some((0, 99)),
+                retention: time(0),
+                delete: &[(0, Time)],
+                waiting: Some(100),
+            },
+            Case {
+                name: "the remote log starts above the local one: the local-only offsets stay",
+                segments: THREE,
+                log_end: 350,
+                hw: 350,
+                log_start: 0,
+                known_remote: Some((100, 299)),
+                retention: time(0),
+                delete: &[],
+                waiting: Some(0),
             },
             Case {
                 name: "a future timestamp never expires by time",
@@ -279,7 +302,7 @@ mod tests {
                 log_end: 150,
                 hw: 150,
                 log_start: 0,
-                known_remote_end: Some(99),
+                known_remote: Some((0, 99)),
                 retention: time(0),
                 delete: &[],
                 waiting: None,
@@ -292,7 +315,7 @@ mod tests {
                 log_end_offset: c.log_end,
                 high_watermark: c.hw,
                 log_start_offset: c.log_start,
-                known_remote_end: c.known_remote_end,
+                known_remote: c.known_remote.map(|(start, end)| OffsetRange { start, end }),
                 retention: c.retention,
                 now_ms: NOW,
             })
@@ -350,7 +373,7 @@ mod tests {
                 log_end_offset: 20,
                 high_watermark: c.hw,
                 log_start_offset: c.log_start,
-                known_remote_end: None,
+                known_remote: None,
                 retention: RetentionLimits { time_ms: Unlimited, bytes: Unlimited },
                 now_ms: NOW,
             })

@@ -37,7 +37,10 @@ pub use follower::{
     local_segments_to_delete,
 };
 pub use list_offsets::{Isolation, LogOffsets, OffsetAnswer, OffsetSpec, TimestampAndOffset, list_offset};
-pub use offsets::{LogStartMoved, OffsetRange, PartitionOffsets, Transition, check_offsets, local_segment_deletable};
+pub use offsets::{
+    LogStartMoved, OffsetRange, PartitionOffsets, RemoteCoverage, Transition, check_offsets, local_segment_deletable,
+    remote_coverage,
+};
 pub use retention::{Expired, ExpiryReason, RetentionInput, RetentionPlan, expired_remote_segments};
 pub use segments::{LocalSegmentSummary, RemoteSegment};
 pub use settings::{

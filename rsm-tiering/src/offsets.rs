@@ -65,11 +65,59 @@ pub fn check_offsets(lx: i64, ly: i64, lz: i64, remote: Option<OffsetRange>) -> 
     Ok(())
 }
 
-/// Whether a local segment whose last offset is `last_offset` may be deleted without losing data: it is
-/// in remote storage (its last offset is at or below the highest remote offset) or it is below the log
-/// start offset (its records are no longer part of the log).
-pub fn local_segment_deletable(last_offset: i64, highest_remote_offset: Option<i64>, log_start_offset: i64) -> bool {
-    last_offset < log_start_offset || highest_remote_offset.is_some_and(|ry| last_offset <= ry)
+/// The remote log as its copied segments cover it: the offsets covered without a gap from the remote log
+/// start, and the gaps above them (a segment deleted from the middle by hand, a copy lost).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteCoverage {
+    /// From the remote log start (the lowest copied offset) to the last offset before the first gap: the
+    /// only remote offsets a local segment may be deleted against.
+    pub contiguous: Option<OffsetRange>,
+    /// The offsets no copied segment holds between the remote log start and the remote log end, oldest
+    /// first.
+    pub gaps: Vec<OffsetRange>,
+}
+
+/// The coverage of the copied segments `segments` (any order; overlapping segments, as a leader change
+/// leaves, cover their union).
+pub fn remote_coverage(segments: &[OffsetRange]) -> RemoteCoverage {
+    let mut sorted: Vec<OffsetRange> = segments.to_vec();
+    sorted.sort_by_key(|r| (r.start, r.end));
+    let mut out = RemoteCoverage::default();
+    let mut reach: Option<OffsetRange> = None;
+    for r in sorted {
+        reach = Some(match reach {
+            None => r,
+            Some(cur) if r.start <= cur.end.saturating_add(1) => {
+                OffsetRange { start: cur.start, end: cur.end.max(r.end) }
+            }
+            Some(cur) => {
+                out.gaps.push(OffsetRange { start: cur.end + 1, end: r.start - 1 });
+                if out.contiguous.is_none() {
+                    out.contiguous = Some(cur);
+                }
+                r
+            }
+        });
+    }
+    if out.contiguous.is_none() {
+        out.contiguous = reach;
+    }
+    out
+}
+
+/// Whether the local segment `[first_offset, last_offset]` may be deleted without losing data: it lies
+/// below the log start offset (its records are no longer part of the log), or every offset of it from the
+/// log start on is in `covered`, the remote offsets contiguous from the remote log start
+/// ([`RemoteCoverage::contiguous`]). A segment in or past a gap of the remote log, or below the remote log
+/// start, stays: its offsets exist nowhere else.
+pub fn local_segment_deletable(
+    first_offset: i64,
+    last_offset: i64,
+    covered: Option<OffsetRange>,
+    log_start_offset: i64,
+) -> bool {
+    let from = first_offset.max(log_start_offset);
+    last_offset < log_start_offset || covered.is_some_and(|r| from >= r.start && last_offset <= r.end)
 }
 
 /// A partition's offsets: the log start offset, the local segments, the high watermark, the last stable
@@ -333,7 +381,8 @@ impl PartitionOffsets {
             return Err(Error::invalid("local delete rejected: the active segment is never deleted"));
         }
         let (base, last) = (self.local[0], self.local[1] - 1);
-        if !local_segment_deletable(last, self.remote_log_end_offset(), self.log_start) {
+        let covered = remote_coverage(&self.remote).contiguous;
+        if !local_segment_deletable(base, last, covered, self.log_start) {
             return Ok(Transition::Deferred(format!(
                 "segment [{base}, {last}] is not in remote storage yet (highest remote offset {:?}) and not \
                  below the log start offset {}",
@@ -418,27 +467,132 @@ mod tests {
     fn local_deletion_predicate() {
         struct Case {
             name: &'static str,
+            first: i64,
             last: i64,
-            ry: Option<i64>,
+            covered: Option<(i64, i64)>,
             log_start: i64,
             want: bool,
         }
         let cases = [
-            Case { name: "last offset equal to Ry", last: 99, ry: Some(99), log_start: 0, want: true },
-            Case { name: "last offset below Ry", last: 99, ry: Some(150), log_start: 0, want: true },
-            Case { name: "last offset above Ry", last: 100, ry: Some(99), log_start: 0, want: false },
-            Case { name: "nothing remote", last: 99, ry: None, log_start: 0, want: false },
-            Case { name: "below the log start offset, nothing remote", last: 99, ry: None, log_start: 100, want: true },
+            Case {
+                name: "last offset equal to Ry",
+                first: 0,
+                last: 99,
+                covered: Some((0, 99)),
+                log_start: 0,
+                want: true,
+            },
+            Case {
+                name: "last offset below Ry",
+                first: 0,
+                last: 99,
+                covered: Some((0, 150)),
+                log_start: 0,
+                want: true,
+            },
+            Case {
+                name: "last offset above Ry",
+                first: 0,
+                last: 100,
+                covered: Some((0, 99)),
+                log_start: 0,
+                want: false,
+            },
+            Case { name: "nothing remote", first: 0, last: 99, covered: None, log_start: 0, want: false },
+            Case {
+                name: "below the log start offset, nothing remote",
+                first: 0,
+                last: 99,
+                covered: None,
+                log_start: 100,
+                want: true,
+            },
             Case {
                 name: "last offset at the log start offset is still part of the log",
+                first: 0,
                 last: 100,
-                ry: None,
+                covered: None,
                 log_start: 100,
                 want: false,
             },
+            Case {
+                name: "below the remote log start: its offsets are only local",
+                first: 0,
+                last: 99,
+                covered: Some((100, 299)),
+                log_start: 0,
+                want: false,
+            },
+            Case {
+                name: "past a gap: covered only up to the gap",
+                first: 200,
+                last: 299,
+                covered: Some((0, 199)),
+                log_start: 0,
+                want: false,
+            },
+            Case {
+                name: "starting below the remote log start, but only below the log start offset",
+                first: 0,
+                last: 199,
+                covered: Some((100, 299)),
+                log_start: 100,
+                want: true,
+            },
         ];
         for c in cases {
-            assert_eq!(local_segment_deletable(c.last, c.ry, c.log_start), c.want, "{}", c.name);
+            let covered = c.covered.map(|(s, e)| rng(s, e));
+            assert_eq!(local_segment_deletable(c.first, c.last, covered, c.log_start), c.want, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn remote_coverage_stops_at_the_first_gap() {
+        struct Case {
+            name: &'static str,
+            segments: &'static [(i64, i64)],
+            contiguous: Option<(i64, i64)>,
+            gaps: &'static [(i64, i64)],
+        }
+        let cases = [
+            Case { name: "nothing copied", segments: &[], contiguous: None, gaps: &[] },
+            Case { name: "one segment", segments: &[(0, 99)], contiguous: Some((0, 99)), gaps: &[] },
+            Case {
+                name: "adjacent, in any order",
+                segments: &[(100, 199), (0, 99), (200, 299)],
+                contiguous: Some((0, 299)),
+                gaps: &[],
+            },
+            Case {
+                name: "a middle segment deleted",
+                segments: &[(0, 99), (200, 299), (300, 399)],
+                contiguous: Some((0, 99)),
+                gaps: &[(100, 199)],
+            },
+            Case {
+                name: "two gaps",
+                segments: &[(0, 99), (150, 199), (300, 399)],
+                contiguous: Some((0, 99)),
+                gaps: &[(100, 149), (200, 299)],
+            },
+            Case {
+                name: "overlapping copies (a leader change) cover their union",
+                segments: &[(0, 120), (100, 199), (150, 180)],
+                contiguous: Some((0, 199)),
+                gaps: &[],
+            },
+            Case {
+                name: "a one-offset gap",
+                segments: &[(0, 99), (101, 199)],
+                contiguous: Some((0, 99)),
+                gaps: &[(100, 100)],
+            },
+        ];
+        for c in cases {
+            let segs: Vec<OffsetRange> = c.segments.iter().map(|&(s, e)| rng(s, e)).collect();
+            let got = remote_coverage(&segs);
+            assert_eq!(got.contiguous, c.contiguous.map(|(s, e)| rng(s, e)), "{}", c.name);
+            assert_eq!(got.gaps, c.gaps.iter().map(|&(s, e)| rng(s, e)).collect::<Vec<_>>(), "{}", c.name);
         }
     }
 

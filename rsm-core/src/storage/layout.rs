@@ -1,10 +1,12 @@
-//! The remote layout: where each object of a segment lives.
+//! The remote layout: where each object of a segment lives, and what a key names.
 //!
 //! Three objects per segment, so a copy costs three uploads:
 //! `{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.log` (the `.log` file as is),
 //! `….indexes` (the five indexes back to back) and `….manifest` (written last: the commit point).
+//! [`segment_keys`] makes the keys and [`parse_segment_key`] reads them back: the one place that knows the
+//! layout both ways.
 
-use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition};
+use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 
 /// The object keys of one segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +17,55 @@ pub struct SegmentKeys {
     pub indexes: String,
     /// The manifest.
     pub manifest: String,
+}
+
+/// Which of a segment's objects a key names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Suffix {
+    /// The `.log` data.
+    Log,
+    /// The index bundle.
+    Indexes,
+    /// The manifest, the commit point.
+    Manifest,
+}
+
+impl Suffix {
+    /// Every object of a segment, in the order a copy writes them.
+    pub const ALL: [Suffix; 3] = [Suffix::Log, Suffix::Indexes, Suffix::Manifest];
+
+    /// The extension, without its dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Suffix::Log => "log",
+            Suffix::Indexes => "indexes",
+            Suffix::Manifest => "manifest",
+        }
+    }
+}
+
+/// What a segment object's key names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentKey {
+    /// The partition, from the key's `{topic}-{topicId}/{partition}/` part.
+    pub topic_id_partition: TopicIdPartition,
+    /// The segment's start offset, from the key's 20 digits.
+    pub start_offset: i64,
+    /// The segment (copy attempt) id.
+    pub segment_id: Uuid,
+    /// Which object.
+    pub suffix: Suffix,
+}
+
+impl SegmentKey {
+    /// Whether `metadata` is the segment this key names: same partition (topic, topic id, number), start
+    /// offset and segment id.
+    pub fn names(&self, metadata: &RemoteLogSegmentMetadata) -> bool {
+        let id = &metadata.remote_log_segment_id;
+        id.topic_id_partition == self.topic_id_partition
+            && id.id == self.segment_id
+            && metadata.start_offset == self.start_offset
+    }
 }
 
 /// The key prefix of a partition: `{prefix}{topic}-{topicId}/{partition}/`.
@@ -35,5 +86,104 @@ pub fn scope_prefix(key_prefix: &str, tp: Option<&TopicIdPartition>) -> String {
     match tp {
         Some(tp) => partition_prefix(key_prefix, tp),
         None => key_prefix.to_string(),
+    }
+}
+
+/// Reads a segment object's key back into what it names; `None` for a key of any other shape (not under
+/// `key_prefix`, another extension, a start offset that is not 20 digits, an id that is not a Kafka Uuid).
+pub fn parse_segment_key(key_prefix: &str, key: &str) -> Option<SegmentKey> {
+    let mut parts = key.strip_prefix(key_prefix)?.split('/');
+    let (topic_and_id, partition, name) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    // A topic id is 22 characters of URL-safe base64, which may hold `-`: cut by length.
+    let cut = topic_and_id.len().checked_sub(23)?;
+    let (topic, dash, topic_id) =
+        (topic_and_id.get(..cut)?, topic_and_id.get(cut..cut + 1)?, topic_and_id.get(cut + 1..)?);
+    if topic.is_empty() || dash != "-" {
+        return None;
+    }
+    let partition: i32 = partition.parse().ok().filter(|p: &i32| *p >= 0 && !partition.starts_with('+'))?;
+    let (stem, ext) = name.rsplit_once('.')?;
+    let suffix = Suffix::ALL.into_iter().find(|s| s.extension() == ext)?;
+    let (digits, segment_id) = (stem.get(..20)?, stem.get(20..)?.strip_prefix('-')?);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(SegmentKey {
+        topic_id_partition: TopicIdPartition {
+            topic_id: topic_id.parse().ok()?,
+            topic_partition: TopicPartition { topic: topic.to_string(), partition },
+        },
+        start_offset: digits.parse().ok()?,
+        segment_id: segment_id.parse().ok()?,
+        suffix,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RemoteLogSegmentId, RemoteLogSegmentState};
+
+    fn metadata(topic: &str, partition: i32, start: i64) -> RemoteLogSegmentMetadata {
+        RemoteLogSegmentMetadata {
+            remote_log_segment_id: RemoteLogSegmentId {
+                topic_id_partition: TopicIdPartition {
+                    topic_id: "AAAAAAAAAAAAAAAAAAAA-w".parse().unwrap(),
+                    topic_partition: TopicPartition { topic: topic.into(), partition },
+                },
+                id: "_-_-_-_-_-_-_-_-_-_-_w".parse().unwrap(),
+            },
+            start_offset: start,
+            end_offset: start.saturating_add(9),
+            max_timestamp_ms: 0,
+            broker_id: 0,
+            event_timestamp_ms: 0,
+            segment_size_in_bytes: 1,
+            segment_leader_epochs: Default::default(),
+            custom_metadata: None,
+            state: RemoteLogSegmentState::CopySegmentStarted,
+            txn_idx_empty: true,
+        }
+    }
+
+    #[test]
+    fn every_key_made_reads_back_as_its_segment() {
+        for (prefix, topic, partition, start) in
+            [("", "orders", 0, 0), ("tiered/", "a-b-c", 7, 123), ("p", "x", i32::MAX, i64::MAX)]
+        {
+            let md = metadata(topic, partition, start);
+            let keys = segment_keys(prefix, &md);
+            for (key, suffix) in
+                [(&keys.log, Suffix::Log), (&keys.indexes, Suffix::Indexes), (&keys.manifest, Suffix::Manifest)]
+            {
+                let k = parse_segment_key(prefix, key).unwrap_or_else(|| panic!("{key} does not parse"));
+                assert!(k.names(&md), "{key}: {k:?}");
+                assert_eq!(k.suffix, suffix, "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn keys_of_other_shapes_are_not_segment_keys() {
+        let good = segment_keys("pre/", &metadata("t", 1, 5)).manifest;
+        assert!(parse_segment_key("pre/", &good).is_some());
+        let bad = [
+            good.replace("pre/", "other/"),
+            good.replace(".manifest", ".json"),
+            good.replace("/1/", "/-1/"),
+            good.replace("/1/", "/x/"),
+            good.replace("00000000000000000005", "0000000000000000005"),
+            good.replace("00000000000000000005", "0000000000000000000a"),
+            good.replace("-_-_-_", "-_-_-"),
+            format!("{good}/more"),
+            "pre/".to_string(),
+            "pre/-AAAAAAAAAAAAAAAAAAAA-w/0/x.log".to_string(),
+        ];
+        for key in bad {
+            assert_eq!(parse_segment_key("pre/", &key), None, "{key}");
+        }
     }
 }

@@ -30,7 +30,7 @@ mod single_flight;
 pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
-pub use layout::{SegmentKeys, partition_prefix, segment_keys};
+pub use layout::{SegmentKey, SegmentKeys, Suffix, parse_segment_key, partition_prefix, segment_keys};
 pub use settings::{EncryptionConfig, TieredConfig};
 
 use crate::backend::{ByteStream, StorageBackend};
@@ -64,10 +64,26 @@ pub struct TieredStorage {
     indexes: Cache<(Uuid, IndexType), Bytes>,
 }
 
-/// Reads and decodes the manifest at `key` of `backend`.
-async fn read_manifest(backend: &dyn StorageBackend, key: &str) -> Result<Manifest> {
+/// Reads and decodes the manifest at `key` of `backend`, and checks that it is the manifest of the segment
+/// its key names (partition, start offset, segment id): correct bytes of another segment are wrong bytes, so
+/// a manifest copied, moved or restored over another segment's key is corrupt, naming both.
+async fn read_manifest(backend: &dyn StorageBackend, key_prefix: &str, key: &str) -> Result<Manifest> {
     let bytes = backend.get_range(key, 0..u64::MAX).await?;
-    Manifest::decode(&bytes, key)
+    let m = Manifest::decode(&bytes, key)?;
+    let md = &m.metadata;
+    match layout::parse_segment_key(key_prefix, key) {
+        Some(k) if k.suffix == Suffix::Manifest && k.names(md) => Ok(m),
+        named => Err(Error::corrupt(format!(
+            "manifest {key} describes segment {} (offsets {}..={}), not {}: it belongs to another segment",
+            md.remote_log_segment_id,
+            md.start_offset,
+            md.end_offset,
+            named.map_or("a segment manifest's key".to_string(), |k| format!(
+                "the segment its key names ({}:{} from offset {})",
+                k.topic_id_partition, k.segment_id, k.start_offset
+            )),
+        ))),
+    }
 }
 
 /// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
@@ -110,7 +126,7 @@ impl NextManifests {
                 }
             };
             for o in found.into_iter().filter(|o| o.key.ends_with(".manifest")) {
-                match read_manifest(this.backend.as_ref(), &o.key).await {
+                match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
                     Ok(next) => {
                         let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, Arc::new(next));
                     }
@@ -241,9 +257,10 @@ impl TieredStorage {
         segment_keys(&self.config.key_prefix, metadata)
     }
 
-    /// Reads and decodes the manifest at `key`.
+    /// Reads and decodes the manifest at `key`, refused as corrupt when it describes another segment than the
+    /// one its key names.
     pub async fn read_manifest(&self, key: &str) -> Result<Manifest> {
-        read_manifest(self.backend.as_ref(), key).await
+        read_manifest(self.backend.as_ref(), &self.config.key_prefix, key).await
     }
 
     /// Key rotation of one segment: unwraps the data key of the manifest at `manifest_key` with the KEK it
@@ -299,10 +316,16 @@ impl TieredStorage {
                     }
                     _ => e,
                 })?;
-                if m.metadata.remote_log_segment_id != metadata.remote_log_segment_id {
+                // The key names the caller's segment (read_manifest checked the manifest against it); its
+                // offsets must be the caller's too.
+                if m.metadata.end_offset != metadata.end_offset {
                     return Err(Error::corrupt(format!(
-                        "manifest {key} describes segment {}",
-                        m.metadata.remote_log_segment_id
+                        "manifest {key} describes segment {} with offsets {}..={}, not {}..={} as asked",
+                        m.metadata.remote_log_segment_id,
+                        m.metadata.start_offset,
+                        m.metadata.end_offset,
+                        metadata.start_offset,
+                        metadata.end_offset
                     )));
                 }
                 let m = Arc::new(m);

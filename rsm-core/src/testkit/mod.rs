@@ -195,7 +195,8 @@ macro_rules! rsm_contract_tests {
         $crate::rsm_contract_tests!(@tests $make;
             copy_then_fetch_everything, fetch_ranges, fetch_by_offset_and_timestamp, copy_twice,
             delete_then_not_found, failed_copy_leaves_no_segment, corrupt_batch_fails_copy,
-            bad_positions_are_invalid, corruption_is_never_returned, transforms_round_trip);
+            bad_positions_are_invalid, corruption_is_never_returned, another_segments_objects_are_refused,
+            transforms_round_trip);
     };
     (@tests $make:expr; $($name:ident),*) => {
         $(

@@ -332,6 +332,69 @@ pub async fn corruption_is_never_returned(b: B) {
     assert!(e.to_string().contains(&keys.manifest), "{e}");
 }
 
+/// A segment's three objects copied over another segment's keys (an operator's restore gone wrong, a
+/// bucket sync) are refused on every read path as corrupt, naming both segments: by range, offset,
+/// timestamp and index, `verify`, the listing (`scan_segments`, which keeps the other segments), and a
+/// lookup by id. Copied alone, the other segment's manifest (over a cached or a cold reader) and its `.log`
+/// are refused too.
+pub async fn another_segments_objects_are_refused(b: B) {
+    let f = Fixture::new(b.clone(), "swapped");
+    let (_, a, a_data) = f.segment(0);
+    let (_, other, other_data) = f.segment(1);
+    f.rsm.copy_log_segment_data(&a, &a_data).await.unwrap();
+    f.rsm.copy_log_segment_data(&other, &other_data).await.unwrap();
+    // Warm the first manager's caches with A, as a broker's would be.
+    assert_eq!(collect(f.rsm.fetch_log_segment(&a, 0, None).await.unwrap()).await.unwrap(), file(&a_data.log_segment));
+    let (ka, kb) = (f.rsm.keys(&a), f.rsm.keys(&other));
+    let get = |k: String| {
+        let b = b.clone();
+        async move { b.get_range(&k, 0..u64::MAX).await.unwrap() }
+    };
+    for (from, to) in [(&kb.manifest, &ka.manifest), (&kb.log, &ka.log), (&kb.indexes, &ka.indexes)] {
+        b.put_bytes(to, get(from.clone()).await).await.unwrap();
+    }
+    let a_id = a.remote_log_segment_id.id.to_string();
+    let other_id = other.remote_log_segment_id.id.to_string();
+    let refused = |what: &str, e: &Error| {
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}");
+        let text = e.full_message();
+        assert!(text.contains(&a_id) && text.contains(&other_id), "{what} names both segments: {text}");
+    };
+    let rsm = f.fresh_rsm();
+    refused("fetch by range", &rsm.fetch_log_segment(&a, 0, None).await.err().expect("refused"));
+    refused("offset", &rsm.position_of_offset(&a, a.start_offset).await.unwrap_err());
+    refused("timestamp", &rsm.position_of_timestamp(&a, 0).await.unwrap_err());
+    refused("index", &rsm.fetch_index(&a, IndexType::Offset).await.unwrap_err());
+    refused("verify", &rsm.verify(&a).await.unwrap_err());
+    refused("find", &rsm.find_segment(&a.remote_log_segment_id.id).await.unwrap_err());
+    let listed = rsm.scan_segments(Some(&a.remote_log_segment_id.topic_id_partition)).await.unwrap();
+    let at_a = listed.iter().find(|s| s.manifest_key == ka.manifest).expect("A's key is listed");
+    refused("listing", at_a.manifest.as_ref().expect_err("A's listing is damaged"));
+    let at_other = listed.iter().find(|s| s.manifest_key == kb.manifest).expect("the other segment is listed");
+    assert!(at_other.manifest.as_ref().is_ok_and(|m| m.metadata.remote_log_segment_id == other.remote_log_segment_id));
+    // The other segment itself still reads.
+    assert_eq!(
+        collect(rsm.fetch_log_segment(&other, 0, None).await.unwrap()).await.unwrap(),
+        file(&other_data.log_segment)
+    );
+
+    // Only the manifest put back: A's own `.log` over the other's, under a warm cache and a cold one.
+    b.put_bytes(&ka.manifest, get(kb.manifest.clone()).await).await.unwrap();
+    b.put_bytes(&ka.log, Bytes::from(file(&a_data.log_segment))).await.unwrap();
+    // A warm reader may still hold A's own manifest: then it serves A's bytes, never the other's.
+    match f.rsm.fetch_log_segment(&a, 0, None).await {
+        Ok(s) => assert_eq!(collect(s).await.unwrap(), file(&a_data.log_segment), "warm reader"),
+        Err(e) => refused("warm reader", &e),
+    }
+    refused("cold reader", &f.fresh_rsm().fetch_log_segment(&a, 0, None).await.err().expect("refused"));
+
+    // Only the other segment's `.log` over A's, A's own manifest in place.
+    f.rsm.copy_log_segment_data(&a, &a_data).await.unwrap();
+    b.put_bytes(&ka.log, get(kb.log.clone()).await).await.unwrap();
+    let r = collect(f.fresh_rsm().fetch_log_segment(&a, 0, None).await.unwrap()).await;
+    assert_eq!(r.unwrap_err().kind(), ErrorKind::Corrupt, "another segment's .log under A's manifest");
+}
+
 /// Every transform (none, compression, encryption, both) round trips on the store: each chunk stored as
 /// its settings say (the compression heuristic off, so even chunks that would not shrink are compressed),
 /// no plaintext in an encrypted object, and the log read back byte for byte whole, in ranges across chunks,
