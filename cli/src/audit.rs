@@ -12,13 +12,15 @@
 //! else; without `--yes` nothing is deleted.
 
 use rsm_core::backend::ObjectMeta;
-use rsm_core::{Error, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
+use rsm_core::storage::{Suffix, parse_segment_key};
+use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
 use rsm_facade::Store;
 use rsm_metadata::MetadataEvent;
 use rsm_metadata::cache::MetadataStore;
 use rsm_metadata::events::segment_state_name;
 use rsm_metadata::kafka::{KafkaMetadataConfig, TopicRecord, read_topic};
-use std::collections::{BTreeMap, HashMap};
+use rsm_tiering::{OffsetRange, remote_coverage};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 /// What to check and do.
@@ -41,8 +43,17 @@ pub struct PartitionReport {
     pub copied: usize,
     /// Copied segments that are missing or damaged: (segment id, start offset, what is wrong).
     pub lost: Vec<(String, i64, String)>,
+    /// Copied segments that could not be checked for want of a setting or a key (a configuration error,
+    /// not data loss): (segment id, start offset, what is missing).
+    pub unverified: Vec<(String, i64, String)>,
+    /// Offsets no copied segment holds between the remote log start and end: (first, last).
+    pub gaps: Vec<(i64, i64)>,
     /// Objects no metadata references: (key, bytes, old enough to delete).
     pub orphans: Vec<(String, u64, bool)>,
+    /// Whole segments (their manifest reads, as the segment its key names) that no metadata references:
+    /// (segment id, start offset, bytes of their objects). Never deleted by the orphan sweep: a wrong or
+    /// empty metadata log must not wipe the store.
+    pub unreferenced: Vec<(String, i64, u64)>,
     /// Segments stuck in copy started or delete started: (segment id, state, since ms).
     pub stuck: Vec<(String, &'static str, i64)>,
 }
@@ -52,6 +63,8 @@ pub struct PartitionReport {
 pub struct Report {
     /// By partition (`topic-partition` and topic id), sorted.
     pub partitions: BTreeMap<(String, String), PartitionReport>,
+    /// Objects under the prefix that are not named like a segment's objects: counted, listed, never deleted.
+    pub left_alone: Vec<(String, u64)>,
     /// Orphans deleted.
     pub deleted: Vec<String>,
 }
@@ -61,17 +74,17 @@ impl Report {
     pub fn lost(&self) -> usize {
         self.partitions.values().map(|p| p.lost.len()).sum()
     }
+
+    fn count(&self, f: impl Fn(&PartitionReport) -> usize) -> usize {
+        self.partitions.values().map(f).sum()
+    }
 }
 
 /// The partition (`topic-partition`, topic id) and segment id of a segment object's key
-/// (`{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.{ext}`).
+/// (`{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.{ext}`), as the layout reads it.
 fn object_owner(key: &str, prefix: &str) -> Option<((String, String), String)> {
-    let (topic, topic_id, partition) = super::key_owner(key, prefix)?;
-    let name = key.rsplit_once('/')?.1;
-    let id = name.get(21..43)?;
-    let digits = name.get(..20)?;
-    (digits.bytes().all(|b| b.is_ascii_digit()) && name.as_bytes().get(20) == Some(&b'-'))
-        .then(|| ((format!("{topic}-{partition}"), topic_id.to_string()), id.to_string()))
+    let k = parse_segment_key(prefix, key)?;
+    Some((partition_key(&k.topic_id_partition), k.segment_id.to_string()))
 }
 
 fn partition_key(tp: &TopicIdPartition) -> (String, String) {
@@ -95,16 +108,18 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
 
     // Objects by segment id.
     let mut by_segment: HashMap<String, Vec<&ObjectMeta>> = HashMap::new();
-    let mut unowned = Vec::new();
     for o in &objects {
         match object_owner(&o.key, &prefix) {
             Some((_, id)) => by_segment.entry(id).or_default().push(o),
-            None => unowned.push(o),
+            None => report.left_alone.push((o.key.clone(), o.size)),
         }
     }
     let known: HashMap<String, &RemoteLogSegmentMetadata> =
         segments.iter().map(|m| (m.remote_log_segment_id.id.to_string(), m)).collect();
+    let known_partitions: HashSet<(String, String)> =
+        segments.iter().map(|m| partition_key(&m.remote_log_segment_id.topic_id_partition)).collect();
 
+    let mut copied_ranges: HashMap<(String, String), Vec<OffsetRange>> = HashMap::new();
     for m in segments.iter().filter(|m| in_scope(&m.remote_log_segment_id.topic_id_partition.topic_partition.topic)) {
         let tp = &m.remote_log_segment_id.topic_id_partition;
         let part = report.partitions.entry(partition_key(tp)).or_default();
@@ -112,20 +127,30 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         match m.state {
             RemoteLogSegmentState::CopySegmentFinished => {
                 part.copied += 1;
+                copied_ranges
+                    .entry(partition_key(tp))
+                    .or_default()
+                    .push(OffsetRange { start: m.start_offset, end: m.end_offset });
                 let have = by_segment.get(&id).map(Vec::as_slice).unwrap_or_default();
-                let missing: Vec<&str> = ["log", "indexes", "manifest"]
+                let missing: Vec<&str> = Suffix::ALL
                     .into_iter()
+                    .map(Suffix::extension)
                     .filter(|ext| !have.iter().any(|o| o.key.ends_with(&format!(".{ext}"))))
                     .collect();
                 let problem = if !missing.is_empty() {
-                    Some(format!("missing .{}", missing.join(", .")))
+                    Some(Error::not_found(format!("missing .{}", missing.join(", ."))))
                 } else if opts.quick {
-                    store.manifest(m).err().map(|e| e.full_message())
+                    store.manifest(m).err()
                 } else {
-                    store.verify(m).err().map(|e| e.full_message())
+                    store.verify(m).err()
                 };
-                if let Some(p) = problem {
-                    part.lost.push((id, m.start_offset, p));
+                match problem {
+                    // A key or a setting this run lacks: the segment cannot be checked, which is not loss.
+                    Some(e) if e.kind() == ErrorKind::Config => {
+                        part.unverified.push((id, m.start_offset, e.full_message()))
+                    }
+                    Some(e) => part.lost.push((id, m.start_offset, e.full_message())),
+                    None => {}
                 }
             }
             RemoteLogSegmentState::CopySegmentStarted | RemoteLogSegmentState::DeleteSegmentStarted => {
@@ -136,10 +161,38 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
             RemoteLogSegmentState::DeleteSegmentFinished => {}
         }
     }
+    for (key, ranges) in copied_ranges {
+        let part = report.partitions.entry(key).or_default();
+        part.gaps = remote_coverage(&ranges).gaps.into_iter().map(|g| (g.start, g.end)).collect();
+    }
 
+    // Objects of segments no metadata references: a whole segment (its manifest reads as the segment its
+    // key names) is unreferenced, kept; the rest is garbage.
+    let mut unreferenced: HashSet<String> = HashSet::new();
+    for (id, objs) in &by_segment {
+        if known.contains_key(id) {
+            continue;
+        }
+        let Some(manifest) = objs.iter().find(|o| o.key.ends_with(".manifest")) else { continue };
+        let Some((partition, _)) = object_owner(&manifest.key, &prefix) else { continue };
+        if !object_in_scope(&partition) {
+            continue;
+        }
+        if let Ok(m) = store.read_manifest(&manifest.key)
+            && Suffix::ALL.iter().all(|s| objs.iter().any(|o| o.key.ends_with(&format!(".{}", s.extension()))))
+        {
+            let bytes = objs.iter().map(|o| o.size).sum();
+            report.partitions.entry(partition).or_default().unreferenced.push((
+                id.clone(),
+                m.metadata.start_offset,
+                bytes,
+            ));
+            unreferenced.insert(id.clone());
+        }
+    }
     for o in &objects {
         let Some((partition, id)) = object_owner(&o.key, &prefix) else { continue };
-        if !object_in_scope(&partition) || known.contains_key(&id) {
+        if !object_in_scope(&partition) || known.contains_key(&id) || unreferenced.contains(&id) {
             continue;
         }
         let part = report.partitions.entry(partition).or_default();
@@ -153,16 +206,28 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         let part = report.partitions.entry(partition).or_default();
         part.orphans.push((t.meta.key.clone(), t.meta.size, old(&t.meta, opts.min_age, now)));
     }
-    if !unowned.is_empty() {
-        tracing::info!(
-            objects = unowned.len(),
-            "objects under the prefix that are not segment objects were left alone"
-        );
-    }
 
     if opts.delete_orphans {
-        let doomed: Vec<String> =
-            report.partitions.values().flat_map(|p| p.orphans.iter().filter(|o| o.2).map(|o| o.0.clone())).collect();
+        let old_orphans = |known: bool| -> Vec<String> {
+            report
+                .partitions
+                .iter()
+                .filter(|(k, _)| known_partitions.contains(*k) == known)
+                .flat_map(|(_, p)| p.orphans.iter().filter(|o| o.2).map(|o| o.0.clone()))
+                .collect()
+        };
+        let (doomed, strangers) = (old_orphans(true), old_orphans(false));
+        if doomed.is_empty() && !strangers.is_empty() {
+            return Err(Error::invalid(format!(
+                "--delete-orphans refused: the {} orphans are all in partitions the metadata knows nothing of \
+                 (is it the metadata of this store? an empty or wrong --metadata-dir makes everything look \
+                 orphaned); nothing was deleted",
+                strangers.len()
+            )));
+        }
+        if !strangers.is_empty() {
+            tracing::warn!(kept = strangers.len(), "orphans in partitions the metadata does not know are kept");
+        }
         if !doomed.is_empty() {
             store.delete_objects(&doomed)?;
         }
@@ -261,6 +326,12 @@ pub fn to_json(report: &Report) -> serde_json::Value {
                 "copied": p.copied,
                 "lost": p.lost.iter().map(|(id, start, why)| serde_json::json!({
                     "segment_id": id, "start_offset": start, "problem": why})).collect::<Vec<_>>(),
+                "unverified": p.unverified.iter().map(|(id, start, why)| serde_json::json!({
+                    "segment_id": id, "start_offset": start, "problem": why})).collect::<Vec<_>>(),
+                "gaps": p.gaps.iter().map(|(a, b)| serde_json::json!({"first_offset": a, "last_offset": b}))
+                    .collect::<Vec<_>>(),
+                "unreferenced": p.unreferenced.iter().map(|(id, start, bytes)| serde_json::json!({
+                    "segment_id": id, "start_offset": start, "bytes": bytes})).collect::<Vec<_>>(),
                 "orphans": p.orphans.iter().map(|(key, bytes, old)| serde_json::json!({
                     "key": key, "bytes": bytes, "older_than_min_age": old})).collect::<Vec<_>>(),
                 "stuck": p.stuck.iter().map(|(id, state, since)| serde_json::json!({
@@ -277,16 +348,43 @@ pub fn to_json(report: &Report) -> serde_json::Value {
             "orphans": report.partitions.values().map(|p| p.orphans.len()).sum::<usize>(),
             "orphan_bytes": orphan_bytes,
             "stuck": report.partitions.values().map(|p| p.stuck.len()).sum::<usize>(),
+            "unverified": report.count(|p| p.unverified.len()),
+            "gaps": report.count(|p| p.gaps.len()),
+            "unreferenced": report.count(|p| p.unreferenced.len()),
+            "left_alone": report.left_alone.len(),
         },
+        "left_alone": report.left_alone.iter().map(|(k, b)| serde_json::json!({"key": k, "bytes": b}))
+            .collect::<Vec<_>>(),
         "deleted": report.deleted,
     })
 }
 
-/// Errors for a run that found data loss (the exit status says so).
+/// The exit status `rsm audit` gives a run that found no loss but segments it could not check (a missing
+/// key or setting): apart from 1, data lost or a gap.
+pub const EXIT_UNVERIFIED: u8 = 3;
+
+/// The context an audit error carries to set the exit status.
+pub const EXIT_CODE: &str = "exit code";
+
+/// Errors for a run that found data loss or a gap (exit 1), or segments it could not check (exit
+/// [`EXIT_UNVERIFIED`]).
 pub fn outcome(report: &Report) -> Result<()> {
-    match report.lost() {
+    let (lost, gaps, unverified) =
+        (report.lost(), report.count(|p| p.gaps.len()), report.count(|p| p.unverified.len()));
+    if lost > 0 || gaps > 0 {
+        return Err(Error::corrupt(format!(
+            "{lost} copied segments are missing or damaged in the store, and {gaps} gaps in remote logs (listed above)"
+        )));
+    }
+    match unverified {
         0 => Ok(()),
-        n => Err(Error::corrupt(format!("{n} copied segments are missing or damaged in the store (listed above)"))),
+        n => Err(Error::config(
+            "encryption.keys",
+            format!(
+                "{n} copied segments could not be checked for want of a key or setting (listed above): not data loss"
+            ),
+        )
+        .with_context(EXIT_CODE, EXIT_UNVERIFIED)),
     }
 }
 
@@ -296,12 +394,14 @@ mod tests {
 
     #[test]
     fn object_keys_name_their_partition_and_segment() {
-        let key = "pre/orders-x-AAAAAAAAAAAAAAAAAAAAAA/3/00000000000000000100-BBBBBBBBBBBBBBBBBBB-CC.log";
+        let key = "pre/orders-x-AAECAwQFBgcICQoLDA0ODw/3/00000000000000000100-_-_-_-_-_-_-_-_-_-_-_w.log";
         let ((tp, topic_id), id) = object_owner(key, "pre/").unwrap();
         assert_eq!(
             (tp.as_str(), topic_id.as_str(), id.as_str()),
-            ("orders-x-3", "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBB-CC")
+            ("orders-x-3", "AAECAwQFBgcICQoLDA0ODw", "_-_-_-_-_-_-_-_-_-_-_w")
         );
+        // An id that is not a Kafka Uuid (its last character carries more than 2 bits) names no segment.
+        assert!(object_owner(&key.replace("_w.log", "_C.log"), "pre/").is_none());
         assert!(object_owner("pre/notes.txt", "pre/").is_none());
         assert!(object_owner("other/orders-AAAAAAAAAAAAAAAAAAAAAA/3/x.log", "pre/").is_none());
     }

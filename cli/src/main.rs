@@ -268,6 +268,10 @@ enum Command {
         /// The segment id, as `ls` prints it.
         #[arg(long, allow_hyphen_values = true)]
         segment: String,
+        /// Delete it even though it is not the first segment of the remote log: that cuts a gap out of the
+        /// remote log (the local copy of its offsets, if any, is then kept: local deletion stops at a gap).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         engine: tier::EngineArgs,
     },
@@ -618,14 +622,10 @@ fn find_segment(store: &Store, given: &str) -> Result<Manifest> {
 
 /// Topic, topic id and partition of a manifest key (`{prefix}{topic}-{topicId}/{partition}/…`), without
 /// reading it, so damaged segments are filtered like the others.
-fn key_owner<'k>(key: &'k str, prefix: &str) -> Option<(&'k str, &'k str, i32)> {
-    let mut parts = key.strip_prefix(prefix)?.split('/');
-    let topic_and_id = parts.next()?;
-    let partition = parts.next()?.parse().ok()?;
-    // A topic id is 22 characters of URL-safe base64, which may hold `-`: cut by length.
-    let cut = topic_and_id.len().checked_sub(23)?;
-    let (topic, id) = (topic_and_id.get(..cut)?, topic_and_id.get(cut + 1..)?);
-    Some((topic, id, partition))
+fn key_owner(key: &str, prefix: &str) -> Option<(String, String, i32)> {
+    let k = rsm_core::storage::parse_segment_key(prefix, key)?;
+    let tp = k.topic_id_partition;
+    Some((tp.topic_partition.topic, tp.topic_id.to_string(), tp.topic_partition.partition))
 }
 
 /// A listed segment's manifest, or a line on stdout saying what is wrong with it (and `None`).
@@ -649,9 +649,9 @@ fn json_segment(s: &ListedSegment, prefix: &str) -> serde_json::Value {
     let owner = key_owner(&s.manifest_key, prefix);
     let mut v = serde_json::json!({
         "manifest_key": s.manifest_key,
-        "topic": owner.map(|o| o.0),
-        "topic_id": owner.map(|o| o.1),
-        "partition": owner.map(|o| o.2),
+        "topic": owner.as_ref().map(|o| o.0.clone()),
+        "topic_id": owner.as_ref().map(|o| o.1.clone()),
+        "partition": owner.as_ref().map(|o| o.2),
     });
     let fields = v.as_object_mut().expect("an object");
     match &s.manifest {
@@ -685,8 +685,8 @@ fn ls(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i32>, j
         .into_iter()
         .filter(|s| {
             let owner = key_owner(&s.manifest_key, &prefix);
-            topic.is_none_or(|t| owner.is_some_and(|o| o.0 == t))
-                && partition.is_none_or(|p| owner.is_some_and(|o| o.2 == p))
+            topic.is_none_or(|t| owner.as_ref().is_some_and(|o| o.0 == t))
+                && partition.is_none_or(|p| owner.as_ref().is_some_and(|o| o.2 == p))
         })
         .collect();
     let (mut segments, mut bytes, mut problems) = (0usize, 0u64, 0usize);
@@ -840,6 +840,8 @@ fn copy(o: &mut Out, dir: &Path, store: StoreArgs, broker_id: i32, create: bool)
     }
     let partition =
         LocalPartition::open(dir).map_err(|e| e.context(format!("partition directory {}", dir.display())))?;
+    // One copy of a directory at a time: two would each store every segment (under ids of their own).
+    let _lock = rsm_core::dir_lock::DirLock::exclusive(dir, "partition directory")?;
     let store = Store::open(&store.store, &settings)?;
     if partition.closed_segments().is_empty() {
         let active = &partition.segments[partition.segments.len() - 1];
@@ -969,14 +971,33 @@ fn audit_report(o: &mut Out, report: &audit::Report, json: bool) -> Result<()> {
         out!(o, "{}", serde_json::to_string_pretty(&audit::to_json(report)).expect("JSON of plain values"));
         return audit::outcome(report);
     }
-    out!(o, "PARTITION\tTOPIC ID\tCOPIED\tLOST\tORPHANS\tORPHAN BYTES\tSTUCK");
+    out!(o, "PARTITION\tTOPIC ID\tCOPIED\tLOST\tORPHANS\tORPHAN BYTES\tSTUCK\tGAPS\tUNVERIFIED\tUNREFERENCED");
     for ((tp, topic_id), p) in &report.partitions {
         let bytes: u64 = p.orphans.iter().map(|x| x.1).sum();
-        out!(o, "{tp}\t{topic_id}\t{}\t{}\t{}\t{bytes}\t{}", p.copied, p.lost.len(), p.orphans.len(), p.stuck.len());
+        out!(
+            o,
+            "{tp}\t{topic_id}\t{}\t{}\t{}\t{bytes}\t{}\t{}\t{}\t{}",
+            p.copied,
+            p.lost.len(),
+            p.orphans.len(),
+            p.stuck.len(),
+            p.gaps.len(),
+            p.unverified.len(),
+            p.unreferenced.len()
+        );
     }
     for ((tp, _), p) in &report.partitions {
         for (id, start, why) in &p.lost {
             out!(o, "LOST\t{tp}\t{id}\toffset {start}\t{why}");
+        }
+        for (first, last) in &p.gaps {
+            out!(o, "GAP\t{tp}\toffsets {first}..={last}\tno copied segment holds them");
+        }
+        for (id, start, why) in &p.unverified {
+            out!(o, "UNVERIFIED\t{tp}\t{id}\toffset {start}\tcannot be checked: {why}");
+        }
+        for (id, start, bytes) in &p.unreferenced {
+            out!(o, "UNREFERENCED\t{tp}\t{id}\toffset {start}\t{bytes} bytes\ta whole segment no metadata names: kept");
         }
         for (key, bytes, old) in &p.orphans {
             let young = if *old { "" } else { "\t(younger than the safety age: kept)" };
@@ -986,6 +1007,9 @@ fn audit_report(o: &mut Out, report: &audit::Report, json: bool) -> Result<()> {
             out!(o, "STUCK\t{tp}\t{id}\t{state} since {}", utc(*since));
         }
     }
+    for (key, bytes) in &report.left_alone {
+        out!(o, "LEFT ALONE\t{key}\t{bytes} bytes\tnot named like a segment's object");
+    }
     for key in &report.deleted {
         out!(o, "DELETED\t{key}");
     }
@@ -993,10 +1017,15 @@ fn audit_report(o: &mut Out, report: &audit::Report, json: bool) -> Result<()> {
     let stuck: usize = report.partitions.values().map(|p| p.stuck.len()).sum();
     out!(
         o,
-        "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} deleted",
+        "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} deleted, {} gaps, {} unverified, {} \
+         unreferenced segments, {} objects left alone",
         report.partitions.len(),
         report.lost(),
-        report.deleted.len()
+        report.deleted.len(),
+        report.partitions.values().map(|p| p.gaps.len()).sum::<usize>(),
+        report.partitions.values().map(|p| p.unverified.len()).sum::<usize>(),
+        report.partitions.values().map(|p| p.unreferenced.len()).sum::<usize>(),
+        report.left_alone.len(),
     );
     audit::outcome(report)
 }
@@ -1016,27 +1045,37 @@ fn run(cli: Cli) -> Result<()> {
         Command::Verify { store, dir } => verify(&mut o, &store.open()?, dir.as_deref()),
         Command::Tier { dirs, engine, watch } => tier_command(&mut o, &dirs, &engine, watch),
         Command::Offsets { dirs, engine } => {
-            let e = engine.open()?;
+            let e = engine.open_read_only()?;
             let rt = rsm_facade::runtime();
             let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
-            out!(o, "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}", "partition", "Lx", "Ly", "Lz", "Rx", "Ry");
+            out!(o, "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}  gaps", "partition", "Lx", "Ly", "Lz", "Rx", "Ry");
+            let mut gaps = 0;
             for tp in e.add(&dirs)? {
                 let x = rt.block_on(e.manager.offsets(&tp))?;
+                gaps += x.remote_gaps.len();
                 out!(
                     o,
-                    "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}",
+                    "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}  {}",
                     tp.topic_partition.to_string(),
                     x.local_log_start,
                     x.last_stable,
                     x.local_log_end,
                     opt(x.remote_log_start),
-                    opt(x.remote_log_end)
+                    opt(x.remote_log_end),
+                    tier::gaps_text(&x.remote_gaps)
+                );
+            }
+            if gaps > 0 {
+                out!(
+                    o,
+                    "{gaps} gaps in the remote log: no copied segment holds those offsets (local segments from the \
+                     first gap on are kept)"
                 );
             }
             e.close()
         }
         Command::Read { dir, engine, offset, timestamp, max_records, max_bytes, timeout_ms, json } => {
-            let e = engine.open()?;
+            let e = engine.open_read_only()?;
             let tp = e.add(std::slice::from_ref(&dir))?.remove(0);
             let timeout = std::time::Duration::from_millis(timeout_ms);
             let got = rsm_facade::runtime().block_on(tier::read(
@@ -1052,7 +1091,7 @@ fn run(cli: Cli) -> Result<()> {
             print_records(&mut o, &tp, &got?, json)
         }
         Command::Expire { dirs, engine } => {
-            let e = engine.open()?;
+            let e = engine.open(&dirs)?;
             let rt = rsm_facade::runtime();
             for (tp, dir) in e.add(&dirs)?.iter().zip(&dirs) {
                 let x = rt.block_on(e.manager.expire_partition(tp))?;
@@ -1070,7 +1109,7 @@ fn run(cli: Cli) -> Result<()> {
             e.close()
         }
         Command::FailedDeletions { action, engine } => {
-            let e = engine.open()?;
+            let e = if action == "list" { engine.open_read_only()? } else { engine.open(&[])? };
             let rt = rsm_facade::runtime();
             let mut failed = 0;
             if action == "list" {
@@ -1116,13 +1155,28 @@ fn run(cli: Cli) -> Result<()> {
                 n => Err(Error::retriable(format!("{n} deletions failed again"), "see above")),
             }
         }
-        Command::Delete { segment, engine } => {
-            let e = engine.open()?;
+        Command::Delete { segment, force, engine } => {
             let id = tier::parse_segment_id(&segment)?;
+            let e = engine.open(&[])?;
             let manifest = e.store().find_segment(&id)?;
             let tp = manifest.metadata.remote_log_segment_id.topic_id_partition.clone();
-            let md = rsm_facade::runtime().block_on(e.manager.delete_segment(&tp, &id))?;
+            let rt = rsm_facade::runtime();
+            let cut = rt.block_on(e.manager.deletion_cut(&tp, &id))?;
+            if let Some(gap) = cut.filter(|_| !force) {
+                e.close()?;
+                return Err(Error::invalid(format!(
+                    "segment {id} (offsets {}..={}) is not the first segment of the remote log of {tp}: deleting it \
+                     cuts offsets {}..={} out of the middle of the remote log, and consumers of them would find \
+                     nothing (their local copy, if any, would be kept). Add --force to delete it anyway; nothing was \
+                     deleted",
+                    gap.start, gap.end, gap.start, gap.end
+                )));
+            }
+            let md = rt.block_on(e.manager.delete_segment(&tp, &id))?;
             out!(o, "deleted segment {} of {tp} (offsets {}..={})", id, md.start_offset, md.end_offset);
+            if cut.is_some() {
+                out!(o, "the remote log of {tp} has a gap at offsets {}..={} now", md.start_offset, md.end_offset);
+            }
             e.close()
         }
         Command::Rewrap { store, key, topic } => {
@@ -1173,7 +1227,9 @@ fn run(cli: Cli) -> Result<()> {
                 ));
             }
             let segments = match (&metadata_dir, &bootstrap_server) {
-                (Some(dir), _) => rsm_metadata::local::LocalMetadataManager::open_existing(dir)?.all_segments()?,
+                (Some(dir), _) => {
+                    rsm_metadata::local::LocalMetadataManager::open_existing_read_only(dir)?.all_segments()?
+                }
                 (None, Some(bootstrap)) => audit::kafka_segments(bootstrap, &metadata_topic)?,
                 (None, None) => unreachable!("clap requires one"),
             };
@@ -1245,7 +1301,7 @@ fn print_records(o: &mut Out, tp: &TopicIdPartition, got: &tier::ReadOut, json: 
 
 /// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
 fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: bool) -> Result<()> {
-    let e = args.open()?;
+    let e = args.open(dirs)?;
     let tps = e.add(dirs)?;
     let rt = rsm_facade::runtime();
     out!(o, "tiering {} partitions to {} (metadata in {})", tps.len(), args.store, e.metadata_dir.display());
@@ -1323,7 +1379,10 @@ fn main() -> ExitCode {
         Err(e) if e.context_value(STDOUT_CLOSED).is_some() => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "rsm: {}", e.full_message());
-            ExitCode::FAILURE
+            match e.context_value(audit::EXIT_CODE).and_then(|c| c.parse::<u8>().ok()) {
+                Some(code) => ExitCode::from(code),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

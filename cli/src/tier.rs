@@ -75,8 +75,24 @@ impl EngineArgs {
         Ok((store, engine))
     }
 
-    /// Opens the store, the metadata and the engine.
-    pub fn open(&self) -> Result<Engine> {
+    /// Opens the store, the metadata and the engine to work on the partitions in `dirs`: each is checked
+    /// first (a partition directory, not a log a broker holds), so that a command refused for a bad
+    /// directory leaves no metadata directory behind.
+    pub fn open(&self, dirs: &[PathBuf]) -> Result<Engine> {
+        for d in dirs {
+            rsm_engine::local_log::LocalLog::open_read_only(d)?;
+            rsm_engine::local_log::refuse_if_broker_holds(d)?;
+        }
+        self.open_as(false)
+    }
+
+    /// Opens the store, the metadata and the engine to read only (offsets, records, failed deletions
+    /// listed): nothing is created or changed, and a missing metadata directory is an error naming it.
+    pub fn open_read_only(&self) -> Result<Engine> {
+        self.open_as(true)
+    }
+
+    fn open_as(&self, read_only: bool) -> Result<Engine> {
         let (store_settings, engine_settings) = self.settings()?;
         let store = Store::open(&self.store, &store_settings)?;
         let config = EngineConfig::from_props(&engine_settings)?;
@@ -86,10 +102,9 @@ impl EngineArgs {
         };
         let rt = rsm_facade::runtime();
         let manager = match &self.bootstrap_server {
-            None => {
-                std::fs::create_dir_all(&dir).map_err(|e| Error::from_io(dir.display(), e))?;
-                RemoteLogManager::with_local_metadata(config, store.shared_storage(), &dir)?
-            }
+            None if read_only => RemoteLogManager::with_local_metadata_read_only(config, store.shared_storage(), &dir)
+                .map_err(|e| e.context("--metadata-dir"))?,
+            None => RemoteLogManager::with_local_metadata(config, store.shared_storage(), &dir)?,
             Some(bootstrap) => {
                 // The metadata manager's settings, as a broker passes them (`rlmm.config.*`, prefix removed).
                 let mut m: std::collections::HashMap<String, String> =
@@ -146,9 +161,18 @@ pub fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
         Some(rsm_tiering::CopyStop::NotStable { base_offset }) => format!(", not stable from offset {base_offset}"),
     };
     let e = &r.expiration;
+    let gaps = match e.gaps.first() {
+        None => String::new(),
+        Some(g) => format!(
+            ", remote log gap at offsets {}..={} ({} in all): local segments from there are kept",
+            g.start,
+            g.end,
+            e.gaps.len()
+        ),
+    };
     format!(
         "{tp} ({}): copied {} segments ({bytes} bytes), expired {} remote, deleted {} local, retried {} deletions, \
-         removed {} unfinished copies, {} failed deletions, indexed {}{stop}",
+         removed {} unfinished copies, {} failed deletions, indexed {}{stop}{gaps}",
         dir.display(),
         r.copy.copied.len(),
         e.expired.len(),
@@ -158,6 +182,14 @@ pub fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
         e.failed,
         r.indexed,
     )
+}
+
+/// Gaps of a remote log as `a..=b` ranges, or `-`.
+pub fn gaps_text(gaps: &[rsm_tiering::OffsetRange]) -> String {
+    match gaps {
+        [] => "-".to_string(),
+        _ => gaps.iter().map(|g| format!("{}..={}", g.start, g.end)).collect::<Vec<_>>().join(","),
+    }
 }
 
 /// A segment id as `ls` prints it.

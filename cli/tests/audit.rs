@@ -180,3 +180,43 @@ fn a_copy_in_progress_is_stuck_only_past_the_safety_age() {
         stdout(&out)
     );
 }
+
+/// An empty (or wrong) metadata log makes every object look unreferenced: the audit reports the whole
+/// segments apart (`UNREFERENCED`, kept) and the objects not named like a segment's (`LEFT ALONE`), and
+/// `--delete-orphans --yes` deletes nothing of a whole segment, refusing when the metadata knows none of the
+/// partitions it would delete from.
+#[test]
+fn an_audit_over_an_empty_metadata_log_cannot_wipe_the_store() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, _, segments) = tiered(root.path());
+    let empty = root.path().join("empty-metadata");
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(LocalMetadataManager::open(LocalMetadataConfig::new(&empty)).unwrap().close()).unwrap();
+    let store_dir = Path::new(url.strip_prefix("file://").unwrap());
+    std::fs::write(store_dir.join("README.txt"), b"not a segment").unwrap();
+    // One segment's manifest lost: its two objects are garbage (no manifest), not a whole segment.
+    let tid = segments[0].remote_log_segment_id.topic_id_partition.topic_id;
+    let part_dir = store_dir.join(format!("orders-{tid}/0"));
+    let gone = &segments[0].remote_log_segment_id.id;
+    let manifest = std::fs::read_dir(&part_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&format!("{gone}.manifest")))
+        .unwrap();
+    std::fs::remove_file(&manifest).unwrap();
+    let before = common::files(store_dir);
+
+    let empty = empty.to_str().unwrap();
+    let out = rsm(&["audit", "--metadata-dir", empty, "--store", &url, "--json", "--min-age", "0s"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["totals"]["unreferenced"], segments.len() - 1, "{json}");
+    assert_eq!(json["totals"]["orphans"], 2, "the two objects of the segment without its manifest: {json}");
+    assert_eq!(json["totals"]["left_alone"], 1, "{json}");
+    assert_eq!(json["left_alone"][0]["key"], "README.txt", "{json}");
+
+    let out = rsm(&["audit", "--metadata-dir", empty, "--store", &url, "--delete-orphans", "--yes", "--min-age", "0s"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused") && err.contains("nothing was deleted"), "{err}");
+    assert_eq!(common::files(store_dir), before, "the store changed");
+}

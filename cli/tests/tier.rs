@@ -264,3 +264,165 @@ fn tier_with_the_metadata_on_a_kafka_topic_copies_once() {
     let offsets = run_rsm("offsets");
     assert!(offsets.lines().nth(1).unwrap().split_whitespace().nth(4) == Some("0"), "Rx: {offsets}");
 }
+
+/// Every file under `dir` with its bytes, and every directory: what a command that only reads must leave
+/// as it found it.
+fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = vec![(dir.to_path_buf(), Vec::new())];
+    for f in common::files(dir) {
+        let bytes = std::fs::read(&f).unwrap();
+        out.push((f, bytes));
+    }
+    out
+}
+
+fn fails(s: &Setup, cmd: &[&str]) -> String {
+    let mut a: Vec<&str> = cmd.to_vec();
+    a.extend(s.args.iter().map(String::as_str));
+    let out = rsm(&a);
+    assert!(!out.status.success(), "rsm {a:?} succeeded: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `rsm delete` of a segment from the middle of the remote log, then `rsm tier` with local retention on:
+/// the delete refuses without --force and says what it would cut; with --force the gap is reported by
+/// `offsets`, `tier` and `audit` (exit 1), and local deletion stops at it, so every offset of the partition
+/// is still somewhere (remote below the gap, local from it on).
+#[test]
+fn a_segment_deleted_from_the_middle_keeps_its_offsets_locally() {
+    let s = Setup::new();
+    let closed = s.closed();
+    assert!(closed >= 4, "{closed}");
+    s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
+    let ls = ok(&["ls", "--store", &s.args[1], "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&ls).unwrap();
+    let mut segs: Vec<(i64, i64, String)> = doc["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["start_offset"].as_i64().unwrap(),
+                v["end_offset"].as_i64().unwrap(),
+                v["segment_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    segs.sort();
+    let (start, end, middle) = segs[2].clone();
+
+    let err = fails(&s, &["delete", "--segment", &middle]);
+    assert!(err.contains(&format!("cuts offsets {start}..={end}")) && err.contains("--force"), "{err}");
+    let listed = ok(&["ls", "--store", &s.args[1]]);
+    assert!(listed.contains(&middle), "refused, yet deleted: {listed}");
+    let deleted = s.run(&["delete", "--segment", &middle, "--force"]);
+    assert!(deleted.contains(&format!("gap at offsets {start}..={end}")), "{deleted}");
+
+    let tier = s.run(&["tier", &s.dir, "--set", "local.retention.ms=1", "--set", "retention.ms=-1"]);
+    assert!(tier.contains(&format!("remote log gap at offsets {start}..={end}")), "{tier}");
+    assert!(tier.contains("deleted 2 local"), "only the two segments below the gap go: {tier}");
+    for (base, _, _) in &segs[2..] {
+        assert!(Path::new(&s.dir).join(format!("{base:020}.log")).exists(), "local segment {base} was deleted");
+    }
+    let offsets = s.run(&["offsets", &s.dir]);
+    assert!(offsets.contains(&format!("{start}..={end}")) && offsets.contains("1 gaps"), "{offsets}");
+    // Below the gap, from remote.
+    let json = s.run(&["read", &s.dir, "--offset", "0", "--max-records", "1", "--json"]);
+    assert!(json.contains("\"value\":\"value-0\""), "{json}");
+
+    let meta = &s.args[3];
+    let out = rsm(&["audit", "--metadata-dir", meta, "--store", &s.args[1]]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a gap exits 1: {text}");
+    assert!(text.contains(&format!("GAP\torders-0\toffsets {start}..={end}")), "{text}");
+}
+
+/// Read commands against a mistyped metadata directory fail naming it and create nothing; against a
+/// partition directory without `partition.metadata` they write none; a failed `tier` leaves no metadata
+/// directory behind.
+#[test]
+fn read_commands_and_a_failed_tier_create_nothing() {
+    let s = Setup::new();
+    std::fs::remove_file(Path::new(&s.dir).join("partition.metadata")).unwrap();
+    let root = Path::new(&s.dir).parent().unwrap().to_path_buf();
+    let mistyped = root.join("metadta");
+    let before = snapshot(&root);
+    for cmd in [
+        vec!["offsets", s.dir.as_str()],
+        vec!["read", s.dir.as_str(), "--offset", "0"],
+        vec!["failed-deletions", "list"],
+    ] {
+        let mut a = cmd.clone();
+        a.extend(["--store", &s.args[1], "--metadata-dir", mistyped.to_str().unwrap()]);
+        let out = rsm(&a);
+        assert!(!out.status.success(), "{a:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("metadta"), "{a:?} names the directory: {err}");
+        assert_eq!(snapshot(&root), before, "{a:?} changed the file system");
+    }
+    // A tier refused for a directory that is not a partition leaves no metadata directory.
+    let out = rsm(&[
+        "tier",
+        root.join("nope-x").to_str().unwrap(),
+        "--store",
+        &s.args[1],
+        "--metadata-dir",
+        mistyped.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(!mistyped.exists(), "a failed tier made {}", mistyped.display());
+
+    // With the metadata there, offsets reads and writes no partition.metadata.
+    s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
+    std::fs::remove_file(Path::new(&s.dir).join("partition.metadata")).unwrap();
+    let before = snapshot(&root);
+    let offsets = s.run(&["offsets", &s.dir]);
+    assert!(offsets.contains("orders-0"), "{offsets}");
+    s.run(&["failed-deletions", "list"]);
+    assert_eq!(snapshot(&root), before, "a read command changed the file system");
+}
+
+/// One writer per partition directory and per metadata directory: a second `rsm tier` while one is
+/// running (`--watch`) is refused at once, naming the holder, whether it shares the partition or the
+/// metadata; so is an `rsm copy` of the partition. After the first stops (SIGKILL), the next one runs.
+#[test]
+fn a_second_writer_is_refused_while_the_first_runs() {
+    use std::io::{BufRead, BufReader};
+    let s = Setup::new();
+    let other = Path::new(&s.dir).parent().unwrap().join("other-0");
+    partition(&other);
+    let mut a: Vec<String> =
+        vec!["tier".into(), s.dir.clone(), "--watch".into(), "--set".into(), "retention.ms=-1".into()];
+    a.extend(s.args.iter().cloned());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rsm"))
+        .args(&a)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("tiering 1 partitions"), "{first}");
+    let pid = child.id().to_string();
+
+    let elsewhere = Path::new(&s.dir).parent().unwrap().join("metadata-2");
+    let same_partition = rsm(&["tier", &s.dir, "--store", &s.args[1], "--metadata-dir", elsewhere.to_str().unwrap()]);
+    let same_metadata = {
+        let mut a = vec!["tier", other.to_str().unwrap()];
+        a.extend(s.args.iter().map(String::as_str));
+        rsm(&a)
+    };
+    let copy = rsm(&["copy", "--dir", &s.dir, "--store", &s.args[1]]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for (what, out, dir) in [
+        ("partition", &same_partition, "orders-0"),
+        ("metadata", &same_metadata, "metadata"),
+        ("copy", &copy, "orders-0"),
+    ] {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: a second writer ran");
+        assert!(err.contains("in use by process") && err.contains(&pid) && err.contains(dir), "{what}: {err}");
+    }
+    let again = s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
+    assert!(again.contains("copied 0 segments"), "the watch copied everything once: {again}");
+}

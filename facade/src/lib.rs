@@ -237,6 +237,11 @@ impl Store {
         runtime().block_on(self.storage.position_of_timestamp(md, timestamp))
     }
 
+    /// Reads the manifest at `key` (refused as corrupt when it is not the segment its key names).
+    pub fn read_manifest(&self, key: &str) -> Result<Manifest> {
+        runtime().block_on(self.storage.read_manifest(key))
+    }
+
     /// The manifest of a segment.
     pub fn manifest(&self, md: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
         runtime().block_on(self.storage.manifest(md))

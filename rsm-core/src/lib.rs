@@ -18,6 +18,7 @@
 pub mod backend;
 pub mod config;
 pub mod crypto;
+pub mod dir_lock;
 pub mod error;
 pub mod format;
 pub mod model;

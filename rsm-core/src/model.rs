@@ -54,6 +54,32 @@ impl Uuid {
         }
     }
 
+    /// The topic id of a partition directory that has no `partition.metadata` (written by hand, restored
+    /// without it, from a tool): derived from the topic name alone, so every partition of the topic, every
+    /// rerun and every host name the same topic (a rerun never stores a second copy under another id). It is
+    /// a name-based UUID (version 5 layout) over SHA-256 of `rsm topic id v1:` and the name: the first 16
+    /// bytes, version 5 and IETF variant bits set, then, as Kafka's `randomUuid`, never a reserved id nor a
+    /// string starting with '-' (a counter byte is appended to the input until it is neither).
+    pub fn for_topic_name(topic: &str) -> Self {
+        for n in 0u8.. {
+            let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+            ctx.update(b"rsm topic id v1:");
+            ctx.update(topic.as_bytes());
+            if n > 0 {
+                ctx.update(&[n]);
+            }
+            let digest = ctx.finish();
+            let mut b: [u8; 16] = digest.as_ref()[..16].try_into().expect("SHA-256 has 32 bytes");
+            b[6] = (b[6] & 0x0f) | 0x50;
+            b[8] = (b[8] & 0x3f) | 0x80;
+            let id = Uuid::from_bytes(b);
+            if id != Uuid::ZERO && id != Uuid::ONE && !id.to_string().starts_with('-') {
+                return id;
+            }
+        }
+        unreachable!("255 SHA-256 digests all started with '-'")
+    }
+
     /// A random id, as Kafka's `Uuid.randomUuid()`: never a reserved id, never a string starting with '-'.
     pub fn random() -> Self {
         loop {
@@ -401,6 +427,19 @@ mod tests {
         // java.util.Base64 of bytes 00..0f: "AAECAwQFBgcICQoLDA0ODw".
         let b: [u8; 16] = std::array::from_fn(|i| i as u8);
         assert_eq!(Uuid::from_bytes(b).to_string(), "AAECAwQFBgcICQoLDA0ODw");
+    }
+
+    #[test]
+    fn a_topic_name_always_derives_the_same_id() {
+        // Known answers from Python's hashlib and base64 (an independent implementation of the rule):
+        // SHA-256 of "rsm topic id v1:" + name, first 16 bytes, version 5 and IETF variant bits.
+        assert_eq!(Uuid::for_topic_name("orders").to_string(), "6oXs9aatViuWNaden5SoTg");
+        assert_eq!(Uuid::for_topic_name("a-b.c_d").to_string(), "KQrRDnojVhyw9u5yQ58rag");
+        assert_ne!(Uuid::for_topic_name("orders"), Uuid::for_topic_name("orders2"));
+        for i in 0..2000 {
+            let s = Uuid::for_topic_name(&format!("topic{i}")).to_string();
+            assert!(!s.starts_with('-'), "{s}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use rsm_core::rsm::RemoteStorageManager;
 use rsm_metadata::RemoteLogSegmentMetadataUpdate;
 use rsm_tiering::{
     LocalRetentionInput, OffsetRange, RemoteSegment, RetentionInput, expired_remote_segments, local_segments_to_delete,
-    remote_coverage,
+    log_start_past_retention, remote_coverage,
 };
 
 /// What one expiration run did.
@@ -189,6 +189,13 @@ pub(crate) async fn run(
             "the remote log has a gap: no copied segment holds these offsets, so local segments from there on are kept");
     }
     out.gaps = coverage.gaps;
+    log_start = log_start_past_retention(
+        &summaries,
+        log_start,
+        coverage.contiguous.map(|c| c.start),
+        state.policy.remote_retention.time_ms,
+        now,
+    );
     let plan = local_segments_to_delete(&LocalRetentionInput {
         segments: &summaries,
         log_end_offset: leo,

@@ -24,19 +24,26 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 }
 
 impl LocalLog {
-    /// Opens `dir`. A directory without `partition.metadata` gets one (Kafka's format, a new topic id,
-    /// written atomically), so that every later run, and the directory after a move to another log
-    /// directory, names the same partition. Leftovers of an interrupted segment deletion are removed.
+    /// Opens `dir` to work on it. A directory without `partition.metadata` gets one (Kafka's format, the
+    /// topic id derived from the topic name, [`Uuid::for_topic_name`], written atomically), so that every
+    /// later run, and the directory after a move to another log directory, names the same partition.
+    /// Leftovers of an interrupted segment deletion are removed.
     pub fn open(dir: &Path) -> Result<Self> {
         refuse_if_broker_holds(dir)?;
+        // Checks the directory's name and segments before anything is written into it.
+        let partition = LocalPartition::open(dir)?;
         sweep_deleted(dir)?;
-        let meta = dir.join("partition.metadata");
-        if !meta.exists() {
-            // Checks the directory's name before anything is written into it.
-            LocalPartition::open(dir)?;
-            write_partition_metadata(dir, &Uuid::random())?;
-            tracing::info!(dir = %dir.display(), "wrote partition.metadata with a new topic id");
+        if !dir.join("partition.metadata").exists() {
+            write_partition_metadata(dir, &partition.topic_id_partition.topic_id)?;
+            tracing::info!(dir = %dir.display(), topic_id = %partition.topic_id_partition.topic_id,
+                "wrote partition.metadata with the topic id derived from the topic name");
         }
+        Ok(LocalLog { partition: LocalPartition::open(dir)? })
+    }
+
+    /// Opens `dir` to read it, changing nothing: without `partition.metadata` the topic id is the one
+    /// [`LocalLog::open`] would write; a segment whose deletion was interrupted is not part of the log.
+    pub fn open_read_only(dir: &Path) -> Result<Self> {
         Ok(LocalLog { partition: LocalPartition::open(dir)? })
     }
 

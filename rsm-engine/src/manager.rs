@@ -5,10 +5,11 @@ use crate::config::EngineConfig;
 use crate::copy::{self, CopyOutcome};
 use crate::expiration::{self, ExpirationOutcome};
 use crate::index_files;
-use crate::local_log::LocalLog;
+use crate::local_log::{self, LocalLog};
 use crate::reader::{ReadRequest, ReadResult, ReaderPool, ReaderPoolConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use rsm_core::RemoteLogSegmentMetadata;
+use rsm_core::dir_lock::DirLock;
 use rsm_core::error::{Error, Result};
 use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition};
 use rsm_core::rsm::RemoteStorageManager;
@@ -40,6 +41,9 @@ pub type CopyListener = Arc<dyn Fn(&TopicIdPartition, &RemoteLogSegmentMetadata)
 
 pub(crate) struct Shared {
     pub(crate) config: EngineConfig,
+    /// Reads only (offsets, records, lists): no partition is locked, and no run, expiration or deletion
+    /// is started.
+    pub(crate) read_only: bool,
     pub(crate) on_copied: Mutex<Option<CopyListener>>,
     pub(crate) storage: Arc<TieredStorage>,
     pub(crate) metadata: Arc<dyn RemoteLogMetadataManager>,
@@ -51,6 +55,9 @@ pub(crate) struct PartitionState {
     pub(crate) tp: TopicIdPartition,
     pub(crate) policy: TopicPolicy,
     dir: Mutex<PathBuf>,
+    /// This engine's exclusive lock on the directory: one writer of a partition at a time (none for a
+    /// read-only engine; released at close).
+    dir_lock: Mutex<Option<DirLock>>,
     role: Mutex<Role>,
     /// One run of the partition's work at a time (the scheduler's, `run_partition`'s, a move's).
     run: tokio::sync::Mutex<()>,
@@ -143,7 +150,14 @@ impl RemoteLogManager {
             ));
         }
         Ok(RemoteLogManager {
-            shared: Arc::new(Shared { config, on_copied: Mutex::new(None), storage, metadata, failed }),
+            shared: Arc::new(Shared {
+                config,
+                read_only: false,
+                on_copied: Mutex::new(None),
+                storage,
+                metadata,
+                failed,
+            }),
             partitions: Mutex::new(HashMap::new()),
             scheduler: Mutex::new(None),
             readers: Mutex::new(None),
@@ -156,6 +170,28 @@ impl RemoteLogManager {
         let metadata = LocalMetadataManager::open(LocalMetadataConfig::new(metadata_dir))?;
         let failed = LocalFailedDeletions::open(&metadata_dir.join("failed-deletions"))?;
         Self::new(config, storage, Arc::new(metadata), Arc::new(failed))
+    }
+
+    /// A manager that only reads the durable local log in `metadata_dir` (offsets, records, failed
+    /// deletions listed): nothing is created or changed there or in the partition directories, a missing
+    /// directory is an error naming it, and runs, expirations and deletions are refused.
+    pub fn with_local_metadata_read_only(
+        config: EngineConfig,
+        storage: Arc<TieredStorage>,
+        metadata_dir: &Path,
+    ) -> Result<Self> {
+        let metadata = LocalMetadataManager::open_existing_read_only(metadata_dir)?;
+        let failed = LocalFailedDeletions::open_read_only(&metadata_dir.join("failed-deletions"))?;
+        let mut m = Self::new(config, storage, Arc::new(metadata), Arc::new(failed))?;
+        Arc::get_mut(&mut m.shared).expect("not shared yet").read_only = true;
+        Ok(m)
+    }
+
+    fn refuse_if_read_only(&self, what: &str) -> Result<()> {
+        match self.shared.read_only {
+            true => Err(Error::invalid(format!("{what}: this engine was opened to read only"))),
+            false => Ok(()),
+        }
     }
 
     /// The failed-deletions log.
@@ -192,8 +228,9 @@ impl RemoteLogManager {
         role: Role,
         topic: Option<&TopicSettings>,
     ) -> Result<TopicIdPartition> {
-        let log = LocalLog::open(dir)?;
+        let log = LocalLog::open_read_only(dir)?;
         let tp = log.partition().topic_id_partition.clone();
+        local_log::refuse_if_broker_holds(dir)?;
         let policy = TopicPolicy::resolve(topic.unwrap_or(&self.shared.config.topic), &self.shared.config.broker)
             .map_err(|e| e.context(format!("partition {tp}")))?;
         for w in &policy.warnings {
@@ -211,10 +248,34 @@ impl RemoteLogManager {
         };
         self.shared.metadata.on_partition_leadership_changes(&leaders, &followers).await?;
         let existing = lock(&self.partitions).get(&tp).cloned();
+        // One engine writes a partition directory at a time (a second `rsm tier` or `rsm copy` of it fails
+        // at once); this engine keeps the lock it holds on a directory it already serves there.
+        let held = existing.as_ref().is_some_and(|s| s.dir() == dir && lock(&s.dir_lock).is_some());
+        let dir_lock = match self.shared.read_only || held {
+            true => None,
+            false => {
+                // A directory moved (renamed) is the one this engine holds already: its old lock goes first,
+                // and is taken again if the new place cannot be locked.
+                let had = existing.as_ref().is_some_and(|s| lock(&s.dir_lock).take().is_some());
+                let what = format!("partition directory of {tp}");
+                match DirLock::exclusive(dir, &what) {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        if let Some(s) = existing.as_ref().filter(|_| had) {
+                            *lock(&s.dir_lock) = DirLock::exclusive(&s.dir(), &what).ok();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        };
         match existing {
             Some(state) => {
                 let _run = state.run.lock().await;
                 *lock(&state.dir) = dir.to_path_buf();
+                if dir_lock.is_some() {
+                    *lock(&state.dir_lock) = dir_lock;
+                }
                 *lock(&state.role) = role;
             }
             None => {
@@ -222,6 +283,7 @@ impl RemoteLogManager {
                     tp: tp.clone(),
                     policy,
                     dir: Mutex::new(dir.to_path_buf()),
+                    dir_lock: Mutex::new(dir_lock),
                     role: Mutex::new(role),
                     run: tokio::sync::Mutex::new(()),
                     totals: Mutex::new(Totals::default()),
@@ -281,6 +343,7 @@ impl RemoteLogManager {
     /// One run of the partition's work: copy (leader), expiration, index files. Runs of one partition never
     /// overlap.
     pub async fn run_partition(&self, tp: &TopicIdPartition) -> Result<RunReport> {
+        self.refuse_if_read_only(&format!("a run of {tp}"))?;
         let state = self.state(tp)?;
         run_partition(&self.shared, &state).await
     }
@@ -299,6 +362,7 @@ impl RemoteLogManager {
     /// One run of the partition's expiration only (remote and local retention, unfinished deletions and
     /// copies), without copying.
     pub async fn expire_partition(&self, tp: &TopicIdPartition) -> Result<ExpirationOutcome> {
+        self.refuse_if_read_only(&format!("the expiration of {tp}"))?;
         let state = self.state(tp)?;
         let _run = state.run.lock().await;
         let log = LocalLog::open(&state.dir())?;
@@ -306,11 +370,31 @@ impl RemoteLogManager {
         expiration::run(&self.shared, &state, &log, &remote).await
     }
 
+    /// What deleting the remote segment `id` of `tp` would cut out of the middle of its remote log: the
+    /// offsets of the gap it would leave (no other copied segment holds them, and copied segments lie on both
+    /// sides), or `None` when it is the first or the last of the remote log, or others cover it.
+    pub async fn deletion_cut(
+        &self,
+        tp: &TopicIdPartition,
+        id: &rsm_core::Uuid,
+    ) -> Result<Option<rsm_tiering::OffsetRange>> {
+        self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
+        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
+        let (target, others): (Vec<_>, Vec<_>) = remote.into_iter().partition(|m| m.remote_log_segment_id.id == *id);
+        if target.is_empty() {
+            return Err(Error::not_found(format!("segment {id} of partition {tp} in the metadata")));
+        }
+        let before = rsm_tiering::remote_coverage(&expiration::offset_ranges(&[target, others.clone()].concat())).gaps;
+        let after = rsm_tiering::remote_coverage(&expiration::offset_ranges(&others)).gaps;
+        Ok(after.into_iter().find(|g| !before.contains(g)))
+    }
+
     /// Deletes one remote segment of a partition this engine leads: metadata to delete started, the data
     /// through the storage manager, metadata to delete finished. Returns the segment as it was.
     ///
     /// A partition not served here is taken as led by this host for the deletion.
     pub async fn delete_segment(&self, tp: &TopicIdPartition, id: &rsm_core::Uuid) -> Result<RemoteLogSegmentMetadata> {
+        self.refuse_if_read_only(&format!("deleting segment {id} of {tp}"))?;
         let state = lock(&self.partitions).get(tp).cloned();
         let _run = match &state {
             Some(state) if !matches!(state.role(), Role::Leader { .. }) => {
@@ -340,6 +424,7 @@ impl RemoteLogManager {
     /// caller. A segment whose deletion fails is recorded in the failed-deletions log, and the partition's
     /// deletion stays started (an error says how many failed); a rerun goes on from there.
     pub async fn delete_partition(&self, tp: &TopicIdPartition) -> Result<usize> {
+        self.refuse_if_read_only(&format!("deleting partition {tp}"))?;
         use rsm_metadata::{RemotePartitionDeleteMetadata, RemotePartitionDeleteState as S};
         if let Some(s) = lock(&self.scheduler).as_ref() {
             s.remove(tp);
@@ -388,6 +473,7 @@ impl RemoteLogManager {
     /// deleted again through the storage manager, its metadata moved to delete finished, and drained.
     /// Returns the segments retried with each one's outcome.
     pub async fn retry_failed_deletions(&self) -> Result<Vec<(RemoteLogSegmentMetadata, Result<()>)>> {
+        self.refuse_if_read_only("retrying failed deletions")?;
         let mut out = Vec::new();
         for md in self.shared.failed.list().await? {
             let tp = md.remote_log_segment_id.topic_id_partition.clone();
@@ -411,6 +497,7 @@ impl RemoteLogManager {
     /// once and then every `remote.log.manager.task.interval.ms`, after a failure sooner or later by the
     /// backoff. Starting twice is an error.
     pub fn start(self: &Arc<Self>, runtime: &tokio::runtime::Handle) -> Result<()> {
+        self.refuse_if_read_only("starting the scheduler")?;
         let mut slot = lock(&self.scheduler);
         if slot.is_some() {
             return Err(Error::invalid("the remote log manager is started already"));
@@ -452,7 +539,7 @@ impl RemoteLogManager {
     /// The partition's offsets (SR-25), checked against the constraints Lz ≥ Ly ≥ Lx, Ly ≥ Ry ≥ Rx.
     pub async fn offsets(&self, tp: &TopicIdPartition) -> Result<Offsets> {
         let state = self.state(tp)?;
-        let log = LocalLog::open(&state.dir())?;
+        let log = LocalLog::open_read_only(&state.dir())?;
         let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
         let copied = expiration::offset_ranges(&remote);
         let lx = log.partition().segments.first().map_or(0, |s| s.base_offset);
@@ -522,6 +609,9 @@ impl RemoteLogManager {
         let readers = lock(&self.readers).take();
         if let Some(r) = readers {
             r.shutdown().await;
+        }
+        for state in lock(&self.partitions).values() {
+            lock(&state.dir_lock).take();
         }
         self.shared.metadata.close().await
     }

@@ -214,7 +214,7 @@ fn new_round(root: &Path, n: usize) -> Round {
 fn check(round: &Round, run: usize, finished: bool) -> usize {
     let ctx = |what: String| format!("kill {run}, {}: {what}", round.dir.display());
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let m = LocalMetadataManager::open_existing(&round.dir.join("metadata")).unwrap();
+    let m = LocalMetadataManager::open_existing_read_only(&round.dir.join("metadata")).unwrap();
     let segments = m.all_segments().unwrap();
     let st = storage(&round.dir.join("store"));
     // (partition, start offset) of every copy finished the child was about to record.

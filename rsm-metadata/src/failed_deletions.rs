@@ -37,7 +37,16 @@ pub struct LocalFailedDeletions {
 impl LocalFailedDeletions {
     /// Opens (creating) the log in `dir`.
     pub fn open(dir: &Path) -> Result<Self> {
-        let log = RecordLog::open(dir, 0, true)?;
+        Self::load(RecordLog::open(dir, 0, true)?, dir)
+    }
+
+    /// Opens the log in `dir` to list it only: nothing is created or changed (a missing log is empty), and
+    /// recording or draining is refused.
+    pub fn open_read_only(dir: &Path) -> Result<Self> {
+        Self::load(RecordLog::open_read_only(dir, 0)?, dir)
+    }
+
+    fn load(log: RecordLog, dir: &Path) -> Result<Self> {
         let mut pending = BTreeMap::new();
         log.read_from(0, |offset, value| {
             match records::decode(value)

@@ -37,6 +37,9 @@ pub struct LocalMetadataConfig {
     pub snapshot_every: u64,
     /// Whether appends and snapshots are fsynced (default true; false only for tests and benchmarks).
     pub fsync: bool,
+    /// Open to read only (default false): the directory and its `layout` must exist, nothing is created,
+    /// cut, snapshotted or locked, and every write is refused. Readers run beside the one writer.
+    pub read_only: bool,
 }
 
 impl LocalMetadataConfig {
@@ -48,6 +51,7 @@ impl LocalMetadataConfig {
             formula: PartitionFormula::Kafka,
             snapshot_every: 10_000,
             fsync: true,
+            read_only: false,
         }
     }
 }
@@ -62,6 +66,8 @@ struct MetaPartition {
 /// A [`RemoteLogMetadataManager`] over a durable local log: one host, no Kafka.
 pub struct LocalMetadataManager {
     config: LocalMetadataConfig,
+    /// The one writer's lock on the directory (none when read-only), released by `close`.
+    lock: Mutex<Option<rsm_core::dir_lock::DirLock>>,
     partitions: Vec<Mutex<Option<MetaPartition>>>,
     registered: RwLock<HashSet<TopicIdPartition>>,
     closed: AtomicBool,
@@ -91,7 +97,20 @@ impl LocalMetadataManager {
             return Err(Error::config("snapshot_every", "must be at least 1"));
         }
         let dir = &config.dir;
-        fs::create_dir_all(dir).map_err(|e| Error::storage(format!("creating {}", dir.display()), e))?;
+        if config.read_only && !dir.is_dir() {
+            return Err(Error::not_found(format!(
+                "metadata directory {} (a read creates nothing: check --metadata-dir, or tier a partition first)",
+                dir.display()
+            )));
+        }
+        if !config.read_only {
+            fs::create_dir_all(dir).map_err(|e| Error::storage(format!("creating {}", dir.display()), e))?;
+        }
+        // One writer at a time: two engines appending to one log would interleave their records.
+        let lock = match config.read_only {
+            true => None,
+            false => Some(rsm_core::dir_lock::DirLock::exclusive(dir, "metadata directory")?),
+        };
         let layout = dir.join("layout");
         let want = layout_text(&config);
         match fs::read_to_string(&layout) {
@@ -107,6 +126,9 @@ impl LocalMetadataManager {
                     ),
                 ));
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && config.read_only => {
+                return Err(Error::not_found(format!("{} (is {} a metadata log?)", layout.display(), dir.display())));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let tmp = dir.join("layout.tmp");
                 fs::write(&tmp, &want)
@@ -120,6 +142,7 @@ impl LocalMetadataManager {
         let partitions: Vec<_> = (0..config.partitions).map(|_| Mutex::new(None)).collect();
         let manager = LocalMetadataManager {
             config,
+            lock: Mutex::new(lock),
             partitions,
             registered: RwLock::new(HashSet::new()),
             closed: AtomicBool::new(false),
@@ -147,12 +170,18 @@ impl LocalMetadataManager {
         }
         let mut guard = self.partitions[p as usize].lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
-            *guard = Some(open_partition(&self.partition_dir(p), self.config.fsync)?);
+            *guard = Some(open_partition(&self.partition_dir(p), self.config.fsync, self.config.read_only)?);
         }
         Ok(guard)
     }
 
     fn write(&self, event: MetadataEvent) -> Result<()> {
+        if self.config.read_only {
+            return Err(Error::invalid(format!(
+                "metadata log {} is open read-only: nothing is written",
+                self.config.dir.display()
+            )));
+        }
         let tp = event.partition().expect("only events naming a partition are written").clone();
         let mut guard = self.lock(self.route(&tp))?;
         let part = guard.as_mut().expect("opened by lock");
@@ -189,11 +218,29 @@ impl LocalMetadataManager {
         Ok(out)
     }
 
-    /// Opens an existing log with the partition count and formula it was made with (for tools).
+    /// Opens an existing log with the partition count and formula it was made with (for tools), as its
+    /// one writer.
     pub fn open_existing(dir: &Path) -> Result<Self> {
+        Self::open(Self::existing_config(dir)?)
+    }
+
+    /// Opens an existing log with the partition count and formula it was made with, to read it only (for
+    /// tools): nothing in `dir` is created or changed, and its writer may be running beside it.
+    pub fn open_existing_read_only(dir: &Path) -> Result<Self> {
+        let mut config = Self::existing_config(dir)?;
+        config.read_only = true;
+        Self::open(config)
+    }
+
+    fn existing_config(dir: &Path) -> Result<LocalMetadataConfig> {
         let layout = dir.join("layout");
-        let text = fs::read_to_string(&layout).map_err(|e| {
-            Error::storage(format!("reading {} (is {} a metadata log?)", layout.display(), dir.display()), e)
+        let text = fs::read_to_string(&layout).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::not_found(format!(
+                "{} (is {} a metadata log? a read creates nothing: check --metadata-dir)",
+                layout.display(),
+                dir.display()
+            )),
+            _ => Error::storage(format!("reading {} (is {} a metadata log?)", layout.display(), dir.display()), e),
         })?;
         let mut config = LocalMetadataConfig::new(dir);
         for line in text.lines() {
@@ -207,7 +254,7 @@ impl LocalMetadataManager {
                 _ => return Err(Error::corrupt(format!("{}: unexpected line `{line}`", layout.display()))),
             }
         }
-        Self::open(config)
+        Ok(config)
     }
 
     /// Every segment of every partition in the log, in any state but delete finished (for tools).
@@ -236,13 +283,16 @@ impl LocalMetadataManager {
     }
 }
 
-fn open_partition(dir: &Path, fsync: bool) -> Result<MetaPartition> {
+fn open_partition(dir: &Path, fsync: bool, read_only: bool) -> Result<MetaPartition> {
     let snap = snapshot::load(&dir.join("snapshot"))?;
     let (start, mut store) = match snap {
         Some(s) => (s.next_offset, s.store),
         None => (0, MetadataStore::new()),
     };
-    let log = RecordLog::open(dir, start, fsync)?;
+    let log = match read_only {
+        true => RecordLog::open_read_only(dir, start)?,
+        false => RecordLog::open(dir, start, fsync)?,
+    };
     if log.next_offset() < start {
         return Err(Error::corrupt(format!(
             "metadata log {}: its snapshot is at offset {start} but the log ends at {}",
@@ -354,11 +404,13 @@ impl RemoteLogMetadataManager for LocalMetadataManager {
             let mut guard = p.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(part) = guard.as_mut()
                 && part.since_snapshot > 0
+                && !self.config.read_only
             {
                 part.snapshot()?;
             }
             *guard = None;
         }
+        self.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
         Ok(())
     }
 }

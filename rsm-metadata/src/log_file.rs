@@ -20,9 +20,11 @@ pub(crate) const MAX_RECORD: usize = 16 << 20;
 
 pub(crate) struct RecordLog {
     dir: PathBuf,
-    /// First offsets of the files, ascending; the last is the active file.
+    /// First offsets of the files, ascending; the last is the active file (none in a read-only log of a
+    /// directory that does not exist).
     bases: Vec<i64>,
-    active: File,
+    /// The active file, open for appends; `None` when the log is open read-only.
+    active: Option<File>,
     next_offset: i64,
     fsync: bool,
 }
@@ -40,6 +42,25 @@ impl RecordLog {
     /// first file when the log is new.
     pub(crate) fn open(dir: &Path, start: i64, fsync: bool) -> Result<RecordLog> {
         fs::create_dir_all(dir).map_err(|e| io_error("creating metadata log directory", dir, e))?;
+        Self::open_in(dir, start, fsync, true)
+    }
+
+    /// Opens the log in `dir` to read it, changing nothing: a missing directory is an empty log, and a torn
+    /// tail (or a record a writer is appending right now) is left as it is and not read. Appends are refused.
+    pub(crate) fn open_read_only(dir: &Path, start: i64) -> Result<RecordLog> {
+        if !dir.exists() {
+            return Ok(RecordLog {
+                dir: dir.to_path_buf(),
+                bases: Vec::new(),
+                active: None,
+                next_offset: start,
+                fsync: false,
+            });
+        }
+        Self::open_in(dir, start, false, false)
+    }
+
+    fn open_in(dir: &Path, start: i64, fsync: bool, write: bool) -> Result<RecordLog> {
         let mut bases = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| io_error("listing", dir, e))? {
             let entry = entry.map_err(|e| io_error("listing", dir, e))?;
@@ -54,6 +75,9 @@ impl RecordLog {
         }
         bases.sort_unstable();
         if bases.is_empty() {
+            if !write {
+                return Ok(RecordLog { dir: dir.to_path_buf(), bases, active: None, next_offset: start, fsync });
+            }
             bases.push(start);
             let path = dir.join(file_name(start));
             File::create(&path).map_err(|e| io_error("creating", &path, e))?;
@@ -62,6 +86,10 @@ impl RecordLog {
         let last = *bases.last().expect("one file at least");
         let path = dir.join(file_name(last));
         let (count, valid_len) = recover(&path)?;
+        let next_offset = last + count as i64;
+        if !write {
+            return Ok(RecordLog { dir: dir.to_path_buf(), bases, active: None, next_offset, fsync });
+        }
         let mut active =
             OpenOptions::new().read(true).write(true).open(&path).map_err(|e| io_error("opening", &path, e))?;
         let len = active.metadata().map_err(|e| io_error("reading size of", &path, e))?.len();
@@ -73,7 +101,14 @@ impl RecordLog {
             }
         }
         active.seek(SeekFrom::End(0)).map_err(|e| io_error("seeking", &path, e))?;
-        Ok(RecordLog { dir: dir.to_path_buf(), bases, active, next_offset: last + count as i64, fsync })
+        Ok(RecordLog { dir: dir.to_path_buf(), bases, active: Some(active), next_offset, fsync })
+    }
+
+    fn writable(&mut self) -> Result<&mut File> {
+        let dir = &self.dir;
+        self.active.as_mut().ok_or_else(|| {
+            Error::invalid(format!("metadata log {} is open read-only: nothing is written", dir.display()))
+        })
     }
 
     /// The offset the next appended record gets.
@@ -83,6 +118,7 @@ impl RecordLog {
 
     /// Appends records and fsyncs them; returns the offset of the first.
     pub(crate) fn append(&mut self, values: &[&[u8]]) -> Result<i64> {
+        self.writable()?;
         let first = self.next_offset;
         let mut buf = Vec::with_capacity(values.iter().map(|v| v.len() + HEADER).sum());
         for v in values {
@@ -92,9 +128,11 @@ impl RecordLog {
             buf.extend_from_slice(&frame(v));
         }
         let path = self.active_path();
-        self.active.write_all(&buf).map_err(|e| io_error("appending to", &path, e))?;
-        if self.fsync {
-            self.active.sync_data().map_err(|e| io_error("syncing", &path, e))?;
+        let fsync = self.fsync;
+        let active = self.writable()?;
+        active.write_all(&buf).map_err(|e| io_error("appending to", &path, e))?;
+        if fsync {
+            active.sync_data().map_err(|e| io_error("syncing", &path, e))?;
         }
         self.next_offset += values.len() as i64;
         Ok(first)
@@ -131,6 +169,7 @@ impl RecordLog {
 
     /// Starts a new file at the next offset (after a snapshot), so older files can be removed.
     pub(crate) fn roll(&mut self) -> Result<()> {
+        self.writable()?;
         let base = self.next_offset;
         if *self.bases.last().expect("one file") == base {
             return Ok(());
@@ -143,13 +182,14 @@ impl RecordLog {
             .open(&path)
             .map_err(|e| io_error("creating", &path, e))?;
         sync_dir(&self.dir, self.fsync)?;
-        self.active = file;
+        self.active = Some(file);
         self.bases.push(base);
         Ok(())
     }
 
     /// Removes the files whose every record is below `offset`.
     pub(crate) fn remove_before(&mut self, offset: i64) -> Result<()> {
+        self.writable()?;
         while self.bases.len() > 1 && self.bases[1] <= offset {
             let path = self.dir.join(file_name(self.bases[0]));
             fs::remove_file(&path).map_err(|e| io_error("removing", &path, e))?;

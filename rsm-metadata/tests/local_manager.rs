@@ -178,3 +178,76 @@ async fn a_restart_over_many_segments_brings_every_one_back() {
     }
     println!("restart of a local metadata log with {n} segments: {:.1} ms", opened.as_secs_f64() * 1e3);
 }
+
+/// Every file under `dir` with its bytes, to show that a read changed nothing.
+fn tree(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.push((p.clone(), Vec::new()));
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One writer per metadata directory: a second writer is refused at once (two appenders would interleave
+/// their records), and a reader beside the writer sees what it wrote, changes no byte, and can write nothing;
+/// a reader of a directory that does not exist is told so and creates nothing.
+#[tokio::test]
+async fn one_writer_at_a_time_and_readers_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = LocalMetadataManager::open(config(dir.path())).unwrap();
+    let p = tp(3);
+    writer.on_partition_leadership_changes(std::slice::from_ref(&p), &[]).await.unwrap();
+    let a = segment(&p, 0, 99, &[(0, 0)]);
+    copy(&writer, &a).await;
+
+    let second = LocalMetadataManager::open(config(dir.path())).unwrap_err();
+    assert_eq!(second.kind(), ErrorKind::Busy, "{second}");
+    assert!(second.to_string().contains(&format!("process {}", std::process::id())), "{second}");
+    assert!(LocalMetadataManager::open_existing(dir.path()).is_err(), "open_existing writes too");
+
+    // A torn tail as a writer mid-append leaves it: the reader neither reads it nor cuts it.
+    let log = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|d| d.is_dir() && std::fs::read_dir(d).unwrap().next().is_some())
+        .expect("a metadata partition with a file");
+    let active = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|f| f.extension().is_some_and(|x| x == "log"))
+        .unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(&active).unwrap();
+    std::io::Write::write_all(&mut f, &[0, 0, 0, 40, 1, 2]).unwrap();
+    drop(f);
+
+    let before = tree(dir.path());
+    let reader = LocalMetadataManager::open_existing_read_only(dir.path()).unwrap();
+    reader.on_partition_leadership_changes(std::slice::from_ref(&p), &[]).await.unwrap();
+    let seen = reader.list_remote_log_segments(&p).await.unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!((seen[0].remote_log_segment_id.id, seen[0].state), (a.remote_log_segment_id.id, CopySegmentFinished));
+    let refused = reader.add_remote_log_segment_metadata(&segment(&p, 100, 199, &[(0, 100)])).await.unwrap_err();
+    assert!(refused.to_string().contains("read-only"), "{refused}");
+    reader.close().await.unwrap();
+    assert_eq!(tree(dir.path()), before, "the reader changed the directory");
+    writer.close().await.unwrap();
+
+    let missing = dir.path().join("mistyped");
+    let e = LocalMetadataManager::open_existing_read_only(&missing).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("mistyped"), "{e}");
+    let mut c = config(&missing);
+    c.read_only = true;
+    assert_eq!(LocalMetadataManager::open(c).unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(!missing.exists(), "a read created the directory");
+}

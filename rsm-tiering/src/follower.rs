@@ -119,6 +119,34 @@ pub fn local_segments_to_delete(input: &LocalRetentionInput<'_>) -> Result<Local
     Ok(LocalDeletionPlan { delete, waiting_for_remote })
 }
 
+/// The log start offset once the oldest local segments that lie wholly below the remote log start
+/// `remote_log_start`, with no copied segment holding them (their copies expired in a run cut short before
+/// its local deletions, or were deleted by hand), have passed the topic's total retention time
+/// (`retention.ms`, strict as Kafka's rule): Kafka's retention would remove them anyway, so they leave the
+/// log. Until then they stay, the only copy of their offsets. Nothing moves when nothing is remote.
+pub fn log_start_past_retention(
+    segments: &[LocalSegmentSummary],
+    log_start_offset: i64,
+    remote_log_start: Option<i64>,
+    retention_time: Limit,
+    now_ms: i64,
+) -> i64 {
+    let (Some(rx), Limit::AtMost(ms)) = (remote_log_start, retention_time) else { return log_start_offset };
+    let mut start = log_start_offset;
+    for w in segments.windows(2) {
+        let end = w[1].base_offset - 1;
+        if end < start {
+            continue;
+        }
+        let age = age_ms(now_ms, w[0].largest_timestamp_ms);
+        if end >= rx || age <= 0 || age as u64 <= ms {
+            break;
+        }
+        start = end + 1;
+    }
+    start
+}
+
 /// A follower's log start offset after it learns the earliest offset the leader keeps (SR-17: the
 /// follower fetches it and moves its own log start offset up; it never moves back).
 pub fn follower_log_start(current: i64, leader_earliest: i64) -> i64 {
@@ -133,6 +161,24 @@ mod tests {
 
     const HOUR: i64 = 3_600_000;
     const NOW: i64 = 1_000 * HOUR;
+
+    #[test]
+    fn local_only_segments_below_the_remote_log_start_leave_only_past_total_retention() {
+        const SEGS: &[(i64, u64, i64)] = &[(0, 10, 30 * HOUR), (100, 10, 20 * HOUR), (200, 10, 2 * HOUR), (300, 10, 0)];
+        let segs = aged(SEGS, NOW);
+        let day = AtMost(24 * HOUR as u64);
+        let cases: &[(&str, i64, Option<i64>, Limit, i64)] = &[
+            ("past retention and below the remote log start: gone", 0, Some(100), day, 100),
+            ("the next one is within retention: it stays", 0, Some(300), day, 100),
+            ("nothing remote: nothing moves", 0, None, day, 0),
+            ("retention off: nothing moves", 0, Some(300), Unlimited, 0),
+            ("a log start already above", 200, Some(300), day, 200),
+            ("a segment reaching the remote log start is not local-only", 0, Some(50), day, 0),
+        ];
+        for &(name, start, rx, limit, want) in cases {
+            assert_eq!(log_start_past_retention(&segs, start, rx, limit, NOW), want, "{name}");
+        }
+    }
 
     #[test]
     fn local_deletion_sr21() {

@@ -34,7 +34,7 @@ pub use copy::{CopyCandidate, CopyInput, CopyPlan, CopyStop, segments_to_copy};
 pub use delete_records::{DELETE_TO_HIGH_WATERMARK, DeleteRecordsOutcome, delete_records};
 pub use follower::{
     LocalDeletion, LocalDeletionPlan, LocalDeletionReason, LocalRetentionInput, follower_log_start,
-    local_segments_to_delete,
+    local_segments_to_delete, log_start_past_retention,
 };
 pub use list_offsets::{Isolation, LogOffsets, OffsetAnswer, OffsetSpec, TimestampAndOffset, list_offset};
 pub use offsets::{

@@ -63,7 +63,8 @@ pub fn parse_leader_epochs(text: &[u8], name: &str) -> Result<Vec<(i32, i64)>> {
 }
 
 impl LocalPartition {
-    /// Reads `dir`. The topic id comes from `partition.metadata`; without one a random id is used.
+    /// Reads `dir`, changing nothing. The topic id comes from `partition.metadata`; without one it is derived
+    /// from the topic name ([`Uuid::for_topic_name`]), the same on every run.
     pub fn open(dir: &Path) -> Result<Self> {
         let name = dir
             .file_name()
@@ -81,7 +82,7 @@ impl LocalPartition {
                     .ok_or_else(|| Error::corrupt(format!("{}/partition.metadata has no topic_id", dir.display())))?;
                 id.trim().parse().map_err(|e: Error| e.context(dir.join("partition.metadata").display()))?
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Uuid::random(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Uuid::for_topic_name(topic),
             Err(e) => return Err(Error::from_io(dir.join("partition.metadata").display(), e)),
         };
         let mut bases = Vec::new();
