@@ -210,6 +210,15 @@ enum Command {
         /// following new segments, until the process is stopped.
         #[arg(long)]
         watch: bool,
+        /// Print, per partition, what a run would copy, delete remotely and delete locally (offsets, bytes
+        /// and the setting that makes each due), and change nothing.
+        #[arg(long, conflicts_with = "watch")]
+        dry_run: bool,
+        /// Run even when it would copy segments and delete them by retention in the same run (a first run
+        /// over records older than retention.ms); without it, or retention.ms set explicitly, such a run
+        /// prints its plan and stops.
+        #[arg(long)]
+        yes: bool,
     },
     /// Print each partition's offsets: Lx (local log start), Ly (last stable), Lz (local log end),
     /// Rx and Ry (remote log start and end, `-` when nothing is remote).
@@ -1043,7 +1052,23 @@ fn run(cli: Cli) -> Result<()> {
             fetch(&store.open()?, &segment, offset, timestamp, position, bytes, index, output.as_deref())
         }
         Command::Verify { store, dir } => verify(&mut o, &store.open()?, dir.as_deref()),
-        Command::Tier { dirs, engine, watch } => tier_command(&mut o, &dirs, &engine, watch),
+        Command::Tier { dirs, engine, watch, dry_run, yes } => {
+            if dry_run || !(yes || engine.retention_explicit()?) {
+                let refused = tier_plan(&mut o, &dirs, &engine, dry_run)?;
+                if dry_run {
+                    return Ok(());
+                }
+                if refused > 0 {
+                    return Err(Error::invalid(format!(
+                        "this run would copy {refused} segments and then delete them by retention in the same run \
+                         (retention.ms not set: Kafka's default keeps 7 days, and their records are older), so \
+                         their data would exist nowhere afterwards (the plan is above). Set retention.ms \
+                         explicitly (--set retention.ms=-1 keeps everything) or add --yes; nothing was changed"
+                    )));
+                }
+            }
+            tier_command(&mut o, &dirs, &engine, watch)
+        }
         Command::Offsets { dirs, engine } => {
             let e = engine.open_read_only()?;
             let rt = rsm_facade::runtime();
@@ -1300,6 +1325,27 @@ fn print_records(o: &mut Out, tp: &TopicIdPartition, got: &tier::ReadOut, json: 
 }
 
 /// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
+/// Prints what a run over `dirs` would do (all of it with `all`, else only for partitions where it would
+/// copy segments and expire them in the same run); returns how many such segments there are. Changes
+/// nothing.
+fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, all: bool) -> Result<usize> {
+    let e = args.open_plan()?;
+    let rt = rsm_facade::runtime();
+    let mut risky = 0;
+    for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {
+        let plan = rt.block_on(e.manager.plan_partition(tp))?;
+        let n = plan.copied_then_expired().len();
+        risky += n;
+        if all || n > 0 {
+            for line in tier::plan_lines(tp, dir, &plan) {
+                out!(o, "{line}");
+            }
+        }
+    }
+    e.close()?;
+    Ok(risky)
+}
+
 fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: bool) -> Result<()> {
     let e = args.open(dirs)?;
     let tps = e.add(dirs)?;

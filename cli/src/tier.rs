@@ -83,16 +83,32 @@ impl EngineArgs {
             rsm_engine::local_log::LocalLog::open_read_only(d)?;
             rsm_engine::local_log::refuse_if_broker_holds(d)?;
         }
-        self.open_as(false)
+        self.open_as(Mode::Write)
     }
 
     /// Opens the store, the metadata and the engine to read only (offsets, records, failed deletions
     /// listed): nothing is created or changed, and a missing metadata directory is an error naming it.
     pub fn open_read_only(&self) -> Result<Engine> {
-        self.open_as(true)
+        self.open_as(Mode::Read)
     }
 
-    fn open_as(&self, read_only: bool) -> Result<Engine> {
+    /// Opens the engine to plan a run (`--dry-run`): as [`EngineArgs::open_read_only`], but a metadata
+    /// directory that does not exist yet (before the first run) is an empty metadata log.
+    pub fn open_plan(&self) -> Result<Engine> {
+        self.open_as(Mode::Plan)
+    }
+
+    /// Whether the settings name the retention time explicitly (`retention.ms`, or the broker's
+    /// `log.retention.ms`, `.minutes` or `.hours`) rather than taking Kafka's default of 7 days.
+    pub fn retention_explicit(&self) -> Result<bool> {
+        let (_, engine) = self.settings()?;
+        Ok(["retention.ms", "log.retention.ms", "log.retention.minutes", "log.retention.hours"]
+            .iter()
+            .any(|k| engine.contains_key(*k)))
+    }
+
+    fn open_as(&self, mode: Mode) -> Result<Engine> {
+        let read_only = mode != Mode::Write;
         let (store_settings, engine_settings) = self.settings()?;
         let store = Store::open(&self.store, &store_settings)?;
         let config = EngineConfig::from_props(&engine_settings)?;
@@ -102,6 +118,14 @@ impl EngineArgs {
         };
         let rt = rsm_facade::runtime();
         let manager = match &self.bootstrap_server {
+            None if mode == Mode::Plan => RemoteLogManager::read_only(
+                config,
+                store.shared_storage(),
+                Arc::new(rsm_metadata::local::LocalMetadataManager::open_read_only_or_empty(&dir)?),
+                Arc::new(rsm_metadata::failed_deletions::LocalFailedDeletions::open_read_only(
+                    &dir.join("failed-deletions"),
+                )?),
+            )?,
             None if read_only => RemoteLogManager::with_local_metadata_read_only(config, store.shared_storage(), &dir)
                 .map_err(|e| e.context("--metadata-dir"))?,
             None => RemoteLogManager::with_local_metadata(config, store.shared_storage(), &dir)?,
@@ -123,6 +147,17 @@ impl EngineArgs {
         };
         Ok(Engine { manager: Arc::new(manager), metadata_dir: dir, store })
     }
+}
+
+/// What an engine is opened for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Tier, expire, delete, retry.
+    Write,
+    /// Offsets, records, lists.
+    Read,
+    /// A dry run.
+    Plan,
 }
 
 /// An open engine.
@@ -182,6 +217,73 @@ pub fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
         e.failed,
         r.indexed,
     )
+}
+
+/// What a run would do to the partition in `dir`, a line each: the segments it copies, the remote segments
+/// it deletes and the local segments it deletes (offsets, bytes, and the setting that makes each due).
+pub fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &rsm_engine::RunPlan) -> Vec<String> {
+    use rsm_tiering::{ExpiryReason, LocalDeletionReason};
+    let mut out = Vec::new();
+    let local_bytes = |base: i64| std::fs::metadata(dir.join(format!("{base:020}.log"))).map_or(0, |m| m.len());
+    for c in plan.copy.iter().flat_map(|c| &c.segments) {
+        out.push(format!(
+            "{tp}\tcopy\t{}..={}\t{} bytes\ta closed segment of a tiered topic (remote.storage.enable, remote.copy.lag.*)",
+            c.base_offset, c.end_offset, c.size_bytes
+        ));
+    }
+    let e = &plan.expiration;
+    for m in &e.unfinished_copies {
+        out.push(format!(
+            "{tp}\tremove unfinished copy\t{}..={}\t{}",
+            m.start_offset, m.end_offset, m.remote_log_segment_id.id
+        ));
+    }
+    for m in &e.unfinished_deletions {
+        out.push(format!(
+            "{tp}\tfinish deletion\t{}..={}\t{}",
+            m.start_offset, m.end_offset, m.remote_log_segment_id.id
+        ));
+    }
+    for m in &e.duplicates {
+        out.push(format!(
+            "{tp}\tdelete remote duplicate\t{}..={}\t{} bytes\tanother copy holds these offsets",
+            m.start_offset, m.end_offset, m.segment_size_in_bytes
+        ));
+    }
+    for (m, why) in &e.expired {
+        let why = match why {
+            ExpiryReason::Time => "older than retention.ms",
+            ExpiryReason::Size => "over retention.bytes",
+            ExpiryReason::LogStart => "below the log start offset",
+        };
+        out.push(format!(
+            "{tp}\tdelete remote\t{}..={}\t{} bytes\t{why}",
+            m.start_offset, m.end_offset, m.segment_size_in_bytes
+        ));
+    }
+    for d in &e.local {
+        let why = match d.reason {
+            LocalDeletionReason::Time => "older than local.retention.ms, and remote",
+            LocalDeletionReason::Size => "over local.retention.bytes, and remote",
+            LocalDeletionReason::LogStart => "below the log start offset (its records expired)",
+        };
+        out.push(format!(
+            "{tp}\tdelete local\t{}..={}\t{} bytes\t{why}",
+            d.base_offset,
+            d.end_offset,
+            local_bytes(d.base_offset)
+        ));
+    }
+    if let Some(g) = e.gaps.first() {
+        out.push(format!(
+            "{tp}\tgap\t{}..={}\tno copied segment holds these offsets: local segments from here are kept",
+            g.start, g.end
+        ));
+    }
+    if out.is_empty() {
+        out.push(format!("{tp}\tnothing to do"));
+    }
+    out
 }
 
 /// Gaps of a remote log as `a..=b` ranges, or `-`.

@@ -121,9 +121,9 @@ fn a_directory_without_partition_metadata_is_copied_once() {
     let s = Setup::new();
     std::fs::remove_file(Path::new(&s.dir).join("partition.metadata")).unwrap();
     let closed = s.closed();
-    let first = s.run(&["tier", &s.dir]);
+    let first = s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
     assert_eq!(copied_count(first.lines().nth(1).unwrap()), closed, "{first}");
-    let second = s.run(&["tier", &s.dir]);
+    let second = s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
     assert_eq!(copied_count(second.lines().nth(1).unwrap()), 0, "copied again: {second}");
 }
 
@@ -405,9 +405,18 @@ fn a_second_writer_is_refused_while_the_first_runs() {
     let pid = child.id().to_string();
 
     let elsewhere = Path::new(&s.dir).parent().unwrap().join("metadata-2");
-    let same_partition = rsm(&["tier", &s.dir, "--store", &s.args[1], "--metadata-dir", elsewhere.to_str().unwrap()]);
+    let same_partition = rsm(&[
+        "tier",
+        &s.dir,
+        "--store",
+        &s.args[1],
+        "--metadata-dir",
+        elsewhere.to_str().unwrap(),
+        "--set",
+        "retention.ms=-1",
+    ]);
     let same_metadata = {
-        let mut a = vec!["tier", other.to_str().unwrap()];
+        let mut a = vec!["tier", other.to_str().unwrap(), "--set", "retention.ms=-1"];
         a.extend(s.args.iter().map(String::as_str));
         rsm(&a)
     };
@@ -425,4 +434,35 @@ fn a_second_writer_is_refused_while_the_first_runs() {
     }
     let again = s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
     assert!(again.contains("copied 0 segments"), "the watch copied everything once: {again}");
+}
+
+/// A first run over records older than Kafka's default retention would copy every segment and then delete
+/// it in the same run. `--dry-run` prints that plan (each segment, its offsets and bytes, and the setting
+/// that makes it due) and changes no byte on disk or in the store; a run without retention.ms set prints the
+/// plan and refuses, changing nothing; `--yes` runs it.
+#[test]
+fn a_first_run_that_would_delete_everything_shows_its_plan_first() {
+    let s = Setup::new();
+    let closed = s.closed();
+    let root = Path::new(&s.dir).parent().unwrap().to_path_buf();
+    let before = snapshot(&root);
+    let plan = s.run(&["tier", &s.dir, "--dry-run"]);
+    assert_eq!(plan.lines().filter(|l| l.contains("\tcopy\t")).count(), closed, "{plan}");
+    assert_eq!(
+        plan.lines().filter(|l| l.contains("\tdelete remote\t") && l.contains("retention.ms")).count(),
+        closed,
+        "{plan}"
+    );
+    assert_eq!(plan.lines().filter(|l| l.contains("\tdelete local\t")).count(), closed, "{plan}");
+    assert_eq!(snapshot(&root), before, "--dry-run changed the file system or the store");
+
+    let err = fails(&s, &["tier", &s.dir]);
+    assert!(err.contains(&format!("copy {closed} segments and then delete them")) && err.contains("--yes"), "{err}");
+    assert_eq!(snapshot(&root), before, "a refused run changed the file system or the store");
+    // With retention kept, the plan copies and deletes nothing remote.
+    let keep = s.run(&["tier", &s.dir, "--dry-run", "--set", "retention.ms=-1"]);
+    assert!(!keep.contains("delete remote") && keep.contains("\tcopy\t"), "{keep}");
+
+    let ran = s.run(&["tier", &s.dir, "--yes"]);
+    assert!(ran.contains(&format!("expired {closed} remote")), "{ran}");
 }

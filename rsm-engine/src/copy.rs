@@ -9,7 +9,7 @@ use rsm_core::error::{Error, Result};
 use rsm_core::model::RemoteLogSegmentState;
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_metadata::RemoteLogSegmentMetadataUpdate;
-use rsm_tiering::{CopyInput, CopyStop, segments_to_copy};
+use rsm_tiering::{CopyInput, CopyPlan, CopyStop, segments_to_copy};
 
 /// What one copy run did.
 #[derive(Debug, Default)]
@@ -25,6 +25,25 @@ pub(crate) fn highest_copied(segments: &[RemoteLogSegmentMetadata]) -> Option<i6
     segments.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).map(|m| m.end_offset).max()
 }
 
+/// The segments the rules make due for copying now (SR-16), and where the walk stopped.
+pub(crate) fn plan(
+    state: &PartitionState,
+    summaries: &[rsm_tiering::LocalSegmentSummary],
+    log_end_offset: i64,
+    remote: &[RemoteLogSegmentMetadata],
+    now: i64,
+) -> Result<CopyPlan> {
+    let input = CopyInput {
+        segments: summaries,
+        log_end_offset,
+        last_stable_offset: log_end_offset,
+        highest_remote_offset: highest_copied(remote),
+        lag: state.policy.copy_lag,
+        now_ms: now,
+    };
+    segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))
+}
+
 /// Copies what the rules say is due. A failed copy removes what its attempt left (objects, then the metadata
 /// moved to delete finished) and fails the run, so the scheduler retries it later, under a new segment id.
 pub(crate) async fn run(
@@ -37,17 +56,7 @@ pub(crate) async fn run(
         return Ok(CopyOutcome::default());
     }
     let config = &shared.config;
-    let summaries = log.summaries()?;
-    let leo = log.log_end_offset();
-    let input = CopyInput {
-        segments: &summaries,
-        log_end_offset: leo,
-        last_stable_offset: leo,
-        highest_remote_offset: highest_copied(remote),
-        lag: state.policy.copy_lag,
-        now_ms: config.now_ms(),
-    };
-    let plan = segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))?;
+    let plan = plan(state, &log.summaries()?, log.log_end_offset(), remote, config.now_ms())?;
     let mut out = CopyOutcome { copied: Vec::new(), stop: Some(plan.stop) };
     for candidate in plan.segments {
         // A leader that became a follower finishes the segment in flight and copies no more.

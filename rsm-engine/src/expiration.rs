@@ -12,8 +12,8 @@ use rsm_core::model::RemoteLogSegmentState;
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_metadata::RemoteLogSegmentMetadataUpdate;
 use rsm_tiering::{
-    LocalRetentionInput, OffsetRange, RemoteSegment, RetentionInput, expired_remote_segments, local_segments_to_delete,
-    log_start_past_retention, remote_coverage,
+    ExpiryReason, LocalDeletion, LocalRetentionInput, OffsetRange, RemoteSegment, RetentionInput,
+    expired_remote_segments, local_segments_to_delete, log_start_past_retention, remote_coverage,
 };
 
 /// What one expiration run did.
@@ -83,50 +83,51 @@ async fn delete_or_record(shared: &Shared, state: &PartitionState, md: &RemoteLo
     }
 }
 
-/// Runs retention for the partition. `remote` is the partition's metadata as listed at the start of the
-/// run, with the segments the copy task just finished.
-pub(crate) async fn run(
-    shared: &Shared,
+/// What an expiration run of a partition will do, worked out from its local log and its metadata alone
+/// (nothing is read from the store or changed): `rsm tier --dry-run` prints it, and [`run`] carries it out.
+#[derive(Debug, Default, Clone)]
+pub struct ExpirationPlan {
+    /// Segments whose deletion had not finished, deleted again (leader).
+    pub unfinished_deletions: Vec<RemoteLogSegmentMetadata>,
+    /// Copies that never finished, removed (leader).
+    pub unfinished_copies: Vec<RemoteLogSegmentMetadata>,
+    /// Copies whose offsets an earlier copy covers whole, deleted (leader).
+    pub duplicates: Vec<RemoteLogSegmentMetadata>,
+    /// Remote segments remote retention deletes, oldest first, with why (leader).
+    pub expired: Vec<(RemoteLogSegmentMetadata, ExpiryReason)>,
+    /// Local segments deleted, oldest first, with why.
+    pub local: Vec<LocalDeletion>,
+    /// Offsets no copied segment holds between the remote log start and end.
+    pub gaps: Vec<OffsetRange>,
+}
+
+/// Plans the partition's expiration. `remote` is its metadata (with the segments a copy just finished, or
+/// would finish).
+pub(crate) fn plan(
     state: &PartitionState,
-    log: &LocalLog,
+    summaries: &[rsm_tiering::LocalSegmentSummary],
+    log_end_offset: i64,
     remote: &[RemoteLogSegmentMetadata],
-) -> Result<ExpirationOutcome> {
-    let mut out = ExpirationOutcome::default();
+    now: i64,
+) -> Result<ExpirationPlan> {
+    let mut out = ExpirationPlan::default();
     let leader = matches!(state.role(), Role::Leader { .. });
     let mut copied: Vec<RemoteLogSegmentMetadata> = Vec::new();
-    if leader {
-        for md in remote {
-            match md.state {
-                RemoteLogSegmentState::DeleteSegmentStarted => {
-                    if delete_or_record(shared, state, md).await {
-                        out.retried.push(md.clone());
-                    } else {
-                        out.failed += 1;
-                    }
-                }
-                // Only this host copies this partition, one run at a time: a copy started in an earlier
-                // run and not finished was cut short.
-                RemoteLogSegmentState::CopySegmentStarted => {
-                    if delete_or_record(shared, state, md).await {
-                        out.abandoned_copies.push(md.clone());
-                    } else {
-                        out.failed += 1;
-                    }
-                }
-                RemoteLogSegmentState::CopySegmentFinished => copied.push(md.clone()),
-                RemoteLogSegmentState::DeleteSegmentFinished => {}
-            }
+    for md in remote {
+        match md.state {
+            RemoteLogSegmentState::DeleteSegmentStarted if leader => out.unfinished_deletions.push(md.clone()),
+            // Only this host copies this partition, one run at a time: a copy started in an earlier run and
+            // not finished was cut short.
+            RemoteLogSegmentState::CopySegmentStarted if leader => out.unfinished_copies.push(md.clone()),
+            RemoteLogSegmentState::CopySegmentFinished => copied.push(md.clone()),
+            _ => {}
         }
-    } else {
-        copied = remote.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).cloned().collect();
     }
     copied.sort_by_key(|m| (m.start_offset, m.end_offset));
 
-    let summaries = log.summaries()?;
-    let leo = log.log_end_offset();
+    let leo = log_end_offset;
     let local_start = summaries.first().map_or(leo, |s| s.base_offset);
     let mut log_start = copied.first().map_or(local_start, |m| m.start_offset.min(local_start));
-    let now = shared.config.now_ms();
 
     if leader {
         // A copy whose offsets an earlier copy covers whole (a leader change, an earlier engine) is not
@@ -135,13 +136,7 @@ pub(crate) async fn run(
         let mut kept: Vec<RemoteLogSegmentMetadata> = Vec::with_capacity(copied.len());
         for md in copied {
             if kept.last().is_some_and(|prev| md.end_offset <= prev.end_offset) {
-                tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
-                    "deleting a copy whose offsets another copy covers");
-                if delete_or_record(shared, state, &md).await {
-                    out.expired.push(md);
-                } else {
-                    out.failed += 1;
-                }
+                out.duplicates.push(md);
                 continue;
             }
             kept.push(md);
@@ -170,34 +165,23 @@ pub(crate) async fn run(
             now_ms: now,
         })
         .map_err(|e| e.context(format!("remote retention of {}", state.tp)))?;
-        let n = plan.delete.len();
-        for md in copied.drain(..n) {
-            if delete_or_record(shared, state, &md).await {
-                out.expired.push(md);
-            } else {
-                out.failed += 1;
-            }
-        }
+        out.expired = copied.drain(..plan.delete.len()).zip(plan.delete.iter().map(|e| e.reason)).collect();
         log_start = log_start.max(plan.new_log_start_offset);
     }
 
     // Local segments go only once their copy is finished and known (SR-20, SR-21), and only against the
     // copied offsets contiguous from the remote log start: a gap stops local deletion there.
     let coverage = remote_coverage(&offset_ranges(&copied));
-    if let Some(first) = coverage.gaps.first() {
-        tracing::warn!(partition = %state.tp, gaps = coverage.gaps.len(), from = first.start, to = first.end,
-            "the remote log has a gap: no copied segment holds these offsets, so local segments from there on are kept");
-    }
     out.gaps = coverage.gaps;
     log_start = log_start_past_retention(
-        &summaries,
+        summaries,
         log_start,
         coverage.contiguous.map(|c| c.start),
         state.policy.remote_retention.time_ms,
         now,
     );
-    let plan = local_segments_to_delete(&LocalRetentionInput {
-        segments: &summaries,
+    out.local = local_segments_to_delete(&LocalRetentionInput {
+        segments: summaries,
         log_end_offset: leo,
         high_watermark: leo,
         log_start_offset: log_start,
@@ -205,8 +189,49 @@ pub(crate) async fn run(
         retention: state.policy.local_retention,
         now_ms: now,
     })
-    .map_err(|e| e.context(format!("local retention of {}", state.tp)))?;
-    for d in plan.delete {
+    .map_err(|e| e.context(format!("local retention of {}", state.tp)))?
+    .delete;
+    Ok(out)
+}
+
+/// Runs retention for the partition as [`plan`] says. `remote` is the partition's metadata as listed at
+/// the start of the run, with the segments the copy task just finished.
+pub(crate) async fn run(
+    shared: &Shared,
+    state: &PartitionState,
+    log: &LocalLog,
+    remote: &[RemoteLogSegmentMetadata],
+) -> Result<ExpirationOutcome> {
+    let summaries = log.summaries()?;
+    let plan = plan(state, &summaries, log.log_end_offset(), remote, shared.config.now_ms())?;
+    let mut out = ExpirationOutcome { gaps: plan.gaps.clone(), ..Default::default() };
+    for md in &plan.unfinished_deletions {
+        match delete_or_record(shared, state, md).await {
+            true => out.retried.push(md.clone()),
+            false => out.failed += 1,
+        }
+    }
+    for md in &plan.unfinished_copies {
+        match delete_or_record(shared, state, md).await {
+            true => out.abandoned_copies.push(md.clone()),
+            false => out.failed += 1,
+        }
+    }
+    for md in &plan.duplicates {
+        tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
+            "deleting a copy whose offsets another copy covers");
+    }
+    for md in plan.duplicates.iter().chain(plan.expired.iter().map(|(m, _)| m)) {
+        match delete_or_record(shared, state, md).await {
+            true => out.expired.push(md.clone()),
+            false => out.failed += 1,
+        }
+    }
+    if let Some(first) = plan.gaps.first() {
+        tracing::warn!(partition = %state.tp, gaps = plan.gaps.len(), from = first.start, to = first.end,
+            "the remote log has a gap: no copied segment holds these offsets, so local segments from there on are kept");
+    }
+    for d in plan.local {
         log.delete_segment(d.base_offset)?;
         tracing::info!(partition = %state.tp, base = d.base_offset, reason = ?d.reason, "local segment deleted");
         out.local_deleted.push(d.base_offset);

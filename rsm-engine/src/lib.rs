@@ -26,4 +26,5 @@ pub mod reader;
 pub mod scheduler;
 
 pub use config::EngineConfig;
-pub use manager::{CopyListener, Offsets, RemoteLogManager, Role, RunReport, Totals};
+pub use expiration::ExpirationPlan;
+pub use manager::{CopyListener, Offsets, RemoteLogManager, Role, RunPlan, RunReport, Totals};

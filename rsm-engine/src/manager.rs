@@ -85,6 +85,27 @@ pub struct RunReport {
     pub indexed: usize,
 }
 
+/// What one run of a partition's work would do now ([`RemoteLogManager::plan_partition`]): nothing is
+/// changed to work it out.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The segments the copy task would copy (none for a follower), and where it would stop.
+    pub copy: Option<rsm_tiering::CopyPlan>,
+    /// What the expiration task would delete, remotely and locally, once those copies are done.
+    pub expiration: crate::expiration::ExpirationPlan,
+}
+
+impl RunPlan {
+    /// The remote segments this run would both copy and delete by retention: data it has not copied in an
+    /// earlier run and that no copy keeps afterwards (a first run over old records).
+    pub fn copied_then_expired(&self) -> Vec<&RemoteLogSegmentMetadata> {
+        let copying = |m: &RemoteLogSegmentMetadata| {
+            self.copy.as_ref().is_some_and(|c| c.segments.iter().any(|s| s.base_offset == m.start_offset))
+        };
+        self.expiration.expired.iter().map(|(m, _)| m).filter(|m| copying(m)).collect()
+    }
+}
+
 /// What the runs of a partition did since it was added.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Totals {
@@ -182,7 +203,18 @@ impl RemoteLogManager {
     ) -> Result<Self> {
         let metadata = LocalMetadataManager::open_existing_read_only(metadata_dir)?;
         let failed = LocalFailedDeletions::open_read_only(&metadata_dir.join("failed-deletions"))?;
-        let mut m = Self::new(config, storage, Arc::new(metadata), Arc::new(failed))?;
+        Self::read_only(config, storage, Arc::new(metadata), Arc::new(failed))
+    }
+
+    /// A manager over `metadata` that only reads: no partition is locked, and runs, expirations and
+    /// deletions are refused.
+    pub fn read_only(
+        config: EngineConfig,
+        storage: Arc<TieredStorage>,
+        metadata: Arc<dyn RemoteLogMetadataManager>,
+        failed: Arc<dyn FailedDeletions>,
+    ) -> Result<Self> {
+        let mut m = Self::new(config, storage, metadata, failed)?;
         Arc::get_mut(&mut m.shared).expect("not shared yet").read_only = true;
         Ok(m)
     }
@@ -346,6 +378,30 @@ impl RemoteLogManager {
         self.refuse_if_read_only(&format!("a run of {tp}"))?;
         let state = self.state(tp)?;
         run_partition(&self.shared, &state).await
+    }
+
+    /// What one run of the partition's work would do now (copy, remote and local retention), worked out
+    /// from its directory and its metadata alone: nothing is copied, deleted or written (`rsm tier
+    /// --dry-run`).
+    pub async fn plan_partition(&self, tp: &TopicIdPartition) -> Result<RunPlan> {
+        let state = self.state(tp)?;
+        let log = LocalLog::open_read_only(&state.dir())?;
+        let now = self.shared.config.now_ms();
+        let summaries = log.summaries()?;
+        let leo = log.log_end_offset();
+        let mut remote = self.shared.metadata.list_remote_log_segments(tp).await?;
+        let copy = match state.role() {
+            Role::Leader { .. } => Some(copy::plan(&state, &summaries, leo, &remote, now)?),
+            Role::Follower => None,
+        };
+        let partition = log.partition();
+        for c in copy.iter().flat_map(|c| &c.segments) {
+            let mut md = partition.segment_metadata(log.segment(c.base_offset)?, self.shared.config.broker_id, now)?;
+            md.state = RemoteLogSegmentState::CopySegmentFinished;
+            remote.push(md);
+        }
+        let expiration = expiration::plan(&state, &summaries, leo, &remote, now)?;
+        Ok(RunPlan { copy, expiration })
     }
 
     /// One run of every partition's work, in the order of their names; each partition's result apart.

@@ -232,6 +232,24 @@ impl LocalMetadataManager {
         Self::open(config)
     }
 
+    /// The log in `dir` opened read-only as [`LocalMetadataManager::open_existing_read_only`] does, or, when
+    /// `dir` does not exist, an empty read-only log that creates nothing (what a dry run before the first
+    /// run reads).
+    pub fn open_read_only_or_empty(dir: &Path) -> Result<Self> {
+        if dir.exists() {
+            return Self::open_existing_read_only(dir);
+        }
+        let mut config = LocalMetadataConfig::new(dir);
+        config.read_only = true;
+        Ok(LocalMetadataManager {
+            partitions: (0..config.partitions).map(|_| Mutex::new(None)).collect(),
+            config,
+            lock: Mutex::new(None),
+            registered: RwLock::new(HashSet::new()),
+            closed: AtomicBool::new(false),
+        })
+    }
+
     fn existing_config(dir: &Path) -> Result<LocalMetadataConfig> {
         let layout = dir.join("layout");
         let text = fs::read_to_string(&layout).map_err(|e| match e.kind() {
