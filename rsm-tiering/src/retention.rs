@@ -58,9 +58,11 @@ pub struct RetentionPlan {
 /// Segments are walked oldest first and the walk stops at the first segment kept, so what stays is
 /// contiguous. A segment goes when:
 /// 1. it lies entirely below the log start offset; or
-/// 2. its largest timestamp is strictly older than the retention time (`now - max_timestamp > retention.ms`,
-///    as Kafka's remote log manager: a segment exactly `retention.ms` old is kept; a negative age never
-///    expires); or
+/// 2. its largest timestamp is at or before `now - retention.ms` (Kafka's remote log manager,
+///    `RemoteLogRetentionHandler.isSegmentBreachedByRetentionTime`: `maxTimestampMs <= cleanupUntilMs`, so
+///    a segment exactly `retention.ms` old goes; a negative age never expires), and time retention is off
+///    while `now - retention.ms` is negative (`buildRetentionTimeData` since Kafka 4.1: a clock or a setting
+///    that would reach before the epoch deletes nothing by time); or
 /// 3. the counted bytes exceed the size limit by at least the whole segment (Kafka's rule, so the tier is
 ///    never cut below its limit), and the segment lies entirely below the local log start offset: size
 ///    retention never removes records that are still in the local log, because moving the log start past
@@ -96,8 +98,9 @@ pub fn expired_remote_segments(input: &RetentionInput<'_>) -> Result<RetentionPl
             excess = excess.saturating_sub(s.size_bytes);
             Some(ExpiryReason::LogStart)
         } else if let Limit::AtMost(ms) = r.time_ms
+            && i64::try_from(ms).is_ok_and(|ms| input.now_ms.checked_sub(ms).is_some_and(|until| until >= 0))
             && age_ms(input.now_ms, s.max_timestamp_ms) >= 0
-            && age_ms(input.now_ms, s.max_timestamp_ms) as u64 > ms
+            && age_ms(input.now_ms, s.max_timestamp_ms) as u64 >= ms
         {
             excess = excess.saturating_sub(s.size_bytes);
             Some(ExpiryReason::Time)
@@ -180,26 +183,48 @@ mod tests {
                 log_start_after: 200,
             },
             Case {
-                name: "time boundary: age equal to the retention stays (Kafka deletes only strictly older)",
+                name: "time boundary: age equal to the retention expires (Kafka: maxTimestamp <= now - retention.ms)",
                 segments: four(),
                 log_start: 0,
                 local_start: 400,
                 local_only: 0,
                 retention: remote_only(AtMost(8 * DAY as u64), Unlimited),
+                delete: &[(0, Time), (100, Time)],
+                remote_start: Some(200),
+                log_start_after: 200,
+            },
+            Case {
+                name: "time boundary: age one ms under the retention stays",
+                segments: four(),
+                log_start: 0,
+                local_start: 400,
+                local_only: 0,
+                retention: remote_only(AtMost(8 * DAY as u64 + 1), Unlimited),
                 delete: &[(0, Time)],
                 remote_start: Some(100),
                 log_start_after: 100,
             },
             Case {
-                name: "time boundary: age one ms over the retention expires",
-                segments: four(),
+                name: "now - retention.ms before the epoch: time retention is off (Kafka 4.1+)",
+                segments: vec![seg(0, 99, GB, NOW + 10 * DAY)],
                 log_start: 0,
-                local_start: 400,
+                local_start: 100,
                 local_only: 0,
-                retention: remote_only(AtMost(8 * DAY as u64 - 1), Unlimited),
-                delete: &[(0, Time), (100, Time)],
-                remote_start: Some(200),
-                log_start_after: 200,
+                retention: remote_only(AtMost(NOW as u64 + 1), Unlimited),
+                delete: &[],
+                remote_start: Some(0),
+                log_start_after: 0,
+            },
+            Case {
+                name: "now - retention.ms exactly the epoch: time retention is on",
+                segments: vec![seg(0, 99, GB, NOW + 10 * DAY)],
+                log_start: 0,
+                local_start: 100,
+                local_only: 0,
+                retention: remote_only(AtMost(NOW as u64), Unlimited),
+                delete: &[(0, Time)],
+                remote_start: None,
+                log_start_after: 100,
             },
             Case {
                 name: "time: the walk stops at the first young segment",
