@@ -284,6 +284,19 @@ enum Command {
         #[command(flatten)]
         engine: tier::EngineArgs,
     },
+    /// Remove what interrupted uploads left in the store, without any metadata: the objects of segments
+    /// that have no manifest (never committed) and temporary upload files, each last written at least the
+    /// safety age ago. Without --yes it lists them and deletes nothing.
+    Sweep {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Objects written more recently are left alone (an upload may still be writing them): 30s, 10m, 1h, 2d.
+        #[arg(long, default_value = "1h", value_parser = audit::parse_age)]
+        min_age: std::time::Duration,
+        /// Delete them.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Key rotation: wrap every encrypted segment's data key under another key-encryption key, rewriting
     /// manifests only (one read and one write per segment). Segments already under it are skipped, so a
     /// rerun resumes. Afterwards the old key can leave the keyring (encryption.keys).
@@ -711,9 +724,14 @@ fn ls(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i32>, j
         }
     }
     if json {
+        let leftover = store.orphans(None, std::time::Duration::ZERO)?;
         let doc = serde_json::json!({
             "segments": listed.iter().map(|s| json_segment(s, &prefix)).collect::<Vec<_>>(),
             "totals": { "segments": segments, "bytes": bytes, "partitions": partitions.len(), "problems": problems },
+            "leftovers": {
+                "uncommitted": leftover.uncommitted.iter().map(|(k, b)| serde_json::json!({"key": k, "bytes": b})).collect::<Vec<_>>(),
+                "temporary": leftover.temporary.iter().map(|(k, b)| serde_json::json!({"key": k, "bytes": b})).collect::<Vec<_>>(),
+            },
         });
         out!(o, "{}", serde_json::to_string_pretty(&doc).map_err(|e| Error::storage("JSON output", e))?);
     } else {
@@ -744,9 +762,26 @@ fn ls(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i32>, j
             partitions.len(),
             if problems > 0 { format!("; {problems} damaged or incomplete") } else { String::new() }
         );
+        leftovers(o, store)?;
     }
     if problems > 0 {
         return Err(Error::corrupt(format!("{problems} segments are damaged or incomplete (listed above)")));
+    }
+    Ok(())
+}
+
+/// A line on what interrupted uploads left in the store (of any age), when there is anything.
+fn leftovers(o: &mut Out, store: &Store) -> Result<()> {
+    let found = store.orphans(None, std::time::Duration::ZERO)?;
+    if !found.is_empty() {
+        out!(
+            o,
+            "leftovers of interrupted uploads: {} objects of uncommitted segments, {} temporary files ({}); `rsm sweep` \
+             removes those older than an hour",
+            found.uncommitted.len(),
+            found.temporary.len(),
+            human(found.bytes())
+        );
     }
     Ok(())
 }
@@ -969,6 +1004,7 @@ fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
         }
     }
     out!(o, "verified {good} segments, {}; {problems} damaged, incomplete or missing", human(bytes));
+    leftovers(o, store)?;
     if problems > 0 {
         return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
     }
@@ -1204,6 +1240,29 @@ fn run(cli: Cli) -> Result<()> {
             }
             e.close()
         }
+        Command::Sweep { store, min_age, yes } => {
+            let store = store.open()?;
+            let found = store.orphans(None, min_age)?;
+            let verb = if yes { "DELETE" } else { "WOULD DELETE" };
+            for (key, bytes) in &found.uncommitted {
+                out!(o, "{verb}\t{key}\t{bytes} bytes\tan object of a segment with no manifest (never committed)");
+            }
+            for (key, bytes) in &found.temporary {
+                out!(o, "{verb}\t{key}\t{bytes} bytes\ta temporary file of an interrupted upload");
+            }
+            let n = found.uncommitted.len() + found.temporary.len();
+            if !yes {
+                out!(
+                    o,
+                    "{n} leftovers ({}) older than the safety age; add --yes to delete them (nothing was deleted)",
+                    human(found.bytes())
+                );
+                return Ok(());
+            }
+            store.delete_objects(&found.keys())?;
+            out!(o, "deleted {n} leftovers ({})", human(found.bytes()));
+            Ok(())
+        }
         Command::Rewrap { store, key, topic } => {
             let store = store.open()?;
             // Each segment's line as it is done (stdout is line-buffered), so an interrupted run shows how far
@@ -1216,11 +1275,15 @@ fn run(cli: Cli) -> Result<()> {
             }
             out!(
                 o,
-                "rewrapped {} segments under {key}; {} were under it already, {} are not encrypted, {} failed",
+                "rewrapped {} segments under {key}; {} were under it already, {} are not encrypted, {} failed{}",
                 r.rewrapped,
                 r.already,
                 r.plain,
-                r.failed.len()
+                r.failed.len(),
+                match r.removed_temporary {
+                    0 => String::new(),
+                    n => format!("; removed {n} temporary manifests an interrupted rewrap left"),
+                }
             );
             rewrap::failures(&r)
         }

@@ -16,6 +16,8 @@ pub struct Rewrapped {
     pub plain: usize,
     /// Segments that failed, with why.
     pub failed: Vec<String>,
+    /// Temporary manifests an interrupted rewrap left (a manifest's rewrite cut short), removed.
+    pub removed_temporary: usize,
 }
 
 /// Re-wraps every encrypted segment of the store (of `topic` only, when given) under `new_id`, telling
@@ -30,6 +32,16 @@ pub fn rewrap(
     let mut out = Rewrapped::default();
     let segments = store.scan_segments(None)?;
     let total = segments.len();
+    // A rewrite of a committed manifest cut short (a kill) leaves its temporary file beside it: only a rewrap
+    // rewrites a committed manifest (a copy commits a manifest of a new segment id), so those go.
+    let committed: std::collections::HashSet<&str> = segments.iter().map(|s| s.manifest_key.as_str()).collect();
+    let (_, temporary) = store.list_objects()?;
+    let leftovers: Vec<String> =
+        temporary.into_iter().filter(|t| committed.contains(t.target.as_str())).map(|t| t.meta.key).collect();
+    if !leftovers.is_empty() {
+        store.delete_objects(&leftovers)?;
+        out.removed_temporary = leftovers.len();
+    }
     for (i, s) in segments.into_iter().enumerate() {
         let m = match &s.manifest {
             Ok(m) => m,

@@ -143,7 +143,29 @@ fn copy_killed_at_random_moments_leaves_only_whole_segments() {
             .map(|s| s.manifest_key.trim_end_matches(".manifest").to_string())
             .collect();
         let temps_before = files(&root).into_iter().filter(|p| is_tmp(p)).count();
-        let swept = rsm_facade::runtime().block_on(store.storage().sweep_orphans(None, Duration::ZERO)).unwrap();
+        // `rsm sweep` without --yes lists the leftovers and changes nothing; with it, deletes them.
+        let sweep = |yes: bool| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_rsm"));
+            c.args(["sweep", "--store", &url, "--min-age", "0s"]);
+            if yes {
+                c.arg("--yes");
+            }
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{when}: rsm sweep: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let listed_before = files(&root);
+        let plan = sweep(false);
+        assert_eq!(files(&root), listed_before, "{when}: rsm sweep without --yes changed the store");
+        let done = sweep(true);
+        let keys = |text: &str, verb: &str| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| l.strip_prefix(verb))
+                .map(|l| l.split('\t').next().unwrap().to_string())
+                .collect()
+        };
+        let swept = keys(&done, "DELETE\t");
+        assert_eq!(keys(&plan, "WOULD DELETE\t"), swept, "{when}: the sweep deleted what it listed");
         let temps_swept = swept.iter().filter(|k| k.rsplit('/').next().is_some_and(|n| n.starts_with(".rsm-tmp-")));
         assert_eq!(temps_swept.count(), temps_before, "{when}: the sweep finds every temporary file the kill left");
         for key in &swept {

@@ -164,6 +164,18 @@ fn rewrap_killed_halfway_leaves_whole_manifests_and_a_rerun_finishes() {
     assert!(done >= seen && done < n, "{done} of {n} under k2 after the kill: {by_key:?}");
     assert_eq!(by_key.values().sum::<usize>(), n, "{by_key:?}");
 
+    // What a kill during a manifest's rewrite leaves (whether this kill did or not): a temporary file beside
+    // a committed manifest.
+    let store_dir = su.t.path().join("store");
+    let manifest = common::files(&store_dir).into_iter().find(|f| f.to_string_lossy().ends_with(".manifest")).unwrap();
+    let name = manifest.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::write(manifest.with_file_name(format!(".rsm-tmp-{name}.killed")), b"half a manifest").unwrap();
+    let temporary = |d: &std::path::Path| {
+        common::files(d).into_iter().filter(|f| f.to_string_lossy().contains(".rsm-tmp-")).count()
+    };
+    let left = temporary(&store_dir);
+    assert!(left >= 1);
+
     let again = su.run(&["rewrap", "--key", "k2"], &keys);
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(again.status.success(), "{text}{}", String::from_utf8_lossy(&again.stderr));
@@ -171,6 +183,8 @@ fn rewrap_killed_halfway_leaves_whole_manifests_and_a_rerun_finishes() {
         text.contains(&format!("rewrapped {} segments under k2; {done} were under it already", n - done)),
         "{text}"
     );
+    assert!(text.contains(&format!("removed {left} temporary manifests")), "{text}");
+    assert_eq!(temporary(&store_dir), 0, "the rerun left temporary manifests");
     assert_eq!(su.key_ids(), BTreeMap::from([("k2".to_string(), n)]));
 
     // k1 leaves the keyring: every segment verifies against the local files.

@@ -197,6 +197,15 @@ impl Store {
         runtime().block_on(self.storage.sweep_orphans(tp, min_age))
     }
 
+    /// What [`Store::sweep_orphans`] would delete, changing nothing; see [`TieredStorage::orphans`].
+    pub fn orphans(
+        &self,
+        tp: Option<&TopicIdPartition>,
+        min_age: std::time::Duration,
+    ) -> Result<rsm_core::storage::Orphans> {
+        runtime().block_on(self.storage.orphans(tp, min_age))
+    }
+
     /// Committed segments of one partition, or of the whole store.
     pub fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
         runtime().block_on(self.storage.list_segments(tp))

@@ -148,6 +148,32 @@ pub struct ListedSegment {
     pub missing: Vec<&'static str>,
 }
 
+/// What [`TieredStorage::orphans`] found: (key, bytes) each, sorted by key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Orphans {
+    /// Objects of segments without a manifest (an upload cut short before its commit point).
+    pub uncommitted: Vec<(String, u64)>,
+    /// Temporary objects of interrupted uploads.
+    pub temporary: Vec<(String, u64)>,
+}
+
+impl Orphans {
+    /// Every key.
+    pub fn keys(&self) -> Vec<String> {
+        self.uncommitted.iter().chain(&self.temporary).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// Bytes in all.
+    pub fn bytes(&self) -> u64 {
+        self.uncommitted.iter().chain(&self.temporary).map(|(_, b)| b).sum()
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.uncommitted.is_empty() && self.temporary.is_empty()
+    }
+}
+
 /// What [`TieredStorage::verify`] checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -377,17 +403,13 @@ impl TieredStorage {
         self.read_manifest(&key.key).await
     }
 
-    /// Deletes the objects of segments that have no manifest (the leftovers of failed copies whose
-    /// cleanup did not finish) and the store's temporary upload objects ([`StorageBackend::list_temporary`]:
-    /// the `.rsm-tmp-*` files of the filesystem and HDFS stores that a crash mid-upload leaves), each only
-    /// when last written more than `min_age` ago, so copies still in flight are left alone
-    /// ([`ORPHAN_MIN_AGE`] is the safety age to use unless the caller knows better). Returns the deleted
-    /// keys, sorted. Covers one partition, or the whole prefix when `None`.
-    pub async fn sweep_orphans(
-        &self,
-        tp: Option<&TopicIdPartition>,
-        min_age: std::time::Duration,
-    ) -> Result<Vec<String>> {
+    /// The leftovers of interrupted uploads under the partition `tp` (or the whole prefix when `None`): the
+    /// objects of segments that have no manifest (failed copies whose cleanup did not finish) and the store's
+    /// temporary upload objects ([`StorageBackend::list_temporary`]: the `.rsm-tmp-*` files of the
+    /// filesystem and HDFS stores that a crash mid-upload leaves), each only when last written at least
+    /// `min_age` ago, so copies still in flight are left alone ([`ORPHAN_MIN_AGE`] is the safety age to use
+    /// unless the caller knows better). Two listings; nothing is changed.
+    pub async fn orphans(&self, tp: Option<&TopicIdPartition>, min_age: std::time::Duration) -> Result<Orphans> {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
         let temporary = self.backend.list_temporary(&prefix).await?;
@@ -397,29 +419,38 @@ impl TieredStorage {
         let old = |o: &crate::backend::ObjectMeta| {
             o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age)
         };
-        let mut orphans: Vec<String> = objects
-            .iter()
-            .filter(|o| {
-                let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
-                let is_segment_object = o.key.ends_with(".log") || o.key.ends_with(".indexes");
-                is_segment_object && old(o) && !committed.contains(stem)
-            })
-            .map(|o| o.key.clone())
-            .collect();
-        let segment_objects = orphans.len();
-        orphans.extend(temporary.iter().filter(|t| old(&t.meta)).map(|t| t.meta.key.clone()));
-        if !orphans.is_empty() {
+        let mut out = Orphans::default();
+        for o in objects.iter().filter(|o| old(o)) {
+            let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
+            if (o.key.ends_with(".log") || o.key.ends_with(".indexes")) && !committed.contains(stem) {
+                out.uncommitted.push((o.key.clone(), o.size));
+            }
+        }
+        out.temporary = temporary.iter().filter(|t| old(&t.meta)).map(|t| (t.meta.key.clone(), t.meta.size)).collect();
+        out.uncommitted.sort();
+        out.temporary.sort();
+        Ok(out)
+    }
+
+    /// Deletes what [`TieredStorage::orphans`] lists. Returns the deleted keys, sorted.
+    pub async fn sweep_orphans(
+        &self,
+        tp: Option<&TopicIdPartition>,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<String>> {
+        let found = self.orphans(tp, min_age).await?;
+        let mut keys = found.keys();
+        if !keys.is_empty() {
             tracing::info!(
-                segment_objects,
-                temporary = orphans.len() - segment_objects,
-                prefix = %prefix,
+                segment_objects = found.uncommitted.len(),
+                temporary = found.temporary.len(),
                 min_age_s = min_age.as_secs(),
                 "deleting objects of uncommitted segments and temporary objects of interrupted uploads"
             );
-            self.backend.delete_many(&orphans).await?;
+            self.backend.delete_many(&keys).await?;
         }
-        orphans.sort();
-        Ok(orphans)
+        keys.sort();
+        Ok(keys)
     }
 
     /// Reads every chunk and index of a segment and checks them against the manifest: each chunk's blocks
