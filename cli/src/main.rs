@@ -64,15 +64,32 @@ struct StoreArgs {
 
 impl StoreArgs {
     fn open(&self) -> Result<Store> {
-        Store::open(&self.store, &settings(self.config.as_ref(), &self.set)?)
+        // One properties file serves every command: the engine's keys (retention.ms, remote.log.*, …) are
+        // for `tier` and its kin, and a store command leaves them alone.
+        let mut settings = settings(self.config.as_ref(), &self.set)?;
+        settings.retain(|k, _| !rsm_engine::config::is_engine_key(k));
+        Store::open(&self.store, &settings)
     }
+}
+
+/// The text of a `--config` file: a missing file is not found, and one that is not text (not UTF-8) is an
+/// invalid argument naming it, not a storage error.
+pub(crate) fn read_config_file(p: &Path) -> Result<String> {
+    let bytes = std::fs::read(p).map_err(|e| Error::from_io(p.display(), e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::invalid(format!(
+            "--config {}: not a properties file (byte {} is not UTF-8 text)",
+            p.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// Settings from an optional properties file, then `key=value` flags on top.
 fn settings(config: Option<&PathBuf>, set: &[String]) -> Result<BTreeMap<String, String>> {
     let mut settings = BTreeMap::new();
     if let Some(p) = config {
-        let text = std::fs::read_to_string(p).map_err(|e| Error::from_io(p.display(), e))?;
+        let text = read_config_file(p)?;
         settings = parse_properties(&text).map_err(|e| e.context(p.display()))?;
     }
     for kv in set {
@@ -113,8 +130,8 @@ enum Command {
         dir: PathBuf,
         #[command(flatten)]
         store: StoreArgs,
-        /// Broker id recorded in the segment metadata.
-        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+        /// Broker id recorded in the segment metadata (0 or more, as Kafka's node.id).
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(0..))]
         broker_id: i32,
         /// Create a file:// store's directory if it does not exist (`--set fs.root.create=true`).
         #[arg(long)]
@@ -953,6 +970,7 @@ fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
         .transpose()?;
     let listed = store.scan_segments(None)?;
     let (mut bytes, mut good, mut problems) = (0, 0, 0);
+    let (mut missing, mut unverified) = (0, 0);
     // Base offsets of the local partition's segments with a whole copy in the store (checked below).
     let mut found = std::collections::BTreeSet::new();
     for s in listed {
@@ -985,6 +1003,11 @@ fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
                     report.indexes
                 );
             }
+            // A key or a setting this run lacks: the segment cannot be checked, which says nothing of its data.
+            Err(e) if e.kind() == rsm_core::ErrorKind::Config => {
+                unverified += 1;
+                out!(o, "UNVERIFIED\t{id}\tcannot be checked: {}", e.full_message());
+            }
             Err(e) => {
                 problems += 1;
                 out!(o, "FAILED\t{id}\t{}", e.full_message());
@@ -993,7 +1016,7 @@ fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
     }
     if let Some(p) = &local {
         for seg in p.closed_segments().iter().filter(|s| !found.contains(&s.base_offset)) {
-            problems += 1;
+            missing += 1;
             out!(
                 o,
                 "MISSING\t{} offset {}\t{} has no whole copy in the store",
@@ -1003,10 +1026,26 @@ fn verify(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
             );
         }
     }
-    out!(o, "verified {good} segments, {}; {problems} damaged, incomplete or missing", human(bytes));
+    out!(
+        o,
+        "verified {good} segments, {}; {problems} damaged or incomplete, {missing} missing, {unverified} cannot be \
+         checked",
+        human(bytes)
+    );
     leftovers(o, store)?;
     if problems > 0 {
         return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
+    }
+    if missing > 0 {
+        return Err(Error::not_found(format!(
+            "{missing} closed local segments have no whole copy in the store (listed above)"
+        )));
+    }
+    if unverified > 0 {
+        return Err(Error::config(
+            "encryption.keys",
+            format!("{unverified} segments cannot be checked without a key or setting this run lacks (listed above)"),
+        ));
     }
     Ok(())
 }
@@ -1424,6 +1463,8 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: b
         e.manager.on_segment_copied(Arc::new(move |_, md| bar.inc(md.segment_size_in_bytes.max(0) as u64)));
         let results = rt.block_on(e.manager.run_all());
         pb.finish_and_clear();
+        let t = e.manager.totals();
+        let mut permanent = 0;
         for (tp, r) in &results {
             let dir =
                 e.manager.partitions().into_iter().find(|(t, _, _)| t == tp).map(|(_, d, _)| d).unwrap_or_default();
@@ -1431,11 +1472,19 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: b
                 Ok(r) => out!(o, "{}", tier::summary(tp, &dir, r)),
                 Err(err) => {
                     failures += 1;
-                    out!(o, "{tp} ({}): FAILED: {}", dir.display(), err.full_message());
+                    if !err.is_transient() {
+                        permanent += 1;
+                    }
+                    let copied = t.iter().find(|(p, _)| p == tp).map_or(0, |(_, t)| t.copied);
+                    out!(
+                        o,
+                        "{tp} ({}): FAILED after copying {copied} segments (recorded; a rerun does not copy them again): {}",
+                        dir.display(),
+                        err.full_message()
+                    );
                 }
             }
         }
-        let t = e.manager.totals();
         out!(
             o,
             "total: copied {} segments ({}), deleted {} remote and {} local, {failures} partitions failed",
@@ -1445,12 +1494,17 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &tier::EngineArgs, watch: b
             t.iter().map(|(_, t)| t.local_deleted).sum::<u64>(),
         );
         e.close()?;
-        return match failures {
-            0 => Ok(()),
-            n => Err(Error::retriable(
+        return match (failures, permanent) {
+            (0, _) => Ok(()),
+            (n, 0) => Err(Error::retriable(
                 format!("{n} of {} partitions failed (a rerun retries them)", results.len()),
                 "see above",
             )),
+            // A damaged local segment, a refused setting: a rerun fails the same way until it is mended.
+            (n, p) => Err(Error::invalid(format!(
+                "{n} of {} partitions failed, {p} of them for a reason a rerun does not mend (listed above)",
+                results.len()
+            ))),
         };
     }
     e.manager.start(rt.handle())?;

@@ -29,6 +29,12 @@ pub fn rewrap(
     topic: Option<&str>,
     mut progress: impl FnMut(&str, usize, usize) -> Result<()>,
 ) -> Result<Rewrapped> {
+    // The new key must be in the keyring before anything is looked at: a rewrap to a key that is not there
+    // would rewrite nothing on a plain store, and fail every segment on an encrypted one.
+    let keyring = store.storage().config().encryption.as_ref().map(|e| &e.keyring).ok_or_else(|| {
+        Error::config("encryption.keys", format!("no key-encryption keys are set: list {new_id} (and the old keys)"))
+    })?;
+    rsm_core::crypto::KeyRing::get(keyring, new_id)?;
     let mut out = Rewrapped::default();
     let segments = store.scan_segments(None)?;
     let total = segments.len();

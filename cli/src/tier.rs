@@ -55,7 +55,7 @@ impl EngineArgs {
     fn settings(&self) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
         let mut all = BTreeMap::new();
         if let Some(p) = &self.config {
-            let text = std::fs::read_to_string(p).map_err(|e| Error::from_io(p.display(), e))?;
+            let text = crate::read_config_file(p)?;
             all = parse_properties(&text).map_err(|e| e.context(p.display()))?;
         }
         for kv in &self.set {

@@ -216,6 +216,66 @@ fn messages_say_what_is_wrong() {
     // verify counts chunks and reads apart.
     let v = ok(&["verify", "--store", &url]);
     assert!(v.lines().any(|l| l.starts_with("ok\t") && l.contains("chunks checked (") && l.contains(" reads)")), "{v}");
+
+    // A negative size is out of range, not "not an integer".
+    fails(&["ls", "--store", &url, "--set", "chunk.size=-1"], "`chunk.size`: -1 is out of range");
+    // A --config file that is not text is named as such, not a storage error.
+    let junk = tmp.path().join("junk.properties");
+    std::fs::write(&junk, [0xff, 0xfe, 0x00, 0x81, 0x92]).unwrap();
+    fails(&["ls", "--store", &url, "--config", junk.to_str().unwrap()], "junk.properties: not a properties file");
+    // A broker id is 0 or more.
+    fails(&["copy", "--dir", d, "--store", &url, "--broker-id=-1"], "--broker-id");
+    // The file system's root is not a store.
+    fails(&["ls", "--store", "file:///"], "the file system's root is not a store");
+    // A rewrap to a key the settings do not hold is refused at once, even on a plain store.
+    fails(&["rewrap", "--store", &url, "--key", "k9"], "encryption.keys");
+    // One properties file serves the engine and the store commands: engine keys are not unknown to verify.
+    std::fs::write(&props, "retention.ms=-1\nlocal.retention.ms=1000\nremote.log.manager.task.interval.ms=100\n")
+        .unwrap();
+    ok(&["verify", "--store", &url, "--config", props.to_str().unwrap()]);
+    // A stray .log inside a segment's offsets is named as such.
+    let stray_dir = partition_named(tmp.path(), "stray-0", 1_500, 8);
+    let stray = stray_dir.join(format!("{:020}.log", 5));
+    std::fs::write(&stray, b"").unwrap();
+    fails(
+        &["copy", "--dir", stray_dir.to_str().unwrap(), "--store", &url],
+        &format!("is {} a stray or misnamed file?", stray.display()),
+    );
+    // An unknown scheme names the supported ones, memory as tests only.
+    fails(&["ls", "--store", "ftp://x/y"], "memory (tests only)");
+}
+
+/// A damaged local segment fails `tier` for good, naming the file, and the summary keeps what was copied
+/// before it; the command does not claim a rerun would mend it.
+#[test]
+fn a_damaged_local_segment_is_a_permanent_failure_named_by_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let url = store_url(&store);
+    let dir = partition_named(tmp.path(), "hurt-0", 1_500, 9);
+    let third = rsm_core::format::partition::LocalPartition::open(&dir).unwrap().closed_segments()[2].log.clone();
+    let mut bytes = std::fs::read(&third).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&third, bytes).unwrap();
+    let meta = tmp.path().join("meta");
+    let out = fails(
+        &[
+            "tier",
+            dir.to_str().unwrap(),
+            "--store",
+            &url,
+            "--metadata-dir",
+            meta.to_str().unwrap(),
+            "--set",
+            "retention.ms=-1",
+        ],
+        "a rerun does not mend",
+    );
+    assert!(out.contains("FAILED after copying 2 segments"), "{out}");
+    assert!(out.contains(&third.display().to_string()), "the damaged file is named: {out}");
+    assert!(out.contains("total: copied 2 segments"), "{out}");
 }
 
 /// A rerun copies only what is missing, and says which segments it skipped.
@@ -261,7 +321,7 @@ fn verify_dir_reports_a_segment_missing_from_the_store() {
         files(&store).into_iter().find(|p| p.to_string_lossy().ends_with(&format!("-{}.manifest", copied[1]))).unwrap();
     let base = manifest.file_name().unwrap().to_string_lossy()[..20].parse::<i64>().unwrap();
     std::fs::remove_file(&manifest).unwrap();
-    let out = fails(&["verify", "--store", &url, "--dir", d], "1 segments failed verification");
+    let out = fails(&["verify", "--store", &url, "--dir", d], "1 closed local segments have no whole copy");
     assert!(out.contains(&format!("MISSING\torders-0 offset {base}\t")), "{out}");
     assert!(out.contains(&format!("{base:020}.log has no whole copy in the store")), "{out}");
     // Without --dir, the store alone is consistent.
@@ -346,7 +406,7 @@ fn a_full_or_read_only_store_fails_clearly_and_shows_only_whole_segments() {
         ok(&["fetch", "--store", &url, "--segment", id, "-o", fetched.to_str().unwrap()]);
         assert!(std::fs::read(&fetched).unwrap() == std::fs::read(dir.join(format!("{start:020}.log"))).unwrap());
     }
-    let out = fails(&["verify", "--store", &url, "--dir", d], "failed verification");
+    let out = fails(&["verify", "--store", &url, "--dir", d], "have no whole copy in the store");
     assert!(out.contains("MISSING"), "the segments that did not fit are missing: {out}");
 
     let ro_root = tmp.path().join("ro");

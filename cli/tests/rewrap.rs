@@ -126,9 +126,18 @@ fn rewrap_moves_every_segment_to_the_new_key_and_the_old_one_can_go() {
         String::from_utf8_lossy(&verify.stdout),
         String::from_utf8_lossy(&verify.stderr)
     );
-    // And without k2 nothing reads: the data really is under k2.
+    // And without k2 nothing reads: the data really is under k2. That is a key missing from this run's
+    // settings, reported as segments that cannot be checked, not as damage.
     let verify = run(&["verify"], &["encryption.keys=k1", k1]);
     assert!(!verify.status.success());
+    let text = String::from_utf8_lossy(&verify.stdout);
+    assert_eq!(text.lines().filter(|l| l.starts_with("UNVERIFIED\t")).count(), segments, "{text}");
+    assert!(
+        !text.contains("FAILED")
+            && text.contains(&format!("0 damaged or incomplete, 0 missing, {segments} cannot be checked")),
+        "{text}"
+    );
+    assert!(String::from_utf8_lossy(&verify.stderr).contains("cannot be checked without a key"), "{text}");
 }
 
 #[test]

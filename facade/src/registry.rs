@@ -86,7 +86,15 @@ impl Registry {
                 STORE_URL_KEY,
                 format!(
                     "unsupported store URL scheme `{scheme}` (supported by this build: {})",
-                    self.schemes().join(", ")
+                    self.schemes()
+                        .iter()
+                        .map(|s| match *s {
+                            // Data in memory is lost when the process stops: never a store for real data.
+                            "memory" => "memory (tests only)",
+                            s => s,
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )
         })
@@ -112,6 +120,7 @@ mod tests {
         let e = r.kind_of("ftp://x").unwrap_err();
         assert_eq!(e.config_key(), Some(STORE_URL_KEY));
         assert!(e.to_string().contains("unsupported store URL scheme `ftp`"), "{e}");
+        assert!(e.to_string().contains("memory (tests only)"), "{e}");
         let e = Registry::empty().kind_of("memory:").unwrap_err();
         assert!(e.to_string().contains("supported by this build: )"), "{e}");
     }

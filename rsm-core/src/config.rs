@@ -99,7 +99,18 @@ impl<'a> ConfigReader<'a> {
     where
         T: FromStr + PartialOrd + fmt::Display + Copy,
     {
-        let v = self.parse(key, default, "an integer")?;
+        let v = match self.typed(key, "an integer")? {
+            None => default,
+            Some(text) => text.parse().map_err(|_| {
+                // An integer the type cannot hold (a negative count, one too big) is out of range, not "not an
+                // integer".
+                let why = match text.trim().parse::<i128>() {
+                    Ok(_) => format!("{text} is out of range [{}, {}]", range.start(), range.end()),
+                    Err(_) => format!("`{text}` is not an integer"),
+                };
+                Error::config(key, why)
+            })?,
+        };
         if !range.contains(&v) {
             return Err(Error::config(key, format!("{v} is out of range [{}, {}]", range.start(), range.end())));
         }
@@ -256,6 +267,12 @@ mod tests {
         assert!(r.bool("c", false).unwrap());
         let e = r.int_in("d", 1u32, 1..=100).unwrap_err();
         assert_eq!(e.to_string(), "invalid configuration `d`: 0 is out of range [1, 100]");
+        let p2 = props([("n", "-1"), ("big", "99999999999999999999")]);
+        let mut r2 = ConfigReader::new(&p2);
+        let e = r2.int_in("n", 1u32, 1..=100).unwrap_err();
+        assert_eq!(e.to_string(), "invalid configuration `n`: -1 is out of range [1, 100]");
+        let e = r2.int_in("big", 1u64, 1..=100).unwrap_err();
+        assert_eq!(e.to_string(), "invalid configuration `big`: 99999999999999999999 is out of range [1, 100]");
         assert_eq!(r.with_prefix("x.y.").len(), 2);
         r.finish().unwrap();
     }

@@ -46,18 +46,20 @@ pub(crate) fn plan(
 
 /// Copies what the rules say is due. A failed copy removes what its attempt left (objects, then the metadata
 /// moved to delete finished) and fails the run, so the scheduler retries it later, under a new segment id.
+/// The segments copied before a failure stay in `out`: they are copied and recorded, whatever came after.
 pub(crate) async fn run(
     shared: &Shared,
     state: &PartitionState,
     log: &LocalLog,
     remote: &[RemoteLogSegmentMetadata],
-) -> Result<CopyOutcome> {
+    out: &mut CopyOutcome,
+) -> Result<()> {
     if !matches!(state.role(), Role::Leader { .. }) {
-        return Ok(CopyOutcome::default());
+        return Ok(());
     }
     let config = &shared.config;
     let plan = plan(state, &log.summaries()?, log.log_end_offset(), remote, config.now_ms())?;
-    let mut out = CopyOutcome { copied: Vec::new(), stop: Some(plan.stop) };
+    out.stop = Some(plan.stop);
     for candidate in plan.segments {
         // A leader that became a follower finishes the segment in flight and copies no more.
         if !matches!(state.role(), Role::Leader { .. }) {
@@ -105,9 +107,16 @@ pub(crate) async fn run(
             Err(e) => {
                 tracing::warn!(partition = %state.tp, segment = %md.remote_log_segment_id.id, error = %e,
                     "copy failed; removing what the attempt left");
-                if let Err(cleanup) = crate::expiration::delete_remote(shared, &md).await {
+                match crate::expiration::delete_remote(shared, &md).await {
+                    Ok(()) => {}
+                    // The store refuses the segment's keys: nothing was written under them.
+                    Err(cleanup) if cleanup.kind() == rsm_core::ErrorKind::InvalidArgument => {
+                        tracing::debug!(partition = %state.tp, error = %cleanup, "no cleanup: the store refuses its keys");
+                    }
                     // The metadata stays copy started: the next expiration run removes it.
-                    tracing::warn!(partition = %state.tp, error = %cleanup, "cleanup after a failed copy failed");
+                    Err(cleanup) => {
+                        tracing::warn!(partition = %state.tp, error = %cleanup, "cleanup after a failed copy failed")
+                    }
                 }
                 return Err(e.context(format!(
                     "copy of segment {} (offsets {}..={}) of {}",
@@ -116,5 +125,5 @@ pub(crate) async fn run(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }

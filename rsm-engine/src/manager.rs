@@ -680,8 +680,6 @@ async fn run_partition(shared: &Shared, state: &PartitionState) -> Result<RunRep
     t.runs += 1;
     match &result {
         Ok(r) => {
-            t.copied += r.copy.copied.len() as u64;
-            t.copied_bytes += r.copy.copied.iter().map(|m| m.segment_size_in_bytes.max(0) as u64).sum::<u64>();
             t.remote_deleted += (r.expiration.expired.len() + r.expiration.retried.len()) as u64;
             t.local_deleted += r.expiration.local_deleted.len() as u64;
             t.last_error = None;
@@ -706,15 +704,20 @@ async fn run_locked(shared: &Shared, state: &PartitionState) -> Result<RunReport
         )));
     }
     let mut remote = shared.metadata.list_remote_log_segments(&state.tp).await?;
-    let copy = copy::run(shared, state, &log, &remote).await;
-    // Whatever the copy did, the metadata now has it.
-    if let Ok(c) = &copy {
-        for md in &c.copied {
-            remote.retain(|m| m.remote_log_segment_id != md.remote_log_segment_id);
-            remote.push(md.clone());
-        }
+    let mut copy = CopyOutcome::default();
+    let copied = copy::run(shared, state, &log, &remote, &mut copy).await;
+    // What the copy did before any failure is done and recorded: it counts.
+    {
+        let mut t = lock(&state.totals);
+        t.copied += copy.copied.len() as u64;
+        t.copied_bytes += copy.copied.iter().map(|m| m.segment_size_in_bytes.max(0) as u64).sum::<u64>();
     }
-    let copy = copy?;
+    copied?;
+    // Whatever the copy did, the metadata now has it.
+    for md in &copy.copied {
+        remote.retain(|m| m.remote_log_segment_id != md.remote_log_segment_id);
+        remote.push(md.clone());
+    }
     let expiration = expiration::run(shared, state, &log, &remote).await?;
     let mut copied: Vec<RemoteLogSegmentMetadata> = remote
         .into_iter()

@@ -85,6 +85,13 @@ impl FsBackend {
             Err(e) => return Err(Error::from_io(format!("filesystem store root {}", root.display()), e)),
         }
         let root = root.canonicalize().map_err(io_err(format!("filesystem store root {}", root.display())))?;
+        if root.parent().is_none() {
+            // A listing of the store would walk the whole file system, and a sweep could touch any file.
+            return Err(Error::invalid(format!(
+                "filesystem store root {}: the file system's root is not a store; name the store's own directory",
+                root.display()
+            )));
+        }
         Ok(FsBackend { root, fsync, buffers: BufferPool::new(READ_BUFFERS_RETAINED) })
     }
 
@@ -496,6 +503,14 @@ mod tests {
         fs::create_dir(&root).unwrap();
         let e = b.put_file("t-x/0/b.log", &dir.path().join("absent.log"), 1).await.unwrap_err();
         assert!(e.to_string().contains("absent.log"), "{e}");
+    }
+
+    #[test]
+    fn the_file_systems_root_is_not_a_store() {
+        for root in ["/", "/.", "/tmp/.."] {
+            let e = FsBackend::new(root, false).unwrap_err();
+            assert!(e.to_string().contains("the file system's root is not a store"), "{root}: {e}");
+        }
     }
 
     #[test]

@@ -140,7 +140,13 @@ impl LocalPartition {
         let txn = p(seg.base_offset, "txnindex");
         let snapshot = p(next, "snapshot");
         if !snapshot.exists() {
-            return Err(Error::not_found(format!("producer snapshot {}", snapshot.display())));
+            return Err(Error::not_found(format!(
+                "producer snapshot {} (Kafka writes it when it rolls segment {} to the next, {}: a segment without one \
+                 was not rolled by Kafka, or that next .log is a stray file)",
+                snapshot.display(),
+                seg.base_offset,
+                self.dir.join(format!("{next:020}.log")).display()
+            )));
         }
         Ok(LogSegmentData {
             log_segment: seg.log.clone(),
@@ -167,8 +173,10 @@ impl LocalPartition {
         let size =
             i32::try_from(len).map_err(|_| Error::invalid(format!("{}: larger than 2 GiB", seg.log.display())))?;
         let mut max_ts = -1;
+        let mut last_offset = None;
         let mut batch_epochs = BTreeMap::new();
         scan_file(&seg.log, len, false, |b| {
+            last_offset = Some(b.last_offset());
             max_ts = max_ts.max(b.max_timestamp());
             if b.partition_leader_epoch() != crate::format::batch::NO_PARTITION_LEADER_EPOCH {
                 batch_epochs.entry(b.partition_leader_epoch()).or_insert(b.base_offset());
@@ -176,6 +184,15 @@ impl LocalPartition {
         })
         .map_err(|e| e.context(seg.log.display()))?;
         let end = next - 1;
+        if let Some(last) = last_offset.filter(|&l| l > end) {
+            return Err(Error::invalid(format!(
+                "{} holds offsets up to {last}, past {next}, where the next segment {} begins: is {} a stray or \
+                 misnamed file?",
+                seg.log.display(),
+                self.dir.join(format!("{next:020}.log")).display(),
+                self.dir.join(format!("{next:020}.log")).display(),
+            )));
+        }
         let name = self.dir.join("leader-epoch-checkpoint").display().to_string();
         let mut epochs = BTreeMap::new();
         if !self.leader_epoch_checkpoint.is_empty() {

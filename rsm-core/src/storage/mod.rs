@@ -497,9 +497,18 @@ impl RemoteStorageManager for TieredStorage {
         if let Err(e) = &result {
             tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
             let all = [keys.manifest, keys.log, keys.indexes];
-            if let Err(ce) = self.backend.delete_many(&all).await {
-                tracing::warn!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
-                    "cleanup after a failed copy failed; the objects are garbage without a manifest");
+            match self.backend.delete_many(&all).await {
+                Ok(()) => {}
+                // The store refuses the keys themselves (a topic name that tries to leave the store's root):
+                // nothing was written under them, so there is nothing to clean.
+                Err(ce) if ce.kind() == ErrorKind::InvalidArgument => {
+                    tracing::debug!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
+                        "no cleanup after a failed copy: the store refuses its keys, so nothing was written");
+                }
+                Err(ce) => {
+                    tracing::warn!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
+                        "cleanup after a failed copy failed; the objects are garbage without a manifest");
+                }
             }
         }
         result.map(|_| None).map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
