@@ -7,6 +7,10 @@
 //!   is about to record, before it records it);
 //! - every segment retention keeps is either local or copied: none lost.
 //!
+//! Between some kills an operator runs an expiration (`rsm expire`) or deletes a copied segment that
+//! retention keeps from the middle of a remote log while its local copy is still there (`rsm delete
+//! --force`): its offsets must then stay local, through every later run and kill.
+//!
 //! When a round's work is all done, a new round starts on new partitions. No libtest harness: the binary is
 //! the parent and, with `RSM_ENGINE_CRASH_CHILD` set, the child.
 
@@ -175,6 +179,9 @@ struct Round {
     dir: PathBuf,
     /// (partition, base offset) -> (original bytes, max timestamp)
     originals: BTreeMap<(i32, i64), (Vec<u8>, i64)>,
+    /// Remote segments an operator deleted from the middle of the remote log between kills (`rsm delete
+    /// --force`), while their local copy was still there: (partition, base offset).
+    deleted: HashSet<(i32, i64)>,
 }
 
 fn new_round(root: &Path, n: usize) -> Round {
@@ -207,7 +214,73 @@ fn new_round(root: &Path, n: usize) -> Round {
             originals.insert((p, s.base_offset), (std::fs::read(&s.log).unwrap(), md.max_timestamp_ms));
         }
     }
-    Round { dir, originals }
+    Round { dir, originals, deleted: HashSet::new() }
+}
+
+/// An engine of the operator's own over the round (the child is dead, so its locks are free).
+fn operator_engine(round: &Round, rt: &tokio::runtime::Runtime) -> (RemoteLogManager, Vec<TopicIdPartition>) {
+    rt.block_on(async {
+        let engine = RemoteLogManager::with_local_metadata(
+            config(),
+            storage(&round.dir.join("store")),
+            &round.dir.join("metadata"),
+        )
+        .unwrap();
+        let mut tps = Vec::new();
+        for p in 0..PARTITIONS {
+            let dir = round.dir.join("logs").join(format!("crash-{p}"));
+            tps.push(engine.add_partition(&dir, Role::Leader { epoch: 0 }, None).await.unwrap());
+        }
+        (engine, tps)
+    })
+}
+
+/// `rsm expire` over every partition of the round.
+fn operator_expires(round: &Round) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (engine, tps) = operator_engine(round, &rt);
+    rt.block_on(async {
+        for tp in &tps {
+            engine.expire_partition(tp).await.unwrap();
+        }
+        engine.close().await.unwrap();
+    });
+}
+
+/// `rsm delete --force` of a copied segment from the middle of a partition's remote log whose local copy is
+/// still there, if there is one.
+fn operator_deletes(round: &mut Round, pick: u64) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (engine, tps) = operator_engine(round, &rt);
+    rt.block_on(async {
+        // The first partition from `pick` on that has such a segment.
+        for i in 0..PARTITIONS {
+            let p = ((pick + i as u64) % PARTITIONS as u64) as i32;
+            let tp = &tps[p as usize];
+            let mut copied: Vec<_> = engine
+                .metadata()
+                .list_remote_log_segments(tp)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished)
+                .collect();
+            copied.sort_by_key(|m| m.start_offset);
+            let dir = round.dir.join("logs").join(format!("crash-{p}"));
+            let last = copied.len().saturating_sub(1);
+            // One that retention keeps: its offsets must then survive, locally.
+            let candidate = (1..last).map(|i| &copied[i]).find(|m| {
+                m.max_timestamp_ms >= NOW - 24 * HOUR && dir.join(format!("{:020}.log", m.start_offset)).exists()
+            });
+            if let Some(m) = candidate {
+                assert!(engine.deletion_cut(tp, &m.remote_log_segment_id.id).await.unwrap().is_some());
+                engine.delete_segment(tp, &m.remote_log_segment_id.id).await.unwrap();
+                round.deleted.insert((p, m.start_offset));
+                break;
+            }
+        }
+        engine.close().await.unwrap();
+    });
 }
 
 /// The checks after a kill (or at the end of a round, `finished`). Returns the copy-finished count.
@@ -263,6 +336,25 @@ fn check(round: &Round, run: usize, finished: bool) -> usize {
                 assert!(copied.contains_key(&(p, base)), "{}", ctx(format!("segment {p}@{base} is lost")));
             }
         }
+        // From a gap an operator cut in the remote log on, local segments stay: that is how their offsets
+        // survive.
+        let gap_from = round
+            .deleted
+            .iter()
+            .filter(|(dp, b)| *dp == p && round.originals[&(*dp, *b)].1 >= cut)
+            .map(|(_, b)| *b)
+            .min();
+        if gap_from.is_some_and(|g| base >= g) {
+            assert!(
+                local || copied.contains_key(&(p, base)),
+                "{}",
+                ctx(format!("segment {p}@{base} past a gap is lost"))
+            );
+            if round.deleted.contains(&(p, base)) {
+                assert!(local, "{}", ctx(format!("segment {p}@{base}, deleted remotely by hand, is gone locally too")));
+            }
+            continue;
+        }
         if finished {
             assert!(!local, "{}", ctx(format!("segment {p}@{base} is still local at the end")));
             assert_eq!(
@@ -295,6 +387,7 @@ fn main() {
     println!("engine crash test: {KILLS} kills, seed {seed}");
     let started = Instant::now();
     let (mut rounds, mut kills, mut copied_seen) = (0, 0, 0);
+    let (mut expires, mut deletes) = (0, 0);
     let mut round = new_round(root.path(), rounds);
     while kills < KILLS {
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -326,14 +419,31 @@ fn main() {
         } else {
             kills += 1;
             check(&round, kills, false);
+            // Between some kills an operator runs `rsm expire` or `rsm delete --force` of a middle segment.
+            match next() % 4 {
+                0 => {
+                    operator_expires(&round);
+                    expires += 1;
+                }
+                1 => {
+                    let before = round.deleted.len();
+                    operator_deletes(&mut round, next());
+                    deletes += round.deleted.len() - before;
+                }
+                _ => continue,
+            }
+            check(&round, kills, false);
         }
     }
     println!(
         "{kills} kills over {} rounds in {:.1} s: metadata and store agreed after every kill, no segment lost, \
-         no local segment deleted before its copy finished; {copied_seen} segments copied in the finished rounds",
+         no local segment deleted before its copy finished; {copied_seen} segments copied in the finished rounds; \
+         between kills {expires} expire runs and {deletes} segments deleted from the middle of a remote log, every \
+         offset kept locally or remotely",
         rounds + 1,
         started.elapsed().as_secs_f64()
     );
+    assert!(deletes >= 1, "no segment was deleted from the middle of a remote log: the gap path was not tried");
     assert!(rounds >= 1, "no round finished: the kills came too early to test the whole life of a segment");
     println!("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
 }
