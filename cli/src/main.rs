@@ -336,6 +336,15 @@ enum Command {
         #[arg(long, default_value = "__remote_log_metadata")]
         metadata_topic: String,
     },
+    /// Make a new local metadata log from the store's manifests (each whole segment as copied), after the
+    /// metadata log was lost or damaged: the engine commands then read the data it describes again.
+    RebuildMetadata {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The new metadata directory (must not exist).
+        #[arg(long)]
+        metadata_dir: PathBuf,
+    },
     /// Read and check every segment in a store; with --dir, also compare with the local files both ways.
     Verify {
         #[command(flatten)]
@@ -1278,6 +1287,23 @@ fn run(cli: Cli) -> Result<()> {
                 out!(o, "the remote log of {tp} has a gap at offsets {}..={} now", md.start_offset, md.end_offset);
             }
             e.close()
+        }
+        Command::RebuildMetadata { store, metadata_dir } => {
+            let store = store.open()?;
+            let mut whole = Vec::new();
+            for s in store.scan_segments(None)? {
+                match s.manifest {
+                    Ok(m) if s.missing.is_empty() => whole.push(m.metadata),
+                    Ok(m) => {
+                        out!(o, "SKIPPED\t{}\tmissing {}", m.metadata.remote_log_segment_id.id, s.missing.join(", "))
+                    }
+                    Err(e) => out!(o, "SKIPPED\t{}\t{}", s.manifest_key, e.full_message()),
+                }
+            }
+            let n = rsm_facade::runtime()
+                .block_on(rsm_metadata::local::LocalMetadataManager::rebuild(&metadata_dir, &whole))?;
+            out!(o, "rebuilt {} with {n} segments from the store's manifests", metadata_dir.display());
+            Ok(())
         }
         Command::Sweep { store, min_age, yes } => {
             let store = store.open()?;

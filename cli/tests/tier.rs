@@ -466,3 +466,43 @@ fn a_first_run_that_would_delete_everything_shows_its_plan_first() {
     let ran = s.run(&["tier", &s.dir, "--yes"]);
     assert!(ran.contains(&format!("expired {closed} remote")), "{ran}");
 }
+
+/// A metadata log damaged in its middle stops `tier` before any local deletion, naming the file; a new log
+/// rebuilt from the store's manifests (`rsm rebuild-metadata`) then serves the engine again: nothing is copied
+/// twice, the local segments go as retention says, and the records read back from remote.
+#[test]
+fn a_damaged_metadata_log_stops_tier_and_is_rebuilt_from_the_store() {
+    let s = Setup::new();
+    let closed = s.closed();
+    s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
+    let meta = Path::new(&s.args[3]).to_path_buf();
+    // The partition's state is in its metadata partition's snapshot (taken at close) and log files.
+    let log = common::files(&meta)
+        .into_iter()
+        .filter(|f| !f.starts_with(meta.join("failed-deletions")))
+        .find(|f| {
+            let name = f.file_name().unwrap().to_string_lossy();
+            (name == "snapshot" || name.ends_with(".log")) && std::fs::metadata(f).unwrap().len() > 16
+        })
+        .expect("a metadata file with records");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(&log, bytes).unwrap();
+    let local_before = snapshot(Path::new(&s.dir));
+    let err = fails(&s, &["tier", &s.dir, "--set", "retention.ms=-1", "--set", "local.retention.ms=1"]);
+    assert!(err.contains(&log.display().to_string()), "names the damaged file: {err}");
+    assert_eq!(snapshot(Path::new(&s.dir)), local_before, "a tier over damaged metadata changed the partition");
+
+    let rebuilt = Path::new(&s.dir).parent().unwrap().join("metadata-rebuilt");
+    let out = ok(&["rebuild-metadata", "--store", &s.args[1], "--metadata-dir", rebuilt.to_str().unwrap()]);
+    assert!(out.contains(&format!("with {closed} segments")), "{out}");
+    let err = rsm(&["rebuild-metadata", "--store", &s.args[1], "--metadata-dir", rebuilt.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&err.stderr).contains("exists"), "a rebuild never overwrites a metadata directory");
+    let args = ["--store", &s.args[1], "--metadata-dir", rebuilt.to_str().unwrap()];
+    let tier =
+        ok(&[&["tier", &s.dir, "--set", "retention.ms=-1", "--set", "local.retention.ms=1"][..], &args].concat());
+    assert!(tier.contains("copied 0 segments") && tier.contains(&format!("deleted {closed} local")), "{tier}");
+    let json = ok(&[&["read", &s.dir, "--offset", "0", "--max-records", "1", "--json"][..], &args].concat());
+    assert!(json.contains("\"value\":\"value-0\""), "{json}");
+}

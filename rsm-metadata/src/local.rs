@@ -17,7 +17,7 @@ use crate::partitioner::{PartitionFormula, metadata_partition};
 use crate::{records, snapshot};
 use async_trait::async_trait;
 use rsm_core::error::{Error, Result};
-use rsm_core::model::{RemoteLogSegmentMetadata, TopicIdPartition};
+use rsm_core::model::{RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition};
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -248,6 +248,41 @@ impl LocalMetadataManager {
             registered: RwLock::new(HashSet::new()),
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// Makes a new metadata log in `dir` (which must not exist) holding each of `segments` as copied: a
+    /// segment record (copy started) and an update to copy finished, with the segment's own broker id and
+    /// event time. What a store's manifests describe (each names its segment whole) becomes readable through
+    /// the engine again after its metadata log was lost or damaged. Returns how many segments it holds.
+    pub async fn rebuild(dir: &Path, segments: &[RemoteLogSegmentMetadata]) -> Result<usize> {
+        if dir.exists() {
+            return Err(Error::invalid(format!(
+                "{} exists: a rebuilt metadata log goes into a new directory (move a damaged one aside first)",
+                dir.display()
+            )));
+        }
+        let m = Self::open(LocalMetadataConfig::new(dir))?;
+        let mut tps: Vec<TopicIdPartition> =
+            segments.iter().map(|s| s.remote_log_segment_id.topic_id_partition.clone()).collect();
+        tps.sort_by_key(|tp| tp.to_string());
+        tps.dedup();
+        m.on_partition_leadership_changes(&tps, &[]).await?;
+        let mut sorted: Vec<&RemoteLogSegmentMetadata> = segments.iter().collect();
+        sorted.sort_by_key(|s| (s.remote_log_segment_id.topic_id_partition.to_string(), s.start_offset));
+        for s in &sorted {
+            let mut started = (*s).clone();
+            started.state = RemoteLogSegmentState::CopySegmentStarted;
+            m.add_remote_log_segment_metadata(&started).await?;
+            let done = RemoteLogSegmentMetadataUpdate::of(
+                s,
+                RemoteLogSegmentState::CopySegmentFinished,
+                s.event_timestamp_ms,
+                s.broker_id,
+            );
+            m.update_remote_log_segment_metadata(&done).await?;
+        }
+        m.close().await?;
+        Ok(sorted.len())
     }
 
     fn existing_config(dir: &Path) -> Result<LocalMetadataConfig> {
