@@ -124,11 +124,11 @@ typedef struct {
   int64_t least_significant_bits;
 } rsm_uuid;
 
-// Kafka's `TopicIdPartition`. `topic` is borrowed: a NUL-terminated UTF-8 string.
+// Kafka's `TopicIdPartition`. `topic` is borrowed: a NUL-terminated UTF-8 string, not NULL.
 typedef struct {
   // The topic id.
   rsm_uuid topic_id;
-  // The topic name, NUL-terminated UTF-8.
+  // The topic name, NUL-terminated UTF-8 (NULL or not UTF-8: `RSM_RESULT_INVALID_ARGUMENT`).
   const char *topic;
   // The partition number.
   int32_t partition;
@@ -149,9 +149,9 @@ typedef struct {
   rsm_topic_id_partition topic_id_partition;
   // The segment's id (`RemoteLogSegmentId.id`).
   rsm_uuid segment_id;
-  // First offset, inclusive.
+  // First offset, inclusive (`rsm_copy` refuses a negative one).
   int64_t start_offset;
-  // Last offset, inclusive.
+  // Last offset, inclusive (`rsm_copy` refuses one below `start_offset`).
   int64_t end_offset;
   // Largest record timestamp in the segment (ms).
   int64_t max_timestamp_ms;
@@ -159,25 +159,31 @@ typedef struct {
   int32_t broker_id;
   // When this metadata event was made (ms).
   int64_t event_timestamp_ms;
-  // Size of the `.log` file in bytes.
+  // Size of the `.log` file in bytes: `rsm_copy` refuses any other value (`RSM_RESULT_INVALID_ARGUMENT`,
+  // naming the size and the file), as it refuses a negative one.
   int32_t segment_size_in_bytes;
-  // The leader-epoch map, `leader_epochs_len` entries in increasing epoch order (at least one).
+  // The leader-epoch map: `leader_epochs_len` entries, in any order (Kafka's map is ordered by epoch;
+  // so is the one `rsm_list_segments` returns). An epoch given twice is `RSM_RESULT_INVALID_ARGUMENT`;
+  // `rsm_copy` needs at least one entry. NULL only when the length is 0.
   const rsm_leader_epoch *leader_epochs;
-  // The number of entries of `leader_epochs`.
+  // The number of entries of `leader_epochs` (not 0 for `rsm_copy`).
   size_t leader_epochs_len;
   // The custom metadata a copy returned, or NULL when there is none (non-NULL with length 0: present
-  // and empty).
+  // and empty). NULL with a non-zero length is `RSM_RESULT_INVALID_ARGUMENT`.
   const uint8_t *custom_metadata;
   // The length of `custom_metadata`.
   size_t custom_metadata_len;
-  // The state: an `rsm_segment_state` value (Kafka's `RemoteLogSegmentState` ids 0 to 3).
+  // The state: an `rsm_segment_state` value (Kafka's `RemoteLogSegmentState` ids 0 to 3; any other is
+  // `RSM_RESULT_INVALID_ARGUMENT`).
   int32_t state;
   // Whether the segment's transaction index is empty.
   bool txn_idx_empty;
 } rsm_segment_metadata;
 
 // Kafka's `LogSegmentData`: the local files of a closed segment (the library reads them during the copy)
-// and the leader-epoch checkpoint bytes. Every pointer is borrowed for the call only.
+// and the leader-epoch checkpoint bytes. Every pointer is borrowed for the call only. The paths are
+// NUL-terminated UTF-8 and not NULL (`transaction_index` excepted): NULL or not UTF-8 is
+// `RSM_RESULT_INVALID_ARGUMENT`; a file that does not exist is `RSM_RESULT_NOT_FOUND`.
 typedef struct {
   // Path of the `.log` file.
   const char *log;
@@ -189,9 +195,13 @@ typedef struct {
   const char *transaction_index;
   // Path of the producer snapshot (`.snapshot`).
   const char *producer_snapshot;
-  // The leader-epoch checkpoint file's bytes (its text format).
+  // The leader-epoch checkpoint file's bytes, in Kafka's text format: a line `0` (the version), a line
+  // with the number of entries, then exactly that many `epoch startOffset` lines. Empty (length 0, and
+  // then NULL is allowed) when there is none, as Kafka reads an empty file. Malformed bytes, or NULL with
+  // a non-zero length, are `RSM_RESULT_INVALID_ARGUMENT`. Stored as given: `rsm_fetch_index` with
+  // `RSM_INDEX_TYPE_LEADER_EPOCH` returns them.
   const uint8_t *leader_epoch_checkpoint;
-  // The length of `leader_epoch_checkpoint`.
+  // The length of `leader_epoch_checkpoint` in bytes.
   size_t leader_epoch_checkpoint_len;
 } rsm_segment_files;
 
@@ -248,13 +258,14 @@ void rsm_error_free(rsm_error *err);
 // other keys are its settings, as a broker passes them under `rsm.config.` (unknown or malformed ones are
 // `RSM_RESULT_CONFIG`, naming the key; a key given twice is `RSM_RESULT_INVALID_ARGUMENT`).
 //
-// Ownership: `settings` (an array of `settings_len` entries; NULL when the length is 0) and its strings
-// are borrowed for the call. On success `*store_out` is a new handle the caller owns and must pass to
-// `rsm_store_close`; on failure it is NULL.
+// Ownership: `settings` (an array of `settings_len` entries; NULL only when the length is 0) and its
+// strings (neither NULL) are borrowed for the call. On success `*store_out` is a new handle the caller
+// owns and must pass to `rsm_store_close`; on failure it is NULL. `store_out` must not be NULL
+// (`RSM_RESULT_INVALID_ARGUMENT`).
 //
 // # Safety
-// `settings` is NULL or points to `settings_len` entries whose strings are NUL-terminated; `store_out` and
-// `err` are NULL or writable.
+// `settings` is NULL or points to `settings_len` entries whose strings are NULL or NUL-terminated;
+// `store_out` and `err` are NULL or writable.
 rsm_result rsm_store_open(const rsm_setting *settings,
                           size_t settings_len,
                           rsm_store **store_out,
@@ -267,15 +278,22 @@ rsm_result rsm_store_open(const rsm_setting *settings,
 // (closed already: harmless).
 rsm_result rsm_store_close(rsm_store *store);
 
-// How many store and stream handles are open in the process (either out-pointer may be NULL): for a
-// host's leak checks.
+// How many store and stream handles are open in the process (either out-pointer may be NULL: that count
+// is not reported): for a host's leak checks. Returns `RSM_RESULT_OK`, or `RSM_RESULT_INVALID_ARGUMENT`
+// (and writes nothing) when an out-pointer is not aligned for a `size_t`.
 //
 // # Safety
 // `stores` and `streams` are NULL or writable.
-rsm_result rsm_open_handles(size_t *stores, size_t *streams);
+rsm_result rsm_open_handles(size_t *stores,
+                            size_t *streams);
 
 // Copies a closed segment: reads the files `files` names and writes the segment, its indexes and its
 // manifest to the store (Kafka's `copyLogSegmentData`).
+//
+// Arguments: `metadata` and `files` must not be NULL, and are checked as their types' documentation says
+// (`RSM_RESULT_INVALID_ARGUMENT`, naming the field): among others `metadata.segment_size_in_bytes` must be
+// the length of the `files.log` file and `files.leader_epoch_checkpoint` must be a well-formed
+// checkpoint. `custom_metadata_out` may be NULL (the custom metadata is then not returned).
 //
 // Ownership: `metadata` and `files`, and everything they point to, are borrowed for the call. When
 // `custom_metadata_out` is not NULL, `*custom_metadata_out` receives the custom metadata the copy
@@ -293,6 +311,10 @@ rsm_result rsm_copy(const rsm_store *store,
 // (`RSM_END_OF_SEGMENT`: to its end; an end past the segment's stops at its end), Kafka's
 // `fetchLogSegment`. Every byte the stream returns was checked against the manifest's CRCs.
 //
+// Arguments: `start_position` must be a byte of the segment (0 to its size - 1) and `end_position`
+// `RSM_END_OF_SEGMENT` or at least `start_position`; anything else is `RSM_RESULT_INVALID_ARGUMENT`,
+// naming the position. `metadata` and `stream_out` must not be NULL.
+//
 // Ownership: `metadata` is borrowed for the call. On success `*stream_out` is a new stream handle the
 // caller owns and must pass to `rsm_stream_close`; on failure it is NULL.
 //
@@ -305,8 +327,9 @@ rsm_result rsm_fetch(const rsm_store *store,
                      rsm_stream **stream_out,
                      rsm_error **err);
 
-// Opens a read of one of the segment's indexes (`index_type`: an `rsm_index_type`), Kafka's
-// `fetchIndex`. A transaction index the segment did not have is `RSM_RESULT_NOT_FOUND`.
+// Opens a read of one of the segment's indexes (`index_type`: an `rsm_index_type`, 0 to 4; any other
+// value is `RSM_RESULT_INVALID_ARGUMENT`), Kafka's `fetchIndex`. A transaction index the segment did not
+// have is `RSM_RESULT_NOT_FOUND`. `metadata` and `stream_out` must not be NULL.
 //
 // Ownership: as `rsm_fetch`.
 //
@@ -323,7 +346,9 @@ rsm_result rsm_fetch_index(const rsm_store *store,
 // and 0 at the end of the stream. A failed stream (say a chunk failing its CRC) reports the error once,
 // then reads as ended.
 //
-// Ownership: `buf` is borrowed for the call (NULL only when `len` is 0); `*n` is written (0 on failure).
+// Ownership: `buf` is borrowed for the call (NULL only when `len` is 0, else
+// `RSM_RESULT_INVALID_ARGUMENT`). `n` may be NULL: the count is then not reported (the bytes are still
+// read into `buf`); otherwise `*n` is written (0 on failure).
 // Threads: calls on one stream are serialised, so two threads reading one stream get disjoint pieces in
 // an order they cannot predict; use one stream per reader.
 //
@@ -344,7 +369,7 @@ rsm_result rsm_stream_close(rsm_stream *stream);
 // Deletes a segment's objects (Kafka's `deleteLogSegmentData`); deleting a segment that is gone is not
 // an error.
 //
-// Ownership: `metadata` is borrowed for the call.
+// Ownership: `metadata` (not NULL) is borrowed for the call.
 //
 // # Safety
 // `metadata` is NULL or valid; `err` is NULL or writable.
@@ -356,7 +381,8 @@ rsm_result rsm_delete(const rsm_store *store,
 // with the metadata its copy was given; pass an entry straight to `rsm_fetch` and the others.
 //
 // Ownership: `partition` is borrowed for the call. On success `*list_out` is a list the caller owns and
-// frees with `rsm_segment_list_free`; on failure it is NULL.
+// frees with `rsm_segment_list_free`; on failure it is NULL. `list_out` must not be NULL
+// (`RSM_RESULT_INVALID_ARGUMENT`).
 //
 // # Safety
 // `partition` is NULL or valid; `list_out` and `err` are NULL or writable.
@@ -405,7 +431,13 @@ size_t rsm_buffer_len(const rsm_buffer *buf);
 // `buf` is NULL or a buffer the library returned that is not freed yet; it must not be used after.
 void rsm_buffer_free(rsm_buffer *buf);
 
-// The byte position of the batch holding `offset` in the segment: where a fetch for it starts.
+// The byte position of the batch holding `offset` in the segment (or, in a gap of a compacted segment,
+// of the first batch after it): where a fetch for it starts.
+//
+// Arguments: `offset` must be one of the segment's, from `metadata->start_offset` to
+// `metadata->end_offset` inclusive; an offset outside that range, below it as above it, is
+// `RSM_RESULT_INVALID_ARGUMENT` naming the offset and the range. `metadata` and `position` must not be
+// NULL.
 //
 // Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure).
 //
@@ -418,9 +450,13 @@ rsm_result rsm_position_of_offset(const rsm_store *store,
                                   rsm_error **err);
 
 // The byte position of the first batch of the segment with a timestamp at or after `timestamp_ms`, or -1
-// when no batch is that late.
+// when no batch is that late. A search, not a lookup: every `timestamp_ms` is valid, so one before the
+// segment's first record (`INT64_MIN` included) gives the first batch's position, 0, and one after its
+// last (`INT64_MAX` included) gives -1, with `RSM_RESULT_OK` at both ends. `metadata` and `position` must
+// not be NULL.
 //
-// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure).
+// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure, and when no
+// batch is that late).
 //
 // # Safety
 // `metadata` is NULL or valid; `position` and `err` are NULL or writable.
@@ -445,10 +481,17 @@ rsm_result rsm_self_test_panic(rsm_error **err);
 // refuse with `RSM_RESULT_INVALID_ARGUMENT` on a runtime thread. It may call the free and close functions,
 // `rsm_operation_cancel` and the `_async` functions, and hand its results to the host's own threads.
 //
+// Errors: what the arguments alone show is returned by this call, as `rsm_copy` returns it, and the
+// callback is never called: NULL `store`, `metadata`, `files` or `callback`; a NULL, non-UTF-8 or
+// malformed field of `metadata` or `files` (an epoch given twice or none, an unknown state, a negative
+// start offset or an end before it, a NULL pointer with a non-zero length, a malformed leader-epoch
+// checkpoint); a `segment_size_in_bytes` that is not the `.log` file's length. What the copy itself meets
+// (a missing or malformed file, the store's failures) reaches the callback.
+//
 // Ownership: `metadata` and `files` are read before this call returns (borrowed for the call only).
-// `user_data` is passed to the callback as is, from a runtime thread. On success `*operation_out` (when
-// not NULL) names the operation for `rsm_operation_cancel` until its callback is called. On failure the
-// callback is never called.
+// `user_data` is passed to the callback as is, from a runtime thread. `operation_out` may be NULL; when
+// not, on success `*operation_out` names the operation for `rsm_operation_cancel` until its callback is
+// called, and on failure it is NULL. On failure the callback is never called.
 //
 // # Safety
 // As `rsm_copy`; `callback` is a valid function pointer; `user_data` may be used from another thread.
@@ -463,6 +506,11 @@ rsm_result rsm_copy_async(const rsm_store *store,
 // Submits a fetch (as `rsm_fetch`) and returns at once; `callback` is called once with a stream handle or
 // the failure. The rules for the callback are `rsm_copy_async`'s: read the stream on a thread of the
 // host's, not in the callback.
+//
+// Errors: as in `rsm_copy_async`, what the arguments alone show (NULL `store`, `metadata` or `callback`,
+// an invalid field of `metadata`, an `end_position` below -1) is returned and the callback is never
+// called; what needs the stored segment (a missing segment, a `start_position` outside it, an
+// `end_position` before `start_position`) reaches the callback.
 //
 // Ownership: `metadata` is read before this call returns; `user_data` and `*operation_out` as in
 // `rsm_copy_async`.
@@ -480,6 +528,9 @@ rsm_result rsm_fetch_async(const rsm_store *store,
 
 // Submits a delete (as `rsm_delete`) and returns at once; `callback` is called once with the outcome.
 // The rules for the callback are `rsm_copy_async`'s.
+//
+// Errors: as in `rsm_copy_async` (NULL `store`, `metadata` or `callback`, or an invalid field of
+// `metadata`, are returned; the store's failures reach the callback).
 //
 // Ownership: `metadata` is read before this call returns; `user_data` and `*operation_out` as in
 // `rsm_copy_async`.

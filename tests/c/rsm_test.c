@@ -264,7 +264,7 @@ static void test_errors(fixture *fx, const char *work) {
   rsm_buffer_free(custom);
 
   /* NULL and invalid arguments of every call, each named. */
-  rsm_stream *s = (rsm_stream *)1;
+  rsm_stream *s = (rsm_stream *)1, *s2 = NULL;
   int32_t pos = 0;
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`store` is NULL", rsm_fetch(NULL, &sg->md, 0, -1, &s, ERR));
   CHECK(s == NULL, "the out-parameter is cleared on failure");
@@ -297,7 +297,8 @@ static void test_errors(fixture *fx, const char *work) {
   rsm_segment_files files = sg->files;
   files.log = NULL;
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`files.log` is NULL", rsm_copy(store, &sg->md, &files, NULL, ERR));
-  files = sg->files;
+  /* Segment 1's files (its metadata must describe its own `.log`), one of them missing. */
+  files = fx->seg[1].files;
   files.time_index = "/nonexistent/00000000000000000000.timeindex";
   rsm_result r = rsm_copy(store, &fx->seg[1].md, &files, NULL, NULL);
   CHECK(r == RSM_RESULT_NOT_FOUND, "a copy of a missing file: %d", (int)r);
@@ -305,11 +306,78 @@ static void test_errors(fixture *fx, const char *work) {
   size_t n = 5;
   OK(rsm_fetch(store, &sg->md, 0, -1, &s, ERR));
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`buf` is NULL but `len` is 16", rsm_stream_read(s, NULL, 16, &n, ERR));
-  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`n` is NULL", rsm_stream_read(s, buf, 16, NULL, ERR));
+  /* `n` may be NULL: the bytes are read, their count is not reported. */
+  bytes log0 = read_file(sg->log);
+  memset(buf, 0, sizeof buf);
+  OK(rsm_stream_read(s, buf, 4, NULL, ERR));
+  expect_same(buf, 4, log0.data, 4, "a read without a count");
   OK(rsm_stream_read(s, buf, 0, &n, ERR));
   CHECK(n == 0, "a read of 0 bytes");
   OK(rsm_stream_read(s, buf, sizeof buf, &n, ERR));
   CHECK(n > 0 && n <= sizeof buf, "a read");
+  expect_same(buf, n, log0.data + 4, n, "the read after one without a count");
+  OK(rsm_stream_read(s, NULL, 0, NULL, ERR));
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`buf` is NULL but `len` is 3", rsm_stream_read(s, NULL, 3, NULL, ERR));
+
+  /* rsm_copy's checks of its arguments against the files: each refused as an invalid argument naming
+   * the field and its value, by the blocking and the asynchronous copy alike. */
+  char want[1200];
+  md = fx->seg[1].md;
+  md.segment_size_in_bytes = fx->seg[1].size + 1;
+  snprintf(want, sizeof want, "`metadata.segment_size_in_bytes` %d is not the length of `files.log` %s (%d bytes)",
+           fx->seg[1].size + 1, fx->seg[1].log, fx->seg[1].size);
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want, rsm_copy(store, &md, &fx->seg[1].files, NULL, ERR));
+  rsm_operation *op = (rsm_operation *)1;
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want,
+             rsm_copy_async(store, &md, &fx->seg[1].files, NULL, NULL, &op, ERR));
+  CHECK(op == NULL, "no operation on failure");
+  md.segment_size_in_bytes = fx->seg[1].size - 1;
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`metadata.segment_size_in_bytes`",
+             rsm_copy(store, &md, &fx->seg[1].files, NULL, ERR));
+  static const char garbage[] = "this is not a checkpoint\n";
+  static const char trailing[] = "0\n1\n0 0\n1 5\n";
+  files = fx->seg[1].files;
+  files.leader_epoch_checkpoint = (const uint8_t *)garbage;
+  files.leader_epoch_checkpoint_len = sizeof garbage - 1;
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`files.leader_epoch_checkpoint` is not a leader-epoch checkpoint",
+             rsm_copy(store, &fx->seg[1].md, &files, NULL, ERR));
+  files.leader_epoch_checkpoint = (const uint8_t *)trailing;
+  files.leader_epoch_checkpoint_len = sizeof trailing - 1;
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "line 4 `1 5` follows the 1 entries",
+             rsm_copy(store, &fx->seg[1].md, &files, NULL, ERR));
+  files.leader_epoch_checkpoint = NULL;
+  files.leader_epoch_checkpoint_len = 9;
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`files.leader_epoch_checkpoint` is NULL but its length is 9",
+             rsm_copy(store, &fx->seg[1].md, &files, NULL, ERR));
+  md = fx->seg[1].md;
+  md.custom_metadata = NULL;
+  md.custom_metadata_len = SIZE_MAX;
+  snprintf(want, sizeof want, "`metadata.custom_metadata` is NULL but its length is %zu", (size_t)SIZE_MAX);
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want, rsm_copy(store, &md, &fx->seg[1].files, NULL, ERR));
+  md.custom_metadata_len = 1;
+  EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`metadata.custom_metadata` is NULL but its length is 1",
+             rsm_fetch(store, &md, 0, -1, &s2, ERR));
+  /* None of the refused copies wrote the segment. */
+  EXPECT_ERR(RSM_RESULT_NOT_FOUND, "", rsm_fetch(store, &fx->seg[1].md, 0, -1, &s2, ERR));
+  free(log0.data);
+
+  /* Offsets outside the segment: refused the same way below it and above it. Timestamps are a search:
+   * before the segment, its first batch; after it, none (-1). */
+  const int64_t outside[] = {INT64_MIN, -1, sg->start - 1, sg->end + 1, INT64_MAX};
+  for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+    snprintf(want, sizeof want, "`offset` %lld is outside segment", (long long)outside[i]);
+    pos = 7;
+    EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want, rsm_position_of_offset(store, &sg->md, outside[i], &pos, ERR));
+    CHECK(pos == -1, "position on failure: %d", pos);
+    snprintf(want, sizeof want, "(offsets %lld to %lld inclusive)", (long long)sg->start, (long long)sg->end);
+    EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want, rsm_position_of_offset(store, &sg->md, outside[i], &pos, ERR));
+  }
+  OK(rsm_position_of_offset(store, &sg->md, sg->end, &pos, ERR));
+  CHECK(pos > 0 && pos < sg->size, "the last offset at %d", pos);
+  OK(rsm_position_of_timestamp(store, &sg->md, INT64_MIN, &pos, ERR));
+  CHECK(pos == 0, "INT64_MIN at %d", pos);
+  OK(rsm_position_of_timestamp(store, &sg->md, INT64_MAX, &pos, ERR));
+  CHECK(pos == -1, "INT64_MAX at %d", pos);
 
   /* Closed and forged handles: errors, never crashes; closing twice is harmless. */
   CHECK(rsm_stream_close(s) == RSM_RESULT_OK, "close");

@@ -3,7 +3,7 @@
 //! flight can be cancelled. The work is the same core call the blocking form makes through the facade
 //! (`Store::copy` and the others are `block_on` of these), run as a task of the facade's runtime instead.
 
-use crate::boundary::{entry, entry_plain, out_arg, ref_arg, rsm_error};
+use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg, rsm_error};
 use crate::handles::Registry;
 use crate::{STREAMS, as_handle, rsm_buffer, rsm_result, rsm_store, rsm_stream, store_of, types};
 use rsm_core::{Error, RemoteStorageManager, Result};
@@ -96,10 +96,17 @@ fn failure(e: Option<Error>) -> (rsm_result, *mut rsm_error) {
 /// refuse with `RSM_RESULT_INVALID_ARGUMENT` on a runtime thread. It may call the free and close functions,
 /// `rsm_operation_cancel` and the `_async` functions, and hand its results to the host's own threads.
 ///
+/// Errors: what the arguments alone show is returned by this call, as `rsm_copy` returns it, and the
+/// callback is never called: NULL `store`, `metadata`, `files` or `callback`; a NULL, non-UTF-8 or
+/// malformed field of `metadata` or `files` (an epoch given twice or none, an unknown state, a negative
+/// start offset or an end before it, a NULL pointer with a non-zero length, a malformed leader-epoch
+/// checkpoint); a `segment_size_in_bytes` that is not the `.log` file's length. What the copy itself meets
+/// (a missing or malformed file, the store's failures) reaches the callback.
+///
 /// Ownership: `metadata` and `files` are read before this call returns (borrowed for the call only).
-/// `user_data` is passed to the callback as is, from a runtime thread. On success `*operation_out` (when
-/// not NULL) names the operation for `rsm_operation_cancel` until its callback is called. On failure the
-/// callback is never called.
+/// `user_data` is passed to the callback as is, from a runtime thread. `operation_out` may be NULL; when
+/// not, on success `*operation_out` names the operation for `rsm_operation_cancel` until its callback is
+/// called, and on failure it is NULL. On failure the callback is never called.
 ///
 /// # Safety
 /// As `rsm_copy`; `callback` is a valid function pointer; `user_data` may be used from another thread.
@@ -120,6 +127,9 @@ pub unsafe extern "C" fn rsm_copy_async(
             let s = store_of(store)?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             let data = types::segment_files(ref_arg(files, "files")?, "files")?;
+            // Kafka's checks of the metadata are the arguments' too: returned here, as `rsm_copy` returns them.
+            md.validate()?;
+            types::check_segment_size(&md, &data, "metadata", "files")?;
             let callback = callback.ok_or_else(|| Error::invalid("`callback` is NULL"))?;
             let user = UserData(user_data);
             let id = submit(async move { s.storage().copy_log_segment_data(&md, &data).await }, move |outcome| {
@@ -153,6 +163,11 @@ pub unsafe extern "C" fn rsm_copy_async(
 /// Submits a fetch (as `rsm_fetch`) and returns at once; `callback` is called once with a stream handle or
 /// the failure. The rules for the callback are `rsm_copy_async`'s: read the stream on a thread of the
 /// host's, not in the callback.
+///
+/// Errors: as in `rsm_copy_async`, what the arguments alone show (NULL `store`, `metadata` or `callback`,
+/// an invalid field of `metadata`, an `end_position` below -1) is returned and the callback is never
+/// called; what needs the stored segment (a missing segment, a `start_position` outside it, an
+/// `end_position` before `start_position`) reaches the callback.
 ///
 /// Ownership: `metadata` is read before this call returns; `user_data` and `*operation_out` as in
 /// `rsm_copy_async`.
@@ -209,6 +224,9 @@ pub unsafe extern "C" fn rsm_fetch_async(
 
 /// Submits a delete (as `rsm_delete`) and returns at once; `callback` is called once with the outcome.
 /// The rules for the callback are `rsm_copy_async`'s.
+///
+/// Errors: as in `rsm_copy_async` (NULL `store`, `metadata` or `callback`, or an invalid field of
+/// `metadata`, are returned; the store's failures reach the callback).
 ///
 /// Ownership: `metadata` is read before this call returns; `user_data` and `*operation_out` as in
 /// `rsm_copy_async`.
@@ -270,14 +288,11 @@ pub extern "C" fn rsm_operation_cancel(operation: *mut rsm_operation) -> rsm_res
     })
 }
 
-/// An optional out-parameter for an operation handle.
+/// The optional out-parameter for an operation handle.
 ///
 /// # Safety
 /// `p` is NULL or writable.
-unsafe fn optional_out(p: *mut *mut rsm_operation) -> Result<Option<crate::boundary::OutArg<*mut rsm_operation>>> {
-    if p.is_null() {
-        return Ok(None);
-    }
+unsafe fn optional_out(p: *mut *mut rsm_operation) -> Result<Option<OutArg<*mut rsm_operation>>> {
     // SAFETY: the caller's contract.
-    unsafe { out_arg(p, "operation_out", std::ptr::null_mut()) }.map(Some)
+    unsafe { optional_out_arg(p, "operation_out", std::ptr::null_mut()) }
 }

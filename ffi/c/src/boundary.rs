@@ -151,6 +151,19 @@ pub(crate) unsafe fn out_arg<T>(p: *mut T, what: &str, empty: T) -> Result<OutAr
     Ok(OutArg(p))
 }
 
+/// An out-parameter that may be NULL (the caller does not want that result): `None` for NULL, otherwise
+/// as [`out_arg`].
+///
+/// # Safety
+/// `p` is NULL or points to writable storage for a `T`.
+pub(crate) unsafe fn optional_out_arg<T>(p: *mut T, what: &str, empty: T) -> Result<Option<OutArg<T>>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { out_arg(p, what, empty) }.map(Some)
+}
+
 /// A checked out-parameter (see [`out_arg`]).
 pub(crate) struct OutArg<T>(*mut T);
 

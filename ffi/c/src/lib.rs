@@ -24,6 +24,8 @@
 
 mod asynchronous;
 mod boundary;
+#[cfg(test)]
+mod contract_tests;
 mod handles;
 mod types;
 
@@ -37,7 +39,7 @@ pub use types::{
     rsm_topic_id_partition, rsm_uuid,
 };
 
-use boundary::{entry, entry_plain, out_arg, ref_arg, slice_arg, str_arg};
+use boundary::{entry, entry_plain, optional_out_arg, out_arg, ref_arg, slice_arg, str_arg};
 use handles::Registry;
 use rsm_core::{Error, ErrorKind, IndexType, Result};
 use rsm_facade::{SegmentReader, Store};
@@ -213,13 +215,14 @@ pub unsafe extern "C" fn rsm_error_free(err: *mut rsm_error) {
 /// other keys are its settings, as a broker passes them under `rsm.config.` (unknown or malformed ones are
 /// `RSM_RESULT_CONFIG`, naming the key; a key given twice is `RSM_RESULT_INVALID_ARGUMENT`).
 ///
-/// Ownership: `settings` (an array of `settings_len` entries; NULL when the length is 0) and its strings
-/// are borrowed for the call. On success `*store_out` is a new handle the caller owns and must pass to
-/// `rsm_store_close`; on failure it is NULL.
+/// Ownership: `settings` (an array of `settings_len` entries; NULL only when the length is 0) and its
+/// strings (neither NULL) are borrowed for the call. On success `*store_out` is a new handle the caller
+/// owns and must pass to `rsm_store_close`; on failure it is NULL. `store_out` must not be NULL
+/// (`RSM_RESULT_INVALID_ARGUMENT`).
 ///
 /// # Safety
-/// `settings` is NULL or points to `settings_len` entries whose strings are NUL-terminated; `store_out` and
-/// `err` are NULL or writable.
+/// `settings` is NULL or points to `settings_len` entries whose strings are NULL or NUL-terminated;
+/// `store_out` and `err` are NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rsm_store_open(
     settings: *const rsm_setting,
@@ -259,15 +262,19 @@ pub extern "C" fn rsm_store_close(store: *mut rsm_store) -> rsm_result {
     })
 }
 
-/// How many store and stream handles are open in the process (either out-pointer may be NULL): for a
-/// host's leak checks.
+/// How many store and stream handles are open in the process (either out-pointer may be NULL: that count
+/// is not reported): for a host's leak checks. Returns `RSM_RESULT_OK`, or `RSM_RESULT_INVALID_ARGUMENT`
+/// (and writes nothing) when an out-pointer is not aligned for a `size_t`.
 ///
 /// # Safety
 /// `stores` and `streams` are NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rsm_open_handles(stores: *mut usize, streams: *mut usize) -> rsm_result {
     entry_plain(|| {
-        // SAFETY: the caller's contract; `as_mut` handles NULL.
+        if !stores.is_aligned() || !streams.is_aligned() {
+            return rsm_result::InvalidArgument;
+        }
+        // SAFETY: the caller's contract, and aligned; `as_mut` handles NULL.
         if let Some(s) = unsafe { stores.as_mut() } {
             *s = STORES.len();
         }
@@ -284,6 +291,11 @@ pub unsafe extern "C" fn rsm_open_handles(stores: *mut usize, streams: *mut usiz
 
 /// Copies a closed segment: reads the files `files` names and writes the segment, its indexes and its
 /// manifest to the store (Kafka's `copyLogSegmentData`).
+///
+/// Arguments: `metadata` and `files` must not be NULL, and are checked as their types' documentation says
+/// (`RSM_RESULT_INVALID_ARGUMENT`, naming the field): among others `metadata.segment_size_in_bytes` must be
+/// the length of the `files.log` file and `files.leader_epoch_checkpoint` must be a well-formed
+/// checkpoint. `custom_metadata_out` may be NULL (the custom metadata is then not returned).
 ///
 /// Ownership: `metadata` and `files`, and everything they point to, are borrowed for the call. When
 /// `custom_metadata_out` is not NULL, `*custom_metadata_out` receives the custom metadata the copy
@@ -302,14 +314,11 @@ pub unsafe extern "C" fn rsm_copy(
     // SAFETY (this block and the closure's): the caller's contract, argument by argument.
     unsafe {
         entry(err, || {
-            let out = if custom_metadata_out.is_null() {
-                None
-            } else {
-                Some(out_arg(custom_metadata_out, "custom_metadata_out", std::ptr::null_mut())?)
-            };
+            let out = optional_out_arg(custom_metadata_out, "custom_metadata_out", std::ptr::null_mut())?;
             let s = blocking_store_of(store, "rsm_copy")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             let data = types::segment_files(ref_arg(files, "files")?, "files")?;
+            types::check_segment_size(&md, &data, "metadata", "files")?;
             let custom = s.copy(&md, &data)?;
             if let (Some(out), Some(c)) = (out, custom) {
                 out.set(Box::into_raw(Box::new(rsm_buffer { bytes: c.0 })));
@@ -322,6 +331,10 @@ pub unsafe extern "C" fn rsm_copy(
 /// Opens a read of the segment's bytes from `start_position` to `end_position` inclusive
 /// (`RSM_END_OF_SEGMENT`: to its end; an end past the segment's stops at its end), Kafka's
 /// `fetchLogSegment`. Every byte the stream returns was checked against the manifest's CRCs.
+///
+/// Arguments: `start_position` must be a byte of the segment (0 to its size - 1) and `end_position`
+/// `RSM_END_OF_SEGMENT` or at least `start_position`; anything else is `RSM_RESULT_INVALID_ARGUMENT`,
+/// naming the position. `metadata` and `stream_out` must not be NULL.
 ///
 /// Ownership: `metadata` is borrowed for the call. On success `*stream_out` is a new stream handle the
 /// caller owns and must pass to `rsm_stream_close`; on failure it is NULL.
@@ -351,8 +364,9 @@ pub unsafe extern "C" fn rsm_fetch(
     }
 }
 
-/// Opens a read of one of the segment's indexes (`index_type`: an `rsm_index_type`), Kafka's
-/// `fetchIndex`. A transaction index the segment did not have is `RSM_RESULT_NOT_FOUND`.
+/// Opens a read of one of the segment's indexes (`index_type`: an `rsm_index_type`, 0 to 4; any other
+/// value is `RSM_RESULT_INVALID_ARGUMENT`), Kafka's `fetchIndex`. A transaction index the segment did not
+/// have is `RSM_RESULT_NOT_FOUND`. `metadata` and `stream_out` must not be NULL.
 ///
 /// Ownership: as `rsm_fetch`.
 ///
@@ -388,7 +402,9 @@ pub unsafe extern "C" fn rsm_fetch_index(
 /// and 0 at the end of the stream. A failed stream (say a chunk failing its CRC) reports the error once,
 /// then reads as ended.
 ///
-/// Ownership: `buf` is borrowed for the call (NULL only when `len` is 0); `*n` is written (0 on failure).
+/// Ownership: `buf` is borrowed for the call (NULL only when `len` is 0, else
+/// `RSM_RESULT_INVALID_ARGUMENT`). `n` may be NULL: the count is then not reported (the bytes are still
+/// read into `buf`); otherwise `*n` is written (0 on failure).
 /// Threads: calls on one stream are serialised, so two threads reading one stream get disjoint pieces in
 /// an order they cannot predict; use one stream per reader.
 ///
@@ -405,7 +421,7 @@ pub unsafe extern "C" fn rsm_stream_read(
     // SAFETY (this block and the closure's): the caller's contract, argument by argument.
     unsafe {
         entry(err, || {
-            let n = out_arg(n, "n", 0)?;
+            let n = optional_out_arg(n, "n", 0)?;
             if buf.is_null() && len > 0 {
                 return Err(Error::invalid(format!("`buf` is NULL but `len` is {len}")));
             }
@@ -416,7 +432,9 @@ pub unsafe extern "C" fn rsm_stream_read(
                 // `chunk.len() <= len` (`next_chunk` never returns more than it is asked for).
                 std::ptr::copy_nonoverlapping(chunk.as_ptr(), buf, chunk.len());
             }
-            n.set(chunk.len());
+            if let Some(n) = n {
+                n.set(chunk.len());
+            }
             Ok(())
         })
     }
@@ -436,7 +454,7 @@ pub extern "C" fn rsm_stream_close(stream: *mut rsm_stream) -> rsm_result {
 /// Deletes a segment's objects (Kafka's `deleteLogSegmentData`); deleting a segment that is gone is not
 /// an error.
 ///
-/// Ownership: `metadata` is borrowed for the call.
+/// Ownership: `metadata` (not NULL) is borrowed for the call.
 ///
 /// # Safety
 /// `metadata` is NULL or valid; `err` is NULL or writable.
@@ -460,7 +478,8 @@ pub unsafe extern "C" fn rsm_delete(
 /// with the metadata its copy was given; pass an entry straight to `rsm_fetch` and the others.
 ///
 /// Ownership: `partition` is borrowed for the call. On success `*list_out` is a list the caller owns and
-/// frees with `rsm_segment_list_free`; on failure it is NULL.
+/// frees with `rsm_segment_list_free`; on failure it is NULL. `list_out` must not be NULL
+/// (`RSM_RESULT_INVALID_ARGUMENT`).
 ///
 /// # Safety
 /// `partition` is NULL or valid; `list_out` and `err` are NULL or writable.
@@ -555,7 +574,13 @@ pub unsafe extern "C" fn rsm_buffer_free(buf: *mut rsm_buffer) {
     }
 }
 
-/// The byte position of the batch holding `offset` in the segment: where a fetch for it starts.
+/// The byte position of the batch holding `offset` in the segment (or, in a gap of a compacted segment,
+/// of the first batch after it): where a fetch for it starts.
+///
+/// Arguments: `offset` must be one of the segment's, from `metadata->start_offset` to
+/// `metadata->end_offset` inclusive; an offset outside that range, below it as above it, is
+/// `RSM_RESULT_INVALID_ARGUMENT` naming the offset and the range. `metadata` and `position` must not be
+/// NULL.
 ///
 /// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure).
 ///
@@ -575,6 +600,7 @@ pub unsafe extern "C" fn rsm_position_of_offset(
             let out = out_arg(position, "position", -1)?;
             let s = blocking_store_of(store, "rsm_position_of_offset")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
+            // The core refuses an offset outside the segment, below its start as past its end.
             out.set(position_i32(s.position_of_offset(&md, offset)?)?);
             Ok(())
         })
@@ -582,9 +608,13 @@ pub unsafe extern "C" fn rsm_position_of_offset(
 }
 
 /// The byte position of the first batch of the segment with a timestamp at or after `timestamp_ms`, or -1
-/// when no batch is that late.
+/// when no batch is that late. A search, not a lookup: every `timestamp_ms` is valid, so one before the
+/// segment's first record (`INT64_MIN` included) gives the first batch's position, 0, and one after its
+/// last (`INT64_MAX` included) gives -1, with `RSM_RESULT_OK` at both ends. `metadata` and `position` must
+/// not be NULL.
 ///
-/// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure).
+/// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure, and when no
+/// batch is that late).
 ///
 /// # Safety
 /// `metadata` is NULL or valid; `position` and `err` are NULL or writable.

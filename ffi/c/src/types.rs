@@ -3,6 +3,7 @@
 
 use crate::boundary::{slice_arg, str_arg};
 use rsm_core::format::manifest::Manifest;
+use rsm_core::format::partition::parse_leader_epochs;
 use rsm_core::{
     CustomMetadata, Error, LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result,
     TopicIdPartition, TopicPartition, Uuid,
@@ -37,13 +38,13 @@ impl From<Uuid> for rsm_uuid {
     }
 }
 
-/// Kafka's `TopicIdPartition`. `topic` is borrowed: a NUL-terminated UTF-8 string.
+/// Kafka's `TopicIdPartition`. `topic` is borrowed: a NUL-terminated UTF-8 string, not NULL.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rsm_topic_id_partition {
     /// The topic id.
     pub topic_id: rsm_uuid,
-    /// The topic name, NUL-terminated UTF-8.
+    /// The topic name, NUL-terminated UTF-8 (NULL or not UTF-8: `RSM_RESULT_INVALID_ARGUMENT`).
     pub topic: *const c_char,
     /// The partition number.
     pub partition: i32,
@@ -68,9 +69,9 @@ pub struct rsm_segment_metadata {
     pub topic_id_partition: rsm_topic_id_partition,
     /// The segment's id (`RemoteLogSegmentId.id`).
     pub segment_id: rsm_uuid,
-    /// First offset, inclusive.
+    /// First offset, inclusive (`rsm_copy` refuses a negative one).
     pub start_offset: i64,
-    /// Last offset, inclusive.
+    /// Last offset, inclusive (`rsm_copy` refuses one below `start_offset`).
     pub end_offset: i64,
     /// Largest record timestamp in the segment (ms).
     pub max_timestamp_ms: i64,
@@ -78,18 +79,22 @@ pub struct rsm_segment_metadata {
     pub broker_id: i32,
     /// When this metadata event was made (ms).
     pub event_timestamp_ms: i64,
-    /// Size of the `.log` file in bytes.
+    /// Size of the `.log` file in bytes: `rsm_copy` refuses any other value (`RSM_RESULT_INVALID_ARGUMENT`,
+    /// naming the size and the file), as it refuses a negative one.
     pub segment_size_in_bytes: i32,
-    /// The leader-epoch map, `leader_epochs_len` entries in increasing epoch order (at least one).
+    /// The leader-epoch map: `leader_epochs_len` entries, in any order (Kafka's map is ordered by epoch;
+    /// so is the one `rsm_list_segments` returns). An epoch given twice is `RSM_RESULT_INVALID_ARGUMENT`;
+    /// `rsm_copy` needs at least one entry. NULL only when the length is 0.
     pub leader_epochs: *const rsm_leader_epoch,
-    /// The number of entries of `leader_epochs`.
+    /// The number of entries of `leader_epochs` (not 0 for `rsm_copy`).
     pub leader_epochs_len: usize,
     /// The custom metadata a copy returned, or NULL when there is none (non-NULL with length 0: present
-    /// and empty).
+    /// and empty). NULL with a non-zero length is `RSM_RESULT_INVALID_ARGUMENT`.
     pub custom_metadata: *const u8,
     /// The length of `custom_metadata`.
     pub custom_metadata_len: usize,
-    /// The state: an `rsm_segment_state` value (Kafka's `RemoteLogSegmentState` ids 0 to 3).
+    /// The state: an `rsm_segment_state` value (Kafka's `RemoteLogSegmentState` ids 0 to 3; any other is
+    /// `RSM_RESULT_INVALID_ARGUMENT`).
     pub state: i32,
     /// Whether the segment's transaction index is empty.
     pub txn_idx_empty: bool,
@@ -110,7 +115,9 @@ pub enum rsm_segment_state {
 }
 
 /// Kafka's `LogSegmentData`: the local files of a closed segment (the library reads them during the copy)
-/// and the leader-epoch checkpoint bytes. Every pointer is borrowed for the call only.
+/// and the leader-epoch checkpoint bytes. Every pointer is borrowed for the call only. The paths are
+/// NUL-terminated UTF-8 and not NULL (`transaction_index` excepted): NULL or not UTF-8 is
+/// `RSM_RESULT_INVALID_ARGUMENT`; a file that does not exist is `RSM_RESULT_NOT_FOUND`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rsm_segment_files {
@@ -124,9 +131,13 @@ pub struct rsm_segment_files {
     pub transaction_index: *const c_char,
     /// Path of the producer snapshot (`.snapshot`).
     pub producer_snapshot: *const c_char,
-    /// The leader-epoch checkpoint file's bytes (its text format).
+    /// The leader-epoch checkpoint file's bytes, in Kafka's text format: a line `0` (the version), a line
+    /// with the number of entries, then exactly that many `epoch startOffset` lines. Empty (length 0, and
+    /// then NULL is allowed) when there is none, as Kafka reads an empty file. Malformed bytes, or NULL with
+    /// a non-zero length, are `RSM_RESULT_INVALID_ARGUMENT`. Stored as given: `rsm_fetch_index` with
+    /// `RSM_INDEX_TYPE_LEADER_EPOCH` returns them.
     pub leader_epoch_checkpoint: *const u8,
-    /// The length of `leader_epoch_checkpoint`.
+    /// The length of `leader_epoch_checkpoint` in bytes.
     pub leader_epoch_checkpoint_len: usize,
 }
 
@@ -171,6 +182,13 @@ pub(crate) unsafe fn metadata(md: &rsm_segment_metadata, what: &str) -> Result<R
         }
     }
     let custom_metadata = if md.custom_metadata.is_null() {
+        // NULL is "none" only with length 0: a length with a NULL pointer is a host's bug, not an absence.
+        if md.custom_metadata_len != 0 {
+            return Err(Error::invalid(format!(
+                "`{what}.custom_metadata` is NULL but its length is {}",
+                md.custom_metadata_len
+            )));
+        }
         None
     } else {
         let b = unsafe { slice_arg(md.custom_metadata, md.custom_metadata_len, &format!("{what}.custom_metadata")) }?;
@@ -212,14 +230,66 @@ pub(crate) unsafe fn segment_files(f: &rsm_segment_files, what: &str) -> Result<
             Some(path(f.transaction_index, "transaction_index")?)
         },
         producer_snapshot_index: path(f.producer_snapshot, "producer_snapshot")?,
-        leader_epoch_index: bytes::Bytes::copy_from_slice(unsafe {
-            slice_arg(
-                f.leader_epoch_checkpoint,
-                f.leader_epoch_checkpoint_len,
-                &format!("{what}.leader_epoch_checkpoint"),
-            )
-        }?),
+        leader_epoch_index: bytes::Bytes::copy_from_slice(leader_epoch_checkpoint(
+            unsafe {
+                slice_arg(
+                    f.leader_epoch_checkpoint,
+                    f.leader_epoch_checkpoint_len,
+                    &format!("{what}.leader_epoch_checkpoint"),
+                )
+            }?,
+            &format!("{what}.leader_epoch_checkpoint"),
+        )?),
     })
+}
+
+/// Checks a leader-epoch checkpoint argument: empty (Kafka reads an empty file as no entries), or Kafka's
+/// text format, parsed by the core's reader, with no line after the entries its count line announces
+/// (Kafka's reader refuses those too).
+fn leader_epoch_checkpoint<'a>(text: &'a [u8], what: &str) -> Result<&'a [u8]> {
+    if text.is_empty() {
+        return Ok(text);
+    }
+    let bad = |why: &str| {
+        Error::invalid(format!(
+            "`{what}` is not a leader-epoch checkpoint ({why}); Kafka's format is a line `0`, a line with the \
+             number of entries, then one `epoch startOffset` line per entry"
+        ))
+    };
+    let entries = parse_leader_epochs(text, what).map_err(|e| {
+        let m = e.message();
+        bad(m.strip_prefix(what).and_then(|m| m.strip_prefix(": ")).unwrap_or(m))
+    })?;
+    // The reader stops after the announced entries; a line past them is malformed all the same. (The text
+    // is UTF-8: the reader checked.)
+    let n = entries.len();
+    if let Some(extra) = std::str::from_utf8(text).ok().and_then(|t| t.lines().nth(n + 2)) {
+        return Err(bad(&format!("line {} `{extra}` follows the {n} entries its count line announces", n + 3)));
+    }
+    Ok(text)
+}
+
+/// `rsm_copy`'s rule for `segment_size_in_bytes`: the length of the `.log` file, as a broker passes it
+/// (`LogSegment.size()` of a closed segment). A file that cannot be read is left to the copy, which reports
+/// it as the core does (a missing file is `RSM_RESULT_NOT_FOUND`); a negative size to the core's checks.
+pub(crate) fn check_segment_size(
+    md: &RemoteLogSegmentMetadata,
+    data: &LogSegmentData,
+    md_what: &str,
+    files_what: &str,
+) -> Result<()> {
+    let size = md.segment_size_in_bytes;
+    let Some(file) = std::fs::metadata(&data.log_segment).ok().filter(|m| m.is_file()) else {
+        return Ok(());
+    };
+    if size >= 0 && file.len() != size as u64 {
+        return Err(Error::invalid(format!(
+            "`{md_what}.segment_size_in_bytes` {size} is not the length of `{files_what}.log` {} ({} bytes)",
+            data.log_segment.display(),
+            file.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The committed segments of a partition, as `rsm_list_segments` returns them: the metadata of each, in

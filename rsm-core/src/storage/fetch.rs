@@ -68,15 +68,20 @@ impl TieredStorage {
         Box::pin(head.chain(rest))
     }
 
-    /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk.
+    /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk. An
+    /// offset outside the segment is refused the same way below its start as past its end.
     pub async fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u32> {
-        let m = self.manifest(md).await?;
-        let Some(i) = m.chunk_for_offset(offset) else {
-            return Err(Error::invalid(format!(
-                "offset {offset} is past the end of segment {} (last offset {})",
-                md.remote_log_segment_id, md.end_offset
-            )));
+        let outside = || {
+            Error::invalid(format!(
+                "`offset` {offset} is outside segment {} (offsets {} to {} inclusive)",
+                md.remote_log_segment_id, md.start_offset, md.end_offset
+            ))
         };
+        if offset < md.start_offset || offset > md.end_offset {
+            return Err(outside());
+        }
+        let m = self.manifest(md).await?;
+        let Some(i) = m.chunk_for_offset(offset) else { return Err(outside()) };
         self.find_in_chunk(&m, i, |b| b.last_offset() >= offset).await?.ok_or_else(|| {
             Error::corrupt(format!(
                 "segment {}: chunk {i} has no batch reaching offset {offset}",

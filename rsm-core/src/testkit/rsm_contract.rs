@@ -169,9 +169,12 @@ pub async fn fetch_by_offset_and_timestamp(b: B) {
         );
     }
     assert_eq!(f.rsm.position_of_timestamp(&md, i64::MAX).await.unwrap(), None);
-    let e = f.rsm.position_of_offset(&md, md.end_offset + 1).await.unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains(&format!("offset {}", md.end_offset + 1)), "{e}");
+    // Outside the segment, below its start as past its end: refused alike, naming the offset.
+    for outside in [md.end_offset + 1, i64::MAX, md.start_offset - 1, -1, i64::MIN] {
+        let e = f.rsm.position_of_offset(&md, outside).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{outside}: {e}");
+        assert!(e.to_string().contains(&format!("`offset` {outside} is outside segment")), "{e}");
+    }
 }
 
 fn count_segment_objects(list: &[crate::backend::ObjectMeta], md: &RemoteLogSegmentMetadata) -> usize {
