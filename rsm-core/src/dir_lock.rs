@@ -62,36 +62,38 @@ fn holder_of(file: &File) -> Option<u32> {
 mod tests {
     use super::*;
 
+    /// Another process that takes an exclusive flock on `dir` as a second writer would (blocking or not),
+    /// prints `held` or `refused`, and holds it for a minute; with the line it printed.
+    fn other_process(dir: &Path, wait: bool) -> (std::process::Child, String) {
+        let flags = if wait { "fcntl.LOCK_EX" } else { "fcntl.LOCK_EX|fcntl.LOCK_NB" };
+        let script = format!(
+            "import fcntl,os,sys,time\nd=os.open(sys.argv[1], os.O_RDONLY)\ntry:\n fcntl.flock(d, {flags}); \
+             print('held', flush=True)\nexcept OSError:\n print('refused', flush=True)\ntime.sleep(60)"
+        );
+        let mut child = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        (child, line.trim().to_string())
+    }
+
     #[test]
     fn a_second_writer_is_refused_at_once_and_the_lock_goes_with_its_holder() {
         let t = tempfile::tempdir().unwrap();
         let first = DirLock::exclusive(t.path(), "metadata directory").unwrap();
-        // Another process takes the lock the same way (flock on the directory), and holds it.
-        let mut holder = std::process::Command::new("python3")
-            .arg("-c")
-            .arg("import fcntl,os,sys,time; d=os.open(sys.argv[1], os.O_RDONLY)\ntry:\n fcntl.flock(d, fcntl.LOCK_EX|fcntl.LOCK_NB); print('held', flush=True)\nexcept OSError:\n print('refused', flush=True)\ntime.sleep(60)")
-            .arg(t.path())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        let mut out = std::io::BufReader::new(holder.stdout.take().unwrap());
-        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-        assert_eq!(line.trim(), "refused", "the other process must not get a lock this one holds");
-        holder.kill().unwrap();
-        holder.wait().unwrap();
+        let (mut other, said) = other_process(t.path(), false);
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert_eq!(said, "refused", "the other process must not get a lock this one holds");
         drop(first);
 
-        let mut holder = std::process::Command::new("python3")
-            .arg("-c")
-            .arg("import fcntl,os,sys,time; d=os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(d, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)")
-            .arg(t.path())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
-        assert_eq!(line.trim(), "held");
+        let (mut holder, said) = other_process(t.path(), true);
+        assert_eq!(said, "held");
         let e = DirLock::exclusive(t.path(), "metadata directory").unwrap_err();
         let pid = holder.id();
         holder.kill().unwrap();
