@@ -84,7 +84,7 @@ async fn delete_or_record(shared: &Shared, state: &PartitionState, md: &RemoteLo
 }
 
 /// What an expiration run of a partition will do, worked out from its local log and its metadata alone
-/// (nothing is read from the store or changed): `rsm tier --dry-run` prints it, and [`run`] carries it out.
+/// (nothing is read from the store or changed): `rsm tier --dry-run` prints it, and a run carries it out.
 #[derive(Debug, Default, Clone)]
 pub struct ExpirationPlan {
     /// Segments whose deletion had not finished, deleted again (leader).
