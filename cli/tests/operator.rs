@@ -178,9 +178,12 @@ fn fetch_arguments_are_checked() {
     let full = format!("{topic_id}:orders-0:{id}");
     ok(&["fetch", "--store", &url, "--segment", &full, "--bytes", "100", "-o", o]);
     assert_eq!(std::fs::read(&out).unwrap(), log[..100]);
-    // `--offset -1` and `--timestamp -1` reach rsm too: before the segment's first batch, so from its start.
-    ok(&["fetch", "--store", &url, "--segment", &id, "--offset", "-1", "--bytes", "50", "-o", o]);
-    assert_eq!(std::fs::read(&out).unwrap(), log[..50]);
+    // `--offset -1` and `--timestamp -1` reach rsm too. An offset below the segment is refused as one past its
+    // end is, naming it; a timestamp is a search (the first batch at or after it), so -1 is the start.
+    fails(
+        &["fetch", "--store", &url, "--segment", &id, "--offset", "-1", "--bytes", "50", "-o", o],
+        "`offset` -1 is outside segment",
+    );
     ok(&["fetch", "--store", &url, "--segment", &id, "--timestamp", "-1", "--bytes", "50", "-o", o]);
     assert_eq!(std::fs::read(&out).unwrap(), log[..50]);
     fails(&["fetch", "--store", &url, "--segment", &format!("{topic_id}:orders-1:{id}")], "belongs to");
