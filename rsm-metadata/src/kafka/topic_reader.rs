@@ -1,0 +1,82 @@
+//! A metadata topic read whole, for tools.
+
+use super::KafkaMetadataConfig;
+use super::client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, kafka_error, within};
+use crate::events::MetadataEvent;
+use crate::records;
+use rskafka::client::partition::{OffsetAt, UnknownTopicHandling};
+use rsm_core::error::{Error, Result};
+use std::collections::BTreeSet;
+
+/// One record of a metadata topic as [`read_topic`] found it.
+#[derive(Debug)]
+pub struct TopicRecord {
+    /// The metadata partition.
+    pub partition: i32,
+    /// Its offset there.
+    pub offset: i64,
+    /// The event, or why the record's value does not decode.
+    pub event: Result<MetadataEvent>,
+}
+
+/// Every record of a metadata topic, all its partitions from their start to their current end, in
+/// partition then offset order (for tools: `rsm metadata`, `rsm audit`). Reads only; registers nothing.
+pub async fn read_topic(config: &KafkaMetadataConfig) -> Result<Vec<TopicRecord>> {
+    let client = connect(config).await?;
+    let topic = config.topic.as_str();
+    let listed = within(config.request_timeout, || format!("listing topics for {topic}"), async {
+        client.list_topics().await.map_err(|e| kafka_error(format!("listing topics for {topic}"), e))
+    })
+    .await?;
+    let partitions = listed
+        .into_iter()
+        .find(|t| t.name == topic)
+        .map(|t| t.partitions.into_iter().collect::<BTreeSet<i32>>())
+        .ok_or_else(|| Error::not_found(format!("topic {topic} on {}", config.bootstrap_servers.join(","))))?;
+    let mut out = Vec::new();
+    for partition in partitions {
+        let what = || format!("reading {topic}-{partition}");
+        let pc = within(config.request_timeout, what, async {
+            client
+                .partition_client(topic, partition, UnknownTopicHandling::Error)
+                .await
+                .map_err(|e| kafka_error(what(), e))
+        })
+        .await?;
+        let offset =
+            |at: OffsetAt| {
+                let pc = &pc;
+                within(config.request_timeout, what, async move {
+                    pc.get_offset(at).await.map_err(|e| kafka_error(what(), e))
+                })
+            };
+        let (mut next, end) = (offset(OffsetAt::Earliest).await?, offset(OffsetAt::Latest).await?);
+        while next < end {
+            let fetched = within(config.consume_wait, what, async {
+                pc.fetch_records(next, 1..FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS).await.map_err(|e| kafka_error(what(), e))
+            })
+            .await?;
+            let before = next;
+            // A fetch returns whole batches: skip what was read already.
+            for r in fetched.0.into_iter().filter(|r| r.offset >= before) {
+                if r.offset >= end {
+                    break;
+                }
+                let event = match r.record.value.as_deref() {
+                    Some(v) => records::decode(v),
+                    None => Err(Error::corrupt(format!(
+                        "{topic}-{partition} offset {}: a record without a value",
+                        r.offset
+                    ))),
+                };
+                out.push(TopicRecord { partition, offset: r.offset, event });
+                next = r.offset + 1;
+            }
+            if next == before {
+                // Nothing readable before the end (control records only): the partition is read.
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
