@@ -42,6 +42,18 @@ impl<'a> StoreBuilder<'a> {
         StoreBuilder { url, settings, registry: None, layers: Vec::new() }
     }
 
+    /// The store the settings name with `store.url` (how a broker, the C ABI and JNI name it), with the
+    /// other settings as its own; a config error naming `store.url` when it is missing or blank.
+    pub fn from_settings(settings: &'a BTreeMap<String, String>) -> Result<Self> {
+        let url = settings.get(STORE_URL_KEY).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
+            Error::config(
+                STORE_URL_KEY,
+                "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
+            )
+        })?;
+        Ok(Self::new(url, settings))
+    }
+
     /// Opens the URL with the kinds of store of `registry` instead of the built-in ones.
     pub fn registry(mut self, registry: &'a Registry) -> Self {
         self.registry = Some(registry);

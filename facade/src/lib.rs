@@ -36,7 +36,7 @@ use bytes::Bytes;
 #[cfg(doc)]
 use rsm_core::backend::layers::{CountingLayer, Layer, RetryConfig, RetryLayer, TracingLayer};
 use rsm_core::backend::{CountSnapshot, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
-use rsm_core::config::{ConfigReader, STORE_URL_KEY};
+use rsm_core::config::ConfigReader;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::storage::{ListedSegment, VerifyReport};
 use rsm_core::{
@@ -90,13 +90,7 @@ impl Store {
     /// Opens the store the settings name with `store.url` (how a broker, the C ABI and JNI name it); the
     /// other settings are the store's.
     pub fn open_settings(settings: &BTreeMap<String, String>) -> Result<Self> {
-        let url = settings.get(STORE_URL_KEY).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
-            Error::config(
-                STORE_URL_KEY,
-                "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
-            )
-        })?;
-        Self::open(url, settings)
+        StoreBuilder::from_settings(settings)?.open()
     }
 
     /// [`Store::open`] with the kinds of store of `registry`.
@@ -315,7 +309,7 @@ pub const CACHE_METRICS: [&str; 20] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::config::props;
+    use rsm_core::config::{STORE_URL_KEY, props};
 
     #[test]
     fn store_urls_and_settings_are_checked() {
