@@ -45,6 +45,16 @@ impl ResultCode {
     }
 }
 
+/// The message of a caught panic: the text `panic!` was given, or `non-string panic payload` for a
+/// payload of another type (`std::panic::panic_any`). Every face puts it in the error it reports.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +75,16 @@ mod tests {
             assert_eq!(ResultCode::of(&e), code, "{e}");
             assert_eq!(code as i32, number, "{e}");
         }
+    }
+
+    #[test]
+    fn panic_messages_are_the_payloads_text() {
+        let caught = |f: fn()| std::panic::catch_unwind(f).unwrap_err();
+        let literal = caught(|| panic!("plain"));
+        let formatted = caught(|| panic!("formatted {}", 7));
+        let other = caught(|| std::panic::panic_any(7_u8));
+        assert_eq!(panic_message(literal.as_ref()), "plain");
+        assert_eq!(panic_message(formatted.as_ref()), "formatted 7");
+        assert_eq!(panic_message(other.as_ref()), "non-string panic payload");
     }
 }

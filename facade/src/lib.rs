@@ -15,29 +15,33 @@
 //! backend).
 //!
 //! Every store is wrapped as: the store, then [`CountingLayer`] (requests and bytes, [`Store::counts`]),
-//! then [`RetryLayer`] unless the store's own client retries (`retry.*`), then [`TracingLayer`].
+//! then [`RetryLayer`] unless the store's own client retries (`retry.*`), then [`TracingLayer`]; a host
+//! adds its own [`Layer`]s over that with a [`StoreBuilder`] (see [`builder`]).
 
 #![warn(missing_docs)]
 
+pub mod builder;
 mod code;
 pub mod handles;
 mod reader;
 mod registry;
 pub mod wire;
 
-pub use code::ResultCode;
+pub use builder::StoreBuilder;
+pub use code::{ResultCode, panic_message};
 pub use reader::SegmentReader;
 pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 
 use bytes::Bytes;
-use rsm_core::backend::layers::{CountingLayer, RetryConfig, RetryLayer, TracingLayer};
+#[cfg(doc)]
+use rsm_core::backend::layers::{CountingLayer, Layer, RetryConfig, RetryLayer, TracingLayer};
 use rsm_core::backend::{CountSnapshot, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
-use rsm_core::config::{ConfigReader, STORE_URL_KEY};
+use rsm_core::config::ConfigReader;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::storage::{ListedSegment, VerifyReport};
 use rsm_core::{
     CustomMetadata, Error, IndexType, LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, Result,
-    TieredConfig, TieredStorage, TopicIdPartition,
+    TieredStorage, TopicIdPartition,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -66,31 +70,7 @@ pub fn open_backend(
     url: &str,
     r: &mut ConfigReader<'_>,
 ) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String)> {
-    let kind = registry.kind_of(url)?;
-    let (raw, prefix) = {
-        let _inside = runtime().enter();
-        (kind.open)(url, r)?
-    };
-    let retry = if kind.retries_itself {
-        for key in RetryConfig::KEYS {
-            if r.string(key).is_some() {
-                return Err(Error::config(
-                    key,
-                    format!("`{}` stores retry in their own client; set its retry settings instead", scheme_of(url)),
-                ));
-            }
-        }
-        None
-    } else {
-        Some(RetryConfig::read(r)?)
-    };
-    let counting = Arc::new(CountingLayer::new(raw));
-    let counts = counting.counts();
-    let mut stack: Arc<dyn StorageBackend> = counting;
-    if let Some(config) = retry {
-        stack = Arc::new(RetryLayer::new(stack, config));
-    }
-    Ok((Arc::new(TracingLayer::new(stack)), counts, prefix))
+    builder::open_layered(registry, url, r, &[])
 }
 
 /// A store opened by URL: a [`TieredStorage`] over the layered backend.
@@ -101,40 +81,21 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens `url` with `settings`; unknown settings fail, naming the key.
+    /// Opens `url` with `settings`; unknown settings fail, naming the key. The default layer stack; a
+    /// [`StoreBuilder`] adds a host's layers.
     pub fn open(url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
-        Self::open_in(&Registry::builtin(), url, settings)
+        StoreBuilder::new(url, settings).open()
     }
 
     /// Opens the store the settings name with `store.url` (how a broker, the C ABI and JNI name it); the
     /// other settings are the store's.
     pub fn open_settings(settings: &BTreeMap<String, String>) -> Result<Self> {
-        let url = settings.get(STORE_URL_KEY).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
-            Error::config(
-                STORE_URL_KEY,
-                "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
-            )
-        })?;
-        Self::open(url, settings)
+        StoreBuilder::from_settings(settings)?.open()
     }
 
     /// [`Store::open`] with the kinds of store of `registry`.
     pub fn open_in(registry: &Registry, url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
-        let url = url.trim();
-        let mut r = ConfigReader::new(settings);
-        r.ignore("broker.id");
-        r.ignore(STORE_URL_KEY);
-        let (backend, counts, url_prefix) = open_backend(registry, url, &mut r)?;
-        let mut config = TieredConfig::read(&mut r)?;
-        config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
-        r.finish()?;
-        // A memory store is one per opening: its cache entries must not meet another's.
-        static MEMORY_STORES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let scope = match scheme_of(url) {
-            "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
-            _ => url.to_string(),
-        };
-        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts })
+        StoreBuilder::new(url, settings).registry(registry).open()
     }
 
     /// The storage manager.
@@ -169,14 +130,37 @@ impl Store {
         self.storage.backend().store_requests().map(|c| c.snapshot())
     }
 
-    /// Copies a segment (see [`RemoteStorageManager::copy_log_segment_data`]).
+    /// Copies a segment (see [`RemoteStorageManager::copy_log_segment_data`]): [`Store::copy_async`] run to
+    /// its end on [`runtime`].
     pub fn copy(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData) -> Result<Option<CustomMetadata>> {
-        runtime().block_on(self.storage.copy_log_segment_data(md, data))
+        runtime().block_on(self.copy_async(md, data))
     }
 
-    /// Opens a reader of the segment's bytes `start..=end` (see [`RemoteStorageManager::fetch_log_segment`]).
+    /// [`Store::copy`] as a future, for a face that runs it as a task of [`runtime`] (the C ABI's
+    /// `rsm_copy_async`).
+    pub async fn copy_async(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        data: &LogSegmentData,
+    ) -> Result<Option<CustomMetadata>> {
+        self.storage.copy_log_segment_data(md, data).await
+    }
+
+    /// Opens a reader of the segment's bytes `start..=end` (see [`RemoteStorageManager::fetch_log_segment`]):
+    /// [`Store::fetch_async`] run to its end on [`runtime`].
     pub fn fetch(&self, md: &RemoteLogSegmentMetadata, start: i32, end: Option<i32>) -> Result<SegmentReader> {
-        Ok(SegmentReader::stream(runtime().block_on(self.storage.fetch_log_segment(md, start, end))?))
+        runtime().block_on(self.fetch_async(md, start, end))
+    }
+
+    /// [`Store::fetch`] as a future (the C ABI's `rsm_fetch_async`). The reader is read blocking, off the
+    /// runtime's threads.
+    pub async fn fetch_async(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        start: i32,
+        end: Option<i32>,
+    ) -> Result<SegmentReader> {
+        Ok(SegmentReader::stream(self.storage.fetch_log_segment(md, start, end).await?))
     }
 
     /// The exact bytes of an index (see [`RemoteStorageManager::fetch_index`]).
@@ -184,9 +168,15 @@ impl Store {
         runtime().block_on(self.storage.fetch_index(md, index))
     }
 
-    /// Deletes a segment (see [`RemoteStorageManager::delete_log_segment_data`]).
+    /// Deletes a segment (see [`RemoteStorageManager::delete_log_segment_data`]): [`Store::delete_async`]
+    /// run to its end on [`runtime`].
     pub fn delete(&self, md: &RemoteLogSegmentMetadata) -> Result<()> {
-        runtime().block_on(self.storage.delete_log_segment_data(md))
+        runtime().block_on(self.delete_async(md))
+    }
+
+    /// [`Store::delete`] as a future (the C ABI's `rsm_delete_async`).
+    pub async fn delete_async(&self, md: &RemoteLogSegmentMetadata) -> Result<()> {
+        self.storage.delete_log_segment_data(md).await
     }
 
     /// Deletes what failed or interrupted copies left under the partition `tp` (or the whole store): the
@@ -319,7 +309,7 @@ pub const CACHE_METRICS: [&str; 20] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::config::props;
+    use rsm_core::config::{STORE_URL_KEY, props};
 
     #[test]
     fn store_urls_and_settings_are_checked() {

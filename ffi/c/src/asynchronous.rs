@@ -1,13 +1,12 @@
 //! The asynchronous form of copy, fetch and delete, for hosts with an event loop: submit, and a completion
 //! callback is called once, on one of the library's runtime threads, with the outcome; an operation in
-//! flight can be cancelled. The work is the same core call the blocking form makes through the facade
-//! (`Store::copy` and the others are `block_on` of these), run as a task of the facade's runtime instead.
+//! flight can be cancelled. The work is the facade's (`Store::copy_async` and the others, of which
+//! `Store::copy` and the others are `block_on`), run as a task of the facade's runtime instead.
 
 use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg, rsm_error};
-use crate::handles::Registry;
-use crate::{STREAMS, as_handle, rsm_buffer, rsm_result, rsm_store, rsm_stream, store_of, types};
-use rsm_core::{Error, RemoteStorageManager, Result};
-use rsm_facade::SegmentReader;
+use crate::handles::{Registry, STREAMS, as_handle, store_of};
+use crate::{rsm_buffer, rsm_result, rsm_store, rsm_stream, types};
+use rsm_core::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
@@ -132,7 +131,7 @@ pub unsafe extern "C" fn rsm_copy_async(
             types::check_segment_size(&md, &data, "metadata", "files")?;
             let callback = callback.ok_or_else(|| Error::invalid("`callback` is NULL"))?;
             let user = UserData(user_data);
-            let id = submit(async move { s.storage().copy_log_segment_data(&md, &data).await }, move |outcome| {
+            let id = submit(async move { s.copy_async(&md, &data).await }, move |outcome| {
                 let user = user;
                 let (code, custom, e) = match outcome {
                     Some(Ok(custom)) => (
@@ -194,12 +193,12 @@ pub unsafe extern "C" fn rsm_fetch_async(
             let end = crate::end_of(end_position)?;
             let callback = callback.ok_or_else(|| Error::invalid("`callback` is NULL"))?;
             let user = UserData(user_data);
-            let work = async move { s.storage().fetch_log_segment(&md, start_position, end).await };
+            let work = async move { s.fetch_async(&md, start_position, end).await };
             let id = submit(work, move |outcome| {
                 let user = user;
                 let (code, stream, e) = match outcome {
-                    Some(Ok(bytes)) => {
-                        let id = STREAMS.insert(Mutex::new(SegmentReader::stream(bytes)));
+                    Some(Ok(reader)) => {
+                        let id = STREAMS.insert(Mutex::new(reader));
                         (rsm_result::Ok, as_handle(id), std::ptr::null_mut())
                     }
                     Some(Err(e)) => {
@@ -250,7 +249,7 @@ pub unsafe extern "C" fn rsm_delete_async(
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             let callback = callback.ok_or_else(|| Error::invalid("`callback` is NULL"))?;
             let user = UserData(user_data);
-            let id = submit(async move { s.storage().delete_log_segment_data(&md).await }, move |outcome| {
+            let id = submit(async move { s.delete_async(&md).await }, move |outcome| {
                 let user = user;
                 let (code, e) = match outcome {
                     Some(Ok(())) => (rsm_result::Ok, std::ptr::null_mut()),

@@ -3,7 +3,7 @@
 
 use crate::rsm_result;
 use rsm_core::{Error, Result};
-use rsm_facade::ResultCode;
+use rsm_facade::{ResultCode, panic_message};
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -40,14 +40,6 @@ impl From<ResultCode> for rsm_result {
             ResultCode::Panic => rsm_result::Panic,
         }
     }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
 /// Runs an entry point's body: clears `*err`, runs `f` with panics caught, and on failure stores the error

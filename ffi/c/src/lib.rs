@@ -34,18 +34,19 @@ pub use asynchronous::{
     rsm_operation, rsm_operation_cancel,
 };
 pub use boundary::rsm_error;
+pub use handles::{rsm_store, rsm_stream};
 pub use types::{
     rsm_index_type, rsm_leader_epoch, rsm_segment_files, rsm_segment_list, rsm_segment_metadata, rsm_segment_state,
     rsm_topic_id_partition, rsm_uuid,
 };
 
 use boundary::{entry, entry_plain, optional_out_arg, out_arg, ref_arg, slice_arg, str_arg};
-use handles::Registry;
-use rsm_core::{Error, ErrorKind, IndexType, Result};
+use handles::{STORES, STREAMS, as_handle, blocking_store_of, not_on_runtime, with_stream};
+use rsm_core::{Error, IndexType, Result};
 use rsm_facade::{SegmentReader, Store};
 use std::collections::BTreeMap;
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// The version of the C ABI this header describes: it changes whenever a function, struct or code changes
 /// incompatibly. Compare with `rsm_abi_version()` to check that the loaded library matches the header.
@@ -91,46 +92,9 @@ pub struct rsm_setting {
     pub value: *const c_char,
 }
 
-/// An open store: a handle from `rsm_store_open`, closed with `rsm_store_close`. Opaque.
-pub struct rsm_store {
-    _private: [u8; 0],
-}
-
-/// An open read of a segment range or an index: a handle from `rsm_fetch` or `rsm_fetch_index`, read with
-/// `rsm_stream_read`, closed with `rsm_stream_close`. Opaque.
-pub struct rsm_stream {
-    _private: [u8; 0],
-}
-
 /// Bytes the library returns (a copy's custom metadata). Owned by the caller, freed with `rsm_buffer_free`.
 pub struct rsm_buffer {
     pub(crate) bytes: Vec<u8>,
-}
-
-static STORES: Registry<Store> = Registry::new("store");
-pub(crate) static STREAMS: Registry<Mutex<SegmentReader>> = Registry::new("stream");
-
-/// The store of a handle, for the asynchronous form.
-pub(crate) fn store_of(s: *const rsm_store) -> Result<Arc<Store>> {
-    STORES.get(s as usize, "store")
-}
-
-/// Refuses a blocking call on one of the runtime's threads (from an asynchronous callback): blocking there
-/// would stall the runtime that has to finish the call.
-fn not_on_runtime(function: &str) -> Result<()> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::invalid(format!(
-            "{function} blocks and cannot be called on the library's runtime thread (from an asynchronous \
-             callback); call it from a thread of the host's"
-        )));
-    }
-    Ok(())
-}
-
-/// The store of a handle, for a blocking call.
-fn blocking_store_of(s: *const rsm_store, function: &str) -> Result<Arc<Store>> {
-    not_on_runtime(function)?;
-    store_of(s)
 }
 
 /// `end_position` as the core takes it.
@@ -142,19 +106,6 @@ pub(crate) fn end_of(end_position: i32) -> Result<Option<i32>> {
         }
         e => Ok(Some(e)),
     }
-}
-
-pub(crate) fn as_handle<T>(id: usize) -> *mut T {
-    // A handle is an id, never dereferenced: it only has to survive the round trip through C.
-    std::ptr::without_provenance_mut(id)
-}
-
-fn with_stream<T>(s: *const rsm_stream, f: impl FnOnce(&mut SegmentReader) -> Result<T>) -> Result<T> {
-    let stream = STREAMS.get(s as usize, "stream")?;
-    let mut reader = stream.lock().map_err(|_| {
-        Error::new(ErrorKind::Storage, "`stream` is unusable: a panic interrupted an earlier call on it; close it")
-    })?;
-    f(&mut reader)
 }
 
 // -------------------------------------------------------------------------------------------------------

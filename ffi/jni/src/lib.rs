@@ -32,7 +32,7 @@ use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString, JThrow
 use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned, jni_sig};
 use rsm_core::{Error, ErrorKind, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
-use rsm_facade::{SegmentReader, Store, wire};
+use rsm_facade::{SegmentReader, Store, panic_message, wire};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -85,14 +85,6 @@ fn throw(env: &mut Env<'_>, kind: i32, message: &str) -> jni::errors::Result<()>
     // `throw` reports the now-pending exception as an error: that is the point, so ignore it.
     let _ = env.throw(throwable);
     Ok(())
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".to_string())
 }
 
 /// The error policy of every entry point: errors and panics become a pending `NativeStorageException`, and

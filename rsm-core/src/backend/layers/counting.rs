@@ -1,6 +1,6 @@
 //! Counts requests, failures and bytes by operation at the contract's level.
 
-use super::LayeredBackend;
+use super::{Layer, LayeredBackend};
 use crate::backend::{ByteStream, ObjectMeta, Op, RequestCounts, StorageBackend};
 use crate::error::Result;
 use async_trait::async_trait;
@@ -23,7 +23,12 @@ pub struct CountingLayer {
 impl CountingLayer {
     /// Wraps `inner` with fresh counters.
     pub fn new(inner: Arc<dyn StorageBackend>) -> Self {
-        CountingLayer { inner, counts: RequestCounts::new() }
+        Self::with_counts(inner, RequestCounts::new())
+    }
+
+    /// Wraps `inner`, counting into `counts`.
+    pub fn with_counts(inner: Arc<dyn StorageBackend>, counts: Arc<RequestCounts>) -> Self {
+        CountingLayer { inner, counts }
     }
 
     /// The live counters.
@@ -36,6 +41,31 @@ impl CountingLayer {
             self.counts.fail(op);
         }
         r
+    }
+}
+
+/// The [`Layer`] of a [`CountingLayer`] that counts into counters given here, so whoever stacks it keeps
+/// them (the facade's `Store::counts`).
+#[derive(Clone, Debug)]
+pub struct Counting {
+    counts: Arc<RequestCounts>,
+}
+
+impl Counting {
+    /// Counting into `counts`.
+    pub fn new(counts: Arc<RequestCounts>) -> Self {
+        Counting { counts }
+    }
+
+    /// The counters the layer counts into.
+    pub fn counts(&self) -> Arc<RequestCounts> {
+        self.counts.clone()
+    }
+}
+
+impl Layer for Counting {
+    fn layer(&self, inner: Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend> {
+        Arc::new(CountingLayer::with_counts(inner, self.counts()))
     }
 }
 

@@ -10,14 +10,18 @@
 //!   a deadline (settings `retry.*`), for stores whose client does not retry by itself;
 //! - [`FaultLayer`]: injects errors, latency and hangs by operation and key pattern (tests, isolation);
 //! - [`TracingLayer`]: one `tracing` span per operation, and the operation and key on every error.
+//!
+//! A [`Layer`] is what puts a layer over a backend (after OpenDAL's `Layer`): the layers' configs implement
+//! it ([`Counting`], [`RetryConfig`], [`Tracing`]), so an opener (the facade's `StoreBuilder`) builds a
+//! stack from a list of them, and a host adds its own the same way.
 
 mod counting;
 mod faults;
 mod retry;
 mod tracing;
 
-pub use self::tracing::TracingLayer;
-pub use counting::CountingLayer;
+pub use self::tracing::{Tracing, TracingLayer};
+pub use counting::{Counting, CountingLayer};
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use retry::{RetryConfig, RetryLayer};
 
@@ -29,6 +33,22 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+
+/// What puts a layer over a backend: given the backend below, returns it wrapped. A stack is built by
+/// applying layers in order, each over the stack so far ([`stack`]), so the last one applied is the
+/// outermost: it sees every call first and every result last.
+pub trait Layer: Send + Sync + fmt::Debug {
+    /// Wraps `inner` in this layer.
+    fn layer(&self, inner: Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend>;
+}
+
+/// Applies `layers` over `backend` in order: the first is the innermost, the last the outermost.
+pub fn stack<'a>(
+    backend: Arc<dyn StorageBackend>,
+    layers: impl IntoIterator<Item = &'a dyn Layer>,
+) -> Arc<dyn StorageBackend> {
+    layers.into_iter().fold(backend, |inner, layer| layer.layer(inner))
+}
 
 /// A backend that wraps another. Every method passes through to [`LayeredBackend::inner`] unless the
 /// layer overrides it; `put_bytes` and `delete_many` pass through as themselves, so a store's own bulk
@@ -112,5 +132,25 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         LayeredBackend::store_requests(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemoryBackend;
+
+    #[tokio::test]
+    async fn a_stack_applies_its_layers_innermost_first() {
+        let counting = Counting::new(RequestCounts::new());
+        let retry = RetryConfig::default();
+        let layers: [&dyn Layer; 3] = [&counting, &retry, &Tracing];
+        let backend = stack(Arc::new(MemoryBackend::new()), layers);
+        let shown = format!("{backend:?}");
+        let at = |name: &str| shown.find(name).unwrap_or_else(|| panic!("{name} in {shown}"));
+        assert!(at("TracingLayer") < at("RetryLayer") && at("RetryLayer") < at("CountingLayer"), "{shown}");
+        assert!(at("CountingLayer") < at("MemoryBackend"), "{shown}");
+        backend.put_bytes("k", Bytes::from_static(b"abc")).await.unwrap();
+        assert_eq!(counting.counts().snapshot().get(crate::backend::Op::Put).requests, 1);
     }
 }

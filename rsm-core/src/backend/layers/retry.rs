@@ -1,7 +1,7 @@
 //! Retries transient failures, for stores whose client does not retry by itself (the filesystem, HDFS).
 //! The cloud stores' client (object_store) retries its own requests, so they are not wrapped twice.
 
-use super::LayeredBackend;
+use super::{Layer, LayeredBackend};
 use crate::backend::{ObjectMeta, StorageBackend, TemporaryObject};
 use crate::config::ConfigReader;
 use crate::error::Result;
@@ -113,6 +113,13 @@ impl RetryLayer {
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
+    }
+}
+
+/// A [`RetryConfig`] is the [`Layer`] of a [`RetryLayer`] with that policy.
+impl Layer for RetryConfig {
+    fn layer(&self, inner: Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend> {
+        Arc::new(RetryLayer::new(inner, *self))
     }
 }
 

@@ -1,6 +1,6 @@
 //! One `tracing` span per backend operation, and the operation and key on every error that passes.
 
-use super::LayeredBackend;
+use super::{Layer, LayeredBackend};
 use crate::backend::{ByteStream, ObjectMeta, StorageBackend, TemporaryObject};
 use crate::error::Result;
 use async_trait::async_trait;
@@ -23,6 +23,16 @@ impl TracingLayer {
     /// Wraps `inner`.
     pub fn new(inner: Arc<dyn StorageBackend>) -> Self {
         TracingLayer { inner }
+    }
+}
+
+/// The [`Layer`] of a [`TracingLayer`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tracing;
+
+impl Layer for Tracing {
+    fn layer(&self, inner: Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend> {
+        Arc::new(TracingLayer::new(inner))
     }
 }
 

@@ -1,0 +1,133 @@
+//! [`StoreBuilder`]: how a [`Store`] is opened. The backend comes from the URL's kind of store, the layer
+//! stack goes over it, and the storage manager over that.
+//!
+//! The default stack, the one every [`Store::open`] gets: the store, then [`Counting`] (requests and bytes,
+//! [`Store::counts`]), then [`RetryConfig`] (a [`rsm_core::backend::layers::RetryLayer`]) unless the
+//! store's own client retries (`retry.*` settings), then [`Tracing`]. A host's layers
+//! ([`StoreBuilder::layer`]) go over that, in the order added: the last one added is the outermost, so it
+//! sees every call first and every result last, errors already carrying the operation and key.
+
+use crate::{Registry, Store, runtime, scheme_of};
+use rsm_core::backend::layers::{self, Counting, Layer, RetryConfig, Tracing};
+use rsm_core::backend::{RequestCounts, StorageBackend};
+use rsm_core::config::{ConfigReader, STORE_URL_KEY};
+use rsm_core::{Error, Result, TieredConfig, TieredStorage};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Opens a [`Store`] by URL with its settings, with the default layer stack and the host's layers over
+/// it (see the [module](self)).
+///
+/// ```
+/// # use rsm_facade::StoreBuilder;
+/// # use rsm_core::backend::layers::RetryConfig;
+/// let settings = std::collections::BTreeMap::new();
+/// // One more retry layer, over the default stack.
+/// let store = StoreBuilder::new("memory:", &settings).layer(RetryConfig::default()).open()?;
+/// # let _ = store;
+/// # Ok::<(), rsm_core::Error>(())
+/// ```
+pub struct StoreBuilder<'a> {
+    url: &'a str,
+    settings: &'a BTreeMap<String, String>,
+    registry: Option<&'a Registry>,
+    layers: Vec<Box<dyn Layer>>,
+}
+
+impl<'a> StoreBuilder<'a> {
+    /// A store at `url` with `settings` (unknown settings fail at [`StoreBuilder::open`], naming the key),
+    /// of the kinds of store of [`Registry::builtin`], with the default layers only.
+    pub fn new(url: &'a str, settings: &'a BTreeMap<String, String>) -> Self {
+        StoreBuilder { url, settings, registry: None, layers: Vec::new() }
+    }
+
+    /// The store the settings name with `store.url` (how a broker, the C ABI and JNI name it), with the
+    /// other settings as its own; a config error naming `store.url` when it is missing or blank.
+    pub fn from_settings(settings: &'a BTreeMap<String, String>) -> Result<Self> {
+        let url = settings.get(STORE_URL_KEY).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
+            Error::config(
+                STORE_URL_KEY,
+                "is required but not set (for example rsm.config.store.url=file:///var/lib/kafka/tiered)",
+            )
+        })?;
+        Ok(Self::new(url, settings))
+    }
+
+    /// Opens the URL with the kinds of store of `registry` instead of the built-in ones.
+    pub fn registry(mut self, registry: &'a Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Adds `layer` over the stack so far (the default one and the layers added before).
+    pub fn layer(mut self, layer: impl Layer + 'static) -> Self {
+        self.layers.push(Box::new(layer));
+        self
+    }
+
+    /// Opens the store.
+    pub fn open(self) -> Result<Store> {
+        let builtin;
+        let registry = match self.registry {
+            Some(r) => r,
+            None => {
+                builtin = Registry::builtin();
+                &builtin
+            }
+        };
+        let url = self.url.trim();
+        let mut r = ConfigReader::new(self.settings);
+        r.ignore("broker.id");
+        r.ignore(STORE_URL_KEY);
+        let (backend, counts, url_prefix) = open_layered(registry, url, &mut r, &self.layers)?;
+        let mut config = TieredConfig::read(&mut r)?;
+        config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
+        r.finish()?;
+        // A memory store is one per opening: its cache entries must not meet another's.
+        static MEMORY_STORES: AtomicU64 = AtomicU64::new(0);
+        let scope = match scheme_of(url) {
+            "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, Ordering::Relaxed)),
+            _ => url.to_string(),
+        };
+        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts })
+    }
+}
+
+/// [`crate::open_backend`] with `host` layers over the default stack.
+pub(crate) fn open_layered(
+    registry: &Registry,
+    url: &str,
+    r: &mut ConfigReader<'_>,
+    host: &[Box<dyn Layer>],
+) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String)> {
+    let kind = registry.kind_of(url)?;
+    let (raw, prefix) = {
+        let _inside = runtime().enter();
+        (kind.open)(url, r)?
+    };
+    let retry = if kind.retries_itself {
+        for key in RetryConfig::KEYS {
+            if r.string(key).is_some() {
+                return Err(Error::config(
+                    key,
+                    format!("`{}` stores retry in their own client; set its retry settings instead", scheme_of(url)),
+                ));
+            }
+        }
+        None
+    } else {
+        Some(RetryConfig::read(r)?)
+    };
+    let counting = Counting::new(RequestCounts::new());
+    let mut stack: Vec<&dyn Layer> = vec![&counting];
+    if let Some(retry) = &retry {
+        stack.push(retry);
+    }
+    stack.push(&Tracing);
+    stack.extend(host.iter().map(|l| l.as_ref()));
+    Ok((layers::stack(raw, stack), counting.counts(), prefix))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+use super::*;
+use rsm_core::ErrorKind;
+use rsm_core::backend::Op;
+use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use std::sync::Mutex;
+
+/// A host's layer for the tests: a [`FaultLayer`] with `rules`, kept where the test can ask it what it saw.
+#[derive(Clone, Debug, Default)]
+struct Watched {
+    rules: Vec<FaultRule>,
+    made: Arc<Mutex<Vec<Arc<FaultLayer>>>>,
+}
+
+impl Watched {
+    fn calls(&self, op: Op) -> usize {
+        self.made.lock().unwrap().iter().map(|f| f.calls(op)).sum()
+    }
+}
+
+impl Layer for Watched {
+    fn layer(&self, inner: Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend> {
+        let faults = Arc::new(FaultLayer::new(inner));
+        for rule in &self.rules {
+            faults.add_rule(rule.clone());
+        }
+        self.made.lock().unwrap().push(faults.clone());
+        faults
+    }
+}
+
+/// Where each name first shows in the stack's `Debug` form: outer layers first.
+fn positions(store: &Store, names: &[&str]) -> Vec<usize> {
+    let shown = format!("{:?}", store.storage().backend());
+    names.iter().map(|n| shown.find(n).unwrap_or_else(|| panic!("no {n} in {shown}"))).collect()
+}
+
+#[test]
+fn the_default_stack_is_store_counting_retry_tracing() {
+    let settings = BTreeMap::new();
+    let store = StoreBuilder::new("memory:", &settings).open().unwrap();
+    let at = positions(&store, &["TracingLayer", "RetryLayer", "CountingLayer", "MemoryBackend"]);
+    assert!(at.is_sorted(), "tracing over retry over counting over the store: {at:?}");
+    let opened = Store::open("memory:", &settings).unwrap();
+    assert_eq!(
+        format!("{:?}", opened.storage().backend()),
+        format!("{:?}", store.storage().backend()),
+        "Store::open is the builder's default stack"
+    );
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn a_store_that_retries_itself_gets_no_retry_layer() {
+    let settings = rsm_core::config::props([("s3.endpoint.url", "http://127.0.0.1:1")]);
+    let store = StoreBuilder::new("s3://bucket/prefix", &settings).open().unwrap();
+    let shown = format!("{:?}", store.storage().backend());
+    assert!(!shown.contains("RetryLayer"), "{shown}");
+    let at = positions(&store, &["TracingLayer", "CountingLayer"]);
+    assert!(at.is_sorted(), "{at:?}");
+}
+
+#[test]
+fn a_host_layer_goes_over_the_default_stack_and_sees_the_calls() {
+    let settings = BTreeMap::new();
+    let broken_gets = FaultRule { op: Some(Op::Get), key: "*".into(), fault: Fault::transient(), times: None };
+    let host = Watched { rules: vec![broken_gets], ..Watched::default() };
+    let store = StoreBuilder::new("memory:", &settings).layer(host.clone()).open().unwrap();
+    let at = positions(&store, &["FaultLayer", "TracingLayer", "RetryLayer", "CountingLayer", "MemoryBackend"]);
+    assert!(at.is_sorted(), "the host's layer is the outermost: {at:?}");
+
+    assert!(store.list_segments(None).unwrap().is_empty());
+    assert_eq!(host.calls(Op::List), 1, "the host's layer sees the call");
+    assert_eq!(store.counts().get(Op::List).requests, 1, "and the default layers below it too");
+
+    // A failure the host's layer makes starts above the default stack: not retried, not counted, and
+    // without the operation the tracing layer would have added.
+    let e = store.read_manifest("no/such/manifest").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Storage, "{e}");
+    assert!(e.is_transient(), "{e}");
+    assert_eq!(e.operation(), None, "{e}");
+    assert_eq!(host.calls(Op::Get), 1, "tried once");
+    assert_eq!(store.counts().get(Op::Get).requests, 0, "it never reached the counting layer");
+}
+
+#[test]
+fn host_layers_stack_in_the_order_added() {
+    let settings = BTreeMap::new();
+    let (first, second) = (Watched::default(), Watched::default());
+    let store = StoreBuilder::new("memory:", &settings)
+        .registry(&Registry::builtin())
+        .layer(first.clone())
+        .layer(second.clone())
+        .layer(RetryConfig::default())
+        .open()
+        .unwrap();
+    let shown = format!("{:?}", store.storage().backend());
+    let faults: Vec<usize> = shown.match_indices("FaultLayer").map(|(i, _)| i).collect();
+    assert_eq!(faults.len(), 2, "{shown}");
+    assert!(shown.find("RetryLayer").unwrap() < faults[0], "the last added is the outermost: {shown}");
+    assert!(faults[1] < shown.find("TracingLayer").unwrap(), "the first added is over the default stack: {shown}");
+    assert!(store.list_segments(None).unwrap().is_empty());
+    assert_eq!((first.calls(Op::List), second.calls(Op::List)), (1, 1));
+}
