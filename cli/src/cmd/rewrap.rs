@@ -2,6 +2,8 @@
 //! key-encryption key, rewriting its manifest only; segments already under the new key are skipped, so a
 //! rerun after an interruption goes on where it stopped.
 
+use crate::output::{Out, out};
+use crate::settings::StoreArgs;
 use rsm_core::{Error, Result};
 use rsm_facade::Store;
 
@@ -86,4 +88,29 @@ pub fn failures(r: &Rewrapped) -> Result<()> {
             "see above",
         )),
     }
+}
+
+/// `rsm rewrap`: rewraps the store's encrypted segments (of `topic` only, when given) under `key`, a line
+/// per segment as it is done, then a summary; fails when some segment failed.
+pub fn run(o: &mut Out, store: &StoreArgs, key: &str, topic: Option<&str>) -> Result<()> {
+    let store = store.open()?;
+    // Each segment's line as it is done (stdout is line-buffered), so an interrupted run shows how far
+    // it got.
+    let r = rewrap(&store, key, topic, |k, i, n| o.line(format_args!("rewrapped {k} ({i}/{n} looked at)")))?;
+    for f in &r.failed {
+        out!(o, "FAILED {f}");
+    }
+    out!(
+        o,
+        "rewrapped {} segments under {key}; {} were under it already, {} are not encrypted, {} failed{}",
+        r.rewrapped,
+        r.already,
+        r.plain,
+        r.failed.len(),
+        match r.removed_temporary {
+            0 => String::new(),
+            n => format!("; removed {n} temporary manifests an interrupted rewrap left"),
+        }
+    );
+    failures(&r)
 }

@@ -11,6 +11,8 @@
 //! `--delete-orphans --yes` deletes the orphans last written at least the safety age ago, and nothing
 //! else; without `--yes` nothing is deleted.
 
+use crate::output::{Out, out, utc};
+use crate::settings::StoreArgs;
 use rsm_core::backend::ObjectMeta;
 use rsm_core::storage::{Suffix, parse_segment_key};
 use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
@@ -21,6 +23,7 @@ use rsm_metadata::events::segment_state_name;
 use rsm_metadata::kafka::{KafkaMetadataConfig, TopicRecord, read_topic};
 use rsm_tiering::{OffsetRange, remote_coverage};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// What to check and do.
@@ -386,6 +389,98 @@ pub fn outcome(report: &Report) -> Result<()> {
         )
         .with_context(EXIT_CODE, EXIT_UNVERIFIED)),
     }
+}
+
+/// `rsm audit`: the metadata read from the local log `metadata_dir` or the cluster `bootstrap_server`,
+/// compared with the store; prints the report.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    o: &mut Out,
+    bootstrap_server: Option<&str>,
+    metadata_topic: &str,
+    metadata_dir: Option<&Path>,
+    store: &StoreArgs,
+    opts: AuditOptions,
+    yes: bool,
+    json: bool,
+) -> Result<()> {
+    if opts.delete_orphans && !yes {
+        return Err(Error::invalid(
+            "--delete-orphans deletes objects from the store: add --yes to confirm (nothing was deleted)",
+        ));
+    }
+    let segments = match (metadata_dir, bootstrap_server) {
+        (Some(dir), _) => rsm_metadata::local::LocalMetadataManager::open_existing_read_only(dir)?.all_segments()?,
+        (None, Some(bootstrap)) => kafka_segments(bootstrap, metadata_topic)?,
+        (None, None) => unreachable!("clap requires one"),
+    };
+    print_report(o, &audit(&store.open()?, &segments, &opts)?, json)
+}
+
+/// Prints `report` as a table and lines per finding, or (`json`) one JSON document, and ends as
+/// [`outcome`] says.
+fn print_report(o: &mut Out, report: &Report, json: bool) -> Result<()> {
+    if json {
+        out!(o, "{}", serde_json::to_string_pretty(&to_json(report)).expect("JSON of plain values"));
+        return outcome(report);
+    }
+    out!(o, "PARTITION\tTOPIC ID\tCOPIED\tLOST\tORPHANS\tORPHAN BYTES\tSTUCK\tGAPS\tUNVERIFIED\tUNREFERENCED");
+    for ((tp, topic_id), p) in &report.partitions {
+        let bytes: u64 = p.orphans.iter().map(|x| x.1).sum();
+        out!(
+            o,
+            "{tp}\t{topic_id}\t{}\t{}\t{}\t{bytes}\t{}\t{}\t{}\t{}",
+            p.copied,
+            p.lost.len(),
+            p.orphans.len(),
+            p.stuck.len(),
+            p.gaps.len(),
+            p.unverified.len(),
+            p.unreferenced.len()
+        );
+    }
+    for ((tp, _), p) in &report.partitions {
+        for (id, start, why) in &p.lost {
+            out!(o, "LOST\t{tp}\t{id}\toffset {start}\t{why}");
+        }
+        for (first, last) in &p.gaps {
+            out!(o, "GAP\t{tp}\toffsets {first}..={last}\tno copied segment holds them");
+        }
+        for (id, start, why) in &p.unverified {
+            out!(o, "UNVERIFIED\t{tp}\t{id}\toffset {start}\tcannot be checked: {why}");
+        }
+        for (id, start, bytes) in &p.unreferenced {
+            out!(o, "UNREFERENCED\t{tp}\t{id}\toffset {start}\t{bytes} bytes\ta whole segment no metadata names: kept");
+        }
+        for (key, bytes, old) in &p.orphans {
+            let young = if *old { "" } else { "\t(younger than the safety age: kept)" };
+            out!(o, "ORPHAN\t{tp}\t{key}\t{bytes} bytes{young}");
+        }
+        for (id, state, since) in &p.stuck {
+            out!(o, "STUCK\t{tp}\t{id}\t{state} since {}", utc(*since));
+        }
+    }
+    for (key, bytes) in &report.left_alone {
+        out!(o, "LEFT ALONE\t{key}\t{bytes} bytes\tnot named like a segment's object");
+    }
+    for key in &report.deleted {
+        out!(o, "DELETED\t{key}");
+    }
+    let orphans: usize = report.partitions.values().map(|p| p.orphans.len()).sum();
+    let stuck: usize = report.partitions.values().map(|p| p.stuck.len()).sum();
+    out!(
+        o,
+        "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} deleted, {} gaps, {} unverified, {} \
+         unreferenced segments, {} objects left alone",
+        report.partitions.len(),
+        report.lost(),
+        report.deleted.len(),
+        report.partitions.values().map(|p| p.gaps.len()).sum::<usize>(),
+        report.partitions.values().map(|p| p.unverified.len()).sum::<usize>(),
+        report.partitions.values().map(|p| p.unreferenced.len()).sum::<usize>(),
+        report.left_alone.len(),
+    );
+    outcome(report)
 }
 
 #[cfg(test)]

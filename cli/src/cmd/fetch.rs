@@ -1,0 +1,116 @@
+//! `rsm fetch`: a segment's bytes, or one of its indexes, to stdout or a file.
+
+use crate::output::stdout_error;
+use rsm_core::format::manifest::Manifest;
+use rsm_core::{Error, IndexType, Result, Uuid};
+use rsm_facade::Store;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where a fetch writes: stdout, or a file made under a temporary name and renamed when complete.
+enum Sink {
+    Stdout(std::io::StdoutLock<'static>),
+    File { file: std::io::BufWriter<std::fs::File>, tmp: PathBuf, path: PathBuf },
+}
+
+impl Sink {
+    fn open(output: Option<&Path>) -> Result<Self> {
+        let Some(path) = output else { return Ok(Sink::Stdout(std::io::stdout().lock())) };
+        let name = path.file_name().ok_or_else(|| Error::invalid(format!("-o {}: not a file name", path.display())))?;
+        let tmp = path.with_file_name(format!(".{}.rsm-part-{}", name.to_string_lossy(), Uuid::random()));
+        let file = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::from_io(path.display(), e))?;
+        Ok(Sink::File { file: std::io::BufWriter::new(file), tmp, path: path.to_path_buf() })
+    }
+
+    fn write(&mut self, b: &[u8]) -> Result<()> {
+        match self {
+            Sink::Stdout(s) => s.write_all(b).map_err(stdout_error),
+            Sink::File { file, path, .. } => file.write_all(b).map_err(|e| Error::from_io(path.display(), e)),
+        }
+    }
+
+    /// Flushes and, for a file, renames it into place; on `Err` the temporary file is removed.
+    fn finish(self, result: Result<()>) -> Result<()> {
+        match self {
+            Sink::Stdout(mut s) => result.and_then(|_| s.flush().map_err(stdout_error)),
+            Sink::File { file, tmp, path } => {
+                let done = result.and_then(|_| {
+                    let f = file.into_inner().map_err(|e| Error::from_io(path.display(), e.into_error()))?;
+                    f.sync_all().map_err(|e| Error::from_io(path.display(), e))?;
+                    std::fs::rename(&tmp, &path).map_err(|e| Error::from_io(path.display(), e))
+                });
+                if done.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                done
+            }
+        }
+    }
+}
+
+/// Writes the segment `segment` names (from the batch holding `offset`, the first at or after `timestamp`,
+/// or byte `position`; at most `bytes`), or its index `index`, to `output` or stdout.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    store: &Store,
+    segment: &str,
+    offset: Option<i64>,
+    timestamp: Option<i64>,
+    position: Option<i32>,
+    bytes: Option<i64>,
+    index: Option<String>,
+    output: Option<&Path>,
+) -> Result<()> {
+    let bytes = match bytes {
+        Some(n) if n < 1 => return Err(Error::invalid(format!("--bytes {n}: must be at least 1"))),
+        Some(n) => Some(i32::try_from(n).unwrap_or(i32::MAX)),
+        None => None,
+    };
+    let index = index.map(|t| t.parse::<IndexType>()).transpose()?;
+    let m = find_segment(store, segment)?;
+    let md = &m.metadata;
+    let mut sink = Sink::open(output)?;
+    let result = (|| {
+        if let Some(t) = index {
+            return sink.write(&store.fetch_index(md, t)?);
+        }
+        let start = match (offset, timestamp, position) {
+            (Some(o), _, _) => store.position_of_offset(md, o)? as i32,
+            (_, Some(ts), _) => store
+                .position_of_timestamp(md, ts)?
+                .ok_or_else(|| Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}")))?
+                as i32,
+            (_, _, Some(p)) => p,
+            _ => 0,
+        };
+        let end = bytes.map(|n| start.saturating_add(n - 1));
+        let mut reader = store.fetch(md, start, end)?;
+        while let Some(b) = reader.next_bytes()? {
+            sink.write(&b)?;
+        }
+        Ok(())
+    })();
+    sink.finish(result)
+}
+
+/// A segment id as `rsm ls` prints it (`id`), or as errors and Kafka print it
+/// (`topicId:topic-partition:id`); the second form is checked against the segment found.
+fn find_segment(store: &Store, given: &str) -> Result<Manifest> {
+    let given = given.trim();
+    let (owner, id) = match given.rsplit_once(':') {
+        Some((owner, id)) => (Some(owner), id),
+        None => (None, given),
+    };
+    let m = store.find_segment(&id.parse()?)?;
+    if let Some(owner) = owner {
+        let tp = &m.metadata.remote_log_segment_id.topic_id_partition;
+        if owner != tp.to_string() {
+            return Err(Error::invalid(format!("segment {id} belongs to {tp}, not to `{owner}` as given")));
+        }
+    }
+    Ok(m)
+}

@@ -1,0 +1,47 @@
+//! `rsm offsets`: each partition's local and remote offsets (Lx, Ly, Lz, Rx, Ry) and the gaps in its remote
+//! log.
+
+use super::engine::EngineArgs;
+use crate::output::{Out, out};
+use rsm_core::Result;
+use std::path::PathBuf;
+
+/// Prints the offsets of the partitions in `dirs`, a line each, and a line on the remote log gaps if any.
+pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> Result<()> {
+    let e = engine.open_read_only()?;
+    let rt = rsm_facade::runtime();
+    let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    out!(o, "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}  gaps", "partition", "Lx", "Ly", "Lz", "Rx", "Ry");
+    let mut gaps = 0;
+    for tp in e.add(dirs)? {
+        let x = rt.block_on(e.manager.offsets(&tp))?;
+        gaps += x.remote_gaps.len();
+        out!(
+            o,
+            "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}  {}",
+            tp.topic_partition.to_string(),
+            x.local_log_start,
+            x.last_stable,
+            x.local_log_end,
+            opt(x.remote_log_start),
+            opt(x.remote_log_end),
+            gaps_text(&x.remote_gaps)
+        );
+    }
+    if gaps > 0 {
+        out!(
+            o,
+            "{gaps} gaps in the remote log: no copied segment holds those offsets (local segments from the \
+                 first gap on are kept)"
+        );
+    }
+    e.close()
+}
+
+/// Gaps of a remote log as `a..=b` ranges, or `-`.
+fn gaps_text(gaps: &[rsm_tiering::OffsetRange]) -> String {
+    match gaps {
+        [] => "-".to_string(),
+        _ => gaps.iter().map(|g| format!("{}..={}", g.start, g.end)).collect::<Vec<_>>().join(","),
+    }
+}

@@ -1,0 +1,239 @@
+//! `rsm tier`: the tiering engine run over partition directories, once or (`--watch`) until stopped, or
+//! (`--dry-run`) its plan printed; a run that would copy segments and expire them at once is refused
+//! without `--yes` or an explicit retention.
+
+use super::engine::EngineArgs;
+use crate::output::{Out, human, out};
+use indicatif::{ProgressBar, ProgressStyle};
+use rsm_core::{Error, Result, TopicIdPartition};
+use rsm_engine::{RunReport, Totals};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Runs `rsm tier` over `dirs`: with `dry_run` the plan only; else the plan first unless `yes` or the
+/// retention is set explicitly, refused when the run would copy segments and delete them by retention.
+pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, watch: bool, dry_run: bool, yes: bool) -> Result<()> {
+    if dry_run || !(yes || engine.retention_explicit()?) {
+        let refused = tier_plan(o, dirs, engine, dry_run)?;
+        if dry_run {
+            return Ok(());
+        }
+        if refused > 0 {
+            return Err(Error::invalid(format!(
+                "this run would copy {refused} segments and then delete them by retention in the same run \
+                 (retention.ms not set: Kafka's default keeps 7 days, and their records are older), so \
+                 their data would exist nowhere afterwards (the plan is above). Set retention.ms \
+                 explicitly (--set retention.ms=-1 keeps everything) or add --yes; nothing was changed"
+            )));
+        }
+    }
+    tier_command(o, dirs, engine, watch)
+}
+
+/// One line of a run's summary.
+fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
+    let bytes: u64 = r.copy.copied.iter().map(|m| m.segment_size_in_bytes.max(0) as u64).sum();
+    let stop = match r.copy.stop {
+        Some(rsm_tiering::CopyStop::ActiveSegment) | None => String::new(),
+        Some(rsm_tiering::CopyStop::Delayed { base_offset }) => format!(", copy delayed from offset {base_offset}"),
+        Some(rsm_tiering::CopyStop::NotStable { base_offset }) => format!(", not stable from offset {base_offset}"),
+    };
+    let e = &r.expiration;
+    let gaps = match e.gaps.first() {
+        None => String::new(),
+        Some(g) => format!(
+            ", remote log gap at offsets {}..={} ({} in all): local segments from there are kept",
+            g.start,
+            g.end,
+            e.gaps.len()
+        ),
+    };
+    format!(
+        "{tp} ({}): copied {} segments ({bytes} bytes), expired {} remote, deleted {} local, retried {} deletions, \
+         removed {} unfinished copies, {} failed deletions, indexed {}{stop}{gaps}",
+        dir.display(),
+        r.copy.copied.len(),
+        e.expired.len(),
+        e.local_deleted.len(),
+        e.retried.len(),
+        e.abandoned_copies.len(),
+        e.failed,
+        r.indexed,
+    )
+}
+
+/// What a run would do to the partition in `dir`, a line each: the segments it copies, the remote segments
+/// it deletes and the local segments it deletes (offsets, bytes, and the setting that makes each due).
+fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &rsm_engine::RunPlan) -> Vec<String> {
+    use rsm_tiering::{ExpiryReason, LocalDeletionReason};
+    let mut out = Vec::new();
+    let local_bytes = |base: i64| std::fs::metadata(dir.join(format!("{base:020}.log"))).map_or(0, |m| m.len());
+    for c in plan.copy.iter().flat_map(|c| &c.segments) {
+        out.push(format!(
+            "{tp}\tcopy\t{}..={}\t{} bytes\ta closed segment of a tiered topic (remote.storage.enable, remote.copy.lag.*)",
+            c.base_offset, c.end_offset, c.size_bytes
+        ));
+    }
+    let e = &plan.expiration;
+    for m in &e.unfinished_copies {
+        out.push(format!(
+            "{tp}\tremove unfinished copy\t{}..={}\t{}",
+            m.start_offset, m.end_offset, m.remote_log_segment_id.id
+        ));
+    }
+    for m in &e.unfinished_deletions {
+        out.push(format!(
+            "{tp}\tfinish deletion\t{}..={}\t{}",
+            m.start_offset, m.end_offset, m.remote_log_segment_id.id
+        ));
+    }
+    for m in &e.duplicates {
+        out.push(format!(
+            "{tp}\tdelete remote duplicate\t{}..={}\t{} bytes\tanother copy holds these offsets",
+            m.start_offset, m.end_offset, m.segment_size_in_bytes
+        ));
+    }
+    for (m, why) in &e.expired {
+        let why = match why {
+            ExpiryReason::Time => "older than retention.ms",
+            ExpiryReason::Size => "over retention.bytes",
+            ExpiryReason::LogStart => "below the log start offset",
+        };
+        out.push(format!(
+            "{tp}\tdelete remote\t{}..={}\t{} bytes\t{why}",
+            m.start_offset, m.end_offset, m.segment_size_in_bytes
+        ));
+    }
+    for d in &e.local {
+        let why = match d.reason {
+            LocalDeletionReason::Time => "older than local.retention.ms, and remote",
+            LocalDeletionReason::Size => "over local.retention.bytes, and remote",
+            LocalDeletionReason::LogStart => "below the log start offset (its records expired)",
+        };
+        out.push(format!(
+            "{tp}\tdelete local\t{}..={}\t{} bytes\t{why}",
+            d.base_offset,
+            d.end_offset,
+            local_bytes(d.base_offset)
+        ));
+    }
+    if let Some(g) = e.gaps.first() {
+        out.push(format!(
+            "{tp}\tgap\t{}..={}\tno copied segment holds these offsets: local segments from here are kept",
+            g.start, g.end
+        ));
+    }
+    if out.is_empty() {
+        out.push(format!("{tp}\tnothing to do"));
+    }
+    out
+}
+
+/// Prints what a run over `dirs` would do (all of it with `all`, else only for partitions where it would
+/// copy segments and expire them in the same run); returns how many such segments there are. Changes
+/// nothing.
+fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, all: bool) -> Result<usize> {
+    let e = args.open_plan()?;
+    let rt = rsm_facade::runtime();
+    let mut risky = 0;
+    for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {
+        let plan = rt.block_on(e.manager.plan_partition(tp))?;
+        let n = plan.copied_then_expired().len();
+        risky += n;
+        if all || n > 0 {
+            for line in plan_lines(tp, dir, &plan) {
+                out!(o, "{line}");
+            }
+        }
+    }
+    e.close()?;
+    Ok(risky)
+}
+
+/// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
+fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool) -> Result<()> {
+    let e = args.open(dirs)?;
+    let tps = e.add(dirs)?;
+    let rt = rsm_facade::runtime();
+    out!(o, "tiering {} partitions to {} (metadata in {})", tps.len(), args.store, e.metadata_dir.display());
+    if !watch {
+        let mut failures = 0;
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(ProgressStyle::with_template("{spinner} {msg} {bytes} {bytes_per_sec}").expect("valid template"));
+        pb.set_message("copying");
+        pb.enable_steady_tick(std::time::Duration::from_millis(200));
+        let bar = pb.clone();
+        e.manager.on_segment_copied(Arc::new(move |_, md| bar.inc(md.segment_size_in_bytes.max(0) as u64)));
+        let results = rt.block_on(e.manager.run_all());
+        pb.finish_and_clear();
+        let t = e.manager.totals();
+        let mut permanent = 0;
+        for (tp, r) in &results {
+            let dir =
+                e.manager.partitions().into_iter().find(|(t, _, _)| t == tp).map(|(_, d, _)| d).unwrap_or_default();
+            match r {
+                Ok(r) => out!(o, "{}", summary(tp, &dir, r)),
+                Err(err) => {
+                    failures += 1;
+                    if !err.is_transient() {
+                        permanent += 1;
+                    }
+                    let copied = t.iter().find(|(p, _)| p == tp).map_or(0, |(_, t)| t.copied);
+                    out!(
+                        o,
+                        "{tp} ({}): FAILED after copying {copied} segments (recorded; a rerun does not copy them again): {}",
+                        dir.display(),
+                        err.full_message()
+                    );
+                }
+            }
+        }
+        out!(
+            o,
+            "total: copied {} segments ({}), deleted {} remote and {} local, {failures} partitions failed",
+            t.iter().map(|(_, t)| t.copied).sum::<u64>(),
+            human(t.iter().map(|(_, t)| t.copied_bytes).sum()),
+            t.iter().map(|(_, t)| t.remote_deleted).sum::<u64>(),
+            t.iter().map(|(_, t)| t.local_deleted).sum::<u64>(),
+        );
+        e.close()?;
+        return match (failures, permanent) {
+            (0, _) => Ok(()),
+            (n, 0) => Err(Error::retriable(
+                format!("{n} of {} partitions failed (a rerun retries them)", results.len()),
+                "see above",
+            )),
+            // A damaged local segment, a refused setting: a rerun fails the same way until it is mended.
+            (n, p) => Err(Error::invalid(format!(
+                "{n} of {} partitions failed, {p} of them for a reason a rerun does not mend (listed above)",
+                results.len()
+            ))),
+        };
+    }
+    e.manager.start(rt.handle())?;
+    let mut last: Vec<(TopicIdPartition, Totals)> = Vec::new();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let now = e.manager.totals();
+        for (tp, t) in &now {
+            let before = last.iter().find(|(p, _)| p == tp).map(|(_, t)| t.clone()).unwrap_or_default();
+            // A line when a run changed something (or failed), not for every quiet run.
+            let quiet = Totals { runs: before.runs, failed_runs: before.failed_runs, ..t.clone() } == before;
+            if t.runs != before.runs && !quiet {
+                match &t.last_error {
+                    Some(err) => out!(o, "{tp}: run {} FAILED: {err}", t.runs),
+                    None => out!(
+                        o,
+                        "{tp}: run {}: copied {} segments in all ({}), deleted {} remote and {} local",
+                        t.runs,
+                        t.copied,
+                        human(t.copied_bytes),
+                        t.remote_deleted,
+                        t.local_deleted
+                    ),
+                }
+            }
+        }
+        last = now;
+    }
+}

@@ -1,0 +1,139 @@
+//! `rsm verify`: every segment in a store read and checked; with `--dir`, compared with the local files both
+//! ways.
+
+use super::listing::{leftovers, usable};
+use crate::output::{Out, human, out};
+use rsm_core::backend::Op;
+use rsm_core::format::partition::LocalPartition;
+use rsm_core::{Error, RemoteLogSegmentMetadata, Result, TopicIdPartition};
+use rsm_facade::Store;
+use std::io::Read;
+use std::path::Path;
+
+/// Whether a store segment is a copy of the local partition's: same topic and partition, and the same topic
+/// id when the directory names one (`partition.metadata`).
+fn same_partition(local: &LocalPartition, tp: &TopicIdPartition) -> bool {
+    let l = &local.topic_id_partition;
+    l.topic_partition == tp.topic_partition
+        && (!local.dir.join("partition.metadata").exists() || l.topic_id == tp.topic_id)
+}
+
+/// Reads and checks every segment of `store`, a line each; with `dir`, also checks that each closed segment
+/// of that partition directory is in the store, byte for byte. Fails on damage, on a missing segment, or
+/// (a configuration error) when some segment cannot be checked.
+pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
+    let local = dir
+        .map(|d| LocalPartition::open(d).map_err(|e| e.context(format!("partition directory {}", d.display()))))
+        .transpose()?;
+    let listed = store.scan_segments(None)?;
+    let (mut bytes, mut good, mut problems) = (0, 0, 0);
+    let (mut missing, mut unverified) = (0, 0);
+    // Base offsets of the local partition's segments with a whole copy in the store (checked below).
+    let mut found = std::collections::BTreeSet::new();
+    for s in listed {
+        let Some(m) = usable(o, s, &mut problems)? else { continue };
+        let id = m.metadata.remote_log_segment_id.id;
+        let reads_before = store.counts().get(Op::Get).requests;
+        let checked = store.verify(&m.metadata).and_then(|report| {
+            let reads = store.counts().get(Op::Get).requests - reads_before;
+            if let Some(p) = &local
+                && same_partition(p, &m.metadata.remote_log_segment_id.topic_id_partition)
+                && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
+            {
+                found.insert(seg.base_offset);
+                if !same_as_file(store, &m.metadata, &seg.log)? {
+                    return Err(Error::corrupt(format!("segment {id} differs from {}", seg.log.display())));
+                }
+            }
+            Ok((report, reads))
+        });
+        match checked {
+            Ok((report, reads)) => {
+                bytes += report.bytes;
+                good += 1;
+                out!(
+                    o,
+                    "ok\t{id}\t{} chunks checked ({} in {reads} reads)\t{} indexes",
+                    report.chunks,
+                    human(report.bytes),
+                    report.indexes
+                );
+            }
+            // A key or a setting this run lacks: the segment cannot be checked, which says nothing of its data.
+            Err(e) if e.kind() == rsm_core::ErrorKind::Config => {
+                unverified += 1;
+                out!(o, "UNVERIFIED\t{id}\tcannot be checked: {}", e.full_message());
+            }
+            Err(e) => {
+                problems += 1;
+                out!(o, "FAILED\t{id}\t{}", e.full_message());
+            }
+        }
+    }
+    if let Some(p) = &local {
+        for seg in p.closed_segments().iter().filter(|s| !found.contains(&s.base_offset)) {
+            missing += 1;
+            out!(
+                o,
+                "MISSING\t{} offset {}\t{} has no whole copy in the store",
+                p.topic_id_partition.topic_partition,
+                seg.base_offset,
+                seg.log.display()
+            );
+        }
+    }
+    out!(
+        o,
+        "verified {good} segments, {}; {problems} damaged or incomplete, {missing} missing, {unverified} cannot be \
+         checked",
+        human(bytes)
+    );
+    leftovers(o, store)?;
+    if problems > 0 {
+        return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
+    }
+    if missing > 0 {
+        return Err(Error::not_found(format!(
+            "{missing} closed local segments have no whole copy in the store (listed above)"
+        )));
+    }
+    if unverified > 0 {
+        return Err(Error::config(
+            "encryption.keys",
+            format!("{unverified} segments cannot be checked without a key or setting this run lacks (listed above)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the segment `md` in the store holds exactly the bytes of the file `path`: both streamed side by
+/// side, a buffer each, whatever the segment's size.
+fn same_as_file(store: &Store, md: &RemoteLogSegmentMetadata, path: &Path) -> Result<bool> {
+    const BUF: usize = 1 << 20;
+    let io = |e| Error::from_io(path.display(), e);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut remote = store.fetch(md, 0, None)?;
+    let (mut a, mut b) = (vec![0u8; BUF], vec![0u8; BUF]);
+    loop {
+        let n = read_full(&mut remote, &mut a).map_err(|e| Error::from_io("fetch stream", e))?;
+        let m = read_full(&mut file, &mut b).map_err(io)?;
+        if n != m || a[..n] != b[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+/// Reads until `buf` is full or the reader ends; returns how many bytes it holds.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,97 @@
+//! What every command writes with: [`Out`] (stdout, where a reader that stops early ends the command
+//! quietly) and the `out!` macro, the units of its tables (sizes, times) and the progress bar.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rsm_core::{Error, Result};
+use std::fmt;
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The context a closed stdout carries, so `main` can end quietly.
+pub const STDOUT_CLOSED: &str = "stdout";
+
+/// The error a failed write to stdout is: a closed pipe carries [`STDOUT_CLOSED`].
+pub fn stdout_error(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Error::invalid("stdout was closed").with_context(STDOUT_CLOSED, "closed")
+    } else {
+        Error::from_io("stdout", e)
+    }
+}
+
+/// Stdout, locked; a closed pipe is an error `main` turns into a quiet exit.
+pub struct Out(std::io::StdoutLock<'static>);
+
+impl Out {
+    /// Stdout, locked.
+    pub fn new() -> Self {
+        Out(std::io::stdout().lock())
+    }
+
+    /// Writes one line.
+    pub fn line(&mut self, args: fmt::Arguments<'_>) -> Result<()> {
+        writeln!(self.0, "{args}").map_err(stdout_error)
+    }
+}
+
+/// `out!(o, "...", args)`: one line to [`Out`], returning from the function on a write error.
+macro_rules! out {
+    ($o:expr, $($t:tt)*) => {
+        $o.line(format_args!($($t)*))?
+    };
+}
+pub(crate) use out;
+
+/// Now, in ms since the epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Bytes in MiB.
+pub fn mib(b: u64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+/// `1.5 MiB`: bytes in binary units, one decimal from KiB up.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// A time in ms since the epoch as UTC, `2026-05-01T12:00:00Z` (`-` when unknown).
+pub fn utc(ms: i64) -> String {
+    if ms < 0 {
+        return "-".to_string();
+    }
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// A progress bar of `total` bytes, named `what`.
+pub fn progress(total: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(total);
+    pb.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
