@@ -23,12 +23,14 @@
 pub mod builder;
 mod code;
 pub mod handles;
+mod partition;
 mod reader;
 mod registry;
 pub mod wire;
 
 pub use builder::StoreBuilder;
 pub use code::{ResultCode, panic_message};
+pub use partition::{CopyProgress, PartitionCopy};
 pub use reader::SegmentReader;
 pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 
