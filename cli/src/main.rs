@@ -7,16 +7,16 @@
 //! This file holds the arguments and the dispatch; each command is a module of [`cmd`].
 
 mod cmd;
+mod exit;
 mod output;
 mod settings;
 
 use clap::{Parser, Subcommand};
 use cmd::audit;
 use cmd::engine::EngineArgs;
-use output::{Out, STDOUT_CLOSED};
-use rsm_core::Result;
+use exit::CmdResult;
+use output::Out;
 use settings::{StoreArgs, settings};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -296,7 +296,7 @@ enum Command {
     },
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> CmdResult {
     let mut stdout = Out::new();
     let o = &mut stdout;
     match cli.command {
@@ -356,14 +356,6 @@ fn run(cli: Cli) -> Result<()> {
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        // A reader that stopped early (`rsm ls | head`): nothing more to say.
-        Err(e) if e.context_value(STDOUT_CLOSED).is_some() => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "rsm: {}", e.full_message());
-            match e.context_value(audit::EXIT_CODE).and_then(|c| c.parse::<u8>().ok()) {
-                Some(code) => ExitCode::from(code),
-                None => ExitCode::FAILURE,
-            }
-        }
+        Err(failure) => failure.exit(),
     }
 }

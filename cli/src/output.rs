@@ -1,25 +1,20 @@
 //! What every command writes with: [`Out`] (stdout, where a reader that stops early ends the command
 //! quietly) and the `out!` macro, the units of its tables (sizes, times) and the progress bar.
 
+use crate::exit::{CmdResult, Failure};
 use indicatif::{ProgressBar, ProgressStyle};
-use rsm_core::{Error, Result};
+use rsm_core::Error;
 use std::fmt;
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The context a closed stdout carries, so `main` can end quietly.
-pub const STDOUT_CLOSED: &str = "stdout";
-
-/// The error a failed write to stdout is: a closed pipe carries [`STDOUT_CLOSED`].
-pub fn stdout_error(e: std::io::Error) -> Error {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        Error::invalid("stdout was closed").with_context(STDOUT_CLOSED, "closed")
-    } else {
-        Error::from_io("stdout", e)
-    }
+/// What a failed write to stdout is: a closed pipe is [`Failure::StdoutClosed`] (a quiet exit), anything
+/// else an error.
+pub fn stdout_error(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe { Failure::StdoutClosed } else { Error::from_io("stdout", e).into() }
 }
 
-/// Stdout, locked; a closed pipe is an error `main` turns into a quiet exit.
+/// Stdout, locked; a closed pipe is [`Failure::StdoutClosed`], which `main` turns into a quiet exit.
 pub struct Out(std::io::StdoutLock<'static>);
 
 impl Out {
@@ -29,12 +24,13 @@ impl Out {
     }
 
     /// Writes one line.
-    pub fn line(&mut self, args: fmt::Arguments<'_>) -> Result<()> {
+    pub fn line(&mut self, args: fmt::Arguments<'_>) -> CmdResult {
         writeln!(self.0, "{args}").map_err(stdout_error)
     }
 }
 
-/// `out!(o, "...", args)`: one line to [`Out`], returning from the function on a write error.
+/// `out!(o, "...", args)`: one line to [`Out`], returning from the function on a write error (so the
+/// function returns a [`CmdResult`]).
 macro_rules! out {
     ($o:expr, $($t:tt)*) => {
         $o.line(format_args!($($t)*))?

@@ -11,6 +11,7 @@
 //! `--delete-orphans --yes` deletes the orphans last written at least the safety age ago, and nothing
 //! else; without `--yes` nothing is deleted.
 
+use crate::exit::{CmdResult, Failure};
 use crate::output::{Out, out, utc};
 use crate::settings::StoreArgs;
 use rsm_core::backend::ObjectMeta;
@@ -366,28 +367,31 @@ pub fn to_json(report: &Report) -> serde_json::Value {
 /// key or setting): apart from 1, data lost or a gap.
 pub const EXIT_UNVERIFIED: u8 = 3;
 
-/// The context an audit error carries to set the exit status.
-pub const EXIT_CODE: &str = "exit code";
-
 /// Errors for a run that found data loss or a gap (exit 1), or segments it could not check (exit
 /// [`EXIT_UNVERIFIED`]).
-pub fn outcome(report: &Report) -> Result<()> {
+pub fn outcome(report: &Report) -> CmdResult {
     let (lost, gaps, unverified) =
         (report.lost(), report.count(|p| p.gaps.len()), report.count(|p| p.unverified.len()));
     if lost > 0 || gaps > 0 {
         return Err(Error::corrupt(format!(
             "{lost} copied segments are missing or damaged in the store, and {gaps} gaps in remote logs (listed above)"
-        )));
+        ))
+        .into());
     }
     match unverified {
         0 => Ok(()),
-        n => Err(Error::config(
-            "encryption.keys",
-            format!(
-                "{n} copied segments could not be checked for want of a key or setting (listed above): not data loss"
-            ),
-        )
-        .with_context(EXIT_CODE, EXIT_UNVERIFIED)),
+        // The message says the status too (`(exit code 3)`), as it always has.
+        n => Err(Failure::with_status(
+            Error::config(
+                "encryption.keys",
+                format!(
+                    "{n} copied segments could not be checked for want of a key or setting (listed above): not data \
+                     loss"
+                ),
+            )
+            .with_context("exit code", EXIT_UNVERIFIED),
+            EXIT_UNVERIFIED,
+        )),
     }
 }
 
@@ -403,11 +407,12 @@ pub fn run(
     opts: AuditOptions,
     yes: bool,
     json: bool,
-) -> Result<()> {
+) -> CmdResult {
     if opts.delete_orphans && !yes {
         return Err(Error::invalid(
             "--delete-orphans deletes objects from the store: add --yes to confirm (nothing was deleted)",
-        ));
+        )
+        .into());
     }
     let segments = match (metadata_dir, bootstrap_server) {
         (Some(dir), _) => rsm_metadata::local::LocalMetadataManager::open_existing_read_only(dir)?.all_segments()?,
@@ -419,7 +424,7 @@ pub fn run(
 
 /// Prints `report` as a table and lines per finding, or (`json`) one JSON document, and ends as
 /// [`outcome`] says.
-fn print_report(o: &mut Out, report: &Report, json: bool) -> Result<()> {
+fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
     if json {
         out!(o, "{}", serde_json::to_string_pretty(&to_json(report)).expect("JSON of plain values"));
         return outcome(report);

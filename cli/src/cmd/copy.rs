@@ -1,6 +1,7 @@
 //! `rsm copy`: the closed segments of a partition directory copied to a store, skipping those already whole
 //! in it ([`Store::copy_partition`] has the rule).
 
+use crate::exit::CmdResult;
 use crate::output::{Out, mib, out, progress};
 use crate::settings::{StoreArgs, settings};
 use rsm_core::backend::Op;
@@ -34,11 +35,11 @@ pub fn copy_partition(
 
 /// Copies the closed segments of the partition directory `dir` to the store, skipping those already whole
 /// in it, a line each, then a summary; `create` makes a file:// store's directory.
-pub fn run(o: &mut Out, dir: &Path, store: StoreArgs, broker_id: i32, create: bool) -> Result<()> {
+pub fn run(o: &mut Out, dir: &Path, store: StoreArgs, broker_id: i32, create: bool) -> CmdResult {
     let mut settings = settings(store.config.as_ref(), &store.set)?;
     if create {
         if rsm_facade::scheme_of(store.store.trim()) != "file" {
-            return Err(Error::invalid(format!("--create is for file:// stores, not `{}`", store.store)));
+            return Err(Error::invalid(format!("--create is for file:// stores, not `{}`", store.store)).into());
         }
         settings.insert("fs.root.create".into(), "true".into());
     }

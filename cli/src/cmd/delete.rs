@@ -2,12 +2,13 @@
 //! the first segment of the remote log.
 
 use super::engine::EngineArgs;
+use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use rsm_core::{Error, Result, Uuid};
 
 /// Deletes the segment `segment` names: its metadata to delete started, its objects, its metadata to
 /// delete finished.
-pub fn run(o: &mut Out, segment: &str, force: bool, engine: &EngineArgs) -> Result<()> {
+pub fn run(o: &mut Out, segment: &str, force: bool, engine: &EngineArgs) -> CmdResult {
     let id = parse_segment_id(segment)?;
     let e = engine.open(&[])?;
     let manifest = e.store().find_segment(&id)?;
@@ -22,14 +23,15 @@ pub fn run(o: &mut Out, segment: &str, force: bool, engine: &EngineArgs) -> Resu
                  nothing (their local copy, if any, would be kept). Add --force to delete it anyway; nothing was \
                  deleted",
             gap.start, gap.end, gap.start, gap.end
-        )));
+        ))
+        .into());
     }
     let md = rt.block_on(e.manager.delete_segment(&tp, &id))?;
     out!(o, "deleted segment {} of {tp} (offsets {}..={})", id, md.start_offset, md.end_offset);
     if cut.is_some() {
         out!(o, "the remote log of {tp} has a gap at offsets {}..={} now", md.start_offset, md.end_offset);
     }
-    e.close()
+    Ok(e.close()?)
 }
 
 /// A segment id as `ls` prints it.

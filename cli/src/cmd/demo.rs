@@ -1,6 +1,7 @@
 //! `rsm demo`: a real Kafka partition generated, tiered to a store, read back and checked byte for byte.
 
 use super::copy::copy_partition;
+use crate::exit::CmdResult;
 use crate::output::{Out, mib, now_ms, out};
 use rsm_core::backend::Op;
 use rsm_core::format::batch::BatchIter;
@@ -28,9 +29,9 @@ pub fn run(
     segments: u64,
     segment_mib: u64,
     keep: bool,
-) -> Result<()> {
+) -> CmdResult {
     if segments == 0 || segment_mib == 0 {
-        return Err(Error::invalid("--segments and --segment-mib must be at least 1"));
+        return Err(Error::invalid("--segments and --segment-mib must be at least 1").into());
     }
     let tmp = tempfile::Builder::new().prefix("rsm-demo-").tempdir().map_err(|e| Error::from_io("temp dir", e))?;
     let url = match store_url {
@@ -85,11 +86,11 @@ pub fn run(
         // By position: the whole segment, and the tail from the middle.
         let whole = read_all(&store, md, 0)?;
         if whole != local {
-            return Err(mismatch(format!("segment {} by position 0", md.start_offset)));
+            return Err(mismatch(format!("segment {} by position 0", md.start_offset)).into());
         }
         let mid = (local.len() / 2) as i32;
         if read_all(&store, md, mid)? != local[mid as usize..] {
-            return Err(mismatch(format!("segment {} from position {mid}", md.start_offset)));
+            return Err(mismatch(format!("segment {} from position {mid}", md.start_offset)).into());
         }
         fetched_bytes += (whole.len() + local.len() - mid as usize) as u64;
         // By offset and by timestamp, checked against an independent walk of the local file.
@@ -98,18 +99,18 @@ pub fn run(
             let off = (b.base_offset() + b.last_offset()) / 2;
             let pos = store.position_of_offset(md, off)?;
             if pos as u64 != b.position() {
-                return Err(mismatch(format!("offset {off}: position {pos}, expected {}", b.position())));
+                return Err(mismatch(format!("offset {off}: position {pos}, expected {}", b.position())).into());
             }
             let from = read_all(&store, md, pos as i32)?;
             if from != local[pos as usize..] {
-                return Err(mismatch(format!("segment {} from offset {off}", md.start_offset)));
+                return Err(mismatch(format!("segment {} from offset {off}", md.start_offset)).into());
             }
             fetched_bytes += from.len() as u64;
             let ts = b.max_timestamp();
             let want = batches.iter().find(|x| x.max_timestamp() >= ts).map(|x| x.position() as u32);
             let got = store.position_of_timestamp(md, ts)?;
             if got != want {
-                return Err(mismatch(format!("timestamp {ts}: position {got:?}, expected {want:?}")));
+                return Err(mismatch(format!("timestamp {ts}: position {got:?}, expected {want:?}")).into());
             }
         }
         for (t, path) in [
@@ -118,7 +119,7 @@ pub fn run(
         ] {
             let want = std::fs::read(&path).map_err(|e| Error::from_io(path.display(), e))?;
             if store.fetch_index(md, t)? != want {
-                return Err(mismatch(format!("{t} index of segment {}", md.start_offset)));
+                return Err(mismatch(format!("{t} index of segment {}", md.start_offset)).into());
             }
         }
     }

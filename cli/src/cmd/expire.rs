@@ -1,12 +1,12 @@
 //! `rsm expire`: remote and local retention applied now, without copying.
 
 use super::engine::EngineArgs;
+use crate::exit::CmdResult;
 use crate::output::{Out, out};
-use rsm_core::Result;
 use std::path::PathBuf;
 
 /// Applies retention to the partitions in `dirs` and prints, a line each, what it deleted.
-pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> Result<()> {
+pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> CmdResult {
     let e = engine.open(dirs)?;
     let rt = rsm_facade::runtime();
     for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {
@@ -22,5 +22,5 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> Result<()> {
             x.failed
         );
     }
-    e.close()
+    Ok(e.close()?)
 }

@@ -1,11 +1,12 @@
 //! `rsm failed-deletions`: the deletions that failed and wait for a retry (SR-35), listed or retried now.
 
 use super::engine::EngineArgs;
+use crate::exit::CmdResult;
 use crate::output::{Out, out};
-use rsm_core::{Error, Result};
+use rsm_core::Error;
 
 /// `list` prints the failed deletions; `retry` retries them and fails if any fails again.
-pub fn run(o: &mut Out, action: &str, engine: &EngineArgs) -> Result<()> {
+pub fn run(o: &mut Out, action: &str, engine: &EngineArgs) -> CmdResult {
     let e = if action == "list" { engine.open_read_only()? } else { engine.open(&[])? };
     let rt = rsm_facade::runtime();
     let mut failed = 0;
@@ -46,6 +47,6 @@ pub fn run(o: &mut Out, action: &str, engine: &EngineArgs) -> Result<()> {
     e.close()?;
     match failed {
         0 => Ok(()),
-        n => Err(Error::retriable(format!("{n} deletions failed again"), "see above")),
+        n => Err(Error::retriable(format!("{n} deletions failed again"), "see above").into()),
     }
 }

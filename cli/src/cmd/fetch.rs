@@ -1,5 +1,6 @@
 //! `rsm fetch`: a segment's bytes, or one of its indexes, to stdout or a file.
 
+use crate::exit::CmdResult;
 use crate::output::stdout_error;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::{Error, IndexType, Result, Uuid};
@@ -26,22 +27,22 @@ impl Sink {
         Ok(Sink::File { file: std::io::BufWriter::new(file), tmp, path: path.to_path_buf() })
     }
 
-    fn write(&mut self, b: &[u8]) -> Result<()> {
+    fn write(&mut self, b: &[u8]) -> CmdResult {
         match self {
             Sink::Stdout(s) => s.write_all(b).map_err(stdout_error),
-            Sink::File { file, path, .. } => file.write_all(b).map_err(|e| Error::from_io(path.display(), e)),
+            Sink::File { file, path, .. } => Ok(file.write_all(b).map_err(|e| Error::from_io(path.display(), e))?),
         }
     }
 
     /// Flushes and, for a file, renames it into place; on `Err` the temporary file is removed.
-    fn finish(self, result: Result<()>) -> Result<()> {
+    fn finish(self, result: CmdResult) -> CmdResult {
         match self {
             Sink::Stdout(mut s) => result.and_then(|_| s.flush().map_err(stdout_error)),
             Sink::File { file, tmp, path } => {
                 let done = result.and_then(|_| {
                     let f = file.into_inner().map_err(|e| Error::from_io(path.display(), e.into_error()))?;
                     f.sync_all().map_err(|e| Error::from_io(path.display(), e))?;
-                    std::fs::rename(&tmp, &path).map_err(|e| Error::from_io(path.display(), e))
+                    Ok(std::fs::rename(&tmp, &path).map_err(|e| Error::from_io(path.display(), e))?)
                 });
                 if done.is_err() {
                     let _ = std::fs::remove_file(&tmp);
@@ -64,9 +65,9 @@ pub fn run(
     bytes: Option<i64>,
     index: Option<String>,
     output: Option<&Path>,
-) -> Result<()> {
+) -> CmdResult {
     let bytes = match bytes {
-        Some(n) if n < 1 => return Err(Error::invalid(format!("--bytes {n}: must be at least 1"))),
+        Some(n) if n < 1 => return Err(Error::invalid(format!("--bytes {n}: must be at least 1")).into()),
         Some(n) => Some(i32::try_from(n).unwrap_or(i32::MAX)),
         None => None,
     };

@@ -1,9 +1,10 @@
 //! `rsm ls`: the segments in a store (topic id, offsets, sizes, copy time) and totals, as a table or JSON.
 
 use super::listing::{leftovers, usable};
+use crate::exit::CmdResult;
 use crate::output::{Out, human, out, utc};
+use rsm_core::Error;
 use rsm_core::storage::ListedSegment;
-use rsm_core::{Error, Result};
 use rsm_facade::Store;
 
 /// Topic, topic id and partition of a manifest key (`{prefix}{topic}-{topicId}/{partition}/…`), without
@@ -50,7 +51,7 @@ fn json_segment(s: &ListedSegment, prefix: &str) -> serde_json::Value {
 /// Lists the segments of `store` (of `topic` and `partition` only, when given), a line each, with totals
 /// and the leftovers of interrupted uploads, or (`json`) one JSON document; fails when some segment is
 /// damaged or incomplete.
-pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i32>, json: bool) -> Result<()> {
+pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i32>, json: bool) -> CmdResult {
     let prefix = store.storage().config().key_prefix.clone();
     let listed: Vec<ListedSegment> = store
         .scan_segments(None)?
@@ -115,7 +116,7 @@ pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i3
         leftovers(o, store)?;
     }
     if problems > 0 {
-        return Err(Error::corrupt(format!("{problems} segments are damaged or incomplete (listed above)")));
+        return Err(Error::corrupt(format!("{problems} segments are damaged or incomplete (listed above)")).into());
     }
     Ok(())
 }

@@ -2,12 +2,12 @@
 //! log.
 
 use super::engine::EngineArgs;
+use crate::exit::CmdResult;
 use crate::output::{Out, out};
-use rsm_core::Result;
 use std::path::PathBuf;
 
 /// Prints the offsets of the partitions in `dirs`, a line each, and a line on the remote log gaps if any.
-pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> Result<()> {
+pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> CmdResult {
     let e = engine.open_read_only()?;
     let rt = rsm_facade::runtime();
     let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
@@ -35,7 +35,7 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> Result<()> {
                  first gap on are kept)"
         );
     }
-    e.close()
+    Ok(e.close()?)
 }
 
 /// Gaps of a remote log as `a..=b` ranges, or `-`.

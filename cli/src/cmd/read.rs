@@ -2,6 +2,7 @@
 //! engine's reader pool, as a table or JSON.
 
 use super::engine::EngineArgs;
+use crate::exit::CmdResult;
 use crate::output::{Out, out, utc};
 use rsm_core::{Error, Result, TopicIdPartition};
 use rsm_engine::RemoteLogManager;
@@ -20,7 +21,7 @@ pub fn run(
     max_bytes: u32,
     timeout_ms: u64,
     json: bool,
-) -> Result<()> {
+) -> CmdResult {
     let e = engine.open_read_only()?;
     let tp = e.add(&[dir.to_path_buf()])?.remove(0);
     let timeout = std::time::Duration::from_millis(timeout_ms);
@@ -141,7 +142,7 @@ fn json_bytes(b: Option<&[u8]>) -> serde_json::Value {
     }
 }
 
-fn print_records(o: &mut Out, tp: &TopicIdPartition, got: &ReadOut, json: bool) -> Result<()> {
+fn print_records(o: &mut Out, tp: &TopicIdPartition, got: &ReadOut, json: bool) -> CmdResult {
     if json {
         let records: Vec<_> = got
             .records

@@ -1,13 +1,13 @@
 //! `rsm rebuild-metadata`: a new local metadata log made from the store's manifests.
 
+use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use crate::settings::StoreArgs;
-use rsm_core::Result;
 use std::path::Path;
 
 /// Writes a metadata log in `metadata_dir` holding every whole segment of the store, as copied; a segment
 /// with objects missing or a manifest that does not read is skipped, a line each.
-pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> Result<()> {
+pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> CmdResult {
     let store = store.open()?;
     let mut whole = Vec::new();
     for s in store.scan_segments(None)? {

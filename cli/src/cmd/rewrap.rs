@@ -2,6 +2,7 @@
 //! key-encryption key, rewriting its manifest only; segments already under the new key are skipped, so a
 //! rerun after an interruption goes on where it stopped.
 
+use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use crate::settings::StoreArgs;
 use rsm_core::{Error, Result};
@@ -29,8 +30,8 @@ pub fn rewrap(
     store: &Store,
     new_id: &str,
     topic: Option<&str>,
-    mut progress: impl FnMut(&str, usize, usize) -> Result<()>,
-) -> Result<Rewrapped> {
+    mut progress: impl FnMut(&str, usize, usize) -> CmdResult,
+) -> CmdResult<Rewrapped> {
     // The new key must be in the keyring before anything is looked at: a rewrap to a key that is not there
     // would rewrite nothing on a plain store, and fail every segment on an encrypted one.
     let keyring = store.storage().config().encryption.as_ref().map(|e| &e.keyring).ok_or_else(|| {
@@ -72,7 +73,7 @@ pub fn rewrap(
             }
             Ok(false) => out.already += 1,
             // A key the keyring lacks fails every segment alike: stop at once, naming it.
-            Err(e) if e.kind() == rsm_core::ErrorKind::Config => return Err(e),
+            Err(e) if e.kind() == rsm_core::ErrorKind::Config => return Err(e.into()),
             Err(e) => out.failed.push(format!("{}: {}", s.manifest_key, e.full_message())),
         }
     }
@@ -92,7 +93,7 @@ pub fn failures(r: &Rewrapped) -> Result<()> {
 
 /// `rsm rewrap`: rewraps the store's encrypted segments (of `topic` only, when given) under `key`, a line
 /// per segment as it is done, then a summary; fails when some segment failed.
-pub fn run(o: &mut Out, store: &StoreArgs, key: &str, topic: Option<&str>) -> Result<()> {
+pub fn run(o: &mut Out, store: &StoreArgs, key: &str, topic: Option<&str>) -> CmdResult {
     let store = store.open()?;
     // Each segment's line as it is done (stdout is line-buffered), so an interrupted run shows how far
     // it got.
@@ -112,5 +113,5 @@ pub fn run(o: &mut Out, store: &StoreArgs, key: &str, topic: Option<&str>) -> Re
             n => format!("; removed {n} temporary manifests an interrupted rewrap left"),
         }
     );
-    failures(&r)
+    Ok(failures(&r)?)
 }

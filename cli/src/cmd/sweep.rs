@@ -1,13 +1,13 @@
 //! `rsm sweep`: what interrupted uploads left in the store, without any metadata, listed or deleted.
 
+use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
 use crate::settings::StoreArgs;
-use rsm_core::Result;
 use std::time::Duration;
 
 /// Lists the objects of never-committed segments and the temporary upload files last written at least
 /// `min_age` ago; deletes them with `yes`.
-pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool) -> Result<()> {
+pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool) -> CmdResult {
     let store = store.open()?;
     let found = store.orphans(None, min_age)?;
     let verb = if yes { "DELETE" } else { "WOULD DELETE" };

@@ -3,16 +3,17 @@
 //! without `--yes` or an explicit retention.
 
 use super::engine::EngineArgs;
+use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
 use indicatif::{ProgressBar, ProgressStyle};
-use rsm_core::{Error, Result, TopicIdPartition};
+use rsm_core::{Error, TopicIdPartition};
 use rsm_engine::{RunReport, Totals};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Runs `rsm tier` over `dirs`: with `dry_run` the plan only; else the plan first unless `yes` or the
 /// retention is set explicitly, refused when the run would copy segments and delete them by retention.
-pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, watch: bool, dry_run: bool, yes: bool) -> Result<()> {
+pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, watch: bool, dry_run: bool, yes: bool) -> CmdResult {
     if dry_run || !(yes || engine.retention_explicit()?) {
         let refused = tier_plan(o, dirs, engine, dry_run)?;
         if dry_run {
@@ -24,7 +25,8 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, watch: bool, dry_
                  (retention.ms not set: Kafka's default keeps 7 days, and their records are older), so \
                  their data would exist nowhere afterwards (the plan is above). Set retention.ms \
                  explicitly (--set retention.ms=-1 keeps everything) or add --yes; nothing was changed"
-            )));
+            ))
+            .into());
         }
     }
     tier_command(o, dirs, engine, watch)
@@ -132,7 +134,7 @@ fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &rsm_engine::RunPlan) -> 
 /// Prints what a run over `dirs` would do (all of it with `all`, else only for partitions where it would
 /// copy segments and expire them in the same run); returns how many such segments there are. Changes
 /// nothing.
-fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, all: bool) -> Result<usize> {
+fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, all: bool) -> CmdResult<usize> {
     let e = args.open_plan()?;
     let rt = rsm_facade::runtime();
     let mut risky = 0;
@@ -151,7 +153,7 @@ fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, all: bool) -> Res
 }
 
 /// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
-fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool) -> Result<()> {
+fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool) -> CmdResult {
     let e = args.open(dirs)?;
     let tps = e.add(dirs)?;
     let rt = rsm_facade::runtime();
@@ -202,12 +204,14 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool) -
             (n, 0) => Err(Error::retriable(
                 format!("{n} of {} partitions failed (a rerun retries them)", results.len()),
                 "see above",
-            )),
+            )
+            .into()),
             // A damaged local segment, a refused setting: a rerun fails the same way until it is mended.
             (n, p) => Err(Error::invalid(format!(
                 "{n} of {} partitions failed, {p} of them for a reason a rerun does not mend (listed above)",
                 results.len()
-            ))),
+            ))
+            .into()),
         };
     }
     e.manager.start(rt.handle())?;

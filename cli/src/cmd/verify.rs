@@ -2,6 +2,7 @@
 //! ways.
 
 use super::listing::{leftovers, usable};
+use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
 use rsm_core::backend::Op;
 use rsm_core::format::partition::LocalPartition;
@@ -21,7 +22,7 @@ fn same_partition(local: &LocalPartition, tp: &TopicIdPartition) -> bool {
 /// Reads and checks every segment of `store`, a line each; with `dir`, also checks that each closed segment
 /// of that partition directory is in the store, byte for byte. Fails on damage, on a missing segment, or
 /// (a configuration error) when some segment cannot be checked.
-pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
+pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
     let local = dir
         .map(|d| LocalPartition::open(d).map_err(|e| e.context(format!("partition directory {}", d.display()))))
         .transpose()?;
@@ -90,18 +91,20 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> Result<()> {
     );
     leftovers(o, store)?;
     if problems > 0 {
-        return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")));
+        return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")).into());
     }
     if missing > 0 {
         return Err(Error::not_found(format!(
             "{missing} closed local segments have no whole copy in the store (listed above)"
-        )));
+        ))
+        .into());
     }
     if unverified > 0 {
         return Err(Error::config(
             "encryption.keys",
             format!("{unverified} segments cannot be checked without a key or setting this run lacks (listed above)"),
-        ));
+        )
+        .into());
     }
     Ok(())
 }
