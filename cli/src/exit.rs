@@ -17,8 +17,8 @@ pub enum Failure {
     Error {
         /// What went wrong.
         error: Error,
-        /// The exit status: 1, unless the command gives one of its own (`rsm audit`'s
-        /// [`EXIT_UNVERIFIED`](crate::cmd::audit::EXIT_UNVERIFIED)).
+        /// The exit status: 1, unless the command gives one of its own (`rsm audit` exits 3 for segments it
+        /// could not check).
         status: u8,
     },
 }
