@@ -41,6 +41,9 @@ impl ResultCode {
             ErrorKind::Config => ResultCode::Config,
             // Always transient, so answered above; a permanent one would be a bug, not a refusal.
             ErrorKind::Busy => ResultCode::StorageTransient,
+            // A kind added to rsm-core later, before it has a code of its own: a permanent failure, which a
+            // caller neither retries nor mistakes for missing or corrupt data.
+            _ => ResultCode::StoragePermanent,
         }
     }
 }

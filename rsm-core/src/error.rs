@@ -16,7 +16,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong, whatever the status.
+///
+/// New kinds may be added (one was already), so a match outside this crate needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The segment, index or object does not exist.
     NotFound,
@@ -46,7 +49,10 @@ impl fmt::Display for ErrorKind {
 }
 
 /// Whether retrying the same operation may succeed.
+///
+/// Not exhaustive: a match outside this crate needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum ErrorStatus {
     /// Retrying will fail the same way.
     #[default]
