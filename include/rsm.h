@@ -225,6 +225,16 @@ typedef void (*rsm_fetch_callback)(void *user_data,
 // free it with `rsm_error_free`).
 typedef void (*rsm_delete_callback)(void *user_data, rsm_result result, rsm_error *err);
 
+// What `rsm_copy_partition` did, in segments.
+typedef struct {
+  // Closed segments copied by this call.
+  size_t copied;
+  // Closed segments left alone because a whole copy of each was already in the store.
+  size_t skipped;
+  // Of the copied ones, those whose earlier copy in the store was incomplete or unreadable.
+  size_t redone;
+} rsm_partition_copy;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -551,6 +561,29 @@ rsm_result rsm_delete_async(const rsm_store *store,
 // Returns `RSM_RESULT_OK` when the cancel was delivered; `RSM_RESULT_INVALID_ARGUMENT` when `operation`
 // is NULL or names no operation in flight (it ended already: harmless).
 rsm_result rsm_operation_cancel(rsm_operation *operation);
+
+// Copies the closed segments of the Kafka partition directory `partition_dir` (`<topic>-<partition>`,
+// with its `partition.metadata`) to the store, recording `broker_id` in their metadata; the active
+// segment is never copied. With `skip_whole`, a segment whose whole copy (a readable manifest of the same
+// offsets and size, every object present) is already in the store is skipped, so a rerun after a crash
+// copies only what is missing; without it every closed segment is copied again under a new segment id.
+// One copy of a directory runs at a time: a second, in this process or another, is refused while the
+// first holds the directory's lock.
+//
+// Arguments: `partition_dir` must be a partition directory (a missing or malformed one is
+// `RSM_RESULT_INVALID_ARGUMENT` or `RSM_RESULT_NOT_FOUND`, naming it); `result_out` must not be NULL.
+//
+// Ownership: `partition_dir` is borrowed for the call; `*result_out` is written (zeros on failure,
+// though segments copied before a failure stay copied and whole).
+//
+// # Safety
+// `partition_dir` is NULL or NUL-terminated; `result_out` and `err` are NULL or writable.
+rsm_result rsm_copy_partition(const rsm_store *store,
+                              const char *partition_dir,
+                              int32_t broker_id,
+                              bool skip_whole,
+                              rsm_partition_copy *result_out,
+                              rsm_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

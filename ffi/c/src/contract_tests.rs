@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::asynchronous::{rsm_copy_async, rsm_delete_async, rsm_fetch_async};
+use crate::partition::{rsm_copy_partition, rsm_partition_copy};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::{LogSegmentData, RemoteLogSegmentMetadata, Uuid};
@@ -453,4 +454,29 @@ fn every_documented_refusal_and_allowance() {
         );
     }
     assert!(s.is_null(), "no stream was opened by a refused call");
+}
+
+#[test]
+fn a_partition_copy_skips_what_is_whole_and_refuses_what_is_not_a_partition() {
+    let w = world(false);
+    let dir = c_path(&w._dir.path().join("orders-0"));
+    let closed = LocalPartition::open(&w._dir.path().join("orders-0")).unwrap().closed_segments().len();
+    assert!(closed > 1, "the fixture has several closed segments");
+    let mut done = rsm_partition_copy::default();
+    // SAFETY (each call below): valid handles, strings and out-pointers, or the NULLs under test.
+    ok(call(|e| unsafe { rsm_copy_partition(w.store, dir.as_ptr(), 1, true, &mut done, e) }));
+    assert_eq!(done, rsm_partition_copy { copied: closed, skipped: 0, redone: 0 });
+    ok(call(|e| unsafe { rsm_copy_partition(w.store, dir.as_ptr(), 1, true, &mut done, e) }));
+    assert_eq!(done, rsm_partition_copy { copied: 0, skipped: closed, redone: 0 }, "a rerun copies nothing");
+    ok(call(|e| unsafe { rsm_copy_partition(w.store, dir.as_ptr(), 1, false, &mut done, e) }));
+    assert_eq!(done, rsm_partition_copy { copied: closed, skipped: 0, redone: 0 }, "skip_whole off copies again");
+    unsafe {
+        invalid(call(|e| rsm_copy_partition(w.store, dir.as_ptr(), 1, true, null_mut(), e)), &["`result_out` is NULL"]);
+        invalid(call(|e| rsm_copy_partition(w.store, null(), 1, true, &mut done, e)), &["`partition_dir` is NULL"]);
+        let missing = c_path(&w._dir.path().join("nowhere-0"));
+        let (code, message) = call(|e| rsm_copy_partition(w.store, missing.as_ptr(), 1, true, &mut done, e));
+        assert_ne!(code, rsm_result::Ok);
+        assert!(message.contains("nowhere-0"), "{message}");
+    }
+    assert_eq!(done, rsm_partition_copy::default(), "a refused call writes zeros");
 }

@@ -27,6 +27,7 @@ mod boundary;
 #[cfg(test)]
 mod contract_tests;
 mod handles;
+mod partition;
 mod types;
 
 pub use asynchronous::{
@@ -35,6 +36,7 @@ pub use asynchronous::{
 };
 pub use boundary::rsm_error;
 pub use handles::{rsm_store, rsm_stream};
+pub use partition::{rsm_copy_partition, rsm_partition_copy};
 pub use types::{
     rsm_index_type, rsm_leader_epoch, rsm_segment_files, rsm_segment_list, rsm_segment_metadata, rsm_segment_state,
     rsm_topic_id_partition, rsm_uuid,
