@@ -112,10 +112,10 @@ impl NextManifests {
         if self.asked.lock().unwrap_or_else(|p| p.into_inner()).put(md.remote_log_segment_id.id, ()).is_some() {
             return;
         }
-        let prefix = format!(
-            "{}{:020}-",
-            partition_prefix(&self.key_prefix, &md.remote_log_segment_id.topic_id_partition),
-            md.end_offset.saturating_add(1)
+        let prefix = layout::start_offset_prefix(
+            &self.key_prefix,
+            &md.remote_log_segment_id.topic_id_partition,
+            md.end_offset.saturating_add(1),
         );
         let this = self.clone();
         tokio::spawn(async move {
@@ -125,7 +125,7 @@ impl NextManifests {
                     return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
                 }
             };
-            for o in found.into_iter().filter(|o| o.key.ends_with(".manifest")) {
+            for o in found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) {
                 match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
                     Ok(next) => {
                         let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, Arc::new(next));
@@ -377,10 +377,11 @@ impl TieredStorage {
         let present: std::collections::HashSet<&str> = objects.iter().map(|o| o.key.as_str()).collect();
         let mut out = Vec::new();
         for o in &objects {
-            let Some(stem) = o.key.strip_suffix(".manifest") else { continue };
-            let missing = [".log", ".indexes"]
+            let Some((stem, Suffix::Manifest)) = layout::split_object_key(&o.key) else { continue };
+            let missing = [Suffix::Log, Suffix::Indexes]
                 .into_iter()
-                .filter(|ext| !present.contains(format!("{stem}{ext}").as_str()))
+                .filter(|&s| !present.contains(layout::object_key(stem, s).as_str()))
+                .map(Suffix::dotted)
                 .collect();
             out.push(ListedSegment {
                 manifest_key: o.key.clone(),
@@ -394,11 +395,11 @@ impl TieredStorage {
     /// The committed segment with id `id` anywhere under the prefix: one listing and one manifest read,
     /// whatever state the other segments are in.
     pub async fn find_segment(&self, id: &Uuid) -> Result<Manifest> {
-        let suffix = format!("-{id}.manifest");
+        let tail = layout::manifest_key_tail(id);
         let objects = self.backend.list(&self.config.key_prefix).await?;
         let key = objects
             .iter()
-            .find(|o| o.key.ends_with(&suffix))
+            .find(|o| o.key.ends_with(&tail))
             .ok_or_else(|| Error::not_found(format!("segment {id} in the store")))?;
         self.read_manifest(&key.key).await
     }
@@ -413,16 +414,20 @@ impl TieredStorage {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
         let temporary = self.backend.list_temporary(&prefix).await?;
-        let committed: std::collections::HashSet<&str> =
-            objects.iter().filter_map(|o| o.key.strip_suffix(".manifest")).collect();
+        let committed: std::collections::HashSet<&str> = objects
+            .iter()
+            .filter_map(|o| layout::split_object_key(&o.key))
+            .filter_map(|(stem, s)| (s == Suffix::Manifest).then_some(stem))
+            .collect();
         let now = std::time::SystemTime::now();
         let old = |o: &crate::backend::ObjectMeta| {
             o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age)
         };
         let mut out = Orphans::default();
         for o in objects.iter().filter(|o| old(o)) {
-            let stem = o.key.rsplit_once('.').map(|(s, _)| s).unwrap_or(&o.key);
-            if (o.key.ends_with(".log") || o.key.ends_with(".indexes")) && !committed.contains(stem) {
+            if let Some((stem, Suffix::Log | Suffix::Indexes)) = layout::split_object_key(&o.key)
+                && !committed.contains(stem)
+            {
                 out.uncommitted.push((o.key.clone(), o.size));
             }
         }
@@ -577,11 +582,11 @@ impl RemoteStorageManager for TieredStorage {
         self.forget(&metadata.remote_log_segment_id.id);
         // The manifest first: from then on the segment does not exist for readers.
         self.backend.delete(&keys.manifest).await?;
-        self.backend.delete_many(&[keys.log, keys.indexes]).await?;
+        self.backend.delete_many(&[keys.log.clone(), keys.indexes.clone()]).await?;
         // Then what an upload of this segment interrupted by a crash left (the broker deletes a segment
         // whose copy never finished): the temporary objects of its keys, whatever their age.
-        let stem = keys.manifest.strip_suffix("manifest").unwrap_or(&keys.manifest);
-        let temporary: Vec<String> = self.backend.list_temporary(stem).await?.into_iter().map(|t| t.meta.key).collect();
+        let temporary: Vec<String> =
+            self.backend.list_temporary(keys.shared_prefix()).await?.into_iter().map(|t| t.meta.key).collect();
         if !temporary.is_empty() {
             tracing::info!(segment = %metadata.remote_log_segment_id, count = temporary.len(),
                 "deleting temporary objects of an interrupted upload of the segment");
