@@ -1,10 +1,11 @@
 //! Copy: scan the `.log` (batch checks, chunk table), upload it and the index bundle, then commit the
 //! manifest.
 //!
-//! Without compression the `.log` is uploaded as it is while it is scanned. With compression
-//! (`compression.enabled`) the `.log` object is the chunks' stored bytes back to back, known only once the
-//! chunk table is: the scan (with the index upload) comes first, then one pass over the file a few chunks
-//! at a time transforms each (compresses it or leaves it as it is, [`ChunkCompressor`], then encrypts it),
+//! Without chunk transforms the `.log` is uploaded as it is while it is scanned. With them (compression,
+//! `compression.enabled`, or encryption, `encryption.enabled`) the `.log` object is the chunks' stored bytes back
+//! to back, known only once the chunk table is: the scan (with the index upload) comes first, then one pass
+//! over the file a few chunks at a time transforms each (compresses it or leaves it as it is,
+//! [`ChunkCompressor`], then encrypts it when the store encrypts),
 //! the chunks of a window in parallel, and streams the stored bytes to the upload in order, a few chunks in
 //! memory at a time; each chunk read again is checked against its CRC from the scan.
 
@@ -92,7 +93,7 @@ impl TieredStorage {
         let scan = tokio::task::spawn_blocking(move || {
             scan_file(&scan_path, log_len, verify, |b| chunker.push(b)).map(|_| chunker.finish())
         });
-        // The scan and both uploads run at once (with compression, the `.log`'s upload waits for the scan);
+        // The scan and both uploads run at once (with chunk transforms, the `.log`'s upload waits for the scan);
         // all three finish before any result is judged, so a cleanup never races an upload still in flight.
         let encrypt = self.config.encryption.as_ref().filter(|e| e.encrypt);
         let transformed = self.config.compression.is_some() || encrypt.is_some();
@@ -131,7 +132,7 @@ impl TieredStorage {
                 None => None,
             };
             chunks = self
-                .upload_compressed(&keys.log, &log_path, chunks, block_size, self.config.compression, data_key)
+                .upload_transformed(&keys.log, &log_path, chunks, block_size, self.config.compression, data_key)
                 .await?;
         }
         let manifest = Manifest {
@@ -150,15 +151,16 @@ impl TieredStorage {
     }
 }
 
-/// Chunks in flight between the compressing pass and the upload.
-const COMPRESSED_IN_FLIGHT: usize = 2;
+/// Chunks in flight between the transforming pass ([`transform_chunks`]) and the upload.
+const TRANSFORMED_IN_FLIGHT: usize = 2;
 
 impl TieredStorage {
     /// Uploads the `.log` object of the chunks `chunks` (the scan's, tiling the file at `path`) with each
-    /// chunk compressed or left as it is (with `compression`), then encrypted under `data_key` (when given),
+    /// chunk transformed: compressed or left as it is (with `compression`), then encrypted under `data_key`
+    /// (when given),
     /// returning the chunks with their stored ranges, transforms and stored CRCs. A failure fails the
     /// upload's stream, so no object is left.
-    async fn upload_compressed(
+    async fn upload_transformed(
         &self,
         key: &str,
         path: &Path,
@@ -167,10 +169,10 @@ impl TieredStorage {
         compression: Option<CompressionConfig>,
         data_key: Option<DataKey>,
     ) -> Result<Vec<ChunkEntry>> {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(COMPRESSED_IN_FLIGHT);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(TRANSFORMED_IN_FLIGHT);
         let path = path.to_path_buf();
         let pass = tokio::task::spawn_blocking(move || {
-            let result = compress_chunks(&path, chunks, block_size, compression, data_key.as_ref(), &tx);
+            let result = transform_chunks(&path, chunks, block_size, compression, data_key.as_ref(), &tx);
             if let Err(e) = &result {
                 let _ = tx.blocking_send(Err(Error::new(e.kind(), format!("compressing {}: {e}", path.display()))));
             }
@@ -187,12 +189,12 @@ impl TieredStorage {
 /// The most threads one copy transforms chunks on (fewer when the machine has fewer cores).
 const MAX_TRANSFORM_THREADS: usize = 4;
 
-/// The transforming pass of [`TieredStorage::upload_compressed`]: reads each chunk of the file at `path`,
+/// The transforming pass of [`TieredStorage::upload_transformed`]: reads each chunk of the file at `path`,
 /// checks it against its scanned CRC, decides its transform (compressed or not, then encrypted when
 /// `data_key` is given), sends its stored bytes to `tx` in order, and records where they are stored.
 /// Chunks are read a window at a time and the window's chunks transformed in parallel, one thread (and one
 /// zstd context) each, up to the machine's cores and [`MAX_TRANSFORM_THREADS`].
-fn compress_chunks(
+fn transform_chunks(
     path: &Path,
     mut chunks: Vec<ChunkEntry>,
     block_size: u32,

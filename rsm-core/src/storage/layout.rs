@@ -4,7 +4,9 @@
 //! `{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.log` (the `.log` file as is),
 //! `….indexes` (the five indexes back to back) and `….manifest` (written last: the commit point).
 //! [`segment_keys`] makes the keys and [`parse_segment_key`] reads them back: the one place that knows the
-//! layout both ways.
+//! layout both ways. The smaller helpers ([`Suffix::of`], [`split_object_key`], [`object_key`],
+//! [`start_offset_prefix`], [`manifest_key_tail`]) are for code that lists keys and has to tell them apart
+//! without a full parse.
 
 use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 
@@ -42,6 +44,33 @@ impl Suffix {
             Suffix::Manifest => "manifest",
         }
     }
+
+    /// The extension with its dot (`.log`), as a key ends.
+    pub fn dotted(self) -> &'static str {
+        match self {
+            Suffix::Log => ".log",
+            Suffix::Indexes => ".indexes",
+            Suffix::Manifest => ".manifest",
+        }
+    }
+
+    /// Which object a key names by how it ends (`.log`, `.indexes`, `.manifest`), the rest of it unread;
+    /// `None` for any other ending. [`parse_segment_key`] reads the whole key.
+    pub fn of(key: &str) -> Option<Suffix> {
+        split_object_key(key).map(|(_, suffix)| suffix)
+    }
+}
+
+/// A segment object's key cut before its extension: the stem the segment's three keys share (without the
+/// dot) and which object the key names; `None` for a key with another ending. The rest of the key is not
+/// read (see [`parse_segment_key`]).
+pub fn split_object_key(key: &str) -> Option<(&str, Suffix)> {
+    Suffix::ALL.into_iter().find_map(|s| key.strip_suffix(s.dotted()).map(|stem| (stem, s)))
+}
+
+/// The key of the object `suffix` of the segment whose keys share `stem` (as [`split_object_key`] cuts it).
+pub fn object_key(stem: &str, suffix: Suffix) -> String {
+    format!("{stem}{}", suffix.dotted())
 }
 
 /// What a segment object's key names.
@@ -68,17 +97,40 @@ impl SegmentKey {
     }
 }
 
+impl SegmentKeys {
+    /// What the segment's keys start with, up to and including the dot before the extension: the prefix
+    /// of its objects' temporary upload objects too.
+    pub fn shared_prefix(&self) -> &str {
+        self.manifest.strip_suffix(Suffix::Manifest.extension()).unwrap_or(&self.manifest)
+    }
+}
+
 /// The key prefix of a partition: `{prefix}{topic}-{topicId}/{partition}/`.
 pub fn partition_prefix(key_prefix: &str, tp: &TopicIdPartition) -> String {
     format!("{key_prefix}{}-{}/{}/", tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition)
 }
 
+/// The key prefix of the segments of `tp` that start at `start_offset`, whatever their ids:
+/// `{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-`.
+pub fn start_offset_prefix(key_prefix: &str, tp: &TopicIdPartition, start_offset: i64) -> String {
+    format!("{}{start_offset:020}-", partition_prefix(key_prefix, tp))
+}
+
+/// How every manifest key of the segment `id` ends, whatever its partition and start offset:
+/// `-{segmentId}.manifest`.
+pub fn manifest_key_tail(id: &Uuid) -> String {
+    format!("-{id}{}", Suffix::Manifest.dotted())
+}
+
 /// The keys of the segment `metadata` describes.
 pub fn segment_keys(key_prefix: &str, metadata: &RemoteLogSegmentMetadata) -> SegmentKeys {
     let id = &metadata.remote_log_segment_id;
-    let base =
-        format!("{}{:020}-{}", partition_prefix(key_prefix, &id.topic_id_partition), metadata.start_offset, id.id);
-    SegmentKeys { log: format!("{base}.log"), indexes: format!("{base}.indexes"), manifest: format!("{base}.manifest") }
+    let stem = format!("{}{}", start_offset_prefix(key_prefix, &id.topic_id_partition, metadata.start_offset), id.id);
+    SegmentKeys {
+        log: object_key(&stem, Suffix::Log),
+        indexes: object_key(&stem, Suffix::Indexes),
+        manifest: object_key(&stem, Suffix::Manifest),
+    }
 }
 
 /// The key prefix of one partition, or of the whole store when `tp` is `None`.
@@ -162,7 +214,18 @@ mod tests {
                 let k = parse_segment_key(prefix, key).unwrap_or_else(|| panic!("{key} does not parse"));
                 assert!(k.names(&md), "{key}: {k:?}");
                 assert_eq!(k.suffix, suffix, "{key}");
+                // The small helpers cut it as segment_keys made it.
+                let (stem, s) = split_object_key(key).unwrap_or_else(|| panic!("{key} does not split"));
+                assert_eq!((s, Suffix::of(key)), (suffix, Some(suffix)), "{key}");
+                assert_eq!(format!("{stem}."), keys.shared_prefix(), "{key}");
+                assert_eq!(&object_key(stem, suffix), key);
+                let tp = &md.remote_log_segment_id.topic_id_partition;
+                assert!(key.starts_with(&start_offset_prefix(prefix, tp, start)), "{key}");
             }
+            assert!(keys.manifest.ends_with(&manifest_key_tail(&md.remote_log_segment_id.id)));
+        }
+        for other in ["pre/x.json", "pre/x.logs", "pre/xlog", "pre/x.manifest/"] {
+            assert_eq!(Suffix::of(other), None, "{other}");
         }
     }
 

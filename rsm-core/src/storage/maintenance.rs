@@ -1,0 +1,170 @@
+//! Maintenance of a store, apart from Kafka's five operations: listing and scanning its segments, finding one
+//! by id, the leftovers of interrupted uploads ([`TieredStorage::orphans`]) and their sweep, reading a
+//! segment back whole to check it ([`TieredStorage::verify`]), and key rotation
+//! ([`TieredStorage::rewrap_segment`]).
+
+use super::layout::{self, Suffix};
+use super::{ListedSegment, Orphans, TieredStorage, VerifyReport};
+use crate::error::{Error, Result};
+use crate::format::manifest::Manifest;
+use crate::model::{IndexType, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use crate::rsm::RemoteStorageManager;
+use bytes::Bytes;
+use futures::StreamExt;
+
+impl TieredStorage {
+    /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key;
+    /// fails on the first manifest that cannot be read (see [`TieredStorage::scan_segments`] for a listing that
+    /// goes on).
+    pub async fn list_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<Manifest>> {
+        self.scan_segments(tp).await?.into_iter().map(|s| s.manifest).collect()
+    }
+
+    /// Every committed segment under the partition `tp` (or the whole prefix), by key, each with its manifest
+    /// or the reason it cannot be read, and the segment objects the listing lacks: one damaged segment does
+    /// not hide the others. One listing, then one read per manifest.
+    pub async fn scan_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<ListedSegment>> {
+        let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
+        let objects = self.backend.list(&prefix).await?;
+        let present: std::collections::HashSet<&str> = objects.iter().map(|o| o.key.as_str()).collect();
+        let mut out = Vec::new();
+        for o in &objects {
+            let Some((stem, Suffix::Manifest)) = layout::split_object_key(&o.key) else { continue };
+            let missing = [Suffix::Log, Suffix::Indexes]
+                .into_iter()
+                .filter(|&s| !present.contains(layout::object_key(stem, s).as_str()))
+                .map(Suffix::dotted)
+                .collect();
+            out.push(ListedSegment {
+                manifest_key: o.key.clone(),
+                manifest: self.read_manifest(&o.key).await,
+                missing,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The committed segment with id `id` anywhere under the prefix: one listing and one manifest read,
+    /// whatever state the other segments are in.
+    pub async fn find_segment(&self, id: &Uuid) -> Result<Manifest> {
+        let tail = layout::manifest_key_tail(id);
+        let objects = self.backend.list(&self.config.key_prefix).await?;
+        let key = objects
+            .iter()
+            .find(|o| o.key.ends_with(&tail))
+            .ok_or_else(|| Error::not_found(format!("segment {id} in the store")))?;
+        self.read_manifest(&key.key).await
+    }
+
+    /// The leftovers of interrupted uploads under the partition `tp` (or the whole prefix when `None`): the
+    /// objects of segments that have no manifest (failed copies whose cleanup did not finish) and the store's
+    /// temporary upload objects
+    /// ([`StorageBackend::list_temporary`](crate::backend::StorageBackend::list_temporary): the `.rsm-tmp-*`
+    /// files of the filesystem and HDFS stores that a crash mid-upload leaves), each only when last written
+    /// at least `min_age` ago, so copies still in flight are left alone
+    /// ([`ORPHAN_MIN_AGE`](super::ORPHAN_MIN_AGE) is the safety age to use unless the caller knows better).
+    /// Two listings; nothing is changed.
+    pub async fn orphans(&self, tp: Option<&TopicIdPartition>, min_age: std::time::Duration) -> Result<Orphans> {
+        let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
+        let objects = self.backend.list(&prefix).await?;
+        let temporary = self.backend.list_temporary(&prefix).await?;
+        let committed: std::collections::HashSet<&str> = objects
+            .iter()
+            .filter_map(|o| layout::split_object_key(&o.key))
+            .filter_map(|(stem, s)| (s == Suffix::Manifest).then_some(stem))
+            .collect();
+        let now = std::time::SystemTime::now();
+        let old = |o: &crate::backend::ObjectMeta| {
+            o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age)
+        };
+        let mut out = Orphans::default();
+        for o in objects.iter().filter(|o| old(o)) {
+            if let Some((stem, Suffix::Log | Suffix::Indexes)) = layout::split_object_key(&o.key)
+                && !committed.contains(stem)
+            {
+                out.uncommitted.push((o.key.clone(), o.size));
+            }
+        }
+        out.temporary = temporary.iter().filter(|t| old(&t.meta)).map(|t| (t.meta.key.clone(), t.meta.size)).collect();
+        out.uncommitted.sort();
+        out.temporary.sort();
+        Ok(out)
+    }
+
+    /// Deletes what [`TieredStorage::orphans`] lists. Returns the deleted keys, sorted.
+    pub async fn sweep_orphans(
+        &self,
+        tp: Option<&TopicIdPartition>,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<String>> {
+        let found = self.orphans(tp, min_age).await?;
+        let mut keys = found.keys();
+        if !keys.is_empty() {
+            tracing::info!(
+                segment_objects = found.uncommitted.len(),
+                temporary = found.temporary.len(),
+                min_age_s = min_age.as_secs(),
+                "deleting objects of uncommitted segments and temporary objects of interrupted uploads"
+            );
+            self.backend.delete_many(&keys).await?;
+        }
+        keys.sort();
+        Ok(keys)
+    }
+
+    /// Reads every chunk and index of a segment and checks them against the manifest: each chunk's blocks
+    /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time.
+    pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
+        let m = self.manifest(md).await?;
+        let key = self.keys(md).log;
+        let mut report = VerifyReport::default();
+        let reads = m.chunks.iter().map(|c| {
+            let (chunks, m, key, c) = (self.chunks.clone(), m.clone(), key.clone(), *c);
+            async move {
+                let bytes = chunks.read(&m, c.position()..c.end()).await?;
+                m.check_blocks(c.position()..c.end(), &bytes, &key)?;
+                c.verify(&bytes, &key)?;
+                Ok::<_, Error>(bytes.len() as u64)
+            }
+        });
+        let mut checked = futures::stream::iter(reads).buffered(self.config.fetch_concurrency);
+        while let Some(n) = checked.next().await {
+            report.bytes += n?;
+            report.chunks += 1;
+        }
+        for t in IndexType::ALL {
+            if m.index(t).is_some() {
+                self.fetch_index(md, t).await?;
+                report.indexes += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Key rotation of one segment: unwraps the data key of the manifest at `manifest_key` with the KEK it
+    /// names (from `keyring`) and wraps it under the KEK `new_id`, rewriting the manifest only (one read,
+    /// one write; the backend's put replaces it whole, the chunks are untouched). `Ok(false)` when it is
+    /// already under `new_id` (a rerun skips it); an error for a segment that is not encrypted.
+    pub async fn rewrap_segment(
+        &self,
+        manifest_key: &str,
+        keyring: &dyn crate::crypto::KeyRing,
+        new_id: &str,
+    ) -> Result<bool> {
+        let mut m = self.read_manifest(manifest_key).await?;
+        let Some(envelope) = &m.encryption else {
+            return Err(Error::invalid(format!("manifest {manifest_key}: the segment is not encrypted")));
+        };
+        if envelope.kek_id == new_id {
+            return Ok(false);
+        }
+        let id = m.metadata.remote_log_segment_id.id;
+        let rewrapped = envelope
+            .rewrap(keyring, new_id, id, m.metadata.start_offset)
+            .map_err(|e| e.context(format!("manifest {manifest_key}")))?;
+        m.encryption = Some(rewrapped);
+        self.backend.put_bytes(manifest_key, Bytes::from(m.encode())).await?;
+        self.manifests.remove(&id);
+        Ok(true)
+    }
+}

@@ -1,0 +1,177 @@
+//! The manifests of [`TieredStorage`](super::TieredStorage): read from the store and checked against the
+//! segment their key names ([`read_manifest`]), kept in a [`Cache`] (`manifest.cache.entries`,
+//! `manifest.cache.ttl.ms`) with concurrent cold readers of one segment sharing one read, and the next
+//! segment's manifest loaded ahead for a sequential reader ([`NextManifests`]).
+
+use super::cache::{Cache, CacheStats};
+use super::layout::{self, Suffix};
+use super::single_flight::SingleFlight;
+use crate::backend::StorageBackend;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::manifest::Manifest;
+use crate::model::{RemoteLogSegmentMetadata, Uuid};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Reads and decodes the manifest at `key` of `backend`, and checks that it is the manifest of the segment
+/// its key names (partition, start offset, segment id): correct bytes of another segment are wrong bytes, so
+/// a manifest copied, moved or restored over another segment's key is corrupt, naming both.
+pub(super) async fn read_manifest(backend: &dyn StorageBackend, key_prefix: &str, key: &str) -> Result<Manifest> {
+    let bytes = backend.get_range(key, 0..u64::MAX).await?;
+    let m = Manifest::decode(&bytes, key)?;
+    let md = &m.metadata;
+    match layout::parse_segment_key(key_prefix, key) {
+        Some(k) if k.suffix == Suffix::Manifest && k.names(md) => Ok(m),
+        named => Err(Error::corrupt(format!(
+            "manifest {key} describes segment {} (offsets {}..={}), not {}: it belongs to another segment",
+            md.remote_log_segment_id,
+            md.start_offset,
+            md.end_offset,
+            named.map_or("a segment manifest's key".to_string(), |k| format!(
+                "the segment its key names ({}:{} from offset {})",
+                k.topic_id_partition, k.segment_id, k.start_offset
+            )),
+        ))),
+    }
+}
+
+/// The manifests of the segments under `key_prefix` of a backend, by segment id, read once and kept.
+#[derive(Debug)]
+pub(super) struct ManifestCache {
+    backend: Arc<dyn StorageBackend>,
+    key_prefix: String,
+    entries: Arc<Cache<Uuid, Arc<Manifest>>>,
+    /// Manifest reads in flight: concurrent cold readers of one segment share one read.
+    loads: SingleFlight<Uuid, Arc<Manifest>>,
+}
+
+impl ManifestCache {
+    /// A cache of at most `entries` manifests of the segments under `key_prefix` of `backend`, each served for
+    /// at most `ttl` after it was read.
+    pub(super) fn new(backend: Arc<dyn StorageBackend>, key_prefix: String, entries: usize, ttl: Duration) -> Self {
+        let entries = Arc::new(Cache::with_entries(entries).with_ttl(ttl));
+        ManifestCache { backend, key_prefix, entries, loads: SingleFlight::new() }
+    }
+
+    /// [`read_manifest`] of `key`, not cached.
+    pub(super) async fn read(&self, key: &str) -> Result<Manifest> {
+        read_manifest(self.backend.as_ref(), &self.key_prefix, key).await
+    }
+
+    /// The manifest of a segment (cached); not found when the segment was never committed or was deleted.
+    pub(super) async fn get(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
+        let id = metadata.remote_log_segment_id.id;
+        // Served from the cache only for the same segment as the caller names it: metadata with this id but
+        // another partition or start offset names other keys, which a cold read would not find.
+        let same = |m: &Manifest| {
+            m.metadata.remote_log_segment_id == metadata.remote_log_segment_id
+                && m.metadata.start_offset == metadata.start_offset
+        };
+        if let Some(m) = self.entries.get(&id).filter(|m| same(m)) {
+            return Ok(m);
+        }
+        // Concurrent cold readers of a segment share one read of its manifest.
+        self.loads
+            .run(id, || async {
+                if let Some(m) = self.entries.peek(&id).filter(|m| same(m)) {
+                    return Ok(m);
+                }
+                let key = layout::segment_keys(&self.key_prefix, metadata).manifest;
+                let m = self.read(&key).await.map_err(|e| match e.kind() {
+                    ErrorKind::NotFound => {
+                        Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
+                    }
+                    _ => e,
+                })?;
+                // The key names the caller's segment (read_manifest checked the manifest against it); its
+                // offsets must be the caller's too.
+                if m.metadata.end_offset != metadata.end_offset {
+                    return Err(Error::corrupt(format!(
+                        "manifest {key} describes segment {} with offsets {}..={}, not {}..={} as asked",
+                        m.metadata.remote_log_segment_id,
+                        m.metadata.start_offset,
+                        m.metadata.end_offset,
+                        metadata.start_offset,
+                        metadata.end_offset
+                    )));
+                }
+                let m = Arc::new(m);
+                self.entries.insert(id, m.clone());
+                Ok(m)
+            })
+            .await
+    }
+
+    /// Keeps `manifest`, just written, as the manifest of segment `id`.
+    pub(super) fn insert(&self, id: Uuid, manifest: Arc<Manifest>) {
+        self.entries.insert(id, manifest);
+    }
+
+    /// Forgets the manifest of segment `id`.
+    pub(super) fn remove(&self, id: &Uuid) {
+        self.entries.remove(id);
+    }
+
+    /// Hits and misses.
+    pub(super) fn stats(&self) -> CacheStats {
+        self.entries.stats()
+    }
+
+    /// The read-ahead of next segments' manifests into this cache.
+    pub(super) fn next_manifests(&self) -> Arc<NextManifests> {
+        NextManifests::new(self.backend.clone(), self.key_prefix.clone(), self.entries.clone())
+    }
+}
+
+/// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
+/// cache, so that the reader's first fetch of it waits for no manifest: one listing of the keys that start
+/// at the next offset, then one read per manifest found. Once per segment.
+pub(super) struct NextManifests {
+    backend: Arc<dyn StorageBackend>,
+    key_prefix: String,
+    manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+    /// The segments whose successor was looked for.
+    asked: std::sync::Mutex<lru::LruCache<Uuid, ()>>,
+}
+
+impl NextManifests {
+    fn new(
+        backend: Arc<dyn StorageBackend>,
+        key_prefix: String,
+        manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+    ) -> Arc<Self> {
+        let asked = std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")));
+        Arc::new(NextManifests { backend, key_prefix, manifests, asked })
+    }
+
+    /// Starts loading the manifests of the segments that start right after `m` ends, unless that was asked
+    /// for `m` already.
+    pub(super) fn load_after(self: &Arc<Self>, m: &Arc<Manifest>) {
+        let md = &m.metadata;
+        if self.asked.lock().unwrap_or_else(|p| p.into_inner()).put(md.remote_log_segment_id.id, ()).is_some() {
+            return;
+        }
+        let prefix = layout::start_offset_prefix(
+            &self.key_prefix,
+            &md.remote_log_segment_id.topic_id_partition,
+            md.end_offset.saturating_add(1),
+        );
+        let this = self.clone();
+        tokio::spawn(async move {
+            let found = match this.backend.list(&prefix).await {
+                Ok(found) => found,
+                Err(e) => {
+                    return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
+                }
+            };
+            for o in found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) {
+                match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
+                    Ok(next) => {
+                        let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, Arc::new(next));
+                    }
+                    Err(e) => tracing::debug!(key = o.key, error = %e, "cannot read the next segment's manifest ahead"),
+                }
+            }
+        });
+    }
+}
