@@ -138,8 +138,8 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
                 let have = by_segment.get(&id).map(Vec::as_slice).unwrap_or_default();
                 let missing: Vec<&str> = Suffix::ALL
                     .into_iter()
+                    .filter(|s| !have.iter().any(|o| Suffix::of(&o.key) == Some(*s)))
                     .map(Suffix::extension)
-                    .filter(|ext| !have.iter().any(|o| o.key.ends_with(&format!(".{ext}"))))
                     .collect();
                 let problem = if !missing.is_empty() {
                     Some(Error::not_found(format!("missing .{}", missing.join(", ."))))
@@ -177,13 +177,13 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         if known.contains_key(id) {
             continue;
         }
-        let Some(manifest) = objs.iter().find(|o| o.key.ends_with(".manifest")) else { continue };
+        let Some(manifest) = objs.iter().find(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) else { continue };
         let Some((partition, _)) = object_owner(&manifest.key, &prefix) else { continue };
         if !object_in_scope(&partition) {
             continue;
         }
         if let Ok(m) = store.read_manifest(&manifest.key)
-            && Suffix::ALL.iter().all(|s| objs.iter().any(|o| o.key.ends_with(&format!(".{}", s.extension()))))
+            && Suffix::ALL.iter().all(|s| objs.iter().any(|o| Suffix::of(&o.key) == Some(*s)))
         {
             let bytes = objs.iter().map(|o| o.size).sum();
             report.partitions.entry(partition).or_default().unreferenced.push((
