@@ -1,14 +1,11 @@
 //! The copy task (SR-16): a leader's eligible segments, oldest first, through the storage manager, with
 //! the metadata written before (copy started) and after (copy finished) each one.
 
-use crate::config::within;
+use crate::lifecycle::{self, highest_copied};
 use crate::local_log::LocalLog;
-use crate::manager::{PartitionState, Role, Shared};
+use crate::state::{PartitionState, Role, Shared, lock};
 use rsm_core::RemoteLogSegmentMetadata;
-use rsm_core::error::{Error, Result};
-use rsm_core::model::RemoteLogSegmentState;
-use rsm_core::rsm::RemoteStorageManager;
-use rsm_metadata::RemoteLogSegmentMetadataUpdate;
+use rsm_core::error::Result;
 use rsm_tiering::{CopyInput, CopyPlan, CopyStop, segments_to_copy};
 
 /// What one copy run did.
@@ -18,11 +15,6 @@ pub struct CopyOutcome {
     pub copied: Vec<RemoteLogSegmentMetadata>,
     /// Why the walk stopped (`None` when the partition is not leader here).
     pub stop: Option<CopyStop>,
-}
-
-/// The highest end offset of the copied segments in `segments`.
-pub(crate) fn highest_copied(segments: &[RemoteLogSegmentMetadata]) -> Option<i64> {
-    segments.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).map(|m| m.end_offset).max()
 }
 
 /// The segments the rules make due for copying now (SR-16), and where the walk stopped.
@@ -71,34 +63,13 @@ pub(crate) async fn run(
         let partition = log.partition();
         let md = partition.segment_metadata(seg, config.broker_id, config.now_ms())?;
         let data = partition.segment_data(seg)?;
-        shared.metadata.add_remote_log_segment_metadata(&md).await?;
-        let id = md.remote_log_segment_id.id;
-        let copy = shared.storage.copy_log_segment_data(&md, &data);
-        let copied = within(config, || format!("copy of segment {id}"), copy).await.and_then(|custom| {
-            let max = config.broker.custom_metadata_max_bytes as usize;
-            match custom {
-                Some(c) if c.0.len() > max => Err(Error::invalid(format!(
-                    "custom metadata of segment {} is {} bytes, above remote.log.metadata.custom.metadata.max.bytes ({max})",
-                    md.remote_log_segment_id.id,
-                    c.0.len()
-                ))),
-                c => Ok(c),
-            }
-        });
-        match copied {
+        lifecycle::start_copy(shared, &md).await?;
+        match lifecycle::store_copy(shared, &md, &data).await {
             Ok(custom) => {
-                let mut update = RemoteLogSegmentMetadataUpdate::of(
-                    &md,
-                    RemoteLogSegmentState::CopySegmentFinished,
-                    config.now_ms(),
-                    config.broker_id,
-                );
-                update.custom_metadata = custom;
-                shared.metadata.update_remote_log_segment_metadata(&update).await?;
-                let finished = update.apply_to(&md);
+                let finished = lifecycle::finish_copy(shared, &md, custom).await?;
                 tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
                     start = md.start_offset, end = md.end_offset, "segment copied");
-                let listener = shared.on_copied.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let listener = lock(&shared.on_copied).clone();
                 if let Some(l) = listener {
                     l(&state.tp, &finished);
                 }
@@ -107,17 +78,7 @@ pub(crate) async fn run(
             Err(e) => {
                 tracing::warn!(partition = %state.tp, segment = %md.remote_log_segment_id.id, error = %e,
                     "copy failed; removing what the attempt left");
-                match crate::expiration::delete_remote(shared, &md).await {
-                    Ok(()) => {}
-                    // The store refuses the segment's keys: nothing was written under them.
-                    Err(cleanup) if cleanup.kind() == rsm_core::ErrorKind::InvalidArgument => {
-                        tracing::debug!(partition = %state.tp, error = %cleanup, "no cleanup: the store refuses its keys");
-                    }
-                    // The metadata stays copy started: the next expiration run removes it.
-                    Err(cleanup) => {
-                        tracing::warn!(partition = %state.tp, error = %cleanup, "cleanup after a failed copy failed")
-                    }
-                }
+                lifecycle::remove_failed_copy(shared, &state.tp, &md).await;
                 return Err(e.context(format!(
                     "copy of segment {} (offsets {}..={}) of {}",
                     md.remote_log_segment_id.id, md.start_offset, md.end_offset, state.tp

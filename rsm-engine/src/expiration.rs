@@ -2,15 +2,12 @@
 //! metadata (delete started, then delete finished), deletions that failed retried, copies a crash or a
 //! failure left half done removed, and local segments deleted once they are safely remote.
 
-use crate::config::within;
-use crate::copy::highest_copied;
+use crate::lifecycle::{delete_or_record, highest_copied, offset_ranges};
 use crate::local_log::LocalLog;
-use crate::manager::{PartitionState, Role, Shared};
+use crate::state::{PartitionState, Role, Shared};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::Result;
 use rsm_core::model::RemoteLogSegmentState;
-use rsm_core::rsm::RemoteStorageManager;
-use rsm_metadata::RemoteLogSegmentMetadataUpdate;
 use rsm_tiering::{
     ExpiryReason, LocalDeletion, LocalRetentionInput, OffsetRange, RemoteSegment, RetentionInput,
     expired_remote_segments, local_segments_to_delete, log_start_past_retention, remote_coverage,
@@ -32,55 +29,6 @@ pub struct ExpirationOutcome {
     /// Offsets no copied segment holds between the remote log start and end (a segment deleted by hand
     /// from the middle): local deletion stops below the first.
     pub gaps: Vec<OffsetRange>,
-}
-
-/// The offsets of the copied segments in `segments`.
-pub(crate) fn offset_ranges(segments: &[RemoteLogSegmentMetadata]) -> Vec<OffsetRange> {
-    segments
-        .iter()
-        .filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished)
-        .map(|m| OffsetRange { start: m.start_offset, end: m.end_offset })
-        .collect()
-}
-
-/// Deletes a segment's data through the storage manager, with the metadata moved to delete started before
-/// and delete finished after. A segment already in delete started is not moved again.
-pub(crate) async fn delete_remote(shared: &Shared, md: &RemoteLogSegmentMetadata) -> Result<()> {
-    let c = &shared.config;
-    if md.state != RemoteLogSegmentState::DeleteSegmentStarted {
-        let started = RemoteLogSegmentMetadataUpdate::of(
-            md,
-            RemoteLogSegmentState::DeleteSegmentStarted,
-            c.now_ms(),
-            c.broker_id,
-        );
-        shared.metadata.update_remote_log_segment_metadata(&started).await?;
-    }
-    let id = md.remote_log_segment_id.id;
-    within(c, || format!("deletion of segment {id}"), shared.storage.delete_log_segment_data(md)).await?;
-    let finished =
-        RemoteLogSegmentMetadataUpdate::of(md, RemoteLogSegmentState::DeleteSegmentFinished, c.now_ms(), c.broker_id);
-    shared.metadata.update_remote_log_segment_metadata(&finished).await
-}
-
-/// Deletes `md`; a failure is recorded in the failed-deletions log (and counted) instead of failing the run.
-async fn delete_or_record(shared: &Shared, state: &PartitionState, md: &RemoteLogSegmentMetadata) -> bool {
-    match delete_remote(shared, md).await {
-        Ok(()) => {
-            if let Err(e) = shared.failed.drain(&md.remote_log_segment_id).await {
-                tracing::warn!(partition = %state.tp, error = %e, "could not drain a finished deletion");
-            }
-            true
-        }
-        Err(e) => {
-            tracing::warn!(partition = %state.tp, segment = %md.remote_log_segment_id.id, error = %e,
-                "remote deletion failed; recorded for retry");
-            if let Err(r) = shared.failed.record(md).await {
-                tracing::error!(partition = %state.tp, error = %r, "could not record a failed deletion");
-            }
-            false
-        }
-    }
 }
 
 /// What an expiration run of a partition will do, worked out from its local log and its metadata alone
@@ -206,13 +154,13 @@ pub(crate) async fn run(
     let plan = plan(state, &summaries, log.log_end_offset(), remote, shared.config.now_ms())?;
     let mut out = ExpirationOutcome { gaps: plan.gaps.clone(), ..Default::default() };
     for md in &plan.unfinished_deletions {
-        match delete_or_record(shared, state, md).await {
+        match delete_or_record(shared, &state.tp, md).await {
             true => out.retried.push(md.clone()),
             false => out.failed += 1,
         }
     }
     for md in &plan.unfinished_copies {
-        match delete_or_record(shared, state, md).await {
+        match delete_or_record(shared, &state.tp, md).await {
             true => out.abandoned_copies.push(md.clone()),
             false => out.failed += 1,
         }
@@ -222,7 +170,7 @@ pub(crate) async fn run(
             "deleting a copy whose offsets another copy covers");
     }
     for md in plan.duplicates.iter().chain(plan.expired.iter().map(|(m, _)| m)) {
-        match delete_or_record(shared, state, md).await {
+        match delete_or_record(shared, &state.tp, md).await {
             true => out.expired.push(md.clone()),
             false => out.failed += 1,
         }

@@ -9,6 +9,8 @@
 //! | [`manager`] | [`RemoteLogManager`]: the partitions served, their roles, one run of a partition's work |
 //! | [`copy`] | the copy task: eligible segments through the storage manager, metadata before and after |
 //! | [`expiration`] | the expiration task: remote retention, unfinished deletions and copies, local deletion |
+//! | `state` | what the engine, its tasks and its readers share; each partition served (directory, role, totals) |
+//! | `lifecycle` | a segment's metadata around each store call: copy started/finished, delete started/finished |
 //! | [`index_files`] | SR-32's partition index files, kept beside the partition |
 //! | [`local_log`] | a partition directory as the engine works on it |
 //! | [`config`] | the engine's settings |
@@ -20,10 +22,12 @@ pub mod config;
 pub mod copy;
 pub mod expiration;
 pub mod index_files;
+mod lifecycle;
 pub mod local_log;
 pub mod manager;
 pub mod reader;
 pub mod scheduler;
+mod state;
 
 pub use config::EngineConfig;
 pub use expiration::ExpirationPlan;

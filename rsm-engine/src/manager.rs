@@ -5,9 +5,12 @@ use crate::config::EngineConfig;
 use crate::copy::{self, CopyOutcome};
 use crate::expiration::{self, ExpirationOutcome};
 use crate::index_files;
+use crate::lifecycle::{self, offset_ranges};
 use crate::local_log::{self, LocalLog};
 use crate::reader::{ReadRequest, ReadResult, ReaderPool, ReaderPoolConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
+pub use crate::state::{CopyListener, Role, Totals};
+use crate::state::{PartitionState, Shared, lock};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::dir_lock::DirLock;
 use rsm_core::error::{Error, Result};
@@ -21,58 +24,6 @@ use rsm_tiering::settings::{TopicPolicy, TopicSettings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// What this host is for a partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The leader: it copies, applies remote retention and writes the metadata.
-    Leader {
-        /// The leader epoch.
-        epoch: i32,
-    },
-    /// A follower: it reads the metadata a leader wrote, deletes local segments once they are known to be
-    /// remote, and builds its index files from the remote copies.
-    Follower,
-}
-
-/// What the engine, its tasks and its readers share.
-/// Told of each segment a copy task finishes: its partition and metadata (for progress displays).
-pub type CopyListener = Arc<dyn Fn(&TopicIdPartition, &RemoteLogSegmentMetadata) + Send + Sync>;
-
-pub(crate) struct Shared {
-    pub(crate) config: EngineConfig,
-    /// Reads only (offsets, records, lists): no partition is locked, and no run, expiration or deletion
-    /// is started.
-    pub(crate) read_only: bool,
-    pub(crate) on_copied: Mutex<Option<CopyListener>>,
-    pub(crate) storage: Arc<TieredStorage>,
-    pub(crate) metadata: Arc<dyn RemoteLogMetadataManager>,
-    pub(crate) failed: Arc<dyn FailedDeletions>,
-}
-
-/// One partition the engine serves.
-pub(crate) struct PartitionState {
-    pub(crate) tp: TopicIdPartition,
-    pub(crate) policy: TopicPolicy,
-    dir: Mutex<PathBuf>,
-    /// This engine's exclusive lock on the directory: one writer of a partition at a time (none for a
-    /// read-only engine; released at close).
-    dir_lock: Mutex<Option<DirLock>>,
-    role: Mutex<Role>,
-    /// One run of the partition's work at a time (the scheduler's, `run_partition`'s, a move's).
-    run: tokio::sync::Mutex<()>,
-    totals: Mutex<Totals>,
-}
-
-impl PartitionState {
-    pub(crate) fn role(&self) -> Role {
-        *self.role.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn dir(&self) -> PathBuf {
-        self.dir.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
 
 /// What one run of a partition's work did.
 #[derive(Debug, Default)]
@@ -106,25 +57,6 @@ impl RunPlan {
     }
 }
 
-/// What the runs of a partition did since it was added.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Runs, successful or not.
-    pub runs: u64,
-    /// Runs that failed.
-    pub failed_runs: u64,
-    /// Segments copied.
-    pub copied: u64,
-    /// Bytes of the segments copied.
-    pub copied_bytes: u64,
-    /// Remote segments deleted.
-    pub remote_deleted: u64,
-    /// Local segments deleted.
-    pub local_deleted: u64,
-    /// The last run's error, if it failed.
-    pub last_error: Option<String>,
-}
-
 /// The offsets of a partition (SR-25): Lx, Ly, Lz, Rx, Ry, and the gaps of the remote log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offsets {
@@ -149,10 +81,6 @@ pub struct RemoteLogManager {
     partitions: Mutex<HashMap<TopicIdPartition, Arc<PartitionState>>>,
     scheduler: Mutex<Option<Arc<Scheduler<TopicIdPartition>>>>,
     readers: Mutex<Option<Arc<ReaderPool>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl RemoteLogManager {
@@ -440,8 +368,8 @@ impl RemoteLogManager {
         if target.is_empty() {
             return Err(Error::not_found(format!("segment {id} of partition {tp} in the metadata")));
         }
-        let before = rsm_tiering::remote_coverage(&expiration::offset_ranges(&[target, others.clone()].concat())).gaps;
-        let after = rsm_tiering::remote_coverage(&expiration::offset_ranges(&others)).gaps;
+        let before = rsm_tiering::remote_coverage(&offset_ranges(&[target, others.clone()].concat())).gaps;
+        let after = rsm_tiering::remote_coverage(&offset_ranges(&others)).gaps;
         Ok(after.into_iter().find(|g| !before.contains(g)))
     }
 
@@ -467,7 +395,7 @@ impl RemoteLogManager {
             .into_iter()
             .find(|m| m.remote_log_segment_id.id == *id)
             .ok_or_else(|| Error::not_found(format!("segment {id} of partition {tp} in the metadata")))?;
-        expiration::delete_remote(&self.shared, &md).await?;
+        lifecycle::delete_remote(&self.shared, &md).await?;
         if let Err(e) = self.shared.failed.drain(&md.remote_log_segment_id).await {
             tracing::warn!(partition = %tp, error = %e, "could not drain a finished deletion");
         }
@@ -502,7 +430,7 @@ impl RemoteLogManager {
         self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionStarted)).await?;
         let (mut deleted, mut failed) = (0, 0);
         for md in self.shared.metadata.list_remote_log_segments(tp).await? {
-            match expiration::delete_remote(&self.shared, &md).await {
+            match lifecycle::delete_remote(&self.shared, &md).await {
                 Ok(()) => deleted += 1,
                 Err(e) => {
                     failed += 1;
@@ -539,7 +467,7 @@ impl RemoteLogManager {
                 match current.into_iter().find(|m| m.remote_log_segment_id == md.remote_log_segment_id) {
                     // Already finished (no longer listed): only the store's copy may be left.
                     None => self.shared.storage.delete_log_segment_data(&md).await,
-                    Some(m) => expiration::delete_remote(&self.shared, &m).await,
+                    Some(m) => lifecycle::delete_remote(&self.shared, &m).await,
                 }?;
                 self.shared.failed.drain(&md.remote_log_segment_id).await
             }
@@ -597,7 +525,7 @@ impl RemoteLogManager {
         let state = self.state(tp)?;
         let log = LocalLog::open_read_only(&state.dir())?;
         let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
-        let copied = expiration::offset_ranges(&remote);
+        let copied = offset_ranges(&remote);
         let lx = log.partition().segments.first().map_or(0, |s| s.base_offset);
         let lz = log.true_log_end_offset()?;
         let rx = copied.iter().map(|m| m.start).min();

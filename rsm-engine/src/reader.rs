@@ -24,6 +24,7 @@ use rsm_core::{
     Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, RemoteStorageManager, Result, TopicIdPartition,
 };
 use rsm_metadata::RemoteLogMetadataManager;
+use rsm_tiering::settings::keys::{READER_MAX_PENDING_TASKS, READER_THREADS};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -32,10 +33,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// The Kafka key of [`ReaderPoolConfig::readers`].
-pub const READERS_KEY: &str = "remote.log.reader.threads";
-/// The Kafka key of [`ReaderPoolConfig::queue`].
-pub const QUEUE_KEY: &str = "remote.log.reader.max.pending.tasks";
 /// The delay before the first retry of a read that failed transiently; it doubles with each retry.
 pub const READ_RETRY_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest delay between two attempts of a read.
@@ -61,10 +58,13 @@ impl ReaderPoolConfig {
     /// Checks the settings; an error names the Kafka key at fault.
     pub fn validate(&self) -> Result<()> {
         if self.readers == 0 {
-            return Err(Error::config(READERS_KEY, "the reader pool needs at least 1 reader (readers = 0)"));
+            return Err(Error::config(READER_THREADS, "the reader pool needs at least 1 reader (readers = 0)"));
         }
         if self.queue == 0 {
-            return Err(Error::config(QUEUE_KEY, "the reader queue must hold at least 1 read (queue = 0)"));
+            return Err(Error::config(
+                READER_MAX_PENDING_TASKS,
+                "the reader queue must hold at least 1 read (queue = 0)",
+            ));
         }
         Ok(())
     }
@@ -169,7 +169,7 @@ impl ReaderPool {
                 self.shared.queued.fetch_sub(1, Ordering::SeqCst);
                 return Err(match e {
                     mpsc::error::TrySendError::Full((r, _)) => Error::busy(format!(
-                        "the remote reader queue is full ({} reads waiting, {QUEUE_KEY} = {}): read of {} at offset \
+                        "the remote reader queue is full ({} reads waiting, {READER_MAX_PENDING_TASKS} = {}): read of {} at offset \
                          {} refused",
                         self.shared.config.queue, self.shared.config.queue, r.partition, r.offset
                     ))
@@ -432,8 +432,8 @@ mod tests {
     #[test]
     fn zero_settings_name_the_kafka_key() {
         let cases = [
-            (ReaderPoolConfig { readers: 0, queue: 1 }, READERS_KEY),
-            (ReaderPoolConfig { readers: 1, queue: 0 }, QUEUE_KEY),
+            (ReaderPoolConfig { readers: 0, queue: 1 }, READER_THREADS),
+            (ReaderPoolConfig { readers: 1, queue: 0 }, READER_MAX_PENDING_TASKS),
         ];
         for (c, key) in cases {
             let e = c.validate().unwrap_err();
