@@ -310,7 +310,7 @@ impl DataKey {
         let mut body = out.split_off(NONCE_BYTES);
         self.0
             .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(chunk_aad(c, index)), &mut body)
-            .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.position())))?;
+            .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.original_position())))?;
         out.extend_from_slice(&body);
         Ok(out)
     }
@@ -344,7 +344,7 @@ impl DataKey {
 fn corrupt_chunk(c: &ChunkEntry, index: usize, what: &str, why: &str) -> Error {
     Error::corrupt(format!(
         "{what}: chunk {index} at position {} (offsets {}..={}) of segment {}: {why}",
-        c.position(),
+        c.original_position(),
         c.first_offset,
         c.last_offset,
         c.rdi.segment_id
@@ -386,7 +386,7 @@ impl DataKey {
                     Aad::from(block_aad(c, index, k as u64)),
                     &mut out[at..],
                 )
-                .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.position())))?;
+                .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.original_position())))?;
             out.extend_from_slice(tag.as_ref());
         }
         Ok(out)
@@ -414,7 +414,7 @@ impl DataKey {
         {
             return Err(Error::invalid(format!(
                 "{what}: chunk {index} at position {}: {}..{} is not whole blocks of {step} bytes",
-                c.position(),
+                c.original_position(),
                 within.start,
                 within.end
             )));
@@ -504,7 +504,7 @@ pub fn chunk_aad(c: &ChunkEntry, index: usize) -> Vec<u8> {
     a.push(c.rdi.object as u8);
     a.push(c.rdi.transform as u8);
     a.extend_from_slice(&(index as u64).to_be_bytes());
-    a.extend_from_slice(&c.position().to_be_bytes());
+    a.extend_from_slice(&c.original_position().to_be_bytes());
     a.extend_from_slice(&c.data_length.to_be_bytes());
     a
 }

@@ -113,10 +113,10 @@ impl Manifest {
     fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
         let c = self.chunks.get(self.chunk_at_position(position)?)?;
         if self.block_size == 0 {
-            return Some(c.position()..c.end());
+            return Some(c.original_position()..c.end());
         }
         let bs = self.block_size as u64;
-        let start = c.position() + (position - c.position()) / bs * bs;
+        let start = c.original_position() + (position - c.original_position()) / bs * bs;
         Some(start..(start + bs).min(c.end()))
     }
 
@@ -151,7 +151,7 @@ impl Manifest {
             return Err(Error::invalid(format!("{what}: {} is in no chunk", range.start)));
         };
         let mut block = self.chunks[..first].iter().map(|c| self.blocks_of(c)).sum::<usize>();
-        for c in self.chunks[first..].iter().take_while(|c| c.position() < range.end) {
+        for c in self.chunks[first..].iter().take_while(|c| c.original_position() < range.end) {
             let here = |from: u64, to: u64| {
                 if from < range.start || to > range.end {
                     return Err(Error::invalid(format!(
@@ -162,11 +162,11 @@ impl Manifest {
                 Ok(&bytes[(from - range.start) as usize..(to - range.start) as usize])
             };
             if self.block_size == 0 {
-                c.verify(here(c.position(), c.end())?, what)?;
+                c.verify(here(c.original_position(), c.end())?, what)?;
                 continue;
             }
             let bs = self.block_size as u64;
-            let mut at = c.position();
+            let mut at = c.original_position();
             while at < c.end() {
                 let to = (at + bs).min(c.end());
                 if to > range.start && at < range.end {
@@ -175,7 +175,7 @@ impl Manifest {
                     if crc != want {
                         return Err(Error::corrupt(format!(
                             "{what}: block {at}..{to} (chunk at position {}, offsets {}..={}) has CRC-32C {crc:#010x}, its manifest says {want:#010x}",
-                            c.position(),
+                            c.original_position(),
                             c.first_offset,
                             c.last_offset
                         )));
@@ -196,7 +196,7 @@ impl Manifest {
     /// Index of the chunk holding byte `position`.
     pub fn chunk_at_position(&self, position: u64) -> Option<usize> {
         let i = self.chunks.partition_point(|c| c.end() <= position);
-        (i < self.chunks.len() && self.chunks[i].position() <= position).then_some(i)
+        (i < self.chunks.len() && self.chunks[i].original_position() <= position).then_some(i)
     }
 
     /// Index of the first chunk holding an offset at or after `offset`.
@@ -356,10 +356,10 @@ impl Manifest {
                     c.rdi.stored_length, c.data_length
                 )));
             }
-            if c.position() != expected_position {
+            if c.original_position() != expected_position {
                 return Err(Error::corrupt(format!(
                     "chunk {i} starts at {}, expected {expected_position}",
-                    c.position()
+                    c.original_position()
                 )));
             }
             expected_position = c.end();
@@ -430,7 +430,7 @@ pub(crate) mod tests {
                 transform: Transform::None,
                 segment_start_offset: 100,
                 segment_id: Uuid::new(3, 4),
-                position: p,
+                stored_position: p,
                 stored_length: len,
                 crc32c: 9,
                 original_position: p,
@@ -458,11 +458,11 @@ pub(crate) mod tests {
     /// `sample()` over real bytes: its block (or, without blocks, chunk) CRCs are those of `log`.
     fn with_true_crcs(mut m: Manifest, log: &[u8]) -> Manifest {
         for c in m.chunks.iter_mut() {
-            c.rdi.crc32c = crc32c::crc32c(&log[c.position() as usize..c.end() as usize]);
+            c.rdi.crc32c = crc32c::crc32c(&log[c.original_position() as usize..c.end() as usize]);
         }
         m.block_crcs.clear();
         for c in &m.chunks {
-            for b in log[c.position() as usize..c.end() as usize].chunks(m.block_size.max(1) as usize) {
+            for b in log[c.original_position() as usize..c.end() as usize].chunks(m.block_size.max(1) as usize) {
                 m.block_crcs.push(crc32c::crc32c(b));
             }
         }
