@@ -19,6 +19,7 @@
 //! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
 //!   the stored position (chunks stored in place).
 
+use crate::crypto::ChunkBinding;
 use crate::error::{Error, Result};
 use crate::format::batch::Batch;
 use crate::format::codec::Reader;
@@ -297,6 +298,22 @@ impl ChunkEntry {
             )));
         }
         Ok(())
+    }
+}
+
+impl From<&ChunkEntry> for ChunkBinding {
+    /// What encryption binds the chunk to: its segment, object, transform and original range.
+    fn from(c: &ChunkEntry) -> Self {
+        ChunkBinding {
+            segment_id: c.rdi.segment_id,
+            segment_start_offset: c.rdi.segment_start_offset,
+            object: c.rdi.object as u8,
+            transform: c.rdi.transform as u8,
+            original_position: c.rdi.original_position,
+            data_length: c.data_length,
+            first_offset: c.first_offset,
+            last_offset: c.last_offset,
+        }
     }
 }
 
