@@ -147,7 +147,7 @@ pub fn synthetic_manifest(log_length: u64, chunk_size: u32) -> Manifest {
                 transform: Transform::None,
                 segment_start_offset: start_offset,
                 segment_id: seg_id,
-                position,
+                stored_position: position,
                 stored_length: data_length,
                 crc32c: (i as u32).wrapping_mul(0x9E37_79B9),
                 original_position: position,

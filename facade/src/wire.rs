@@ -2,8 +2,10 @@
 //! boundary (JNI today; any host that would rather hand over bytes than a struct).
 //!
 //! Java writes it (`io.rsm.kafka.MetadataCodec`) and Rust reads it, so no Java object is walked from native
-//! code. All integers are big-endian, as `java.nio.ByteBuffer` writes them, and are read with the SDK's one
-//! cursor, [`rsm_core::format::codec::Reader`]. Version 1:
+//! code. All integers are big-endian, as `java.nio.ByteBuffer` writes them, and are read and written with
+//! the SDK's one cursor ([`rsm_core::format::codec`]); the pieces it writes as the segment manifest does
+//! (the topic partition, the segment fields from the segment id to the size, the leader-epoch entries) are
+//! [`rsm_core::format::segment_metadata`]'s. Version 1:
 //!
 //! ```text
 //! u8   version = 1
@@ -22,22 +24,18 @@
 //! Nothing may follow. Every length is checked against the bytes that remain before anything is allocated,
 //! so a malformed array can never make the native side allocate more than the array's own size.
 
-use rsm_core::format::codec::Reader;
-use rsm_core::{
-    CustomMetadata, Error, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result,
-    TopicIdPartition, TopicPartition, Uuid,
+use rsm_core::format::codec::{Reader, Writer};
+use rsm_core::format::segment_metadata::{
+    read_leader_epoch, read_segment_fields, read_topic_partition, read_uuid, write_leader_epochs, write_segment_fields,
+    write_topic_partition, write_uuid,
 };
-use std::collections::BTreeMap;
+use rsm_core::{CustomMetadata, Error, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
 
 /// The version this crate writes and reads.
 pub const VERSION: u8 = 1;
 
 const FLAG_TXN_IDX_EMPTY: u8 = 1;
 const FLAG_CUSTOM: u8 = 2;
-
-fn uuid(r: &mut Reader<'_>) -> Result<Uuid> {
-    Ok(Uuid::new(r.i64()?, r.i64()?))
-}
 
 /// Decodes the metadata Java encoded.
 pub fn decode_metadata(buf: &[u8]) -> Result<RemoteLogSegmentMetadata> {
@@ -49,86 +47,47 @@ pub fn decode_metadata(buf: &[u8]) -> Result<RemoteLogSegmentMetadata> {
              the plugin jar and its native library do not match"
         )));
     }
-    let topic_id = uuid(&mut r)?;
-    let topic_len = r.u16()? as usize;
-    let topic = std::str::from_utf8(r.bytes(topic_len)?)
-        .map_err(|_| Error::invalid("segment metadata encoding: the topic name is not UTF-8"))?
-        .to_string();
-    let partition = r.i32()?;
-    let id = uuid(&mut r)?;
-    let start_offset = r.i64()?;
-    let end_offset = r.i64()?;
-    let max_timestamp_ms = r.i64()?;
-    let broker_id = r.i32()?;
-    let event_timestamp_ms = r.i64()?;
-    let segment_size_in_bytes = r.i32()?;
-    let state = RemoteLogSegmentState::for_id(r.u8()? as i8)?;
+    let topic_id = read_uuid(&mut r)?;
+    let topic_partition = read_topic_partition(&mut r)?;
+    let mut md = read_segment_fields(&mut r, TopicIdPartition::new(topic_id, topic_partition))?;
+    md.state = RemoteLogSegmentState::for_id(r.u8()? as i8)?;
     let flags = r.u8()?;
     if flags & !(FLAG_TXN_IDX_EMPTY | FLAG_CUSTOM) != 0 {
         return Err(Error::invalid(format!("segment metadata encoding: unknown flags {flags:#04x}")));
     }
+    md.txn_idx_empty = flags & FLAG_TXN_IDX_EMPTY != 0;
     let epochs_len = r.count("leader epoch count", 12)?;
-    let mut segment_leader_epochs = BTreeMap::new();
     let mut last_epoch = None;
     for _ in 0..epochs_len {
-        let epoch = r.i32()?;
-        let offset = r.i64()?;
+        let (epoch, offset) = read_leader_epoch(&mut r)?;
         if last_epoch.is_some_and(|l| epoch <= l) {
             return Err(Error::invalid(format!(
                 "segment metadata encoding: leader epochs are not increasing at epoch {epoch}"
             )));
         }
         last_epoch = Some(epoch);
-        segment_leader_epochs.insert(epoch, offset);
+        md.segment_leader_epochs.insert(epoch, offset);
     }
-    let custom_metadata = if flags & FLAG_CUSTOM != 0 {
+    if flags & FLAG_CUSTOM != 0 {
         let n = r.count("custom metadata length", 1)?;
-        Some(CustomMetadata(r.bytes(n)?.to_vec()))
-    } else {
-        None
-    };
+        md.custom_metadata = Some(CustomMetadata(r.bytes(n)?.to_vec()));
+    }
     if r.remaining() != 0 {
         return Err(r.error(format_args!("{} unexpected bytes after the end", r.remaining())));
     }
-    Ok(RemoteLogSegmentMetadata {
-        remote_log_segment_id: RemoteLogSegmentId::new(
-            TopicIdPartition::new(topic_id, TopicPartition::new(topic, partition)),
-            id,
-        ),
-        start_offset,
-        end_offset,
-        max_timestamp_ms,
-        broker_id,
-        event_timestamp_ms,
-        segment_size_in_bytes,
-        segment_leader_epochs,
-        custom_metadata,
-        state,
-        txn_idx_empty: flags & FLAG_TXN_IDX_EMPTY != 0,
-    })
+    Ok(md)
 }
 
 /// Encodes metadata as Java does (used by tests on this side; Java has its own writer).
 pub fn encode_metadata(md: &RemoteLogSegmentMetadata) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
-    let id = &md.remote_log_segment_id;
-    let tp = &id.topic_id_partition;
-    out.push(VERSION);
-    out.extend_from_slice(&tp.topic_id.most_significant_bits().to_be_bytes());
-    out.extend_from_slice(&tp.topic_id.least_significant_bits().to_be_bytes());
-    let topic = tp.topic_partition.topic.as_bytes();
-    out.extend_from_slice(&(topic.len() as u16).to_be_bytes());
-    out.extend_from_slice(topic);
-    out.extend_from_slice(&tp.topic_partition.partition.to_be_bytes());
-    out.extend_from_slice(&id.id.most_significant_bits().to_be_bytes());
-    out.extend_from_slice(&id.id.least_significant_bits().to_be_bytes());
-    out.extend_from_slice(&md.start_offset.to_be_bytes());
-    out.extend_from_slice(&md.end_offset.to_be_bytes());
-    out.extend_from_slice(&md.max_timestamp_ms.to_be_bytes());
-    out.extend_from_slice(&md.broker_id.to_be_bytes());
-    out.extend_from_slice(&md.event_timestamp_ms.to_be_bytes());
-    out.extend_from_slice(&md.segment_size_in_bytes.to_be_bytes());
-    out.push(md.state as u8);
+    let mut w = Writer::new(&mut out);
+    let tp = &md.remote_log_segment_id.topic_id_partition;
+    w.u8(VERSION);
+    write_uuid(&mut w, tp.topic_id);
+    write_topic_partition(&mut w, &tp.topic_partition);
+    write_segment_fields(&mut w, md);
+    w.u8(md.state as u8);
     let mut flags = 0;
     if md.txn_idx_empty {
         flags |= FLAG_TXN_IDX_EMPTY;
@@ -136,15 +95,12 @@ pub fn encode_metadata(md: &RemoteLogSegmentMetadata) -> Vec<u8> {
     if md.custom_metadata.is_some() {
         flags |= FLAG_CUSTOM;
     }
-    out.push(flags);
-    out.extend_from_slice(&(md.segment_leader_epochs.len() as i32).to_be_bytes());
-    for (epoch, offset) in &md.segment_leader_epochs {
-        out.extend_from_slice(&epoch.to_be_bytes());
-        out.extend_from_slice(&offset.to_be_bytes());
-    }
+    w.u8(flags);
+    w.i32(md.segment_leader_epochs.len() as i32);
+    write_leader_epochs(&mut w, &md.segment_leader_epochs);
     if let Some(CustomMetadata(c)) = &md.custom_metadata {
-        out.extend_from_slice(&(c.len() as i32).to_be_bytes());
-        out.extend_from_slice(c);
+        w.i32(c.len() as i32);
+        w.bytes(c);
     }
     out
 }
@@ -181,7 +137,8 @@ pub fn describe_metadata(md: &RemoteLogSegmentMetadata) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::ErrorKind;
+    use rsm_core::{ErrorKind, RemoteLogSegmentId, TopicPartition, Uuid};
+    use std::collections::BTreeMap;
 
     fn sample() -> RemoteLogSegmentMetadata {
         let tp = TopicIdPartition::new(Uuid::new(0x0102030405060708, -2), TopicPartition::new("orders", 7));

@@ -96,14 +96,14 @@ fn transformed(log: &[u8], encrypted: bool) -> Manifest {
     let mut m = manifest(log, 1024, 256);
     let mut at = 0u64;
     for (i, c) in m.chunks.iter_mut().enumerate() {
-        let original = (c.end() - c.position()) as u32;
+        let original = (c.end() - c.original_position()) as u32;
         let (transform, stored) = match (encrypted, i % 2) {
             (false, _) => (Transform::Zstd, original / 3 + 1),
             (true, 0) => (Transform::ZstdAes256Gcm, original / 3 + 1 + CHUNK_OVERHEAD as u32),
             (true, _) => (Transform::Aes256Gcm, sealed_blocks_len(original as u64, 256) as u32),
         };
         c.rdi.transform = transform;
-        c.rdi.position = at;
+        c.rdi.stored_position = at;
         c.rdi.stored_length = stored;
         c.rdi.stored_crc32c = c.rdi.crc32c ^ 0x5a5a_5a5a;
         at += stored as u64;

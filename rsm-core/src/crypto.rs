@@ -26,7 +26,6 @@
 
 use crate::config::ConfigReader;
 use crate::error::{Error, Result};
-use crate::format::chunk::ChunkEntry;
 use crate::model::Uuid;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
@@ -45,6 +44,29 @@ pub const CHUNK_OVERHEAD: usize = NONCE_BYTES + TAG_BYTES;
 pub const WRAPPED_LEN: usize = KEY_LEN + TAG_BYTES;
 /// The longest KEK id.
 pub const MAX_KEY_ID_LEN: usize = 255;
+
+/// What the encryption of a chunk binds it to ([`chunk_aad`]) and names it by in errors: the chunk as its
+/// entry in the manifest describes it. A chunk entry (`format::chunk::ChunkEntry`) converts into it, so
+/// this module, which the formats use, needs nothing of them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ChunkBinding {
+    /// Id of the segment owning the chunk.
+    pub segment_id: Uuid,
+    /// Start offset of the segment owning the chunk.
+    pub segment_start_offset: i64,
+    /// The object holding the chunk, by its id in the chunk entry.
+    pub object: u8,
+    /// The chunk's transform, by its id in the chunk entry.
+    pub transform: u8,
+    /// Byte position of the chunk's original bytes in the segment's `.log` file.
+    pub original_position: u64,
+    /// Length of the chunk's original bytes.
+    pub data_length: u32,
+    /// Base offset of the chunk's first batch (named in errors).
+    pub first_offset: i64,
+    /// Last offset of the chunk's last batch (named in errors).
+    pub last_offset: i64,
+}
 
 /// The setting that turns encryption of new copies on.
 pub const ENCRYPTION_ENABLED_KEY: &str = "encryption.enabled";
@@ -302,7 +324,8 @@ impl DataKey {
     }
 
     /// Encrypts `plain` as chunk `index` (whose entry, transform included, is `c`): `nonce ‖ ciphertext ‖ tag`.
-    pub fn seal_chunk(&self, c: &ChunkEntry, index: usize, plain: &[u8]) -> Result<Vec<u8>> {
+    pub fn seal_chunk(&self, c: impl Into<ChunkBinding>, index: usize, plain: &[u8]) -> Result<Vec<u8>> {
+        let c = &c.into();
         let nonce = random::<NONCE_BYTES>("chunk nonce")?;
         let mut out = Vec::with_capacity(plain.len() + CHUNK_OVERHEAD);
         out.extend_from_slice(&nonce);
@@ -310,14 +333,15 @@ impl DataKey {
         let mut body = out.split_off(NONCE_BYTES);
         self.0
             .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(chunk_aad(c, index)), &mut body)
-            .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.position())))?;
+            .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.original_position)))?;
         out.extend_from_slice(&body);
         Ok(out)
     }
 
     /// Decrypts the stored bytes of chunk `index` (entry `c`); an error (never other bytes) when they were
     /// damaged, or belong to another chunk, position or segment. `what` names the object.
-    pub fn open_chunk(&self, c: &ChunkEntry, index: usize, stored: &[u8], what: &str) -> Result<Vec<u8>> {
+    pub fn open_chunk(&self, c: impl Into<ChunkBinding>, index: usize, stored: &[u8], what: &str) -> Result<Vec<u8>> {
+        let c = &c.into();
         let fail = |why: &str| corrupt_chunk(c, index, what, why);
         if stored.len() < CHUNK_OVERHEAD {
             return Err(fail(&format!(
@@ -341,13 +365,10 @@ impl DataKey {
 }
 
 /// The error of chunk `index` (entry `c`) of the object `what` whose stored bytes do not open: `why`.
-fn corrupt_chunk(c: &ChunkEntry, index: usize, what: &str, why: &str) -> Error {
+fn corrupt_chunk(c: &ChunkBinding, index: usize, what: &str, why: &str) -> Error {
     Error::corrupt(format!(
         "{what}: chunk {index} at position {} (offsets {}..={}) of segment {}: {why}",
-        c.position(),
-        c.first_offset,
-        c.last_offset,
-        c.rdi.segment_id
+        c.original_position, c.first_offset, c.last_offset, c.segment_id
     ))
 }
 
@@ -360,7 +381,7 @@ pub fn sealed_blocks_len(len: u64, block: u32) -> u64 {
 
 /// The associated data of block `block` of chunk `index` (entry `c`): the chunk's ([`chunk_aad`]) and the
 /// block's index in the chunk.
-fn block_aad(c: &ChunkEntry, index: usize, block: u64) -> Vec<u8> {
+fn block_aad(c: &ChunkBinding, index: usize, block: u64) -> Vec<u8> {
     let mut a = chunk_aad(c, index);
     a.extend_from_slice(&block.to_be_bytes());
     a
@@ -371,7 +392,8 @@ impl DataKey {
     /// in blocks of `block` bytes (the chunk's integrity blocks; the whole chunk as one when 0): each block
     /// stored as `nonce ‖ ciphertext ‖ tag` and bound to its place, so a read of some blocks decrypts and
     /// authenticates those blocks only.
-    pub fn seal_blocks(&self, c: &ChunkEntry, index: usize, plain: &[u8], block: u32) -> Result<Vec<u8>> {
+    pub fn seal_blocks(&self, c: impl Into<ChunkBinding>, index: usize, plain: &[u8], block: u32) -> Result<Vec<u8>> {
+        let c = &c.into();
         let step = if block == 0 { plain.len().max(1) } else { block as usize };
         let mut out = Vec::with_capacity(sealed_blocks_len(plain.len() as u64, block) as usize);
         for (k, piece) in plain.chunks(step).enumerate() {
@@ -386,7 +408,7 @@ impl DataKey {
                     Aad::from(block_aad(c, index, k as u64)),
                     &mut out[at..],
                 )
-                .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.position())))?;
+                .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.original_position)))?;
             out.extend_from_slice(tag.as_ref());
         }
         Ok(out)
@@ -398,13 +420,14 @@ impl DataKey {
     /// damaged or belongs to another block, chunk, position or segment. `what` names the object.
     pub fn open_blocks(
         &self,
-        c: &ChunkEntry,
+        c: impl Into<ChunkBinding>,
         index: usize,
         within: std::ops::Range<u64>,
         stored: &[u8],
         block: u32,
         what: &str,
     ) -> Result<Vec<u8>> {
+        let c = &c.into();
         let fail = |why: String| corrupt_chunk(c, index, what, &why);
         let len = c.data_length as u64;
         let step = if block == 0 { len.max(1) } else { block as u64 };
@@ -414,9 +437,7 @@ impl DataKey {
         {
             return Err(Error::invalid(format!(
                 "{what}: chunk {index} at position {}: {}..{} is not whole blocks of {step} bytes",
-                c.position(),
-                within.start,
-                within.end
+                c.original_position, within.start, within.end
             )));
         }
         let want = sealed_blocks_len(within.end - within.start, step as u32);
@@ -496,15 +517,15 @@ impl KeyEnvelope {
 
 /// The associated data of chunk `index` (entry `c`): the segment id and start offset, the object, the
 /// chunk's index, original position and length, and its transform.
-pub fn chunk_aad(c: &ChunkEntry, index: usize) -> Vec<u8> {
+pub fn chunk_aad(c: &ChunkBinding, index: usize) -> Vec<u8> {
     let mut a = Vec::with_capacity(64);
     a.extend_from_slice(b"rsm-chunk-v1\0\0\0\0");
-    a.extend_from_slice(&c.rdi.segment_id.to_bytes());
-    a.extend_from_slice(&c.rdi.segment_start_offset.to_be_bytes());
-    a.push(c.rdi.object as u8);
-    a.push(c.rdi.transform as u8);
+    a.extend_from_slice(&c.segment_id.to_bytes());
+    a.extend_from_slice(&c.segment_start_offset.to_be_bytes());
+    a.push(c.object);
+    a.push(c.transform);
     a.extend_from_slice(&(index as u64).to_be_bytes());
-    a.extend_from_slice(&c.position().to_be_bytes());
+    a.extend_from_slice(&c.original_position.to_be_bytes());
     a.extend_from_slice(&c.data_length.to_be_bytes());
     a
 }

@@ -124,9 +124,9 @@ async fn check_manifest(
         stored_at = c.stored_range().end;
         let stored = &object[c.stored_range().start as usize..c.stored_range().end as usize];
         assert_eq!(crc32c::crc32c(stored), c.rdi.stored_crc32c, "the stored CRC is the stored bytes'");
-        assert_eq!(crc32c::crc32c(&s.log[c.position() as usize..c.end() as usize]), c.rdi.crc32c);
+        assert_eq!(crc32c::crc32c(&s.log[c.original_position() as usize..c.end() as usize]), c.rdi.crc32c);
         if c.rdi.transform == Transform::None {
-            assert!(stored == &s.log[c.position() as usize..c.end() as usize], "stored as is");
+            assert!(stored == &s.log[c.original_position() as usize..c.end() as usize], "stored as is");
         }
     }
     assert_eq!(stored_at, object.len() as u64);
@@ -208,7 +208,7 @@ async fn a_small_read_of_a_compressed_chunk_reads_its_whole_stored_range() {
     let c = m.chunks[2];
     assert!(c.is_transformed() && c.rdi.stored_length < c.data_length / 4, "{c:?}");
     let before = counts.snapshot().get(Op::Get);
-    let at = c.position() as i32 + 1000;
+    let at = c.original_position() as i32 + 1000;
     let got = collect(rsm.fetch_log_segment(&s.md, at, Some(at + 9)).await.unwrap()).await.unwrap();
     assert!(got[..] == s.log[at as usize..at as usize + 10]);
     let after = counts.snapshot().get(Op::Get);
@@ -256,12 +256,13 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
     assert!(c.is_transformed());
     let key = writer.keys(&s.md).log;
     let good = backend.get_range(&key, 0..u64::MAX).await.unwrap();
-    let inside = c.position() as i32 + 100;
-    let offset_in_chunk = BatchIter::new(&s.log[c.position() as usize..c.end() as usize], c.position(), false)
-        .nth(1)
-        .unwrap()
-        .unwrap()
-        .base_offset();
+    let inside = c.original_position() as i32 + 100;
+    let offset_in_chunk =
+        BatchIter::new(&s.log[c.original_position() as usize..c.end() as usize], c.original_position(), false)
+            .nth(1)
+            .unwrap()
+            .unwrap()
+            .base_offset();
     let stored = c.stored_range();
     // (where in the stored chunk: its frame header, its middle, its last byte)
     for at in [stored.start, stored.start + 5, (stored.start + stored.end) / 2, stored.end - 1] {
@@ -284,7 +285,10 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
                 let e = r.unwrap_err();
                 assert_eq!(e.kind(), ErrorKind::Corrupt, "{case}, path {path}: {e}");
                 let text = e.full_message();
-                assert!(text.contains(&format!("chunk at position {}", c.position())), "{case}, path {path}: {text}");
+                assert!(
+                    text.contains(&format!("chunk at position {}", c.original_position())),
+                    "{case}, path {path}: {text}"
+                );
             }
             // Other chunks still read.
             let c0 = m.chunks[0];
@@ -320,7 +324,7 @@ async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_b
     assert!(c.is_transformed() && c.data_length as u64 > 3 * bs, "{c:?}");
     let keys = writer.keys(&s.md);
     let object = backend.get_range(&keys.log, 0..u64::MAX).await.unwrap();
-    let mut other = s.log[c.position() as usize..c.end() as usize].to_vec();
+    let mut other = s.log[c.original_position() as usize..c.end() as usize].to_vec();
     other[bs as usize + 10] ^= 0x20;
     let frame = zstd::bulk::compress(&other, 3).unwrap();
     let mut stored = object[..c.stored_range().start as usize].to_vec();
@@ -331,14 +335,14 @@ async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_b
     backend.put_bytes(&keys.manifest, Bytes::from(m.encode())).await.unwrap();
 
     let reader = TieredStorage::new(backend.clone(), config(OFF));
-    let at = c.position() as i32;
+    let at = c.original_position() as i32;
     let first = collect(reader.fetch_log_segment(&s.md, at, Some(at + 100)).await.unwrap()).await.unwrap();
     assert!(first[..] == s.log[at as usize..=at as usize + 100], "the first block is the original's");
     for (from, to) in [(at + bs as i32, at + bs as i32 + 20), (at, at + 2 * bs as i32), (at + 10, c.end() as i32 - 1)] {
         let e = collect(reader.fetch_log_segment(&s.md, from, Some(to)).await.unwrap()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt, "{from}..={to}: {e}");
         let text = e.full_message();
-        let block = format!("block {}..{}", c.position() + bs, c.position() + 2 * bs);
+        let block = format!("block {}..{}", c.original_position() + bs, c.original_position() + 2 * bs);
         assert!(text.contains(&block) || text.contains("CRC"), "{from}..={to}: {text}");
     }
     let e = reader.verify(&s.md).await.unwrap_err();

@@ -168,7 +168,7 @@ async fn every_read_fails(rsm: &TieredStorage, s: &LogSegment, kind: ErrorKind, 
     let m = rsm.manifest(&s.md).await.unwrap();
     // Chunk 1 whole (a chunk only encrypted is read block by block: a read of some of its blocks checks
     // those; see a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks).
-    let (from, to) = (m.chunks[1].position() as i32, m.chunks[1].end() as i32 - 1);
+    let (from, to) = (m.chunks[1].original_position() as i32, m.chunks[1].end() as i32 - 1);
     let offset = m.chunks[1].first_offset + 1;
     let results = [
         collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.map(|_| ()),
@@ -242,13 +242,13 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
         let s1 = m.chunks[1].stored_range().start;
         let (e1, e2) = (m.chunks[1].rdi, m.chunks[2].rdi);
         m.chunks[1].rdi = rsm_core::format::chunk::Rdi {
-            position: s1,
+            stored_position: s1,
             stored_length: e2.stored_length,
             stored_crc32c: e2.stored_crc32c,
             ..e1
         };
         m.chunks[2].rdi = rsm_core::format::chunk::Rdi {
-            position: s1 + c2.len() as u64,
+            stored_position: s1 + c2.len() as u64,
             stored_length: e1.stored_length,
             stored_crc32c: e1.stored_crc32c,
             ..e2
@@ -268,7 +268,7 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
         m.chunks[1].rdi.stored_length = a1.len() as u32;
         m.chunks[1].rdi.stored_crc32c = crc32c::crc32c(&a1);
         for c in m.chunks.iter_mut().skip(2) {
-            c.rdi.position = (c.rdi.position as i64 + shift) as u64;
+            c.rdi.stored_position = (c.rdi.stored_position as i64 + shift) as u64;
         }
         backend.put_bytes(&kb.log, Bytes::from(moved)).await.unwrap();
         put_manifest(&backend, &writer, &b, &m).await;
@@ -477,7 +477,7 @@ async fn a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks() {
     let reader = TieredStorage::new(counting.clone(), config.clone());
     reader.manifest(&s.md).await.unwrap();
     // Bytes in chunk 1's first block: read (its stored block only) and returned as they are.
-    let (a, b) = (c.position() + 10, c.position() + 500);
+    let (a, b) = (c.original_position() + 10, c.original_position() + 500);
     let before = counting.counts().snapshot();
     let got = collect(reader.fetch_log_segment(&s.md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
     assert!(got[..] == s.log[a as usize..=b as usize], "the first block's bytes");

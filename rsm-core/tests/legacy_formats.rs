@@ -159,13 +159,14 @@ async fn legacy_segments_round_trip(compression: Option<CompressionConfig>) {
         let m = rsm.manifest(&md).await.unwrap();
         assert!(m.chunks.len() > 3, "{name}: {} chunks", m.chunks.len());
         for c in &m.chunks {
-            let first = batches.iter().find(|b| b.position == c.position()).expect("a chunk starts on a batch");
+            let first =
+                batches.iter().find(|b| b.position == c.original_position()).expect("a chunk starts on a batch");
             let last = batches.iter().rfind(|b| b.position < c.end()).unwrap();
             assert_eq!(last.position + last.size as u64, c.end(), "{name}: a chunk ends on a batch");
             assert!(
                 c.first_offset <= first.first_offset,
                 "{name}: chunk at {} claims {}",
-                c.position(),
+                c.original_position(),
                 c.first_offset
             );
             assert_eq!(c.last_offset, last.last_offset, "{name}");

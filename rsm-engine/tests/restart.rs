@@ -73,7 +73,7 @@ async fn a_restart_over_many_remote_segments_copies_nothing() {
                     transform: Transform::None,
                     segment_start_offset: start,
                     segment_id: id.id,
-                    position: 0,
+                    stored_position: 0,
                     stored_length: 1 << 20,
                     crc32c: 0,
                     stored_crc32c: 0,

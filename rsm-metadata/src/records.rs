@@ -23,6 +23,7 @@ use crate::events::{
     RemotePartitionDeleteState,
 };
 use rsm_core::error::{Error, Result};
+use rsm_core::format::codec::{Reader, Writer};
 use rsm_core::model::{
     CustomMetadata, RemoteLogSegmentId, RemoteLogSegmentState, TopicIdPartition, TopicPartition, Uuid,
 };
@@ -60,7 +61,8 @@ const MAX_STRING_LEN: usize = 0x7fff;
 /// Kafka 3.9.2 on reads. A topic name longer than 32767 bytes (never a Kafka topic name) is written, but
 /// Kafka, and [`decode`], refuse it.
 pub fn encode(event: &MetadataEvent) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(128));
+    let mut out = Vec::with_capacity(128);
+    let mut w = Writer::new(&mut out);
     let api_key = match event {
         MetadataEvent::Segment(_) => SEGMENT_API_KEY,
         MetadataEvent::SegmentUpdate(_) => SEGMENT_UPDATE_API_KEY,
@@ -72,30 +74,30 @@ pub fn encode(event: &MetadataEvent) -> Vec<u8> {
     w.uvarint(RECORD_VERSION.into());
     match event {
         MetadataEvent::Segment(m) => {
-            w.segment_id(&m.remote_log_segment_id);
-            w.segment_fields(&RemoteLogSegmentMetadataSnapshot::of(m));
+            write_segment_id(&mut w, &m.remote_log_segment_id);
+            write_segment_fields(&mut w, &RemoteLogSegmentMetadataSnapshot::of(m));
         }
         MetadataEvent::SegmentUpdate(u) => {
-            w.segment_id(&u.remote_log_segment_id);
+            write_segment_id(&mut w, &u.remote_log_segment_id);
             w.i32(u.broker_id);
             w.i64(u.event_timestamp_ms);
-            w.custom(&u.custom_metadata);
+            write_custom(&mut w, &u.custom_metadata);
             w.i8(u.state as i8);
-            w.no_tags();
+            write_no_tags(&mut w);
         }
         MetadataEvent::PartitionDelete(d) => {
-            w.topic_id_partition(&d.topic_id_partition);
+            write_topic_id_partition(&mut w, &d.topic_id_partition);
             w.i32(d.broker_id);
             w.i64(d.event_timestamp_ms);
             w.i8(d.state as i8);
-            w.no_tags();
+            write_no_tags(&mut w);
         }
         MetadataEvent::Snapshot(s) => {
-            w.uuid(&s.segment_id);
-            w.segment_fields(s);
+            w.bytes(&s.segment_id.to_bytes());
+            write_segment_fields(&mut w, s);
         }
     }
-    w.0
+    out
 }
 
 /// Decodes a record value of the metadata topic, as any Kafka broker from 3.9 to 4.4 writes it (and
@@ -104,12 +106,12 @@ pub fn encode(event: &MetadataEvent) -> Vec<u8> {
 /// negative or longer than what is left, a null where Kafka allows none, a string that is not UTF-8, an
 /// unknown frame version, api key, message version or state id, a leader epoch given twice.
 pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
-    let mut r = Reader { buf: value, pos: 0, record: "record frame" };
+    let mut r = ValueReader::new(value, "record frame");
     let frame = r.uvarint("frame version")?;
     if frame != FRAME_VERSION {
         return Err(r.err_at(0, "frame version", format!("unsupported frame version {frame} (expected 1)")));
     }
-    let at = r.pos;
+    let at = r.pos();
     let api_key = r.uvarint("api key")?;
     r.record = match api_key {
         0 => "RemoteLogSegmentMetadataRecord",
@@ -118,7 +120,7 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
         3 => "RemoteLogSegmentMetadataSnapshotRecord",
         _ => return Err(r.err_at(at, "api key", format!("unknown api key {api_key} (expected 0 to 3)"))),
     };
-    let at = r.pos;
+    let at = r.pos();
     let version = r.uvarint("version")?;
     if version > MAX_RECORD_VERSION.into() {
         return Err(r.err_at(at, "version", format!("unsupported version {version} (expected 0 or 1)")));
@@ -149,7 +151,7 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
             let topic_id_partition = r.topic_id_partition()?;
             let broker_id = r.i32("BrokerId")?;
             let event_timestamp_ms = r.i64("EventTimestampMs")?;
-            let at = r.pos;
+            let at = r.pos();
             let id = r.i8("RemotePartitionDeleteState")?;
             let state = RemotePartitionDeleteState::for_id(id)
                 .map_err(|e| r.err_at(at, "RemotePartitionDeleteState", e.to_string()))?;
@@ -166,203 +168,145 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
             MetadataEvent::Snapshot(r.segment_fields("RemoteLogSegmentMetadataSnapshotRecord", v1, segment_id)?)
         }
     };
-    if r.pos != value.len() {
-        let trailing = value.len() - r.pos;
-        return Err(r.err_at(r.pos, "end of value", format!("{trailing} trailing bytes after the message")));
+    if r.remaining() != 0 {
+        let trailing = r.remaining();
+        return Err(r.err_at(r.pos(), "end of value", format!("{trailing} trailing bytes after the message")));
     }
     Ok(event)
 }
 
-/// Kafka's flexible-version writer (`ByteBufferAccessor` plus the generated `write` methods).
-struct Writer(Vec<u8>);
+// Kafka's flexible-version writing (`ByteBufferAccessor` plus the generated `write` methods), over the
+// SDK's writer.
 
-impl Writer {
-    fn uvarint(&mut self, mut v: u32) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
+/// An empty tagged-field section.
+fn write_no_tags(w: &mut Writer<'_>) {
+    w.uvarint(0);
+}
+
+fn write_topic_id_partition(w: &mut Writer<'_>, tp: &TopicIdPartition) {
+    let name = tp.topic_partition.topic.as_bytes();
+    w.compact_len(name.len());
+    w.bytes(name);
+    w.bytes(&tp.topic_id.to_bytes());
+    w.i32(tp.topic_partition.partition);
+    write_no_tags(w);
+}
+
+/// The fields a segment record and a snapshot record share, after the segment's id.
+fn write_segment_fields(w: &mut Writer<'_>, s: &RemoteLogSegmentMetadataSnapshot) {
+    w.i64(s.start_offset);
+    w.i64(s.end_offset);
+    w.i32(s.broker_id);
+    w.i64(s.max_timestamp_ms);
+    w.i64(s.event_timestamp_ms);
+    write_leader_epochs(w, &s.segment_leader_epochs);
+    w.i32(s.segment_size_in_bytes);
+    write_custom(w, &s.custom_metadata);
+    w.i8(s.state as i8);
+    write_txn_idx_empty_tag(w, s.txn_idx_empty);
+}
+
+fn write_segment_id(w: &mut Writer<'_>, id: &RemoteLogSegmentId) {
+    write_topic_id_partition(w, &id.topic_id_partition);
+    w.bytes(&id.id.to_bytes());
+    write_no_tags(w);
+}
+
+fn write_leader_epochs(w: &mut Writer<'_>, epochs: &BTreeMap<i32, i64>) {
+    w.compact_len(epochs.len());
+    for (&epoch, &offset) in epochs {
+        w.i32(epoch);
+        w.i64(offset);
+        write_no_tags(w);
     }
+}
 
-    fn i8(&mut self, v: i8) {
-        self.0.push(v as u8);
-    }
-
-    fn i32(&mut self, v: i32) {
-        self.0.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn i64(&mut self, v: i64) {
-        self.0.extend_from_slice(&v.to_be_bytes());
-    }
-
-    fn uuid(&mut self, id: &Uuid) {
-        self.0.extend_from_slice(&id.to_bytes());
-    }
-
-    /// A length (or count) as Kafka's compact encoding writes it: `n + 1`.
-    fn compact_len(&mut self, n: usize) {
-        self.uvarint(u32::try_from(n).ok().and_then(|n| n.checked_add(1)).expect("a length below 2^32 - 1"));
-    }
-
-    fn no_tags(&mut self) {
-        self.uvarint(0);
-    }
-
-    fn topic_id_partition(&mut self, tp: &TopicIdPartition) {
-        let name = tp.topic_partition.topic.as_bytes();
-        self.compact_len(name.len());
-        self.0.extend_from_slice(name);
-        self.uuid(&tp.topic_id);
-        self.i32(tp.topic_partition.partition);
-        self.no_tags();
-    }
-
-    /// The fields a segment record and a snapshot record share, after the segment's id.
-    fn segment_fields(&mut self, s: &RemoteLogSegmentMetadataSnapshot) {
-        self.i64(s.start_offset);
-        self.i64(s.end_offset);
-        self.i32(s.broker_id);
-        self.i64(s.max_timestamp_ms);
-        self.i64(s.event_timestamp_ms);
-        self.leader_epochs(&s.segment_leader_epochs);
-        self.i32(s.segment_size_in_bytes);
-        self.custom(&s.custom_metadata);
-        self.i8(s.state as i8);
-        self.txn_idx_empty_tag(s.txn_idx_empty);
-    }
-
-    fn segment_id(&mut self, id: &RemoteLogSegmentId) {
-        self.topic_id_partition(&id.topic_id_partition);
-        self.uuid(&id.id);
-        self.no_tags();
-    }
-
-    fn leader_epochs(&mut self, epochs: &BTreeMap<i32, i64>) {
-        self.compact_len(epochs.len());
-        for (&epoch, &offset) in epochs {
-            self.i32(epoch);
-            self.i64(offset);
-            self.no_tags();
-        }
-    }
-
-    fn custom(&mut self, custom: &Option<CustomMetadata>) {
-        match custom {
-            None => self.uvarint(0),
-            Some(c) => {
-                self.compact_len(c.0.len());
-                self.0.extend_from_slice(&c.0);
-            }
-        }
-    }
-
-    /// The record's tagged fields: `TxnIndexEmpty` (tag 0), written only when true (its default is false).
-    fn txn_idx_empty_tag(&mut self, txn_idx_empty: bool) {
-        if txn_idx_empty {
-            self.0.extend_from_slice(&[1, 0, 1, 1]);
-        } else {
-            self.no_tags();
+fn write_custom(w: &mut Writer<'_>, custom: &Option<CustomMetadata>) {
+    match custom {
+        None => w.uvarint(0),
+        Some(c) => {
+            w.compact_len(c.0.len());
+            w.bytes(&c.0);
         }
     }
 }
 
-/// A bounds-checked reader of one value; every error names the record type, the field and its offset.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// The record's tagged fields: `TxnIndexEmpty` (tag 0), written only when true (its default is false).
+fn write_txn_idx_empty_tag(w: &mut Writer<'_>, txn_idx_empty: bool) {
+    if txn_idx_empty {
+        w.bytes(&[1, 0, 1, 1]);
+    } else {
+        write_no_tags(w);
+    }
+}
+
+/// Kafka's flexible-version reading of one value, over the SDK's reader: every error names the record
+/// type, the field and its offset.
+struct ValueReader<'a> {
+    r: Reader<'a>,
+    len: usize,
     record: &'static str,
 }
 
-impl<'a> Reader<'a> {
+impl<'a> ValueReader<'a> {
+    fn new(value: &'a [u8], record: &'static str) -> Self {
+        ValueReader { r: Reader::unnamed(value), len: value.len(), record }
+    }
+
     fn err_at(&self, at: usize, field: &str, what: impl std::fmt::Display) -> Error {
         Error::corrupt(format!(
             "{METADATA_TOPIC} value of {} bytes, {}: field {field} at offset {at}: {what}",
-            self.buf.len(),
-            self.record
+            self.len, self.record
         ))
     }
 
+    /// Bytes read so far: the offset in the value.
+    fn pos(&self) -> usize {
+        self.r.position()
+    }
+
     fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.r.remaining()
+    }
+
+    /// Reads `field` with `read`; its error names the field and the offset it starts at.
+    fn field<T>(&mut self, field: &str, read: impl FnOnce(&mut Reader<'a>) -> Result<T>) -> Result<T> {
+        let at = self.r.position();
+        read(&mut self.r).map_err(|e| self.err_at(at, field, e.message()))
     }
 
     fn take(&mut self, field: &str, n: usize) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(self.err_at(self.pos, field, format!("truncated: needs {n} bytes, {} left", self.remaining())));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N]> {
-        let s = self.take(field, N)?;
-        let mut b = [0u8; N];
-        b.copy_from_slice(s);
-        Ok(b)
+        self.field(field, |r| r.bytes(n))
     }
 
     fn i8(&mut self, field: &str) -> Result<i8> {
-        Ok(self.array::<1>(field)?[0] as i8)
+        self.field(field, |r| Ok(r.u8()? as i8))
     }
 
     fn i32(&mut self, field: &str) -> Result<i32> {
-        Ok(i32::from_be_bytes(self.array(field)?))
+        self.field(field, Reader::i32)
     }
 
     fn i64(&mut self, field: &str) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.array(field)?))
+        self.field(field, Reader::i64)
     }
 
     fn uuid(&mut self, field: &str) -> Result<Uuid> {
-        Ok(Uuid::from_bytes(self.array(field)?))
+        self.field(field, |r| Ok(Uuid::from_bytes(r.array()?)))
     }
 
     /// Kafka's unsigned varint: at most 5 bytes, and no bits beyond 32.
     fn uvarint(&mut self, field: &str) -> Result<u32> {
-        let start = self.pos;
-        let mut value = 0u32;
-        for i in 0..5 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                return Err(self.err_at(start, field, "truncated varint"));
-            };
-            self.pos += 1;
-            if i == 4 && b > 0x0f {
-                return Err(self.err_at(start, field, "varint is too long (more than 32 bits or 5 bytes)"));
-            }
-            value |= u32::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        unreachable!("the fifth byte has no continuation bit")
+        self.field(field, Reader::uvarint)
     }
 
     /// A compact length: `None` for the null marker (0), else the length, checked against what is left.
     fn compact_len(&mut self, field: &str, min_item: usize) -> Result<Option<usize>> {
-        let at = self.pos;
-        let n = self.uvarint(field)?;
-        if n == 0 {
-            return Ok(None);
-        }
-        if n > i32::MAX as u32 {
-            return Err(self.err_at(at, field, format!("negative length {}", (n as i32).wrapping_sub(1))));
-        }
-        let len = (n - 1) as usize;
-        if len.saturating_mul(min_item) > self.remaining() {
-            return Err(self.err_at(
-                at,
-                field,
-                format!("length {len} is longer than the {} bytes left", self.remaining()),
-            ));
-        }
-        Ok(Some(len))
+        self.field(field, |r| r.compact_len(min_item))
     }
 
     fn string(&mut self, field: &str) -> Result<String> {
-        let at = self.pos;
+        let at = self.pos();
         let Some(len) = self.compact_len(field, 1)? else {
             return Err(self.err_at(at, field, "null, but the field is not nullable"));
         };
@@ -380,7 +324,7 @@ impl<'a> Reader<'a> {
         let count = self.uvarint(&field)?;
         for _ in 0..count {
             let tag = self.uvarint(&field)?;
-            let at = self.pos;
+            let at = self.pos();
             let size = self.uvarint(&field)? as usize;
             if size > self.remaining() {
                 return Err(self.err_at(
@@ -390,7 +334,7 @@ impl<'a> Reader<'a> {
                 ));
             }
             if !known(self, tag, size)? {
-                self.pos += size;
+                self.take(&field, size)?;
             }
         }
         Ok(())
@@ -399,15 +343,15 @@ impl<'a> Reader<'a> {
     /// A known tagged field of a fixed width, read and dropped.
     fn known_tag(&mut self, field: &str, size: usize, width: usize) -> Result<()> {
         if size != width {
-            return Err(self.err_at(self.pos, field, format!("tagged field of {size} bytes, expected {width}")));
+            return Err(self.err_at(self.pos(), field, format!("tagged field of {size} bytes, expected {width}")));
         }
-        self.pos += size;
+        self.take(field, size)?;
         Ok(())
     }
 
     fn txn_idx_empty_tag(&mut self, size: usize) -> Result<bool> {
         if size != 1 {
-            return Err(self.err_at(self.pos, "TxnIndexEmpty", format!("tagged field of {size} bytes, expected 1")));
+            return Err(self.err_at(self.pos(), "TxnIndexEmpty", format!("tagged field of {size} bytes, expected 1")));
         }
         Ok(self.i8("TxnIndexEmpty")? != 0)
     }
@@ -470,14 +414,14 @@ impl<'a> Reader<'a> {
     }
 
     fn leader_epochs(&mut self) -> Result<BTreeMap<i32, i64>> {
-        let at = self.pos;
+        let at = self.pos();
         // An entry is at least 13 bytes: epoch, offset and an empty tagged-field section.
         let Some(n) = self.compact_len("SegmentLeaderEpochs", 13)? else {
             return Err(self.err_at(at, "SegmentLeaderEpochs", "null, but the field is not nullable"));
         };
         let mut epochs = BTreeMap::new();
         for _ in 0..n {
-            let entry = self.pos;
+            let entry = self.pos();
             let epoch = self.i32("SegmentLeaderEpochs.LeaderEpoch")?;
             let offset = self.i64("SegmentLeaderEpochs.Offset")?;
             self.tags("SegmentLeaderEpochEntry", |_, _, _| Ok(false))?;
@@ -494,7 +438,7 @@ impl<'a> Reader<'a> {
     }
 
     fn segment_state(&mut self) -> Result<RemoteLogSegmentState> {
-        let at = self.pos;
+        let at = self.pos();
         let id = self.i8("RemoteLogSegmentState")?;
         RemoteLogSegmentState::for_id(id).map_err(|e| self.err_at(at, "RemoteLogSegmentState", e.to_string()))
     }
@@ -527,13 +471,13 @@ mod tests {
         for (v, bytes) in
             [(0u32, &[0u8][..]), (127, &[0x7f]), (128, &[0x80, 1]), (u32::MAX, &[0xff, 0xff, 0xff, 0xff, 0x0f])]
         {
-            let mut w = Writer(Vec::new());
-            w.uvarint(v);
-            assert_eq!(w.0, bytes);
-            let mut r = Reader { buf: bytes, pos: 0, record: "test" };
+            let mut out = Vec::new();
+            Writer::new(&mut out).uvarint(v);
+            assert_eq!(out, bytes);
+            let mut r = ValueReader::new(bytes, "test");
             assert_eq!(r.uvarint("v").unwrap(), v);
         }
-        let mut r = Reader { buf: &[0xff, 0xff, 0xff, 0xff, 0xff, 0x01], pos: 0, record: "test" };
+        let mut r = ValueReader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01], "test");
         assert!(r.uvarint("v").unwrap_err().to_string().contains("too long"));
     }
 

@@ -100,7 +100,7 @@ async fn segment_over_64_mib_copy_fetch_delete() {
     meter.step("fetch all, cold manifest", t.elapsed(), Some(log.len())).await;
 
     // 1 MiB: from the start of a chunk, and across a chunk boundary; with a cold, then a warm manifest.
-    let boundary = rsm.manifest(&md).await.unwrap().chunks[8].position() as i32;
+    let boundary = rsm.manifest(&md).await.unwrap().chunks[8].original_position() as i32;
     for (what, start) in [("1 MiB at a chunk start", boundary), ("1 MiB across chunks", boundary - (1 << 19))] {
         let end = start + (1 << 20) - 1;
         let want = &log[start as usize..=end as usize];

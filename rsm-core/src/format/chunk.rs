@@ -19,6 +19,7 @@
 //! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
 //!   the stored position (chunks stored in place).
 
+use crate::crypto::ChunkBinding;
 use crate::error::{Error, Result};
 use crate::format::batch::Batch;
 use crate::format::codec::Reader;
@@ -84,7 +85,7 @@ pub struct Rdi {
     /// Id of the segment owning the object.
     pub segment_id: Uuid,
     /// Byte position of the stored chunk in the object.
-    pub position: u64,
+    pub stored_position: u64,
     /// Stored length (equals the data length when untransformed).
     pub stored_length: u32,
     /// CRC-32C of the chunk's original bytes.
@@ -111,7 +112,7 @@ impl Rdi {
         out.extend_from_slice(&[self.version(), self.object as u8, self.transform as u8, 0]);
         out.extend_from_slice(&self.segment_start_offset.to_be_bytes());
         out.extend_from_slice(&self.segment_id.to_bytes());
-        out.extend_from_slice(&self.position.to_be_bytes());
+        out.extend_from_slice(&self.stored_position.to_be_bytes());
         out.extend_from_slice(&self.stored_length.to_be_bytes());
         out.extend_from_slice(&self.crc32c.to_be_bytes());
         out.extend_from_slice(&self.original_position.to_be_bytes());
@@ -146,17 +147,17 @@ impl Rdi {
         let _reserved = r.u8()?;
         let segment_start_offset = r.i64()?;
         let segment_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
-        let position = r.u64()?;
+        let stored_position = r.u64()?;
         let stored_length = r.u32()?;
         let crc32c = r.u32()?;
-        let original_position = if version == 0 { position } else { r.u64()? };
+        let original_position = if version == 0 { stored_position } else { r.u64()? };
         let stored_crc32c = if version >= 2 { r.u32()? } else { crc32c };
         Ok(Rdi {
             object,
             transform,
             segment_start_offset,
             segment_id,
-            position,
+            stored_position,
             stored_length,
             crc32c,
             original_position,
@@ -183,10 +184,9 @@ pub struct ChunkEntry {
 }
 
 impl ChunkEntry {
-    /// Byte position of the chunk in the original `.log` file (a chunk's position is always the original
-    /// one; [`ChunkEntry::stored_range`] says where it is stored).
-    #[allow(clippy::misnamed_getters)]
-    pub fn position(&self) -> u64 {
+    /// Byte position of the chunk in the original `.log` file ([`ChunkEntry::stored_range`] says where it
+    /// is stored).
+    pub fn original_position(&self) -> u64 {
         self.rdi.original_position
     }
 
@@ -197,7 +197,7 @@ impl ChunkEntry {
 
     /// Where the chunk is stored in its object: position and length after any transform.
     pub fn stored_range(&self) -> std::ops::Range<u64> {
-        self.rdi.position..self.rdi.position + self.rdi.stored_length as u64
+        self.rdi.stored_position..self.rdi.stored_position + self.rdi.stored_length as u64
     }
 
     /// Whether the chunk is stored transformed (compressed): a read of any of its bytes then reads, checks
@@ -262,12 +262,12 @@ impl ChunkEntry {
         }
         let rdi = Rdi::decode(b.bytes(rdi_len as usize)?)?;
         if rdi.original_position.checked_add(data_length as u64).is_none()
-            || rdi.position.checked_add(rdi.stored_length as u64).is_none()
+            || rdi.stored_position.checked_add(rdi.stored_length as u64).is_none()
         {
             return Err(Error::corrupt(format!(
                 "remote log index entry at byte {at}: a chunk at position {} (stored at {}) ends past the largest \
                  position",
-                rdi.original_position, rdi.position
+                rdi.original_position, rdi.stored_position
             )));
         }
         Ok(ChunkEntry { first_offset, last_offset, first_timestamp, last_timestamp, data_length, rdi })
@@ -278,7 +278,7 @@ impl ChunkEntry {
         if data.len() != self.data_length as usize {
             return Err(Error::corrupt(format!(
                 "{what}: chunk at position {} has {} bytes, its entry says {}",
-                self.position(),
+                self.original_position(),
                 data.len(),
                 self.data_length
             )));
@@ -291,13 +291,29 @@ impl ChunkEntry {
         if crc != self.rdi.crc32c {
             return Err(Error::corrupt(format!(
                 "{what}: chunk at position {} (offsets {}..={}) has CRC-32C {crc:#010x}, its entry says {:#010x}",
-                self.position(),
+                self.original_position(),
                 self.first_offset,
                 self.last_offset,
                 self.rdi.crc32c
             )));
         }
         Ok(())
+    }
+}
+
+impl From<&ChunkEntry> for ChunkBinding {
+    /// What encryption binds the chunk to: its segment, object, transform and original range.
+    fn from(c: &ChunkEntry) -> Self {
+        ChunkBinding {
+            segment_id: c.rdi.segment_id,
+            segment_start_offset: c.rdi.segment_start_offset,
+            object: c.rdi.object as u8,
+            transform: c.rdi.transform as u8,
+            original_position: c.rdi.original_position,
+            data_length: c.data_length,
+            first_offset: c.first_offset,
+            last_offset: c.last_offset,
+        }
     }
 }
 
@@ -453,7 +469,7 @@ impl Chunker {
                 transform: Transform::None,
                 segment_start_offset: self.segment_start_offset,
                 segment_id: self.segment_id,
-                position: batch.position(),
+                stored_position: batch.position(),
                 stored_length: 0,
                 crc32c: 0,
                 original_position: batch.position(),
@@ -522,7 +538,7 @@ mod tests {
             assert!(chunks.len() > 3, "{}", chunks.len());
             let mut pos = 0;
             for ch in &chunks {
-                assert_eq!(ch.position(), pos);
+                assert_eq!(ch.original_position(), pos);
                 let data = &log[pos as usize..ch.end() as usize];
                 ch.verify(data, "t").unwrap();
                 assert_eq!(crc32c::crc32c(data), ch.rdi.crc32c);
@@ -569,7 +585,7 @@ mod tests {
                 transform: Transform::None,
                 segment_start_offset: 10,
                 segment_id: Uuid::new(5, 6),
-                position: 77,
+                stored_position: 77,
                 stored_length: 120,
                 crc32c: 0xdead,
                 original_position: 1_000,
@@ -583,7 +599,11 @@ mod tests {
         assert_eq!(buf[46], 1, "RDI version 1");
         let d = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap();
         assert_eq!(d, e);
-        assert_eq!((d.position(), d.end(), d.stored_range()), (1_000, 1_300, 77..197), "original apart from stored");
+        assert_eq!(
+            (d.original_position(), d.end(), d.stored_range()),
+            (1_000, 1_300, 77..197),
+            "original apart from stored"
+        );
         buf[20] ^= 1;
         let err = ChunkEntry::decode(&mut Reader::new(&buf, "t")).unwrap_err();
         assert!(err.to_string().contains("CRC"), "{err}");
@@ -610,7 +630,7 @@ mod tests {
                 transform: Transform::Zstd,
                 segment_start_offset: 10,
                 segment_id: Uuid::new(5, 6),
-                position: 77,
+                stored_position: 77,
                 stored_length: 120,
                 crc32c: 0xdead,
                 original_position: 1_000,

@@ -2,7 +2,8 @@
 //!
 //! Versioned binary, big-endian, ending in a CRC-32C of everything before it:
 //! magic `RSMM`, version u16 (3 or 2, see below; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
-//! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty); the log object's
+//! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty; the pieces it writes as
+//! the wire encoding does are [`crate::format::segment_metadata`]'s); the log object's
 //! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
 //! position and length in the index bundle and a CRC-32C; the chunk count and the chunk table in SR-32
 //! remoteLogIndex entry format; (version 2) the block size u32, the block count u32 and a CRC-32C u32 of every
@@ -31,12 +32,12 @@
 use crate::crypto::{KeyEnvelope, MAX_KEY_ID_LEN, NONCE_BYTES, WRAPPED_LEN};
 use crate::error::{Error, Result};
 use crate::format::chunk::ChunkEntry;
-use crate::format::codec::Reader;
-use crate::model::{
-    CustomMetadata, IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition,
-    TopicPartition, Uuid,
+use crate::format::codec::{Reader, Writer};
+use crate::format::segment_metadata::{
+    read_leader_epoch, read_segment_fields, read_topic_partition, read_uuid, write_leader_epochs, write_segment_fields,
+    write_topic_partition, write_uuid,
 };
-use std::collections::BTreeMap;
+use crate::model::{CustomMetadata, IndexType, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition};
 
 /// The manifest magic.
 pub const MAGIC: &[u8; 4] = b"RSMM";
@@ -112,10 +113,10 @@ impl Manifest {
     fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
         let c = self.chunks.get(self.chunk_at_position(position)?)?;
         if self.block_size == 0 {
-            return Some(c.position()..c.end());
+            return Some(c.original_position()..c.end());
         }
         let bs = self.block_size as u64;
-        let start = c.position() + (position - c.position()) / bs * bs;
+        let start = c.original_position() + (position - c.original_position()) / bs * bs;
         Some(start..(start + bs).min(c.end()))
     }
 
@@ -150,7 +151,7 @@ impl Manifest {
             return Err(Error::invalid(format!("{what}: {} is in no chunk", range.start)));
         };
         let mut block = self.chunks[..first].iter().map(|c| self.blocks_of(c)).sum::<usize>();
-        for c in self.chunks[first..].iter().take_while(|c| c.position() < range.end) {
+        for c in self.chunks[first..].iter().take_while(|c| c.original_position() < range.end) {
             let here = |from: u64, to: u64| {
                 if from < range.start || to > range.end {
                     return Err(Error::invalid(format!(
@@ -161,11 +162,11 @@ impl Manifest {
                 Ok(&bytes[(from - range.start) as usize..(to - range.start) as usize])
             };
             if self.block_size == 0 {
-                c.verify(here(c.position(), c.end())?, what)?;
+                c.verify(here(c.original_position(), c.end())?, what)?;
                 continue;
             }
             let bs = self.block_size as u64;
-            let mut at = c.position();
+            let mut at = c.original_position();
             while at < c.end() {
                 let to = (at + bs).min(c.end());
                 if to > range.start && at < range.end {
@@ -174,7 +175,7 @@ impl Manifest {
                     if crc != want {
                         return Err(Error::corrupt(format!(
                             "{what}: block {at}..{to} (chunk at position {}, offsets {}..={}) has CRC-32C {crc:#010x}, its manifest says {want:#010x}",
-                            c.position(),
+                            c.original_position(),
                             c.first_offset,
                             c.last_offset
                         )));
@@ -195,7 +196,7 @@ impl Manifest {
     /// Index of the chunk holding byte `position`.
     pub fn chunk_at_position(&self, position: u64) -> Option<usize> {
         let i = self.chunks.partition_point(|c| c.end() <= position);
-        (i < self.chunks.len() && self.chunks[i].position() <= position).then_some(i)
+        (i < self.chunks.len() && self.chunks[i].original_position() <= position).then_some(i)
     }
 
     /// Index of the first chunk holding an offset at or after `offset`.
@@ -212,66 +213,55 @@ impl Manifest {
     /// Encodes the manifest.
     pub fn encode(&self) -> Vec<u8> {
         let m = &self.metadata;
-        let id = &m.remote_log_segment_id;
+        let tp = &m.remote_log_segment_id.topic_id_partition;
         let mut out = Vec::with_capacity(256 + self.chunks.len() * 90);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&self.version().to_be_bytes());
-        let topic = id.topic_id_partition.topic_partition.topic.as_bytes();
-        out.extend_from_slice(&(topic.len() as u16).to_be_bytes());
-        out.extend_from_slice(topic);
-        out.extend_from_slice(&id.topic_id_partition.topic_partition.partition.to_be_bytes());
-        out.extend_from_slice(&id.topic_id_partition.topic_id.to_bytes());
-        out.extend_from_slice(&id.id.to_bytes());
-        out.extend_from_slice(&m.start_offset.to_be_bytes());
-        out.extend_from_slice(&m.end_offset.to_be_bytes());
-        out.extend_from_slice(&m.max_timestamp_ms.to_be_bytes());
-        out.extend_from_slice(&m.broker_id.to_be_bytes());
-        out.extend_from_slice(&m.event_timestamp_ms.to_be_bytes());
-        out.extend_from_slice(&m.segment_size_in_bytes.to_be_bytes());
-        out.extend_from_slice(&(m.segment_leader_epochs.len() as u32).to_be_bytes());
-        for (e, o) in &m.segment_leader_epochs {
-            out.extend_from_slice(&e.to_be_bytes());
-            out.extend_from_slice(&o.to_be_bytes());
-        }
+        let mut w = Writer::new(&mut out);
+        w.bytes(MAGIC);
+        w.u16(self.version());
+        write_topic_partition(&mut w, &tp.topic_partition);
+        write_uuid(&mut w, tp.topic_id);
+        write_segment_fields(&mut w, m);
+        w.u32(m.segment_leader_epochs.len() as u32);
+        write_leader_epochs(&mut w, &m.segment_leader_epochs);
         match &m.custom_metadata {
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            None => w.i32(-1),
             Some(c) => {
-                out.extend_from_slice(&(c.0.len() as i32).to_be_bytes());
-                out.extend_from_slice(&c.0);
+                w.i32(c.0.len() as i32);
+                w.bytes(&c.0);
             }
         }
-        out.push(m.state as i8 as u8);
-        out.push(m.txn_idx_empty as u8);
-        out.extend_from_slice(&self.log_length.to_be_bytes());
-        out.extend_from_slice(&self.chunk_target.to_be_bytes());
+        w.u8(m.state as i8 as u8);
+        w.u8(m.txn_idx_empty as u8);
+        w.u64(self.log_length);
+        w.u32(self.chunk_target);
         for loc in &self.indexes {
             match loc {
-                None => out.extend_from_slice(&[0; 21]),
+                None => w.bytes(&[0; 21]),
                 Some(l) => {
-                    out.push(1);
-                    out.extend_from_slice(&l.position.to_be_bytes());
-                    out.extend_from_slice(&l.length.to_be_bytes());
-                    out.extend_from_slice(&l.crc32c.to_be_bytes());
+                    w.u8(1);
+                    w.u64(l.position);
+                    w.u64(l.length);
+                    w.u32(l.crc32c);
                 }
             }
         }
-        out.extend_from_slice(&(self.chunks.len() as u32).to_be_bytes());
+        w.u32(self.chunks.len() as u32);
         for c in &self.chunks {
-            c.encode(&mut out);
+            c.encode(w.out());
         }
-        out.extend_from_slice(&self.block_size.to_be_bytes());
-        out.extend_from_slice(&(self.block_crcs.len() as u32).to_be_bytes());
-        for crc in &self.block_crcs {
-            out.extend_from_slice(&crc.to_be_bytes());
+        w.u32(self.block_size);
+        w.u32(self.block_crcs.len() as u32);
+        for &crc in &self.block_crcs {
+            w.u32(crc);
         }
         if let Some(e) = &self.encryption {
             // Ids are validated when read from the settings; an id past 255 bytes is cut rather than
             // written with a wrong length (it would then not unwrap, never read as another id's).
             let id = &e.kek_id.as_bytes()[..e.kek_id.len().min(MAX_KEY_ID_LEN)];
-            out.push(id.len() as u8);
-            out.extend_from_slice(id);
-            out.extend_from_slice(&e.nonce);
-            out.extend_from_slice(&e.wrapped);
+            w.u8(id.len() as u8);
+            w.bytes(id);
+            w.bytes(&e.nonce);
+            w.bytes(&e.wrapped);
         }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_be_bytes());
@@ -300,33 +290,23 @@ impl Manifest {
                 "version {version} is not supported (this build reads {OLDEST_VERSION} to {VERSION})"
             )));
         }
-        let topic_len = r.u16()? as usize;
-        let topic = std::str::from_utf8(r.bytes(topic_len)?)
-            .map_err(|_| Error::corrupt("topic name is not UTF-8"))?
-            .to_string();
-        let partition = r.i32()?;
-        let topic_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
-        let seg_id = Uuid::from_bytes(r.bytes(16)?.try_into().expect("16 bytes"));
-        let start_offset = r.i64()?;
-        let end_offset = r.i64()?;
-        let max_timestamp_ms = r.i64()?;
-        let broker_id = r.i32()?;
-        let event_timestamp_ms = r.i64()?;
-        let segment_size_in_bytes = r.i32()?;
+        let topic_partition = read_topic_partition(&mut r)?;
+        let topic_id = read_uuid(&mut r)?;
+        let mut metadata = read_segment_fields(&mut r, TopicIdPartition::new(topic_id, topic_partition))?;
         let n_epochs = r.u32()?;
-        let mut segment_leader_epochs = BTreeMap::new();
         for _ in 0..n_epochs {
-            let e = r.i32()?;
-            segment_leader_epochs.insert(e, r.i64()?);
+            let (epoch, offset) = read_leader_epoch(&mut r)?;
+            metadata.segment_leader_epochs.insert(epoch, offset);
         }
         let custom_len = r.i32()?;
-        let custom_metadata = match custom_len {
+        metadata.custom_metadata = match custom_len {
             -1 => None,
             n if n >= 0 => Some(CustomMetadata(r.bytes(n as usize)?.to_vec())),
             n => return Err(Error::corrupt(format!("custom metadata length {n}"))),
         };
-        let state = RemoteLogSegmentState::for_id(r.u8()? as i8).map_err(|e| Error::corrupt(e.to_string()))?;
-        let txn_idx_empty = r.u8()? != 0;
+        metadata.state = RemoteLogSegmentState::for_id(r.u8()? as i8).map_err(|e| Error::corrupt(e.to_string()))?;
+        metadata.txn_idx_empty = r.u8()? != 0;
+        let (seg_id, start_offset) = (metadata.remote_log_segment_id.id, metadata.start_offset);
         let log_length = r.u64()?;
         let chunk_target = r.u32()?;
         let mut indexes = [None; 5];
@@ -376,10 +356,10 @@ impl Manifest {
                     c.rdi.stored_length, c.data_length
                 )));
             }
-            if c.position() != expected_position {
+            if c.original_position() != expected_position {
                 return Err(Error::corrupt(format!(
                     "chunk {i} starts at {}, expected {expected_position}",
-                    c.position()
+                    c.original_position()
                 )));
             }
             expected_position = c.end();
@@ -419,22 +399,6 @@ impl Manifest {
                 r.remaining()
             )));
         }
-        let metadata = RemoteLogSegmentMetadata {
-            remote_log_segment_id: RemoteLogSegmentId::new(
-                TopicIdPartition::new(topic_id, TopicPartition::new(topic, partition)),
-                seg_id,
-            ),
-            start_offset,
-            end_offset,
-            max_timestamp_ms,
-            broker_id,
-            event_timestamp_ms,
-            segment_size_in_bytes,
-            segment_leader_epochs,
-            custom_metadata,
-            state,
-            txn_idx_empty,
-        };
         Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs, encryption })
     }
 }
@@ -443,6 +407,8 @@ impl Manifest {
 pub(crate) mod tests {
     use super::*;
     use crate::format::chunk::{Rdi, RdiObject, Transform};
+    use crate::model::{RemoteLogSegmentId, TopicPartition, Uuid};
+    use std::collections::BTreeMap;
 
     pub(crate) fn sample() -> Manifest {
         let id = RemoteLogSegmentId::new(
@@ -464,7 +430,7 @@ pub(crate) mod tests {
                 transform: Transform::None,
                 segment_start_offset: 100,
                 segment_id: Uuid::new(3, 4),
-                position: p,
+                stored_position: p,
                 stored_length: len,
                 crc32c: 9,
                 original_position: p,
@@ -492,11 +458,11 @@ pub(crate) mod tests {
     /// `sample()` over real bytes: its block (or, without blocks, chunk) CRCs are those of `log`.
     fn with_true_crcs(mut m: Manifest, log: &[u8]) -> Manifest {
         for c in m.chunks.iter_mut() {
-            c.rdi.crc32c = crc32c::crc32c(&log[c.position() as usize..c.end() as usize]);
+            c.rdi.crc32c = crc32c::crc32c(&log[c.original_position() as usize..c.end() as usize]);
         }
         m.block_crcs.clear();
         for c in &m.chunks {
-            for b in log[c.position() as usize..c.end() as usize].chunks(m.block_size.max(1) as usize) {
+            for b in log[c.original_position() as usize..c.end() as usize].chunks(m.block_size.max(1) as usize) {
                 m.block_crcs.push(crc32c::crc32c(b));
             }
         }

@@ -9,5 +9,6 @@ pub mod manifest;
 pub mod partition;
 pub mod record;
 pub mod remote_index;
+pub mod segment_metadata;
 pub mod transform;
 pub mod writer;

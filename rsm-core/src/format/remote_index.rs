@@ -268,7 +268,7 @@ mod tests {
                         transform: Transform::None,
                         segment_start_offset: seg_base,
                         segment_id: Uuid::new(seg_base, 0),
-                        position: i as u64 * 100,
+                        stored_position: i as u64 * 100,
                         stored_length: 100,
                         crc32c: 0,
                         original_position: i as u64 * 100,

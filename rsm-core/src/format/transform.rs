@@ -122,7 +122,7 @@ pub fn compressed_entry(c: &ChunkEntry, position: u64, stored: &[u8]) -> ChunkEn
 pub fn transformed_entry(c: &ChunkEntry, transform: Transform, position: u64, stored: &[u8]) -> ChunkEntry {
     let mut e = *c;
     e.rdi.transform = transform;
-    e.rdi.position = position;
+    e.rdi.stored_position = position;
     e.rdi.stored_length = stored.len() as u32;
     e.rdi.stored_crc32c = crc32c::crc32c(stored);
     e
@@ -172,7 +172,7 @@ pub fn undo_blocks(
     let key = key.ok_or_else(|| {
         Error::invalid(format!(
             "{what}: chunk at position {} is encrypted, and no data key was given to decrypt it",
-            c.position()
+            c.original_position()
         ))
     })?;
     Ok(Bytes::from(key.open_blocks(c, index, within, stored, block, what)?))
@@ -215,7 +215,7 @@ pub fn undo_chunk_prefix(
     let chunk = || {
         format!(
             "{what}: chunk at position {} (offsets {}..={}, stored at {}..{})",
-            c.position(),
+            c.original_position(),
             c.first_offset,
             c.last_offset,
             c.stored_range().start,
@@ -351,7 +351,7 @@ mod tests {
                 transform,
                 segment_start_offset: 0,
                 segment_id: Uuid::ONE,
-                position: 0,
+                stored_position: 0,
                 stored_length: stored.len() as u32,
                 crc32c: crc32c::crc32c(original),
                 original_position: 0,

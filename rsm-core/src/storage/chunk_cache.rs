@@ -268,7 +268,7 @@ fn check_chunk(m: &Manifest, i: usize, bytes: &[u8], what: &str) -> Result<()> {
     if m.block_size == 0 {
         return c.verify(bytes, what);
     }
-    m.check_blocks(c.position()..c.end(), bytes, what)
+    m.check_blocks(c.original_position()..c.end(), bytes, what)
 }
 
 impl Shared {
@@ -296,7 +296,7 @@ impl Shared {
                     return Ok(b);
                 }
                 let c = m.chunks[i];
-                let bytes = src.inner.read(m, c.position()..c.end()).await?;
+                let bytes = src.inner.read(m, c.original_position()..c.end()).await?;
                 if !src.inner.checks() {
                     check_chunk(m, i, &bytes, &what)?;
                 }
@@ -407,10 +407,12 @@ impl ChunkSource for CachedChunks {
         };
         let mut parts = Vec::new();
         let mut last = first;
-        for (i, c) in manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.position() < range.end) {
+        for (i, c) in
+            manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.original_position() < range.end)
+        {
             let whole = s.chunk(src, manifest, i, true).await?;
-            let from = range.start.max(c.position()) - c.position();
-            let to = range.end.min(c.end()) - c.position();
+            let from = range.start.max(c.original_position()) - c.original_position();
+            let to = range.end.min(c.end()) - c.original_position();
             parts.push(whole.slice(from as usize..to as usize));
             last = i;
         }

@@ -100,27 +100,34 @@ impl BackendChunks {
             .chunk_at_position(range.start)
             .ok_or_else(|| Error::invalid(format!("object {key}: position {} is in no chunk", range.start)))?;
         let mut reads: Vec<StoredRead> = Vec::new();
-        for (i, c) in manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.position() < range.end) {
-            let (from, to) = (range.start.max(c.position()), range.end.min(c.end()));
+        for (i, c) in
+            manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.original_position() < range.end)
+        {
+            let (from, to) = (range.start.max(c.original_position()), range.end.min(c.end()));
             if c.is_transformed() && transform::undoes_by_block(c) {
-                let (within, stored) =
-                    transform::stored_blocks(c, &(from - c.position()..to - c.position()), manifest.block_size);
-                let wanted = (from - c.position() - within.start) as usize..(to - c.position() - within.start) as usize;
+                let (within, stored) = transform::stored_blocks(
+                    c,
+                    &(from - c.original_position()..to - c.original_position()),
+                    manifest.block_size,
+                );
+                let wanted = (from - c.original_position() - within.start) as usize
+                    ..(to - c.original_position() - within.start) as usize;
                 reads.push(StoredRead { stored, undo: Some((i, wanted)), blocks: Some(within) });
                 continue;
             }
             if c.is_transformed() {
-                let wanted = (from - c.position()) as usize..(to - c.position()) as usize;
+                let wanted = (from - c.original_position()) as usize..(to - c.original_position()) as usize;
                 reads.push(StoredRead { stored: c.stored_range(), undo: Some((i, wanted)), blocks: None });
                 continue;
             }
-            let stored = c.stored_range().start + (from - c.position())..c.stored_range().start + (to - c.position());
+            let stored = c.stored_range().start + (from - c.original_position())
+                ..c.stored_range().start + (to - c.original_position());
             match reads.last_mut() {
                 Some(r) if r.undo.is_none() => {
                     if r.stored.end != c.stored_range().start {
                         return Err(Error::corrupt(format!(
                             "object {key}: chunk at position {} is not stored right after the one before it",
-                            c.position()
+                            c.original_position()
                         )));
                     }
                     r.stored.end = stored.end;
@@ -211,7 +218,7 @@ mod tests {
             .map(|i| {
                 let mut c = proto;
                 c.rdi.original_position = i as u64 * 1000;
-                (c.rdi.position, c.rdi.stored_length) = stored[i];
+                (c.rdi.stored_position, c.rdi.stored_length) = stored[i];
                 if i == 1 {
                     c.rdi.transform = Transform::Zstd;
                 }
@@ -234,7 +241,7 @@ mod tests {
         for (case, range, want) in cases {
             assert_eq!(BackendChunks::plan(&m, "k", &range).unwrap(), want, "{case}");
         }
-        m.chunks[3].rdi.position += 1;
+        m.chunks[3].rdi.stored_position += 1;
         let e = BackendChunks::plan(&m, "k", &(2500..3500)).unwrap_err();
         assert!(e.to_string().contains("not stored right after"), "{e}");
     }

@@ -244,7 +244,7 @@ fn transform_chunks(
         first_index += window.len();
         for (c, result) in window.iter_mut().zip(results) {
             let (mut entry, stored) = result?;
-            entry.rdi.position = stored_at;
+            entry.rdi.stored_position = stored_at;
             if matches!(entry.rdi.transform, Transform::Zstd | Transform::ZstdAes256Gcm) {
                 compressed += 1;
             }
@@ -276,7 +276,7 @@ fn transform_chunk(
 ) -> Result<(ChunkEntry, Vec<u8>)> {
     let (decision, stored) = match compressor {
         Some(z) => {
-            let (d, s) = z.apply(&original, c.position())?;
+            let (d, s) = z.apply(&original, c.original_position())?;
             (Some(d), s)
         }
         None => (None, None),
@@ -285,7 +285,7 @@ fn transform_chunk(
         Some(s) => (Transform::Zstd, s),
         None => (Transform::None, original),
     };
-    tracing::trace!(chunk_at = c.position(), ?decision, original = c.data_length, stored = stored.len());
+    tracing::trace!(chunk_at = c.original_position(), ?decision, original = c.data_length, stored = stored.len());
     Ok(match data_key {
         Some(key) => {
             let transform = if transform == Transform::Zstd { Transform::ZstdAes256Gcm } else { Transform::Aes256Gcm };

@@ -110,9 +110,9 @@ impl TieredStorage {
     ) -> Result<Option<u32>> {
         let c = m.chunks[i];
         let key = self.keys(&m.metadata).log;
-        let bytes = self.chunks.read(m, c.position()..c.end()).await?;
+        let bytes = self.chunks.read(m, c.original_position()..c.end()).await?;
         c.verify(&bytes, &key)?;
-        for b in BatchIter::new(&bytes, c.position(), false) {
+        for b in BatchIter::new(&bytes, c.original_position(), false) {
             let b = b.map_err(|e| e.context(&key))?;
             if pred(&b) {
                 return Ok(Some(b.position() as u32));
@@ -137,7 +137,8 @@ mod tests {
             .iter()
             .map(|&len| {
                 let mut c = proto;
-                (c.data_length, c.rdi.stored_length, c.rdi.position, c.rdi.original_position) = (len, len, pos, pos);
+                (c.data_length, c.rdi.stored_length, c.rdi.stored_position, c.rdi.original_position) =
+                    (len, len, pos, pos);
                 pos += len as u64;
                 c
             })

@@ -121,8 +121,8 @@ impl TieredStorage {
         let reads = m.chunks.iter().map(|c| {
             let (chunks, m, key, c) = (self.chunks.clone(), m.clone(), key.clone(), *c);
             async move {
-                let bytes = chunks.read(&m, c.position()..c.end()).await?;
-                m.check_blocks(c.position()..c.end(), &bytes, &key)?;
+                let bytes = chunks.read(&m, c.original_position()..c.end()).await?;
+                m.check_blocks(c.original_position()..c.end(), &bytes, &key)?;
                 c.verify(&bytes, &key)?;
                 Ok::<_, Error>(bytes.len() as u64)
             }

@@ -151,21 +151,27 @@ async fn a_broker_fetch_costs_one_or_two_ranged_reads() {
     let fetch = (1u64 << 20) + (16 << 10);
     let chunk = |at: u64| m.chunks[m.chunk_at_position(at).unwrap()];
     // Blocks are 64 KiB from each chunk's start (the last of a chunk shorter).
-    let floor = |at: u64| chunk(at).position() + (at - chunk(at).position()) / BLOCK * BLOCK;
+    let floor = |at: u64| chunk(at).original_position() + (at - chunk(at).original_position()) / BLOCK * BLOCK;
     let ceil = |at: u64| (floor(at - 1) + BLOCK).min(chunk(at - 1).end());
     let first = |at: u64| ceil(at + FIRST_READ_BYTES) - floor(at);
     let past = |at: u64| chunk(at).end() - at;
     // (case, start, bytes the reader takes, reads started, bytes asked for)
     let cases = [
-        ("inside a chunk, far from its end", c1.position() + 1000, fetch, 1, first(c1.position() + 1000)),
-        ("at a chunk's start", c1.position(), fetch, 1, FIRST_READ_BYTES),
+        (
+            "inside a chunk, far from its end",
+            c1.original_position() + 1000,
+            fetch,
+            1,
+            first(c1.original_position() + 1000),
+        ),
+        ("at a chunk's start", c1.original_position(), fetch, 1, FIRST_READ_BYTES),
         ("near a chunk's end, across it", c1.end() - (100 << 10), fetch, 1, first(c1.end() - (100 << 10))),
         (
             "a little more than the first read: then the rest of that chunk",
-            c1.position() + 1000,
-            first(c1.position() + 1000),
+            c1.original_position() + 1000,
+            first(c1.original_position() + 1000),
             2,
-            first(c1.position() + 1000) + past(ceil(c1.position() + 1000 + FIRST_READ_BYTES)),
+            first(c1.original_position() + 1000) + past(ceil(c1.original_position() + 1000 + FIRST_READ_BYTES)),
         ),
     ];
     for (case, start, wanted, requests, bytes) in cases {
@@ -191,16 +197,16 @@ async fn every_byte_a_fetch_returns_was_checked() {
     let Big { rsm, md, log, m, .. } = big_segment(backend.clone()).await;
     let c1 = m.chunks[1];
     // Start 100 KiB before chunk 1: the first read ends inside chunk 1, the second reads its rest.
-    let start = c1.position() - (100 << 10);
-    assert!(start + FIRST_READ_BYTES > c1.position() && start + FIRST_READ_BYTES < c1.end());
+    let start = c1.original_position() - (100 << 10);
+    assert!(start + FIRST_READ_BYTES > c1.original_position() && start + FIRST_READ_BYTES < c1.end());
     let key = rsm.keys(&md).log;
     let c0 = m.chunks[0];
     // (case, where the damage is, the chunk the error names: None when the fetch succeeds)
     for (case, damage_at, named) in [
-        ("in the part of chunk 1 the first read carries", c1.position() + 1000, Some(c1)),
+        ("in the part of chunk 1 the first read carries", c1.original_position() + 1000, Some(c1)),
         ("in the part of chunk 1 the second read carries", c1.end() - 1000, Some(c1)),
         ("in chunk 0, the one the fetch starts inside", start + 10, Some(c0)),
-        ("in chunk 0, in a block before the fetch", c0.position() + 10, None),
+        ("in chunk 0, in a block before the fetch", c0.original_position() + 10, None),
     ] {
         let mut damaged = log.clone();
         damaged[damage_at as usize] ^= 0x40;
@@ -210,7 +216,7 @@ async fn every_byte_a_fetch_returns_was_checked() {
         match (r, named) {
             (Err(e), Some(c)) => {
                 assert_eq!(e.kind(), ErrorKind::Corrupt, "{case}: {e}");
-                assert!(e.to_string().contains(&format!("chunk at position {}", c.position())), "{case}: {e}");
+                assert!(e.to_string().contains(&format!("chunk at position {}", c.original_position())), "{case}: {e}");
             }
             (Ok(bytes), None) => assert!(bytes[..] == log[start as usize..c1.end() as usize], "{case}"),
             (other, _) => panic!("{case}: {:?}", other.map(|b| b.len())),
@@ -325,7 +331,7 @@ async fn concurrent_readers_of_a_chunk_share_one_read_and_failures_are_not_kept(
     let faults = Arc::new(FaultLayer::new(counting.clone()).with_rule(rule));
     let Big { md, log, m, .. } = big_segment(faults.clone()).await;
     let rsm = Arc::new(cached(faults.clone(), 64 << 20, 0));
-    let at = m.chunks[1].position() + 5000;
+    let at = m.chunks[1].original_position() + 5000;
     let gets = || counts.snapshot().get(Op::Get).requests;
     let before = gets();
     let readers: Vec<_> = (0..8)
@@ -346,7 +352,7 @@ async fn concurrent_readers_of_a_chunk_share_one_read_and_failures_are_not_kept(
     // A failed load is not kept: the next reader loads the chunk again, and gets it.
     faults.clear();
     faults.add_rule(FaultRule { op: Some(Op::Get), key: "*.log".into(), fault: Fault::transient(), times: Some(1) });
-    let at2 = m.chunks[2].position();
+    let at2 = m.chunks[2].original_position();
     let e = collect(rsm.fetch_log_segment(&md, at2 as i32, Some(at2 as i32 + 10)).await.unwrap()).await.unwrap_err();
     assert!(e.is_transient(), "{e}");
     let got = collect(rsm.fetch_log_segment(&md, at2 as i32, Some(at2 as i32 + 10)).await.unwrap()).await.unwrap();
@@ -365,10 +371,10 @@ async fn the_cache_holds_its_bound_and_a_damaged_chunk_is_never_kept() {
 
     let key = rsm.keys(&md).log;
     let mut damaged = log.clone();
-    damaged[m.chunks[3].position() as usize + 7] ^= 1;
+    damaged[m.chunks[3].original_position() as usize + 7] ^= 1;
     backend.put_bytes(&key, Bytes::from(damaged)).await.unwrap();
     let fresh = cached(backend.clone(), 64 << 20, 0);
-    let at = m.chunks[3].position() as i32;
+    let at = m.chunks[3].original_position() as i32;
     for _ in 0..2 {
         let e = collect(fresh.fetch_log_segment(&md, at, Some(at + 10)).await.unwrap()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
@@ -400,7 +406,7 @@ async fn prefetched_chunks_count_as_used_when_read_and_wasted_when_evicted_unrea
     settle().await;
     let s = stats();
     assert_eq!((s.prefetched, s.prefetched_bytes_used), (1, 0), "chunk 1 read ahead, not yet read: {s:?}");
-    let c1 = m.chunks[1].position();
+    let c1 = m.chunks[1].original_position();
     broker_fetch(&rsm, &md, c1).await;
     assert_eq!(stats().prefetched_bytes_used, chunk, "a reader took it");
 
@@ -445,7 +451,7 @@ async fn sequential_readers_are_read_ahead_and_random_ones_not() {
 
     let random = cached(counting.clone(), 64 << 20, 2);
     for pos in [9u64 << 20, 1 << 20, 13 << 20, 5 << 20] {
-        let at = m.chunks[m.chunk_at_position(pos).unwrap()].position();
+        let at = m.chunks[m.chunk_at_position(pos).unwrap()].original_position();
         broker_fetch(&random, &md, at).await;
     }
     assert_eq!(random.chunk_cache_stats().unwrap().prefetched, 0, "no read-ahead for a random reader");

@@ -125,10 +125,10 @@ impl LogSegment {
         let ranges = [
             (0, 0),
             (10, 20),
-            (c[1].position() + 5, c[1].position() + 6),
-            (c[1].position(), c[1].end() - 1),
-            (c[1].end() - 100, c[2].position() + 100),
-            (c[0].position() + 4097, c[3].end() + 3),
+            (c[1].original_position() + 5, c[1].original_position() + 6),
+            (c[1].original_position(), c[1].end() - 1),
+            (c[1].end() - 100, c[2].original_position() + 100),
+            (c[0].original_position() + 4097, c[3].end() + 3),
             (log.len() as u64 - 7, log.len() as u64 - 1),
         ];
         for (a, b) in ranges {

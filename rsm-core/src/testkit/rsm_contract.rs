@@ -463,9 +463,12 @@ pub async fn transforms_round_trip(b: B) {
             assert!(got == log, "{what}: whole fetch differs");
             let c = &m.chunks;
             let n = log.len() as u64;
-            for (s, e) in
-                [(0, 0), (c[1].position() + 5, c[3].position() + 9), (c[2].end() - 1, c[2].end()), (n - 7, n - 1)]
-            {
+            for (s, e) in [
+                (0, 0),
+                (c[1].original_position() + 5, c[3].original_position() + 9),
+                (c[2].end() - 1, c[2].end()),
+                (n - 7, n - 1),
+            ] {
                 let got =
                     collect(reader.fetch_log_segment(&md, s as i32, Some(e as i32)).await.unwrap()).await.unwrap();
                 assert!(got[..] == log[s as usize..=e as usize], "{what}: range {s}..={e} differs");
