@@ -43,7 +43,7 @@
 #![warn(missing_docs)]
 
 mod backend;
-mod config;
+pub mod config;
 mod errors;
 
 pub use backend::{HdfsBackend, TMP_PREFIX};
@@ -56,14 +56,14 @@ use std::sync::Arc;
 
 /// Builds a backend from the `hdfs.*` settings in `r`.
 pub fn from_config(r: &mut ConfigReader<'_>) -> Result<HdfsBackend> {
-    HdfsConfig::read(r)?.build()
+    HdfsBackend::connect(&HdfsConfig::read(r)?)
 }
 
 /// Builds a backend from a store URL `hdfs://host:port/path` (or `hdfs://nameservice/path`,
 /// `viewfs://cluster/path`) and the other `hdfs.*` settings in `r`. The URL's path is the root directory
 /// of the store, so the key prefix returned is always empty.
 pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
-    let backend = HdfsConfig::read_with_url(r, Some(url))?.build()?;
+    let backend = HdfsBackend::connect(&HdfsConfig::read_with_url(r, Some(url))?)?;
     Ok((Arc::new(backend), String::new()))
 }
 

@@ -14,38 +14,16 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// `retry.max.attempts`.
-pub const RETRY_MAX_ATTEMPTS: Setting = Setting::int("retry.max.attempts", 1, 100).with_default(3).with_doc(
-    "(filesystem and HDFS stores) attempts of one call in all, 1 is no retry; only transient failures are retried",
-);
-/// `retry.backoff.ms`.
-pub const RETRY_BACKOFF_MS: Setting = Setting::long("retry.backoff.ms", 1, 60_000)
-    .with_default(100)
-    .with_unit(Unit::Millis)
-    .with_doc("the wait before the first retry, doubled after each retry up to `retry.backoff.max.ms`, with jitter");
-/// `retry.backoff.max.ms`.
-pub const RETRY_BACKOFF_MAX_MS: Setting = Setting::long("retry.backoff.max.ms", 1, 600_000)
-    .with_default(5_000)
-    .with_unit(Unit::Millis)
-    .with_checks("not below `retry.backoff.ms`")
-    .with_doc("the longest wait between attempts");
-/// `retry.deadline.ms`.
-pub const RETRY_DEADLINE_MS: Setting =
-    Setting::long("retry.deadline.ms", 0, 3_600_000).with_default(30_000).with_unit(Unit::Millis).with_doc(
-        "no retry starts later than this after the call began; an attempt in flight is not cut (the store's own \
-         timeouts bound one attempt)",
-    );
-
 /// The retry policy, read from `retry.*` settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryConfig {
-    /// [`RETRY_MAX_ATTEMPTS`]: attempts of one call in all.
+    /// [`Self::MAX_ATTEMPTS`]: attempts of one call in all.
     pub max_attempts: u32,
-    /// [`RETRY_BACKOFF_MS`]: the wait before the first retry; it doubles after each retry.
+    /// [`Self::BACKOFF_MS`]: the wait before the first retry; it doubles after each retry.
     pub initial_backoff: Duration,
-    /// [`RETRY_BACKOFF_MAX_MS`]: the longest wait between attempts.
+    /// [`Self::BACKOFF_MAX_MS`]: the longest wait between attempts.
     pub max_backoff: Duration,
-    /// [`RETRY_DEADLINE_MS`]: no retry starts later than this after the call began. An attempt in flight is
+    /// [`Self::DEADLINE_MS`]: no retry starts later than this after the call began. An attempt in flight is
     /// not cut: the store's own timeouts bound one attempt.
     pub deadline: Duration,
 }
@@ -54,39 +32,61 @@ impl Default for RetryConfig {
     /// The declared defaults.
     fn default() -> Self {
         RetryConfig {
-            max_attempts: RETRY_MAX_ATTEMPTS.default_int(),
-            initial_backoff: Duration::from_millis(RETRY_BACKOFF_MS.default_int()),
-            max_backoff: Duration::from_millis(RETRY_BACKOFF_MAX_MS.default_int()),
-            deadline: Duration::from_millis(RETRY_DEADLINE_MS.default_int()),
+            max_attempts: Self::MAX_ATTEMPTS.default_int(),
+            initial_backoff: Duration::from_millis(Self::BACKOFF_MS.default_int()),
+            max_backoff: Duration::from_millis(Self::BACKOFF_MAX_MS.default_int()),
+            deadline: Duration::from_millis(Self::DEADLINE_MS.default_int()),
         }
     }
 }
 
 impl RetryConfig {
+    /// `retry.max.attempts`.
+    pub const MAX_ATTEMPTS: Setting = Setting::int("retry.max.attempts", 1, 100).with_default(3).with_doc(
+        "(filesystem and HDFS stores) attempts of one call in all, 1 is no retry; only transient failures are retried",
+    );
+    /// `retry.backoff.ms`.
+    pub const BACKOFF_MS: Setting =
+        Setting::long("retry.backoff.ms", 1, 60_000).with_default(100).with_unit(Unit::Millis).with_doc(
+            "the wait before the first retry, doubled after each retry up to `retry.backoff.max.ms`, with jitter",
+        );
+    /// `retry.backoff.max.ms`.
+    pub const BACKOFF_MAX_MS: Setting = Setting::long("retry.backoff.max.ms", 1, 600_000)
+        .with_default(5_000)
+        .with_unit(Unit::Millis)
+        .with_checks("not below `retry.backoff.ms`")
+        .with_doc("the longest wait between attempts");
+    /// `retry.deadline.ms`.
+    pub const DEADLINE_MS: Setting =
+        Setting::long("retry.deadline.ms", 0, 3_600_000).with_default(30_000).with_unit(Unit::Millis).with_doc(
+            "no retry starts later than this after the call began; an attempt in flight is not cut (the store's own \
+             timeouts bound one attempt)",
+        );
+
     /// The settings [`RetryConfig::read`] reads, in the order the documentation lists them.
     pub const SETTINGS: [&'static Setting; 4] =
-        [&RETRY_MAX_ATTEMPTS, &RETRY_BACKOFF_MS, &RETRY_BACKOFF_MAX_MS, &RETRY_DEADLINE_MS];
+        [&Self::MAX_ATTEMPTS, &Self::BACKOFF_MS, &Self::BACKOFF_MAX_MS, &Self::DEADLINE_MS];
 
     /// The keys [`RetryConfig::read`] reads.
     pub const KEYS: [&'static str; 4] =
-        [RETRY_MAX_ATTEMPTS.key, RETRY_BACKOFF_MS.key, RETRY_BACKOFF_MAX_MS.key, RETRY_DEADLINE_MS.key];
+        [Self::MAX_ATTEMPTS.key, Self::BACKOFF_MS.key, Self::BACKOFF_MAX_MS.key, Self::DEADLINE_MS.key];
 
     /// Reads the settings from `r`, with the declared defaults for absent keys.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let ms = |d: Duration| d.as_millis() as u64;
-        let initial_backoff = Duration::from_millis(r.get_int(&RETRY_BACKOFF_MS)?);
-        let max_backoff = Duration::from_millis(r.get_int(&RETRY_BACKOFF_MAX_MS)?);
+        let initial_backoff = Duration::from_millis(r.get_int(&Self::BACKOFF_MS)?);
+        let max_backoff = Duration::from_millis(r.get_int(&Self::BACKOFF_MAX_MS)?);
         if max_backoff < initial_backoff {
             return Err(crate::Error::config(
-                RETRY_BACKOFF_MAX_MS.key,
+                Self::BACKOFF_MAX_MS.key,
                 format!("{} ms is below retry.backoff.ms ({} ms)", ms(max_backoff), ms(initial_backoff)),
             ));
         }
         Ok(RetryConfig {
-            max_attempts: r.get_int(&RETRY_MAX_ATTEMPTS)?,
+            max_attempts: r.get_int(&Self::MAX_ATTEMPTS)?,
             initial_backoff,
             max_backoff,
-            deadline: Duration::from_millis(r.get_int(&RETRY_DEADLINE_MS)?),
+            deadline: Duration::from_millis(r.get_int(&Self::DEADLINE_MS)?),
         })
     }
 
