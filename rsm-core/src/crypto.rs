@@ -72,8 +72,6 @@ pub const ENCRYPTION_KEY_FILE: Setting =
         "the file holding key `<id>`: 64 hexadecimal characters (256 bits), surrounding whitespace ignored; errors \
          name the id and the setting, never the key",
     );
-/// The encryption settings [`FileKeyRing::read`] reads, in the order the documentation lists them.
-pub const SETTINGS: &[&Setting] = &[&ENCRYPTION_ENABLED, &ENCRYPTION_KEY_ID, &ENCRYPTION_KEYS, &ENCRYPTION_KEY_FILE];
 
 /// The setting that turns encryption of new copies on.
 pub const ENCRYPTION_ENABLED_KEY: &str = ENCRYPTION_ENABLED.key;

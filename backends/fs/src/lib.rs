@@ -21,6 +21,8 @@
 
 #![warn(missing_docs)]
 
+pub mod config;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -109,10 +111,10 @@ impl FsBackend {
 
     /// Reads `fs.root` (required), `fs.fsync` (default true) and `fs.root.create` (default false).
     pub fn from_config(r: &mut ConfigReader<'_>) -> Result<Self> {
-        let root = r.required("fs.root")?.to_string();
-        let fsync = r.bool("fs.fsync", true)?;
-        let create = r.bool("fs.root.create", false)?;
-        Self::open_root(&root, fsync, create).map_err(|e| Error::config("fs.root", e.to_string()))
+        let root = r.get_required(&config::ROOT)?.to_string();
+        let fsync = r.get_bool(&config::FSYNC)?;
+        let create = r.get_bool(&config::ROOT_CREATE)?;
+        Self::open_root(&root, fsync, create).map_err(|e| Error::config(config::ROOT.key, e.to_string()))
     }
 
     /// Opens `file:///absolute/path` with `fs.fsync` (default true) and `fs.root.create` (default false)
@@ -126,9 +128,9 @@ impl FsBackend {
                 format!("`{url}`: a file URL needs an absolute path (file:///...)"),
             ));
         }
-        r.ignore("fs.root");
-        let fsync = r.bool("fs.fsync", true)?;
-        let create = r.bool("fs.root.create", false)?;
+        r.ignore(config::ROOT.key);
+        let fsync = r.get_bool(&config::FSYNC)?;
+        let create = r.get_bool(&config::ROOT_CREATE)?;
         Ok((std::sync::Arc::new(Self::open_root(path, fsync, create)?), String::new()))
     }
 

@@ -2,7 +2,7 @@
 
 use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::{ConfigReader, Kind, Setting, Unit};
-use crate::crypto::FileKeyRing;
+use crate::crypto::{self, FileKeyRing};
 use crate::error::{Error, Result};
 use crate::format::transform::CompressionConfig;
 
@@ -104,11 +104,12 @@ pub const FETCH_PREFETCH_CHUNKS: Setting = Setting::int("fetch.prefetch.chunks",
      `fetch.cache.bytes` at once; a random reader gets none",
 );
 /// `fetch.cache.disk.path`.
-pub const FETCH_CACHE_DISK_PATH: Setting = Setting::of(DISK_PATH_KEY, Kind::Path).with_checks("absolute").with_doc(
-    "the chunk cache's disk tier: an absolute directory of its own (one process at a time), kept across \
+pub const FETCH_CACHE_DISK_PATH: Setting =
+    Setting::of(DISK_PATH_KEY, Kind::Path).with_checks("an absolute directory").with_doc(
+        "the chunk cache's disk tier: an absolute directory of its own (one process at a time), kept across \
      restarts; each file is checked against the manifest every time it is read, and dropped and fetched again if \
      it fails",
-);
+    );
 /// `fetch.cache.disk.bytes`.
 pub const FETCH_CACHE_DISK_BYTES: Setting = Setting::long("fetch.cache.disk.bytes", 16 << 20, 64 << 40)
     .with_unit(Unit::Bytes)
@@ -136,8 +137,8 @@ fn read_disk_cache(r: &mut ConfigReader<'_>) -> Result<Option<DiskCacheConfig>> 
     }
 }
 
-/// The settings [`TieredConfig::read`] reads, in the order the documentation lists them (the encryption
-/// settings are [`crate::crypto::SETTINGS`]).
+/// The settings [`TieredConfig::read`] reads (the encryption ones through [`FileKeyRing::read`]), in the order
+/// the documentation lists them.
 pub const SETTINGS: &[&Setting] = &[
     &CHUNK_SIZE,
     &CHUNK_BLOCK_SIZE,
@@ -147,6 +148,10 @@ pub const SETTINGS: &[&Setting] = &[
     &COMPRESSION_HEURISTIC,
     &COMPRESSION_LEVEL,
     &COMPRESSION_MIN_SAVING,
+    &crypto::ENCRYPTION_ENABLED,
+    &crypto::ENCRYPTION_KEY_ID,
+    &crypto::ENCRYPTION_KEYS,
+    &crypto::ENCRYPTION_KEY_FILE,
     &MANIFEST_CACHE_ENTRIES,
     &MANIFEST_CACHE_TTL_MS,
     &FETCH_CACHE_BYTES,
@@ -196,7 +201,7 @@ pub struct TieredConfig {
     /// most of its batches or compressing saves less than [`COMPRESSION_MIN_SAVING`] of it. Segments copied
     /// with other settings, or before, read the same ([`crate::format::transform`]).
     pub compression: Option<CompressionConfig>,
-    /// Envelope encryption ([`crate::crypto::SETTINGS`]): `encryption.enabled` encrypts every chunk of new
+    /// Envelope encryption ([`crypto::ENCRYPTION_ENABLED`] and the others): `encryption.enabled` encrypts every chunk of new
     /// copies with AES-256-GCM under a fresh data key per segment, wrapped under the KEK `encryption.key.id`;
     /// the KEKs are `encryption.keys` (comma-separated ids, the active one among them), each read from the
     /// file `encryption.key.<id>.file` (64 hexadecimal characters). `None` when no keys are listed.
