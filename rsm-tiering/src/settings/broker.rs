@@ -3,74 +3,12 @@
 //! the topic settings.
 
 use super::keys::*;
-use super::parse::{
-    INT_MAX, LAG_MEANING, LOCAL_BYTES_MEANING, LOCAL_MS_MEANING, MAX, MS_PER_HOUR, MS_PER_MINUTE, aliased_bool,
-    opt_cleanup, opt_int,
-};
-use super::resolution::resolve_values;
-use super::topic::{CleanupPolicy, TopicSettings};
+use super::parse::{INT_MAX, MAX, aliased_bool, opt_int};
+use super::topic::{TopicDefaults, TopicSettings};
+use super::values::resolve_values;
 use rsm_core::config::ConfigReader;
 use rsm_core::error::{Error, Result};
 use std::collections::BTreeMap;
-
-/// Broker defaults for the topic settings (`log.*`), which a topic's own values override.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicDefaults {
-    /// `log.retention.ms` (or `.minutes`, `.hours`); -1 unlimited.
-    pub retention_ms: i64,
-    /// `log.retention.bytes`; -1 unlimited.
-    pub retention_bytes: i64,
-    /// `log.local.retention.ms`; -2 use the retention, -1 unlimited.
-    pub local_retention_ms: i64,
-    /// `log.local.retention.bytes`; -2 use the retention, -1 unlimited.
-    pub local_retention_bytes: i64,
-    /// `log.remote.copy.lag.ms`.
-    pub copy_lag_ms: i64,
-    /// `log.remote.copy.lag.bytes`.
-    pub copy_lag_bytes: i64,
-    /// `log.cleanup.policy`.
-    pub cleanup_policy: CleanupPolicy,
-}
-
-impl Default for TopicDefaults {
-    fn default() -> Self {
-        TopicDefaults {
-            retention_ms: DEFAULT_RETENTION_MS,
-            retention_bytes: -1,
-            local_retention_ms: -2,
-            local_retention_bytes: -2,
-            copy_lag_ms: 0,
-            copy_lag_bytes: 0,
-            cleanup_policy: CleanupPolicy::DELETE,
-        }
-    }
-}
-
-impl TopicDefaults {
-    /// Reads the `log.*` defaults. `log.retention.ms` wins over `.minutes`, which wins over `.hours`.
-    pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
-        let d = TopicDefaults::default();
-        let ms = opt_int(r, LOG_RETENTION_MS, -1, MAX, " (-1: unlimited)")?;
-        let minutes = opt_int(r, LOG_RETENTION_MINUTES, -1, MAX / MS_PER_MINUTE, " (-1: unlimited)")?;
-        let hours = opt_int(r, LOG_RETENTION_HOURS, -1, MAX / MS_PER_HOUR, " (-1: unlimited)")?;
-        let scaled = |v: i64, unit: i64| if v < 0 { -1 } else { v * unit };
-        let retention_ms = ms
-            .or(minutes.map(|m| scaled(m, MS_PER_MINUTE)))
-            .or(hours.map(|h| scaled(h, MS_PER_HOUR)))
-            .unwrap_or(d.retention_ms);
-        Ok(TopicDefaults {
-            retention_ms,
-            retention_bytes: opt_int(r, LOG_RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?.unwrap_or(d.retention_bytes),
-            local_retention_ms: opt_int(r, LOG_LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?
-                .unwrap_or(d.local_retention_ms),
-            local_retention_bytes: opt_int(r, LOG_LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?
-                .unwrap_or(d.local_retention_bytes),
-            copy_lag_ms: opt_int(r, LOG_REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_ms),
-            copy_lag_bytes: opt_int(r, LOG_REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_bytes),
-            cleanup_policy: opt_cleanup(r, LOG_CLEANUP_POLICY)?.unwrap_or(d.cleanup_policy),
-        })
-    }
-}
 
 /// The broker's tiering settings (SR-1 … SR-9 and the delayed-upload broker defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,6 +178,7 @@ fn prefix_setting(r: &mut ConfigReader<'_>, key: &str, default: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::CleanupPolicy;
     use crate::settings::test_support::assert_config_error;
     use rsm_core::config::props;
 

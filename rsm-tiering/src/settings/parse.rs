@@ -1,9 +1,11 @@
 //! Reading one typed value out of a [`ConfigReader`]: an integer in a range, a boolean (also one known
-//! under two names), a cleanup policy. Errors name the key, the value and the allowed range.
+//! under two names), a cleanup policy (and the [`CleanupPolicy`] type every settings module shares).
+//! Errors name the key, the value and the allowed range. Below every other settings module: it imports
+//! none of them.
 
-use super::topic::CleanupPolicy;
 use rsm_core::config::ConfigReader;
 use rsm_core::error::{Error, Result};
+use std::fmt;
 
 /// The upper bound of a long setting.
 pub(super) const MAX: i64 = i64::MAX;
@@ -64,4 +66,52 @@ pub(super) fn aliased_bool(r: &mut ConfigReader<'_>, seed: &str, shipped: &str, 
 /// `key` as a [`CleanupPolicy`], or `None` when absent.
 pub(super) fn opt_cleanup(r: &mut ConfigReader<'_>, key: &str) -> Result<Option<CleanupPolicy>> {
     r.string(key).map(|raw| CleanupPolicy::parse(key, raw)).transpose()
+}
+
+/// A topic's `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// `delete` is in the list.
+    pub delete: bool,
+    /// `compact` is in the list.
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    /// `delete`, Kafka's default.
+    pub const DELETE: CleanupPolicy = CleanupPolicy { delete: true, compact: false };
+
+    /// Parses a comma-separated list of `delete` and `compact`.
+    pub fn parse(key: &str, raw: &str) -> Result<CleanupPolicy> {
+        let mut p = CleanupPolicy { delete: false, compact: false };
+        for item in raw.split(',').map(str::trim) {
+            match item {
+                "delete" => p.delete = true,
+                "compact" => p.compact = true,
+                _ => {
+                    return Err(Error::config(
+                        key,
+                        format!("`{raw}` is not a cleanup policy; allowed: delete, compact, or delete,compact"),
+                    ));
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy::DELETE
+    }
+}
+
+impl fmt::Display for CleanupPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.compact, self.delete) {
+            (true, true) => f.write_str("compact,delete"),
+            (true, false) => f.write_str("compact"),
+            (false, _) => f.write_str("delete"),
+        }
+    }
 }
