@@ -2,8 +2,9 @@
 //! managers, their pass-through namespaces, the remote log manager's pools, and the `log.*` defaults of
 //! the topic settings.
 
+use super::catalogue;
 use super::keys::*;
-use super::parse::{INT_MAX, MAX, aliased_bool, opt_int};
+use super::parse::{aliased_bool, opt_declared};
 use super::topic::{TopicDefaults, TopicSettings};
 use super::values::resolve_values;
 use rsm_core::config::ConfigReader;
@@ -82,21 +83,27 @@ impl BrokerSettings {
     /// [`ConfigReader::finish`] after every component has read its keys).
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let d = BrokerSettings::default();
-        let remote_storage_enabled =
-            aliased_bool(r, REMOTE_LOG_STORAGE_ENABLE, REMOTE_LOG_STORAGE_SYSTEM_ENABLE, false)?;
+        let remote_storage_enabled = aliased_bool(
+            r,
+            REMOTE_LOG_STORAGE_ENABLE,
+            REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
+            catalogue::REMOTE_LOG_STORAGE_ENABLE.default_bool(),
+        )?;
         let storage_manager = r.string(STORAGE_MANAGER_CLASS_NAME).map(str::to_string);
         let storage_manager_class_path = r.string(STORAGE_MANAGER_CLASS_PATH).map(str::to_string);
         let metadata_manager = r.string(METADATA_MANAGER_CLASS_NAME).unwrap_or(DEFAULT_METADATA_MANAGER).to_string();
         let metadata_manager_class_path = r.string(METADATA_MANAGER_CLASS_PATH).map(str::to_string);
         let storage_manager_prefix = prefix_setting(r, STORAGE_MANAGER_IMPL_PREFIX, DEFAULT_STORAGE_MANAGER_PREFIX);
         let metadata_manager_prefix = prefix_setting(r, METADATA_MANAGER_IMPL_PREFIX, DEFAULT_METADATA_MANAGER_PREFIX);
-        let custom_metadata_max_bytes =
-            opt_int(r, CUSTOM_METADATA_MAX_BYTES, 0, INT_MAX, "")?.map_or(d.custom_metadata_max_bytes, |v| v as u32);
-        let thread_pool_size = opt_int(r, THREAD_POOL_SIZE, 1, INT_MAX, "")?.map_or(d.thread_pool_size, |v| v as u32);
-        let task_interval_ms = opt_int(r, TASK_INTERVAL_MS, 1, MAX, "")?.map_or(d.task_interval_ms, |v| v as u64);
-        let reader_threads = opt_int(r, READER_THREADS, 1, INT_MAX, "")?.map_or(d.reader_threads, |v| v as u32);
+        let custom_metadata_max_bytes = opt_declared(r, &catalogue::CUSTOM_METADATA_MAX_BYTES, "")?
+            .map_or(d.custom_metadata_max_bytes, |v| v as u32);
+        let thread_pool_size =
+            opt_declared(r, &catalogue::THREAD_POOL_SIZE, "")?.map_or(d.thread_pool_size, |v| v as u32);
+        let task_interval_ms =
+            opt_declared(r, &catalogue::TASK_INTERVAL_MS, "")?.map_or(d.task_interval_ms, |v| v as u64);
+        let reader_threads = opt_declared(r, &catalogue::READER_THREADS, "")?.map_or(d.reader_threads, |v| v as u32);
         let reader_max_pending_tasks =
-            opt_int(r, READER_MAX_PENDING_TASKS, 1, INT_MAX, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
+            opt_declared(r, &catalogue::READER_MAX_PENDING_TASKS, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
         let topic_defaults = TopicDefaults::read(r)?;
 
         let seed_storage = pass_through(r, STORAGE_NAMESPACE, STORAGE_RESERVED);

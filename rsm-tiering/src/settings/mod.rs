@@ -8,17 +8,19 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | [`keys`] | the catalogue of key names, aliases and defaults |
+//! | [`keys`] | the key names, aliases and defaults |
 //! | `parse` | one typed value out of a `ConfigReader`, with errors that name the key, value and range; [`CleanupPolicy`] |
+//! | [`catalogue`] | every setting declared once ([`rsm_core::config::Setting`]): type, range, default, checks; the docs are generated from it |
 //! | `topic` | [`TopicSettings`] and the broker's `log.*` [`TopicDefaults`] of them |
 //! | `values` | topic over defaults, -2 and -1 resolved, cross-key checks (SR-10, SR-11, KIP-1241) into [`RetentionLimits`], [`RemoteRetention`], [`CopyLag`] |
 //! | `broker` | [`BrokerSettings`] (SR-1 … SR-9) |
 //! | `resolution` | [`TopicPolicy`]: topic over broker; [`validate_create`] and [`validate_alter`] (SR-12) |
 //!
-//! Each module imports only those above it in this table (`keys` and `parse` import none), so the
-//! modules form a tree.
+//! Each module imports only modules above it in this table (`keys` and `parse` import none of them), so
+//! the modules form a tree.
 
 mod broker;
+pub mod catalogue;
 pub mod keys;
 mod parse;
 mod resolution;

@@ -1,10 +1,10 @@
 //! A topic's own tiering settings as given ([`TopicSettings`]), and the broker's `log.*` defaults of them
 //! ([`TopicDefaults`]).
 
-use super::keys::*;
+use super::catalogue;
 use super::parse::{
-    CleanupPolicy, LAG_MEANING, LOCAL_BYTES_MEANING, LOCAL_MS_MEANING, MAX, MS_PER_HOUR, MS_PER_MINUTE, opt_bool,
-    opt_cleanup, opt_int,
+    CleanupPolicy, LAG_MEANING, LOCAL_BYTES_MEANING, LOCAL_MS_MEANING, MS_PER_HOUR, MS_PER_MINUTE, UNLIMITED_MEANING,
+    opt_bool, opt_cleanup, opt_declared,
 };
 use rsm_core::config::ConfigReader;
 use rsm_core::error::Result;
@@ -30,15 +30,16 @@ pub struct TopicDefaults {
 }
 
 impl Default for TopicDefaults {
+    /// The declared defaults ([`catalogue`]).
     fn default() -> Self {
         TopicDefaults {
-            retention_ms: DEFAULT_RETENTION_MS,
-            retention_bytes: -1,
-            local_retention_ms: -2,
-            local_retention_bytes: -2,
-            copy_lag_ms: 0,
-            copy_lag_bytes: 0,
-            cleanup_policy: CleanupPolicy::DELETE,
+            retention_ms: catalogue::LOG_RETENTION_MS.default_int(),
+            retention_bytes: catalogue::LOG_RETENTION_BYTES.default_int(),
+            local_retention_ms: catalogue::LOG_LOCAL_RETENTION_MS.default_int(),
+            local_retention_bytes: catalogue::LOG_LOCAL_RETENTION_BYTES.default_int(),
+            copy_lag_ms: catalogue::LOG_REMOTE_COPY_LAG_MS.default_int(),
+            copy_lag_bytes: catalogue::LOG_REMOTE_COPY_LAG_BYTES.default_int(),
+            cleanup_policy: CleanupPolicy::DELETE, // LOG_CLEANUP_POLICY's default
         }
     }
 }
@@ -47,9 +48,9 @@ impl TopicDefaults {
     /// Reads the `log.*` defaults. `log.retention.ms` wins over `.minutes`, which wins over `.hours`.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let d = TopicDefaults::default();
-        let ms = opt_int(r, LOG_RETENTION_MS, -1, MAX, " (-1: unlimited)")?;
-        let minutes = opt_int(r, LOG_RETENTION_MINUTES, -1, MAX / MS_PER_MINUTE, " (-1: unlimited)")?;
-        let hours = opt_int(r, LOG_RETENTION_HOURS, -1, MAX / MS_PER_HOUR, " (-1: unlimited)")?;
+        let ms = opt_declared(r, &catalogue::LOG_RETENTION_MS, UNLIMITED_MEANING)?;
+        let minutes = opt_declared(r, &catalogue::LOG_RETENTION_MINUTES, UNLIMITED_MEANING)?;
+        let hours = opt_declared(r, &catalogue::LOG_RETENTION_HOURS, UNLIMITED_MEANING)?;
         let scaled = |v: i64, unit: i64| if v < 0 { -1 } else { v * unit };
         let retention_ms = ms
             .or(minutes.map(|m| scaled(m, MS_PER_MINUTE)))
@@ -57,14 +58,16 @@ impl TopicDefaults {
             .unwrap_or(d.retention_ms);
         Ok(TopicDefaults {
             retention_ms,
-            retention_bytes: opt_int(r, LOG_RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?.unwrap_or(d.retention_bytes),
-            local_retention_ms: opt_int(r, LOG_LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?
+            retention_bytes: opt_declared(r, &catalogue::LOG_RETENTION_BYTES, UNLIMITED_MEANING)?
+                .unwrap_or(d.retention_bytes),
+            local_retention_ms: opt_declared(r, &catalogue::LOG_LOCAL_RETENTION_MS, LOCAL_MS_MEANING)?
                 .unwrap_or(d.local_retention_ms),
-            local_retention_bytes: opt_int(r, LOG_LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?
+            local_retention_bytes: opt_declared(r, &catalogue::LOG_LOCAL_RETENTION_BYTES, LOCAL_BYTES_MEANING)?
                 .unwrap_or(d.local_retention_bytes),
-            copy_lag_ms: opt_int(r, LOG_REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_ms),
-            copy_lag_bytes: opt_int(r, LOG_REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_bytes),
-            cleanup_policy: opt_cleanup(r, LOG_CLEANUP_POLICY)?.unwrap_or(d.cleanup_policy),
+            copy_lag_ms: opt_declared(r, &catalogue::LOG_REMOTE_COPY_LAG_MS, LAG_MEANING)?.unwrap_or(d.copy_lag_ms),
+            copy_lag_bytes: opt_declared(r, &catalogue::LOG_REMOTE_COPY_LAG_BYTES, LAG_MEANING)?
+                .unwrap_or(d.copy_lag_bytes),
+            cleanup_policy: opt_cleanup(r, catalogue::LOG_CLEANUP_POLICY.key)?.unwrap_or(d.cleanup_policy),
         })
     }
 }
@@ -106,16 +109,16 @@ impl TopicSettings {
     /// Reads these settings out of a reader that may hold other topic settings too.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         Ok(TopicSettings {
-            remote_storage_enable: opt_bool(r, REMOTE_STORAGE_ENABLE)?,
-            cleanup_policy: opt_cleanup(r, CLEANUP_POLICY)?,
-            retention_ms: opt_int(r, RETENTION_MS, -1, MAX, " (-1: unlimited)")?,
-            retention_bytes: opt_int(r, RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?,
-            local_retention_ms: opt_int(r, LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?,
-            local_retention_bytes: opt_int(r, LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?,
-            remote_log_retention_minutes: opt_int(r, REMOTE_LOG_RETENTION_MINUTES, 1, MAX / MS_PER_MINUTE, "")?,
-            remote_log_retention_bytes: opt_int(r, REMOTE_LOG_RETENTION_BYTES, 1, MAX, "")?,
-            remote_copy_lag_ms: opt_int(r, REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?,
-            remote_copy_lag_bytes: opt_int(r, REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?,
+            remote_storage_enable: opt_bool(r, catalogue::REMOTE_STORAGE_ENABLE.key)?,
+            cleanup_policy: opt_cleanup(r, catalogue::CLEANUP_POLICY.key)?,
+            retention_ms: opt_declared(r, &catalogue::RETENTION_MS, UNLIMITED_MEANING)?,
+            retention_bytes: opt_declared(r, &catalogue::RETENTION_BYTES, UNLIMITED_MEANING)?,
+            local_retention_ms: opt_declared(r, &catalogue::LOCAL_RETENTION_MS, LOCAL_MS_MEANING)?,
+            local_retention_bytes: opt_declared(r, &catalogue::LOCAL_RETENTION_BYTES, LOCAL_BYTES_MEANING)?,
+            remote_log_retention_minutes: opt_declared(r, &catalogue::REMOTE_LOG_RETENTION_MINUTES, "")?,
+            remote_log_retention_bytes: opt_declared(r, &catalogue::REMOTE_LOG_RETENTION_BYTES, "")?,
+            remote_copy_lag_ms: opt_declared(r, &catalogue::REMOTE_COPY_LAG_MS, LAG_MEANING)?,
+            remote_copy_lag_bytes: opt_declared(r, &catalogue::REMOTE_COPY_LAG_BYTES, LAG_MEANING)?,
         })
     }
 
@@ -133,6 +136,7 @@ impl TopicSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::keys::DEFAULT_RETENTION_MS;
     use crate::settings::test_support::assert_config_error;
     use rsm_core::config::props;
 
