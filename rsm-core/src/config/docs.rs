@@ -109,3 +109,28 @@ pub fn check_page(page: &Path, tables: &[(&str, String)], bless_command: &str) -
         page.display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Unit;
+
+    #[test]
+    fn tables_render_between_markers() {
+        const A: Setting =
+            Setting::long("a.ms", 1, 10_000).with_default(1000).with_unit(Unit::Millis).with_doc("waits");
+        const B: Setting = Setting::bool("b", false).with_doc("turns it on").with_note("ours");
+        let t = table(&[&A, &B], &[Column::Key, Column::Default, Column::Meaning, Column::Note("note")]);
+        assert_eq!(
+            t,
+            "| key | default | meaning | note |\n|---|---|---|---|\n\
+             | `a.ms` | 1 s (1000 ms) | waits ([1 ms, 10 s (10000 ms)]) |  |\n\
+             | `b` | false | turns it on | ours |\n"
+        );
+        let page = "intro\n<!-- settings:x:begin -->\nold\n<!-- settings:x:end -->\nrest\n";
+        let new = replace_between_markers(page, "x", "| new |\n").unwrap();
+        assert_eq!(new, "intro\n<!-- settings:x:begin -->\n| new |\n<!-- settings:x:end -->\nrest\n");
+        assert_eq!(replace_between_markers(&new, "x", "| new |\n").unwrap(), new, "idempotent");
+        assert!(replace_between_markers(page, "y", "").unwrap_err().contains("settings:y:begin"));
+    }
+}

@@ -266,16 +266,18 @@ impl Setting {
         match (range.is_empty(), self.checks.is_empty()) {
             (_, true) => range,
             (true, false) => self.checks.to_string(),
+            (false, false) if self.checks.starts_with('(') => format!("{range} {}", self.checks),
             (false, false) => format!("{range}; {}", self.checks),
         }
     }
 }
 
-/// `v` in `unit` as a reader would write it: `4 MiB` (and `4194304`), `1 h` (and `3600000`), `2³¹−1`.
+/// `v` in `unit` as a reader would write it: `4 MiB (4194304)`, `1 h (3600000 ms)`, `2³¹−1`.
 pub fn amount(v: i128, unit: Unit) -> String {
     let plain = match v {
         0x7fff_ffff => return "2³¹−1".into(),
         0x7fff_ffff_ffff_ffff => return "2⁶³−1".into(),
+        0xffff_ffff_ffff_ffff => return "2⁶⁴−1".into(),
         v if v < 0 => format!("−{}", -v),
         v => v.to_string(),
     };
@@ -293,5 +295,44 @@ pub fn amount(v: i128, unit: Unit) -> String {
         Some(h) if h.ends_with("ms") => h,
         Some(h) => format!("{h} ({plain})"),
         None => plain,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_read_as_people_write_them() {
+        assert_eq!(amount(4 << 20, Unit::Bytes), "4 MiB (4194304)");
+        assert_eq!(amount(1000, Unit::Bytes), "1000");
+        assert_eq!(amount(3_600_000, Unit::Millis), "1 h (3600000 ms)");
+        assert_eq!(amount(100, Unit::Millis), "100 ms");
+        assert_eq!(amount(0, Unit::Millis), "0");
+        assert_eq!(amount(-2, Unit::Count), "−2");
+        assert_eq!(amount(i32::MAX as i128, Unit::Count), "2³¹−1");
+        assert_eq!(amount(i64::MAX as i128, Unit::Millis), "2⁶³−1");
+    }
+
+    #[test]
+    fn a_declaration_gives_its_range_default_and_documentation() {
+        const S: Setting = Setting::int("a.b", 1, 64).with_default(4).with_checks("(SR-0)").with_doc("things");
+        assert_eq!(S.range::<u32>(), 1..=64);
+        assert_eq!(S.default_int::<usize>(), 4);
+        assert_eq!(
+            (S.shown_key(), S.shown_default(), S.shown_validation()),
+            ("`a.b`".into(), "4".into(), "[1, 64] (SR-0)".into())
+        );
+        const B: Setting = Setting::bool("c", true).with_checks("only with `a.b`");
+        assert!(B.default_bool());
+        assert_eq!(B.shown_validation(), "`true`/`false`; only with `a.b`");
+        let t = Setting::of("d", Kind::Choice(&["x", "y"])).with_text_default("x");
+        assert_eq!((t.kind.name(), t.shown_default()), ("`x` or `y`".to_string(), "`x`".to_string()));
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn a_range_the_type_cannot_hold_is_a_declaration_mistake() {
+        let _ = Setting::int("e", -1, 10).range::<u32>();
     }
 }
