@@ -14,8 +14,7 @@ pub const ROOT_CREATE: Setting = Setting::bool("fs.root.create", false).with_doc
 );
 /// `fs.root`.
 pub const ROOT: Setting = Setting::of("fs.root", Kind::Path)
-    .with_checks("required by `FsBackend::from_config`")
-    .with_doc("(filesystem store) the root, for `FsBackend::from_config` (a `file://` URL names it otherwise)");
+    .with_doc("(filesystem store) the root, required by `FsBackend::from_config` (a `file://` URL names it otherwise)");
 
 /// The settings the filesystem store reads, in the order the documentation lists them.
 pub const SETTINGS: &[&Setting] = &[&FSYNC, &ROOT_CREATE, &ROOT];

@@ -13,11 +13,13 @@
 //! disk under its mount point.
 //!
 //! # Settings
+//! <!-- settings:fs:begin -->
 //! | key | default | meaning |
 //! |---|---|---|
-//! | `fs.fsync` | true | fsync every object and its directory before it becomes visible |
-//! | `fs.root.create` | false | create the root directory (and its parents) when the store opens, if missing |
-//! | `fs.root` | none | the root, for [`FsBackend::from_config`] (a `file://` URL names it otherwise) |
+//! | `fs.fsync` | true | (filesystem store) fsync every object and its directory before it becomes visible |
+//! | `fs.root.create` | false | (filesystem store) create the store's directory (and its parents) when it opens if it is missing; otherwise a missing directory is an error naming it. The store never recreates its directory afterwards: if it vanishes (deleted, share unmounted) every call fails naming it, and nothing is written in its place |
+//! | `fs.root` | (none) | (filesystem store) the root, required by `FsBackend::from_config` (a `file://` URL names it otherwise) |
+//! <!-- settings:fs:end -->
 
 #![warn(missing_docs)]
 
