@@ -33,9 +33,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// The Kafka key of [`ReaderPoolConfig::readers`].
-pub const READERS_KEY: &str = "remote.log.reader.threads";
+pub const READERS_KEY: &str = rsm_tiering::settings::keys::READER_THREADS;
 /// The Kafka key of [`ReaderPoolConfig::queue`].
-pub const QUEUE_KEY: &str = "remote.log.reader.max.pending.tasks";
+pub const QUEUE_KEY: &str = rsm_tiering::settings::keys::READER_MAX_PENDING_TASKS;
 /// The delay before the first retry of a read that failed transiently; it doubles with each retry.
 pub const READ_RETRY_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest delay between two attempts of a read.

@@ -26,13 +26,13 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// The Kafka key of [`SchedulerConfig::workers`].
-pub const WORKERS_KEY: &str = "remote.log.manager.thread.pool.size";
+pub const WORKERS_KEY: &str = rsm_tiering::settings::keys::THREAD_POOL_SIZE;
 /// The Kafka key of [`SchedulerConfig::interval`].
-pub const INTERVAL_KEY: &str = "remote.log.manager.task.interval.ms";
+pub const INTERVAL_KEY: &str = rsm_tiering::settings::keys::TASK_INTERVAL_MS;
 /// The Kafka key of [`SchedulerConfig::backoff_initial`].
-pub const BACKOFF_KEY: &str = "remote.log.manager.task.retry.backoff.ms";
+pub const BACKOFF_KEY: &str = crate::config::RETRY_BACKOFF_MS.key;
 /// The Kafka key of [`SchedulerConfig::backoff_max`].
-pub const BACKOFF_MAX_KEY: &str = "remote.log.manager.task.retry.backoff.max.ms";
+pub const BACKOFF_MAX_KEY: &str = crate::config::RETRY_BACKOFF_MAX_MS.key;
 
 /// Settings of a [`Scheduler`].
 #[derive(Clone, Debug, PartialEq, Eq)]
