@@ -24,7 +24,7 @@
 //! - **Keys in memory.** [`KeyBytes`] prints `[redacted]` and is zeroed when dropped; no error names key
 //!   bytes, only key ids and settings.
 
-use crate::config::ConfigReader;
+use crate::config::{ConfigReader, Kind, Setting};
 use crate::error::{Error, Result};
 use crate::model::Uuid;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
@@ -68,16 +68,43 @@ pub struct ChunkBinding {
     pub last_offset: i64,
 }
 
-/// The setting that turns encryption of new copies on.
-pub const ENCRYPTION_ENABLED_KEY: &str = "encryption.enabled";
-/// The setting naming the active KEK (new copies are wrapped under it).
-pub const ENCRYPTION_KEY_ID_KEY: &str = "encryption.key.id";
-/// The setting listing the KEK ids kept for reading.
-pub const ENCRYPTION_KEYS_KEY: &str = "encryption.keys";
+/// `encryption.enabled`: encrypt new copies.
+pub const ENCRYPTION_ENABLED: Setting = Setting::bool("encryption.enabled", false).with_doc(
+    "encrypt every chunk of a new copy with AES-256-GCM (after compression; a chunk left uncompressed block by \
+     block, so a read of part of it decrypts only its blocks) under a fresh data key per segment, wrapped \
+     (AES-256-GCM) under the key-encryption key `encryption.key.id`; a chunk's associated data binds its segment, \
+     index, position and length, so a chunk moved, reordered or swapped reads as corrupt; segments copied before, \
+     or without it, read as they are",
+);
+/// `encryption.key.id`: the active KEK.
+pub const ENCRYPTION_KEY_ID: Setting = Setting::of("encryption.key.id", Kind::String)
+    .with_checks("must be listed in `encryption.keys`; required with `encryption.enabled`")
+    .with_doc("the active key-encryption key id: new copies are wrapped under it");
+/// `encryption.keys`: the KEK ids kept for reading.
+pub const ENCRYPTION_KEYS: Setting = Setting::of("encryption.keys", Kind::List)
+    .with_checks("ids of 1 … 255 characters of letters, digits, `.`, `_`, `-`")
+    .with_doc(
+        "comma-separated key-encryption key ids kept for reading; listed keys are loaded even with \
+         `encryption.enabled=false`, so encrypted segments still read; a segment whose key id is not listed fails \
+         with a config error naming the id",
+    );
+/// `encryption.key.<id>.file`: the file of one KEK (a family: one key per listed id, see [`key_file_setting`]).
+pub const ENCRYPTION_KEY_FILE: Setting =
+    Setting::of("encryption.key.<id>.file", Kind::Path).with_checks("required for every listed id").with_doc(
+        "the file holding key `<id>`: 64 hexadecimal characters (256 bits), surrounding whitespace ignored; errors \
+         name the id and the setting, never the key",
+    );
 
-/// The setting of the file holding KEK `id`.
+/// The setting that turns encryption of new copies on.
+pub const ENCRYPTION_ENABLED_KEY: &str = ENCRYPTION_ENABLED.key;
+/// The setting naming the active KEK (new copies are wrapped under it).
+pub const ENCRYPTION_KEY_ID_KEY: &str = ENCRYPTION_KEY_ID.key;
+/// The setting listing the KEK ids kept for reading.
+pub const ENCRYPTION_KEYS_KEY: &str = ENCRYPTION_KEYS.key;
+
+/// The setting of the file holding KEK `id` ([`ENCRYPTION_KEY_FILE`] with `<id>` filled in).
 pub fn key_file_setting(id: &str) -> String {
-    format!("encryption.key.{id}.file")
+    ENCRYPTION_KEY_FILE.key.replace("<id>", id)
 }
 
 /// 256 bits of key material. `Debug` prints `[redacted]`; the bytes are zeroed on drop.
@@ -181,9 +208,9 @@ impl FileKeyRing {
     /// must be false). A keyring is read whenever keys are listed, so a reader with encryption off still
     /// reads encrypted segments. Errors name the setting and the key id, never key bytes.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Option<(Self, bool)>> {
-        let enabled = r.bool(ENCRYPTION_ENABLED_KEY, false)?;
-        let active = r.string(ENCRYPTION_KEY_ID_KEY).map(str::to_string);
-        let listed = r.string(ENCRYPTION_KEYS_KEY);
+        let enabled = r.get_bool(&ENCRYPTION_ENABLED)?;
+        let active = r.get_string(&ENCRYPTION_KEY_ID).map(str::to_string);
+        let listed = r.get_string(&ENCRYPTION_KEYS);
         let Some(listed) = listed else {
             if enabled {
                 return Err(Error::config(ENCRYPTION_KEYS_KEY, format!("is required with `{ENCRYPTION_ENABLED_KEY}`")));

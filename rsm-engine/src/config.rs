@@ -1,44 +1,58 @@
 //! The engine's settings: Kafka's broker tiering settings (`remote.log.*`, `log.*`), the topic settings
 //! every partition the engine runs gets unless it is given its own, and the engine's own few keys.
 
-use rsm_core::config::ConfigReader;
+use rsm_core::config::{ConfigReader, Setting};
 use rsm_core::error::{Error, Result};
 use rsm_tiering::settings::{BrokerSettings, TopicPolicy, TopicSettings};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `rsm.engine.broker.id`: the id written as the broker of every metadata event (default 0).
-pub const BROKER_ID: &str = "rsm.engine.broker.id";
-/// `rsm.engine.remote.index.max.bytes`: a new set of SR-32 partition index files starts when its
-/// remoteLogIndex file would pass this size (default 64 MiB).
-pub const INDEX_MAX_BYTES: &str = "rsm.engine.remote.index.max.bytes";
+/// `remote.log.manager.task.retry.backoff.ms`: the first wait after a failed run (Kafka's key).
+pub const RETRY_BACKOFF_MS: Setting = Setting::long("remote.log.manager.task.retry.backoff.ms", 1, 86_400_000)
+    .with_default(500)
+    .with_doc("the first wait after a failed run of a partition's task")
+    .with_note("Kafka's key: the first wait after a failed run; doubled after each failure, with jitter");
+/// `remote.log.manager.task.retry.backoff.max.ms`: the longest wait after failed runs (Kafka's key).
+pub const RETRY_BACKOFF_MAX_MS: Setting = Setting::long("remote.log.manager.task.retry.backoff.max.ms", 1, 86_400_000)
+    .with_default(30_000)
+    .with_checks("not below the first wait")
+    .with_doc("the longest wait after failed runs")
+    .with_note("Kafka's key: the longest wait");
 /// `rsm.engine.remote.timeout.ms`: the longest one copy or deletion of a segment may take in the store
-/// before it is given up as a transient failure (default 600000, ten minutes), so a hanging store holds a
-/// partition's task no longer than this and never a worker for good (SR-36).
-pub const REMOTE_TIMEOUT_MS: &str = "rsm.engine.remote.timeout.ms";
-/// `remote.log.manager.task.retry.backoff.ms`: the first wait after a failed run (Kafka's key; default 500).
-pub const RETRY_BACKOFF_MS: &str = "remote.log.manager.task.retry.backoff.ms";
-/// `remote.log.manager.task.retry.backoff.max.ms`: the longest wait after failed runs (default 30000).
-pub const RETRY_BACKOFF_MAX_MS: &str = "remote.log.manager.task.retry.backoff.max.ms";
+/// before it is given up as a transient failure, so a hanging store holds a partition's task no longer than
+/// this and never a worker for good (SR-36).
+pub const REMOTE_TIMEOUT_MS: Setting = Setting::long("rsm.engine.remote.timeout.ms", 1, 86_400_000)
+    .with_default(600_000)
+    .with_doc("the longest one copy, deletion or index read of a segment may take in the store")
+    .with_note(
+        "*ours*: the longest one copy, deletion or index read of a segment may take in the store; past it the run \
+         fails as transient and is retried, so a hanging store holds a partition no longer than this (SR-36)",
+    );
+/// `rsm.engine.broker.id`: the id written as the broker of every metadata event.
+pub const BROKER_ID: Setting = Setting::int("rsm.engine.broker.id", 0, i32::MAX as i128)
+    .with_default(0)
+    .with_doc("the broker id of the metadata events the engine writes")
+    .with_note("*ours*: the broker id of the metadata events the engine writes");
+/// `rsm.engine.remote.index.max.bytes`: a new set of SR-32 partition index files starts when its
+/// remoteLogIndex file would pass this size.
+pub const INDEX_MAX_BYTES: Setting = Setting::long("rsm.engine.remote.index.max.bytes", 4096, 1 << 32)
+    .with_default(64 << 20)
+    .with_doc("the size at which a new set of SR-32 partition index files starts")
+    .with_note("*ours*: a new set of SR-32 partition index files starts when its remoteLogIndex would pass this");
+
+/// The engine's own settings (beside the broker's and the topic's), in the order `docs/settings.md` lists
+/// them.
+pub const SETTINGS: &[&Setting] =
+    &[&RETRY_BACKOFF_MS, &RETRY_BACKOFF_MAX_MS, &REMOTE_TIMEOUT_MS, &BROKER_ID, &INDEX_MAX_BYTES];
 
 /// Whether `key` is one of the engine's settings (a broker tiering key, a topic key, an engine key) rather
 /// than a store's: a host that reads one properties file splits it by this.
 pub fn is_engine_key(key: &str) -> bool {
-    use rsm_tiering::settings::keys as k;
-    const TOPIC: [&str; 10] = [
-        k::REMOTE_STORAGE_ENABLE,
-        k::CLEANUP_POLICY,
-        k::RETENTION_MS,
-        k::RETENTION_BYTES,
-        k::LOCAL_RETENTION_MS,
-        k::LOCAL_RETENTION_BYTES,
-        k::REMOTE_LOG_RETENTION_MINUTES,
-        k::REMOTE_LOG_RETENTION_BYTES,
-        k::REMOTE_COPY_LAG_MS,
-        k::REMOTE_COPY_LAG_BYTES,
-    ];
-    ["remote.log.", "log.", "rsm.engine.", "rlmm.config."].iter().any(|p| key.starts_with(p)) || TOPIC.contains(&key)
+    use rsm_tiering::settings::catalogue::TOPIC_SETTINGS;
+    use rsm_tiering::settings::keys::DEFAULT_METADATA_MANAGER_PREFIX;
+    ["remote.log.", "log.", "rsm.engine.", DEFAULT_METADATA_MANAGER_PREFIX].iter().any(|p| key.starts_with(p))
+        || TOPIC_SETTINGS.iter().any(|s| s.key == key)
 }
 
 /// Runs one store operation of the engine under [`EngineConfig::remote_timeout`]: past it, a transient
@@ -51,7 +65,7 @@ pub(crate) async fn within<T>(
     match tokio::time::timeout(config.remote_timeout, f).await {
         Ok(r) => r,
         Err(_) => Err(Error::retriable(
-            format!("{} took longer than {REMOTE_TIMEOUT_MS} ({} ms)", what(), config.remote_timeout.as_millis()),
+            format!("{} took longer than {} ({} ms)", what(), REMOTE_TIMEOUT_MS.key, config.remote_timeout.as_millis()),
             "timed out",
         )),
     }
@@ -102,23 +116,22 @@ impl std::fmt::Debug for EngineConfig {
 }
 
 impl EngineConfig {
-    /// Reads a map holding broker tiering keys, topic keys and the engine's keys ([`BROKER_ID`],
-    /// [`INDEX_MAX_BYTES`], [`RETRY_BACKOFF_MS`], [`RETRY_BACKOFF_MAX_MS`]); any other key is an error
+    /// Reads a map holding broker tiering keys, topic keys and the engine's keys ([`SETTINGS`]); any other key is an error
     /// naming it. The broker's own checks apply (remote storage on needs a storage manager named).
     pub fn from_props(props: &BTreeMap<String, String>) -> Result<Self> {
         let mut r = ConfigReader::new(props);
         let broker = BrokerSettings::read(&mut r)?;
         let topic = TopicSettings::read(&mut r)?;
-        let broker_id = r.int_in(BROKER_ID, 0i32, 0..=i32::MAX)?;
-        let index_max_bytes = r.int_in(INDEX_MAX_BYTES, 64u64 << 20, 4096..=(1u64 << 32))?;
-        let backoff = r.int_in(RETRY_BACKOFF_MS, 500u64, 1..=86_400_000)?;
-        let backoff_max = r.int_in(RETRY_BACKOFF_MAX_MS, 30_000u64, 1..=86_400_000)?;
-        let remote_timeout = r.int_in(REMOTE_TIMEOUT_MS, 600_000u64, 1..=86_400_000)?;
+        let broker_id: i32 = r.get_int(&BROKER_ID)?;
+        let index_max_bytes: u64 = r.get_int(&INDEX_MAX_BYTES)?;
+        let backoff: u64 = r.get_int(&RETRY_BACKOFF_MS)?;
+        let backoff_max: u64 = r.get_int(&RETRY_BACKOFF_MAX_MS)?;
+        let remote_timeout: u64 = r.get_int(&REMOTE_TIMEOUT_MS)?;
         r.finish()?;
         if backoff_max < backoff {
             return Err(Error::config(
-                RETRY_BACKOFF_MAX_MS,
-                format!("{backoff_max} is below {RETRY_BACKOFF_MS} ({backoff})"),
+                RETRY_BACKOFF_MAX_MS.key,
+                format!("{backoff_max} is below {} ({backoff})", RETRY_BACKOFF_MS.key),
             ));
         }
         // The topic defaults must resolve with the broker's, or every partition would fail alike.
@@ -162,8 +175,8 @@ mod tests {
             ("remote.log.storage.manager.class.name", "rsm"),
             ("remote.log.manager.thread.pool.size", "4"),
             ("retention.ms", "60000"),
-            (BROKER_ID, "7"),
-            (RETRY_BACKOFF_MS, "10"),
+            (BROKER_ID.key, "7"),
+            (RETRY_BACKOFF_MS.key, "10"),
         ]))
         .unwrap();
         assert!(c.broker.remote_storage_enabled);
@@ -181,7 +194,7 @@ mod tests {
             "local.retention.bytes",
             "log.retention.hours",
             "remote.log.manager.thread.pool.size",
-            BROKER_ID,
+            BROKER_ID.key,
         ] {
             assert!(is_engine_key(k), "{k}");
         }
@@ -194,8 +207,8 @@ mod tests {
     fn errors_name_the_key() {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("retention.mss", "1")], "retention.mss"),
-            (&[(BROKER_ID, "-1")], BROKER_ID),
-            (&[(RETRY_BACKOFF_MS, "100"), (RETRY_BACKOFF_MAX_MS, "10")], RETRY_BACKOFF_MAX_MS),
+            (&[(BROKER_ID.key, "-1")], BROKER_ID.key),
+            (&[(RETRY_BACKOFF_MS.key, "100"), (RETRY_BACKOFF_MAX_MS.key, "10")], RETRY_BACKOFF_MAX_MS.key),
             (&[("remote.log.storage.system.enable", "true")], "remote.log.storage.manager.class.name"),
         ];
         for (p, key) in cases {

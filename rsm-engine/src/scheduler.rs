@@ -65,11 +65,11 @@ impl SchedulerConfig {
             return Err(Error::config(TASK_INTERVAL_MS, "the task interval must be positive"));
         }
         if self.backoff_initial.is_zero() {
-            return Err(Error::config(RETRY_BACKOFF_MS, "the retry backoff must be positive"));
+            return Err(Error::config(RETRY_BACKOFF_MS.key, "the retry backoff must be positive"));
         }
         if self.backoff_max < self.backoff_initial {
             return Err(Error::config(
-                RETRY_BACKOFF_MAX_MS,
+                RETRY_BACKOFF_MAX_MS.key,
                 format!(
                     "the maximum retry backoff ({} ms) is below the retry backoff ({} ms)",
                     self.backoff_max.as_millis(),

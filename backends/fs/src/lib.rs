@@ -13,13 +13,17 @@
 //! disk under its mount point.
 //!
 //! # Settings
+//! <!-- settings:fs:begin -->
 //! | key | default | meaning |
 //! |---|---|---|
-//! | `fs.fsync` | true | fsync every object and its directory before it becomes visible |
-//! | `fs.root.create` | false | create the root directory (and its parents) when the store opens, if missing |
-//! | `fs.root` | none | the root, for [`FsBackend::from_config`] (a `file://` URL names it otherwise) |
+//! | `fs.fsync` | true | (filesystem store) fsync every object and its directory before it becomes visible |
+//! | `fs.root.create` | false | (filesystem store) create the store's directory (and its parents) when it opens if it is missing; otherwise a missing directory is an error naming it. The store never recreates its directory afterwards: if it vanishes (deleted, share unmounted) every call fails naming it, and nothing is written in its place |
+//! | `fs.root` | (none) | (filesystem store) the root, required by `FsBackend::from_config` (a `file://` URL names it otherwise) |
+//! <!-- settings:fs:end -->
 
 #![warn(missing_docs)]
+
+pub mod config;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -109,10 +113,10 @@ impl FsBackend {
 
     /// Reads `fs.root` (required), `fs.fsync` (default true) and `fs.root.create` (default false).
     pub fn from_config(r: &mut ConfigReader<'_>) -> Result<Self> {
-        let root = r.required("fs.root")?.to_string();
-        let fsync = r.bool("fs.fsync", true)?;
-        let create = r.bool("fs.root.create", false)?;
-        Self::open_root(&root, fsync, create).map_err(|e| Error::config("fs.root", e.to_string()))
+        let root = r.get_required(&config::ROOT)?.to_string();
+        let fsync = r.get_bool(&config::FSYNC)?;
+        let create = r.get_bool(&config::ROOT_CREATE)?;
+        Self::open_root(&root, fsync, create).map_err(|e| Error::config(config::ROOT.key, e.to_string()))
     }
 
     /// Opens `file:///absolute/path` with `fs.fsync` (default true) and `fs.root.create` (default false)
@@ -126,9 +130,9 @@ impl FsBackend {
                 format!("`{url}`: a file URL needs an absolute path (file:///...)"),
             ));
         }
-        r.ignore("fs.root");
-        let fsync = r.bool("fs.fsync", true)?;
-        let create = r.bool("fs.root.create", false)?;
+        r.ignore(config::ROOT.key);
+        let fsync = r.get_bool(&config::FSYNC)?;
+        let create = r.get_bool(&config::ROOT_CREATE)?;
         Ok((std::sync::Arc::new(Self::open_root(path, fsync, create)?), String::new()))
     }
 

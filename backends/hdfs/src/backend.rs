@@ -2,7 +2,7 @@
 //! the key, positional ranged reads, deletes that prune the directories they empty, and listings that
 //! walk the tree under a prefix.
 
-use crate::config::HdfsConfig;
+use crate::config::{self, HdfsConfig};
 use crate::errors::classify;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -10,7 +10,7 @@ use futures::StreamExt;
 use futures::stream;
 use hdfs_native::client::FileStatus;
 use hdfs_native::file::FileWriter;
-use hdfs_native::{Client, HdfsError, WriteOptions};
+use hdfs_native::{Client, ClientBuilder, HdfsError, WriteOptions};
 use rsm_core::backend::{ByteStream, ObjectMeta, StorageBackend, TemporaryObject, clamp_range, validate_key};
 use rsm_core::{Error, Result};
 use std::collections::BTreeSet;
@@ -69,8 +69,37 @@ fn parent(path: &str) -> &str {
 }
 
 impl HdfsBackend {
+    /// Connects a client with the settings `config` (no request is sent until the first operation).
+    pub fn connect(config: &HdfsConfig) -> Result<HdfsBackend> {
+        let mut b = ClientBuilder::new().with_config(config.hadoop.clone());
+        if let Some(url) = &config.namenode_url {
+            b = b.with_url(url.clone());
+        }
+        if let Some(dir) = &config.conf_dir {
+            b = b.with_config_dir(dir.to_string_lossy().into_owned());
+        }
+        if let Some(user) = &config.user {
+            b = b.with_user(user.clone());
+        }
+        if let Some(p) = &config.kerberos_principal {
+            b = b.with_kerberos_principal(p.clone());
+        }
+        if let Some(k) = &config.kerberos_keytab {
+            b = b.with_kerberos_keytab(k.to_string_lossy().into_owned());
+        }
+        let client = b.build().map_err(|e| {
+            let key = match &e {
+                HdfsError::XmlParseError(_) | HdfsError::IOError(_) => config::CONF_DIR.key,
+                HdfsError::InvalidArgument(m) if m.contains("Kerberos") => config::KERBEROS_PRINCIPAL.key,
+                _ => config::NAMENODE_URL.key,
+            };
+            Error::config(key, format!("cannot build the HDFS client: {e}"))
+        })?;
+        Ok(HdfsBackend::new(client, config.clone()))
+    }
+
     /// A backend on `client`, storing under the root of `config`.
-    pub(crate) fn new(client: Client, config: HdfsConfig) -> Self {
+    fn new(client: Client, config: HdfsConfig) -> Self {
         HdfsBackend {
             client,
             root: config.root.clone(),
@@ -447,12 +476,72 @@ mod tests {
     use rsm_core::ErrorKind;
     use rsm_core::config::{ConfigReader, props};
 
+    /// The settings `pairs` read as `HdfsConfig::read` reads them, every key known.
+    fn read(pairs: &[(&str, &str)]) -> Result<HdfsConfig> {
+        let p = props(pairs.iter().copied());
+        let mut r = ConfigReader::new(&p);
+        let c = HdfsConfig::read(&mut r)?;
+        r.finish()?;
+        Ok(c)
+    }
+
+    #[test]
+    fn namenode_url_is_required_without_hadoop_config() {
+        if std::env::var_os("HADOOP_CONF_DIR").is_some() || std::env::var_os("HADOOP_HOME").is_some() {
+            return; // fs.defaultFS may come from there
+        }
+        let e = read(&[("hdfs.root", "/x")]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
+        // fs.defaultFS through the pass-through is enough.
+        let c = read(&[("hdfs.conf.fs.defaultFS", "hdfs://nn:8020")]).unwrap();
+        assert_eq!(c.namenode_url, None);
+        assert_eq!(c.hadoop.get("fs.defaultFS").map(String::as_str), Some("hdfs://nn:8020"));
+        HdfsBackend::connect(&c).unwrap();
+    }
+
+    #[test]
+    fn debug_shows_no_setting_values_that_may_be_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("core-site.xml");
+        std::fs::write(
+            &site,
+            "<configuration><property><name>fs.s3a.secret.key</name><value>site-secret-1</value></property></configuration>",
+        )
+        .unwrap();
+        let e = read(&[("hdfs.namenode.url", "hdfs://alice:url-secret-2@nn:9000/root")]).unwrap_err();
+        assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
+        assert!(!e.to_string().contains("url-secret-2"), "{e}");
+        let c = read(&[
+            ("hdfs.namenode.url", "hdfs://nn:9000/root"),
+            ("hdfs.core-site.path", site.to_str().unwrap()),
+            ("hdfs.conf.hadoop.security.credstore.java-keystore-provider.password", "conf-secret-3"),
+            ("hdfs.auth.kerberos.principal", "kafka/broker@EXAMPLE.COM"),
+            ("hdfs.auth.kerberos.keytab", "/etc/security/kafka.keytab"),
+        ])
+        .unwrap();
+        let b = HdfsBackend::connect(&c).unwrap();
+        for shown in [format!("{c:?}"), format!("{b:?}"), format!("{b:#?}")] {
+            for secret in ["site-secret-1", "url-secret-2", "conf-secret-3"] {
+                assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+            }
+            // Names are fine and help operators: the keys, the principal and the keytab's path.
+            assert!(shown.contains("hadoop.security.credstore"), "{shown}");
+            assert!(shown.contains("kafka/broker@EXAMPLE.COM"), "{shown}");
+        }
+        let e = read(&[("hdfs.namenode.url", "ftp://bob:url-secret-4@nn")]).unwrap_err();
+        assert!(!e.to_string().contains("url-secret-4"), "{e}");
+    }
+
     #[test]
     fn paths_and_keys() {
         let at = |root: &str| {
-            HdfsConfig { namenode_url: Some("hdfs://nn:9000".into()), root: root.into(), ..HdfsConfig::default() }
-                .build()
-                .unwrap()
+            HdfsBackend::connect(&HdfsConfig {
+                namenode_url: Some("hdfs://nn:9000".into()),
+                root: root.into(),
+                ..HdfsConfig::default()
+            })
+            .unwrap()
         };
         let b = at("/");
         assert_eq!(b.path("a/b").unwrap(), "/a/b");

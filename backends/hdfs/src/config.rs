@@ -1,13 +1,78 @@
 //! The settings of an HDFS store: the `hdfs.*` keys, the store URL split into the name node and the root,
-//! Hadoop site files and pass-through settings layered in order, and the client built from them.
+//! Hadoop site files and pass-through settings layered in order. Plain data: the backend is built from it
+//! ([`HdfsBackend::connect`](crate::HdfsBackend::connect)).
 
-use crate::backend::HdfsBackend;
-use hdfs_native::{ClientBuilder, HdfsError};
-use rsm_core::config::{ConfigReader, STORE_URL_KEY};
+use rsm_core::config::{ConfigReader, Kind, STORE_URL_KEY, Setting, Unit};
 use rsm_core::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// `hdfs.namenode.url`.
+pub const NAMENODE_URL: Setting = Setting::of("hdfs.namenode.url", Kind::String)
+    .with_described_default("`fs.defaultFS`")
+    .with_doc("`hdfs://host:port`, an HA name service `hdfs://ns`, or `viewfs://cluster`; a path in it is the root");
+/// `hdfs.conf.dir`.
+pub const CONF_DIR: Setting =
+    Setting::of("hdfs.conf.dir", Kind::Path).with_described_default("`$HADOOP_CONF_DIR`").with_doc(
+        "a Hadoop configuration directory; its `core-site.xml` and `hdfs-site.xml` are read (HA, Kerberos, timeouts)",
+    );
+/// `hdfs.core-site.path`.
+pub const CORE_SITE_PATH: Setting = Setting::of("hdfs.core-site.path", Kind::Path)
+    .with_doc("a single Hadoop XML file, read after the directory (the leading plugin's key)");
+/// `hdfs.hdfs-site.path`.
+pub const HDFS_SITE_PATH: Setting = Setting::of("hdfs.hdfs-site.path", Kind::Path)
+    .with_doc("a single Hadoop XML file, read after `hdfs.core-site.path` (the leading plugin's key)");
+/// `hdfs.conf.<hadoop key>`: the pass-through namespace.
+pub const CONF_PREFIX: Setting = Setting::of("hdfs.conf.", Kind::PassThrough)
+    .shown_as("`hdfs.conf.<hadoop key>`")
+    .with_doc("any Hadoop client setting, overriding the files: `hdfs.conf.dfs.client.socket-timeout=30000`");
+/// `hdfs.root`.
+pub const ROOT: Setting =
+    Setting::of("hdfs.root", Kind::Path).with_text_default("/").with_doc("absolute directory that holds the objects");
+/// `hdfs.user`.
+pub const USER: Setting = Setting::of("hdfs.user", Kind::String)
+    .with_described_default("`$HADOOP_USER_NAME` or the OS user")
+    .with_doc("effective user (simple authentication)");
+/// `hdfs.auth.enabled`.
+pub const AUTH_ENABLED: Setting = Setting::bool("hdfs.auth.enabled", false)
+    .with_doc("Kerberos: requires the principal and keytab and sets `hadoop.security.authentication=kerberos`");
+/// `hdfs.auth.kerberos.principal`.
+pub const KERBEROS_PRINCIPAL: Setting = Setting::of("hdfs.auth.kerberos.principal", Kind::String)
+    .with_checks("required with `hdfs.auth.enabled` or the keytab")
+    .with_doc("Kerberos client principal");
+/// `hdfs.auth.kerberos.keytab`.
+pub const KERBEROS_KEYTAB: Setting = Setting::of("hdfs.auth.kerberos.keytab", Kind::Path)
+    .with_checks("required with `hdfs.auth.enabled`")
+    .with_doc("Kerberos client keytab path");
+/// `hdfs.upload.buffer.size`.
+pub const UPLOAD_BUFFER_SIZE: Setting = Setting::int("hdfs.upload.buffer.size", 4096, 64 << 20)
+    .with_default(1 << 20)
+    .with_unit(Unit::Bytes)
+    .with_doc("bytes read from a local file per piece while uploading (memory per upload)");
+/// `hdfs.connect.timeout`.
+pub const CONNECT_TIMEOUT: Setting =
+    Setting::long("hdfs.connect.timeout", 1, 3_600_000).with_default(20_000).with_unit(Unit::Millis).with_doc(
+        "(HDFS store) ms to resolve and connect to a `hdfs://host:port` name node, checked before the store's \
+         first call: a host that does not resolve fails at once, one that does not answer fails (retriable) after \
+         this time (without it the client's failover loop is silent for minutes)",
+    );
+
+/// The settings [`HdfsConfig::read`] reads, in the order the crate documentation lists them.
+pub const SETTINGS: &[&Setting] = &[
+    &NAMENODE_URL,
+    &CONF_DIR,
+    &CORE_SITE_PATH,
+    &HDFS_SITE_PATH,
+    &CONF_PREFIX,
+    &ROOT,
+    &USER,
+    &AUTH_ENABLED,
+    &KERBEROS_PRINCIPAL,
+    &KERBEROS_KEYTAB,
+    &UPLOAD_BUFFER_SIZE,
+    &CONNECT_TIMEOUT,
+];
 
 /// The settings of an HDFS store, read from `hdfs.*` keys. Its `Debug` never shows pass-through values.
 #[derive(Clone, PartialEq, Eq)]
@@ -61,12 +126,12 @@ impl Default for HdfsConfig {
             conf_dir: None,
             site_files: Vec::new(),
             hadoop: BTreeMap::new(),
-            root: "/".to_string(),
+            root: "/".to_string(), // ROOT's default
             user: None,
             kerberos_principal: None,
             kerberos_keytab: None,
-            upload_piece: 1 << 20,
-            connect_timeout: std::time::Duration::from_secs(20),
+            upload_piece: UPLOAD_BUFFER_SIZE.default_int(),
+            connect_timeout: std::time::Duration::from_millis(CONNECT_TIMEOUT.default_int()),
         }
     }
 }
@@ -146,12 +211,12 @@ impl HdfsConfig {
     /// Reads the settings, with the name node and root taken from a store URL when one is given. A
     /// `hdfs.namenode.url` or `hdfs.root` setting that disagrees with the URL is an error.
     pub fn read_with_url(r: &mut ConfigReader<'_>, store_url: Option<&str>) -> Result<Self> {
-        const URL: &str = "hdfs.namenode.url";
-        const ROOT: &str = "hdfs.root";
+        const URL: &str = NAMENODE_URL.key;
+        const ROOT_KEY: &str = ROOT.key;
         let mut c = HdfsConfig::default();
 
         let from_setting = r.string(URL).map(|u| split_url(URL, u)).transpose()?;
-        let root_setting = r.string(ROOT).map(|p| normalize_root(ROOT, p)).transpose()?;
+        let root_setting = r.string(ROOT_KEY).map(|p| normalize_root(ROOT_KEY, p)).transpose()?;
         match store_url {
             Some(url) => {
                 let (nn, path) = split_url(STORE_URL_KEY, url)?;
@@ -167,7 +232,7 @@ impl HdfsConfig {
                 if let Some(set) = &root_setting
                     && *set != root
                 {
-                    return Err(Error::config(ROOT, format!("`{set}` differs from the store URL's path `{root}`")));
+                    return Err(Error::config(ROOT_KEY, format!("`{set}` differs from the store URL's path `{root}`")));
                 }
                 c.namenode_url = Some(nn);
                 c.root = root;
@@ -182,22 +247,22 @@ impl HdfsConfig {
                 };
                 c.root = match (url_root, root_setting) {
                     (Some(u), Some(s)) if u != s => {
-                        return Err(Error::config(ROOT, format!("`{s}` differs from the path `{u}` of {URL}")));
+                        return Err(Error::config(ROOT_KEY, format!("`{s}` differs from the path `{u}` of {URL}")));
                     }
                     (u, s) => s.or(u).unwrap_or_else(|| "/".to_string()),
                 };
             }
         }
 
-        if let Some(dir) = r.string("hdfs.conf.dir") {
+        if let Some(dir) = r.get_string(&CONF_DIR) {
             let dir = PathBuf::from(dir);
             if !dir.is_dir() {
-                return Err(Error::config("hdfs.conf.dir", format!("{} is not a directory", dir.display())));
+                return Err(Error::config(CONF_DIR.key, format!("{} is not a directory", dir.display())));
             }
             c.conf_dir = Some(dir);
         }
         let mut hadoop = BTreeMap::new();
-        for key in ["hdfs.core-site.path", "hdfs.hdfs-site.path"] {
+        for key in [CORE_SITE_PATH.key, HDFS_SITE_PATH.key] {
             if let Some(p) = r.string(key) {
                 let p = PathBuf::from(p);
                 hadoop.extend(read_site_file(key, &p)?);
@@ -205,41 +270,34 @@ impl HdfsConfig {
             }
         }
         // `hdfs.conf.dir` shares the pass-through namespace; it is ours, not a Hadoop key.
-        let mut pass = r.with_prefix("hdfs.conf.");
+        let mut pass = r.with_prefix(CONF_PREFIX.key);
         pass.remove("dir");
         for (k, v) in pass {
             if k.is_empty() {
-                return Err(Error::config("hdfs.conf.", "a Hadoop setting needs a name"));
+                return Err(Error::config(CONF_PREFIX.key, "a Hadoop setting needs a name"));
             }
             hadoop.insert(k, v.trim().to_string());
         }
 
-        c.user = r.string("hdfs.user").map(str::to_string);
-        let auth = r.bool("hdfs.auth.enabled", false)?;
-        c.kerberos_principal = r.string("hdfs.auth.kerberos.principal").map(str::to_string);
-        c.kerberos_keytab = r.string("hdfs.auth.kerberos.keytab").map(PathBuf::from);
+        c.user = r.get_string(&USER).map(str::to_string);
+        let auth = r.get_bool(&AUTH_ENABLED)?;
+        c.kerberos_principal = r.get_string(&KERBEROS_PRINCIPAL).map(str::to_string);
+        c.kerberos_keytab = r.get_string(&KERBEROS_KEYTAB).map(PathBuf::from);
         if c.kerberos_keytab.is_some() && c.kerberos_principal.is_none() {
-            return Err(Error::config(
-                "hdfs.auth.kerberos.principal",
-                "is required when hdfs.auth.kerberos.keytab is set",
-            ));
+            return Err(Error::config(KERBEROS_PRINCIPAL.key, "is required when hdfs.auth.kerberos.keytab is set"));
         }
         if auth {
             if c.kerberos_principal.is_none() {
-                return Err(Error::config(
-                    "hdfs.auth.kerberos.principal",
-                    "is required when hdfs.auth.enabled is true",
-                ));
+                return Err(Error::config(KERBEROS_PRINCIPAL.key, "is required when hdfs.auth.enabled is true"));
             }
             if c.kerberos_keytab.is_none() {
-                return Err(Error::config("hdfs.auth.kerberos.keytab", "is required when hdfs.auth.enabled is true"));
+                return Err(Error::config(KERBEROS_KEYTAB.key, "is required when hdfs.auth.enabled is true"));
             }
             hadoop.entry("hadoop.security.authentication".to_string()).or_insert_with(|| "kerberos".to_string());
         }
         c.hadoop = hadoop;
-        c.upload_piece = r.int_in("hdfs.upload.buffer.size", c.upload_piece, 4096..=64 << 20)?;
-        let connect_ms = r.int_in("hdfs.connect.timeout", c.connect_timeout.as_millis() as u64, 1..=3_600_000)?;
-        c.connect_timeout = std::time::Duration::from_millis(connect_ms);
+        c.upload_piece = r.get_int(&UPLOAD_BUFFER_SIZE)?;
+        c.connect_timeout = std::time::Duration::from_millis(r.get_int(&CONNECT_TIMEOUT)?);
 
         if c.namenode_url.is_none()
             && c.conf_dir.is_none()
@@ -254,41 +312,11 @@ impl HdfsConfig {
         }
         Ok(c)
     }
-
-    /// Connects a client with these settings (no request is sent until the first operation).
-    pub fn build(&self) -> Result<HdfsBackend> {
-        let mut b = ClientBuilder::new().with_config(self.hadoop.clone());
-        if let Some(url) = &self.namenode_url {
-            b = b.with_url(url.clone());
-        }
-        if let Some(dir) = &self.conf_dir {
-            b = b.with_config_dir(dir.to_string_lossy().into_owned());
-        }
-        if let Some(user) = &self.user {
-            b = b.with_user(user.clone());
-        }
-        if let Some(p) = &self.kerberos_principal {
-            b = b.with_kerberos_principal(p.clone());
-        }
-        if let Some(k) = &self.kerberos_keytab {
-            b = b.with_kerberos_keytab(k.to_string_lossy().into_owned());
-        }
-        let client = b.build().map_err(|e| {
-            let key = match &e {
-                HdfsError::XmlParseError(_) | HdfsError::IOError(_) => "hdfs.conf.dir",
-                HdfsError::InvalidArgument(m) if m.contains("Kerberos") => "hdfs.auth.kerberos.principal",
-                _ => "hdfs.namenode.url",
-            };
-            Error::config(key, format!("cannot build the HDFS client: {e}"))
-        })?;
-        Ok(HdfsBackend::new(client, self.clone()))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsm_core::ErrorKind;
     use rsm_core::config::props;
 
     fn read(pairs: &[(&str, &str)]) -> Result<HdfsConfig> {
@@ -330,21 +358,6 @@ mod tests {
     }
 
     #[test]
-    fn namenode_url_is_required_without_hadoop_config() {
-        if std::env::var_os("HADOOP_CONF_DIR").is_some() || std::env::var_os("HADOOP_HOME").is_some() {
-            return; // fs.defaultFS may come from there
-        }
-        let e = read(&[("hdfs.root", "/x")]).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Config);
-        assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
-        // fs.defaultFS through the pass-through is enough.
-        let c = read(&[("hdfs.conf.fs.defaultFS", "hdfs://nn:8020")]).unwrap();
-        assert_eq!(c.namenode_url, None);
-        assert_eq!(c.hadoop.get("fs.defaultFS").map(String::as_str), Some("hdfs://nn:8020"));
-        c.build().unwrap();
-    }
-
-    #[test]
     fn url_path_is_the_root_and_must_agree() {
         let c = read(&[("hdfs.namenode.url", "hdfs://ns1/kafka/")]).unwrap();
         assert_eq!((c.namenode_url.as_deref(), c.root.as_str()), (Some("hdfs://ns1"), "/kafka"));
@@ -360,39 +373,6 @@ mod tests {
         let p = props([("hdfs.namenode.url", "hdfs://nn:9000"), ("hdfs.root", "/tiered")]);
         let c = HdfsConfig::read_with_url(&mut ConfigReader::new(&p), Some("hdfs://nn:9000/tiered/")).unwrap();
         assert_eq!(c.root, "/tiered");
-    }
-
-    #[test]
-    fn debug_shows_no_setting_values_that_may_be_secret() {
-        let dir = tempfile::tempdir().unwrap();
-        let site = dir.path().join("core-site.xml");
-        std::fs::write(
-            &site,
-            "<configuration><property><name>fs.s3a.secret.key</name><value>site-secret-1</value></property></configuration>",
-        )
-        .unwrap();
-        let e = read(&[("hdfs.namenode.url", "hdfs://alice:url-secret-2@nn:9000/root")]).unwrap_err();
-        assert!(e.to_string().contains("`hdfs.namenode.url`"), "{e}");
-        assert!(!e.to_string().contains("url-secret-2"), "{e}");
-        let c = read(&[
-            ("hdfs.namenode.url", "hdfs://nn:9000/root"),
-            ("hdfs.core-site.path", site.to_str().unwrap()),
-            ("hdfs.conf.hadoop.security.credstore.java-keystore-provider.password", "conf-secret-3"),
-            ("hdfs.auth.kerberos.principal", "kafka/broker@EXAMPLE.COM"),
-            ("hdfs.auth.kerberos.keytab", "/etc/security/kafka.keytab"),
-        ])
-        .unwrap();
-        let b = c.build().unwrap();
-        for shown in [format!("{c:?}"), format!("{b:?}"), format!("{b:#?}")] {
-            for secret in ["site-secret-1", "url-secret-2", "conf-secret-3"] {
-                assert!(!shown.contains(secret), "{secret} leaked: {shown}");
-            }
-            // Names are fine and help operators: the keys, the principal and the keytab's path.
-            assert!(shown.contains("hadoop.security.credstore"), "{shown}");
-            assert!(shown.contains("kafka/broker@EXAMPLE.COM"), "{shown}");
-        }
-        let e = read(&[("hdfs.namenode.url", "ftp://bob:url-secret-4@nn")]).unwrap_err();
-        assert!(!e.to_string().contains("url-secret-4"), "{e}");
     }
 
     #[test]

@@ -10,18 +10,22 @@
 //! empty, up to the root. Listings walk the directory tree under the prefix and skip temporary files.
 //!
 //! # Settings
+//! <!-- settings:hdfs:begin -->
 //! | key | default | meaning |
 //! |---|---|---|
 //! | `hdfs.namenode.url` | `fs.defaultFS` | `hdfs://host:port`, an HA name service `hdfs://ns`, or `viewfs://cluster`; a path in it is the root |
 //! | `hdfs.conf.dir` | `$HADOOP_CONF_DIR` | a Hadoop configuration directory; its `core-site.xml` and `hdfs-site.xml` are read (HA, Kerberos, timeouts) |
-//! | `hdfs.core-site.path`, `hdfs.hdfs-site.path` | none | single Hadoop XML files, read after the directory (the leading plugin's keys) |
-//! | `hdfs.conf.<hadoop key>` | none | any Hadoop client setting, overriding the files: `hdfs.conf.dfs.client.socket-timeout=30000` |
+//! | `hdfs.core-site.path` | (none) | a single Hadoop XML file, read after the directory (the leading plugin's key) |
+//! | `hdfs.hdfs-site.path` | (none) | a single Hadoop XML file, read after `hdfs.core-site.path` (the leading plugin's key) |
+//! | `hdfs.conf.<hadoop key>` | (none) | any Hadoop client setting, overriding the files: `hdfs.conf.dfs.client.socket-timeout=30000` |
 //! | `hdfs.root` | `/` | absolute directory that holds the objects |
 //! | `hdfs.user` | `$HADOOP_USER_NAME` or the OS user | effective user (simple authentication) |
 //! | `hdfs.auth.enabled` | false | Kerberos: requires the principal and keytab and sets `hadoop.security.authentication=kerberos` |
-//! | `hdfs.auth.kerberos.principal`, `hdfs.auth.kerberos.keytab` | none | Kerberos client principal and keytab path |
-//! | `hdfs.upload.buffer.size` | 1 MiB | bytes read from a local file per piece while uploading (memory per upload) |
-//! | `hdfs.connect.timeout` | 20000 | ms to resolve and connect to a `hdfs://host:port` name node, checked before the store's first call: a host that does not resolve fails at once, one that does not answer in this time fails as retriable (without it the client's failover loop is silent for minutes) |
+//! | `hdfs.auth.kerberos.principal` | (none) | Kerberos client principal (required with `hdfs.auth.enabled` or the keytab) |
+//! | `hdfs.auth.kerberos.keytab` | (none) | Kerberos client keytab path (required with `hdfs.auth.enabled`) |
+//! | `hdfs.upload.buffer.size` | 1 MiB (1048576) | bytes read from a local file per piece while uploading (memory per upload) ([4 KiB (4096), 64 MiB (67108864)]) |
+//! | `hdfs.connect.timeout` | 20 s (20000 ms) | (HDFS store) ms to resolve and connect to a `hdfs://host:port` name node, checked before the store's first call: a host that does not resolve fails at once, one that does not answer fails (retriable) after this time (without it the client's failover loop is silent for minutes) ([1 ms, 1 h (3600000 ms)]) |
+//! <!-- settings:hdfs:end -->
 //!
 //! None of these is a secret: the keytab is a file the operator protects, and the backend only holds its
 //! path. The values of `hdfs.conf.*` pass-through settings are still never printed (a Hadoop key may
@@ -43,7 +47,7 @@
 #![warn(missing_docs)]
 
 mod backend;
-mod config;
+pub mod config;
 mod errors;
 
 pub use backend::{HdfsBackend, TMP_PREFIX};
@@ -56,14 +60,14 @@ use std::sync::Arc;
 
 /// Builds a backend from the `hdfs.*` settings in `r`.
 pub fn from_config(r: &mut ConfigReader<'_>) -> Result<HdfsBackend> {
-    HdfsConfig::read(r)?.build()
+    HdfsBackend::connect(&HdfsConfig::read(r)?)
 }
 
 /// Builds a backend from a store URL `hdfs://host:port/path` (or `hdfs://nameservice/path`,
 /// `viewfs://cluster/path`) and the other `hdfs.*` settings in `r`. The URL's path is the root directory
 /// of the store, so the key prefix returned is always empty.
 pub fn from_url(url: &str, r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
-    let backend = HdfsConfig::read_with_url(r, Some(url))?.build()?;
+    let backend = HdfsBackend::connect(&HdfsConfig::read_with_url(r, Some(url))?)?;
     Ok((Arc::new(backend), String::new()))
 }
 

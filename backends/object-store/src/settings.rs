@@ -1,45 +1,71 @@
 //! Settings every cloud backend shares: request timeouts and retries, and store URLs.
 
 use object_store::{BackoffConfig, ClientOptions, RetryConfig};
-use rsm_core::config::ConfigReader;
+use rsm_core::config::{ConfigReader, Setting, Unit};
 use rsm_core::{Error, Result};
 use std::time::Duration;
 
 /// Timeouts and retries of a cloud client, read from `{p}.api.call.timeout`,
 /// `{p}.api.call.attempt.timeout`, `{p}.connect.timeout` and `{p}.max.retries` for a backend prefix `p`
-/// (`s3`, `azure`, `gcs`), after Aiven's `s3.api.call.timeout` and `s3.api.call.attempt.timeout`.
+/// (`s3`, `azure`, `gcs`), after Aiven's `s3.api.call.timeout` and `s3.api.call.attempt.timeout`; each
+/// declared once as a family ([`ClientSettings::CONNECT_TIMEOUT`] and the like, `<p>` the prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientSettings {
-    /// `{p}.api.call.timeout` (ms): the whole of one call, retries included (default 180 000).
+    /// [`ClientSettings::CALL_TIMEOUT`]: the whole of one call, retries included.
     pub call_timeout: Duration,
-    /// `{p}.api.call.attempt.timeout` (ms): one HTTP request (default 30 000).
+    /// [`ClientSettings::ATTEMPT_TIMEOUT`]: one HTTP request.
     pub attempt_timeout: Duration,
-    /// `{p}.connect.timeout` (ms): opening one connection (default 5 000).
+    /// [`ClientSettings::CONNECT_TIMEOUT`]: opening one connection.
     pub connect_timeout: Duration,
-    /// `{p}.max.retries`: retries of one request after the first attempt, 0 to 100 (default 10).
+    /// [`ClientSettings::MAX_RETRIES`]: retries of one request after the first attempt.
     pub max_retries: usize,
 }
 
 impl Default for ClientSettings {
+    /// The declared defaults.
     fn default() -> Self {
         ClientSettings {
-            call_timeout: Duration::from_secs(180),
-            attempt_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
-            max_retries: 10,
+            call_timeout: Duration::from_millis(Self::CALL_TIMEOUT.default_int()),
+            attempt_timeout: Duration::from_millis(Self::ATTEMPT_TIMEOUT.default_int()),
+            connect_timeout: Duration::from_millis(Self::CONNECT_TIMEOUT.default_int()),
+            max_retries: Self::MAX_RETRIES.default_int(),
         }
     }
 }
 
 impl ClientSettings {
+    /// `<p>.api.call.timeout`.
+    pub const CALL_TIMEOUT: Setting = Setting::long("<p>.api.call.timeout", 1, 86_400_000)
+        .with_default(180_000)
+        .with_unit(Unit::Millis)
+        .with_doc("(cloud stores) ms for a whole call, retries included");
+    /// `<p>.api.call.attempt.timeout`.
+    pub const ATTEMPT_TIMEOUT: Setting = Setting::long("<p>.api.call.attempt.timeout", 1, 86_400_000)
+        .with_default(30_000)
+        .with_unit(Unit::Millis)
+        .with_doc("(cloud stores) ms for one HTTP request");
+    /// `<p>.connect.timeout`.
+    pub const CONNECT_TIMEOUT: Setting = Setting::long("<p>.connect.timeout", 1, 3_600_000)
+        .with_default(5_000)
+        .with_unit(Unit::Millis)
+        .shown_as("`s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout`")
+        .with_doc("(cloud stores) ms to open one connection");
+    /// `<p>.max.retries`.
+    pub const MAX_RETRIES: Setting = Setting::int("<p>.max.retries", 0, 100).with_default(10).with_doc(
+        "(cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt",
+    );
+
+    /// The settings [`ClientSettings::read`] reads, each a family of one key a backend prefix.
+    pub const SETTINGS: [&'static Setting; 4] =
+        [&Self::CALL_TIMEOUT, &Self::ATTEMPT_TIMEOUT, &Self::CONNECT_TIMEOUT, &Self::MAX_RETRIES];
+
     /// Reads the settings of backend prefix `p`.
     pub fn read(r: &mut ConfigReader<'_>, p: &str) -> Result<Self> {
-        let d = ClientSettings::default();
-        let ms = |d: Duration| d.as_millis() as u64;
-        let call = r.int_in(&format!("{p}.api.call.timeout"), ms(d.call_timeout), 1..=86_400_000)?;
-        let attempt = r.int_in(&format!("{p}.api.call.attempt.timeout"), ms(d.attempt_timeout), 1..=86_400_000)?;
-        let connect = r.int_in(&format!("{p}.connect.timeout"), ms(d.connect_timeout), 1..=3_600_000)?;
-        let max_retries = r.int_in(&format!("{p}.max.retries"), d.max_retries, 0..=100)?;
+        let mut read = |s: &Setting| r.get_int_at::<u64>(s, &s.key.replace("<p>", p));
+        let call = read(&Self::CALL_TIMEOUT)?;
+        let attempt = read(&Self::ATTEMPT_TIMEOUT)?;
+        let connect = read(&Self::CONNECT_TIMEOUT)?;
+        let max_retries = r.get_int_at(&Self::MAX_RETRIES, &Self::MAX_RETRIES.key.replace("<p>", p))?;
         Ok(ClientSettings {
             call_timeout: Duration::from_millis(call),
             attempt_timeout: Duration::from_millis(attempt),

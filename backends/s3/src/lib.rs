@@ -23,11 +23,11 @@
 
 use object_store::aws::AmazonS3Builder;
 use object_store::{Attribute, Attributes};
-use rsm_backend_object_store::{ClientSettings, CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
+use rsm_backend_object_store::{CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
 use rsm_core::config::{ConfigReader, Secret};
 use rsm_core::{Error, Result};
 
-pub use rsm_backend_object_store::{CloudStore, CountSnapshot, Op};
+pub use rsm_backend_object_store::{ClientSettings, CloudStore, CountSnapshot, Op};
 
 rsm_backend_object_store::cloud_constructors!(S3Config, "s3://bucket/prefix");
 

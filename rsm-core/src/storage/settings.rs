@@ -1,8 +1,8 @@
 //! The settings of [`TieredStorage`](super::TieredStorage).
 
 use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
-use crate::config::ConfigReader;
-use crate::crypto::FileKeyRing;
+use crate::config::{ConfigReader, Kind, Setting, Unit};
+use crate::crypto::{self, FileKeyRing};
 use crate::error::{Error, Result};
 use crate::format::transform::CompressionConfig;
 
@@ -16,33 +16,116 @@ pub struct EncryptionConfig {
     pub encrypt: bool,
 }
 
+/// `compression.enabled`.
+pub const COMPRESSION_ENABLED: Setting = Setting::bool("compression.enabled", false).with_doc(
+    "store each chunk of a new copy as one zstd frame, read back through every path (chunk cache included) and \
+     checked before and after decompression (a read of part of a chunk decompresses it only up to the last block \
+     it wants, and checks those blocks); segments copied before, or with other settings, read as they are",
+);
+/// `compression.heuristic.enabled`.
+pub const COMPRESSION_HEURISTIC: Setting = Setting::bool("compression.heuristic.enabled", true).with_doc(
+    "with compression on: leave a chunk as it is when most of its bytes are in batches the producer compressed \
+     (batch codec not none), or when compressing saves less than `compression.min.saving.percent`; `false` \
+     compresses every chunk",
+);
+/// `compression.level`.
+pub const COMPRESSION_LEVEL: Setting =
+    Setting::int("compression.level", 1, 22).with_default(3).with_doc("the zstd level");
+/// `compression.min.saving.percent`.
+pub const COMPRESSION_MIN_SAVING: Setting = Setting::int("compression.min.saving.percent", 0, 99)
+    .with_default(10)
+    .with_doc("with the heuristic on: the least saving, in percent of a chunk's bytes, for it to be stored compressed");
+
 /// The setting that turns chunk compression on.
-pub const COMPRESSION_ENABLED_KEY: &str = "compression.enabled";
+pub const COMPRESSION_ENABLED_KEY: &str = COMPRESSION_ENABLED.key;
 /// The setting of the compression heuristic.
-pub const COMPRESSION_HEURISTIC_KEY: &str = "compression.heuristic.enabled";
+pub const COMPRESSION_HEURISTIC_KEY: &str = COMPRESSION_HEURISTIC.key;
 /// The setting of the zstd level.
-pub const COMPRESSION_LEVEL_KEY: &str = "compression.level";
+pub const COMPRESSION_LEVEL_KEY: &str = COMPRESSION_LEVEL.key;
 /// The setting of the heuristic's least saving.
-pub const COMPRESSION_MIN_SAVING_KEY: &str = "compression.min.saving.percent";
+pub const COMPRESSION_MIN_SAVING_KEY: &str = COMPRESSION_MIN_SAVING.key;
 
 /// The compression settings; every key is validated whether or not compression is on (so a typo surfaces
 /// before it is turned on), and the result is `None` unless `compression.enabled` is true.
 fn read_compression(r: &mut ConfigReader<'_>) -> Result<Option<CompressionConfig>> {
-    let d = CompressionConfig::default();
-    let enabled = r.bool(COMPRESSION_ENABLED_KEY, false)?;
+    let enabled = r.get_bool(&COMPRESSION_ENABLED)?;
     let c = CompressionConfig {
-        heuristic: r.bool(COMPRESSION_HEURISTIC_KEY, d.heuristic)?,
-        level: r.int_in(COMPRESSION_LEVEL_KEY, d.level, 1..=22)?,
-        min_saving_percent: r.int_in(COMPRESSION_MIN_SAVING_KEY, d.min_saving_percent, 0..=99)?,
+        heuristic: r.get_bool(&COMPRESSION_HEURISTIC)?,
+        level: r.get_int(&COMPRESSION_LEVEL)?,
+        min_saving_percent: r.get_int(&COMPRESSION_MIN_SAVING)?,
     };
     Ok(enabled.then_some(c))
 }
 
-const DISK_BYTES_KEY: &str = "fetch.cache.disk.bytes";
+/// `key.prefix`.
+pub const KEY_PREFIX: Setting =
+    Setting::of("key.prefix", Kind::String).with_text_default("").with_doc("prepended to every object key");
+/// `chunk.size`.
+pub const CHUNK_SIZE: Setting = Setting::int("chunk.size", 64 << 10, 256 << 20)
+    .with_default(4 << 20)
+    .with_unit(Unit::Bytes)
+    .with_doc("target chunk size in bytes; chunks end on record-batch boundaries");
+/// `chunk.block.size`.
+pub const CHUNK_BLOCK_SIZE: Setting = Setting::int("chunk.block.size", 4 << 10, 16 << 20)
+    .with_default(crate::format::chunk::DEFAULT_BLOCK_SIZE as i128)
+    .with_unit(Unit::Bytes)
+    .with_doc(
+        "bytes per CRC-32C block inside a chunk; reads cover whole blocks, each checked before its bytes are returned",
+    );
+/// `fetch.concurrency`.
+pub const FETCH_CONCURRENCY: Setting = Setting::int("fetch.concurrency", 1, 64).with_default(4).with_doc(
+    "ranged reads in flight per fetch; a fetch holds at most about (concurrency + 1) × `chunk.size` of chunks, \
+     whatever the segment's size (the filesystem store also keeps up to 32 MiB of read buffers for reuse): a whole \
+     500 MiB segment fetched with 4 MiB chunks peaked at 33 MB at 4, 129 MB at 16",
+);
+/// `copy.verify.checksums`.
+pub const COPY_VERIFY_CHECKSUMS: Setting =
+    Setting::bool("copy.verify.checksums", true).with_doc("check every batch's CRC-32C while copying");
+/// `manifest.cache.entries`.
+pub const MANIFEST_CACHE_ENTRIES: Setting =
+    Setting::int("manifest.cache.entries", 0, 1_000_000).with_default(1000).with_doc("manifests kept in memory");
+/// `manifest.cache.ttl.ms`.
+pub const MANIFEST_CACHE_TTL_MS: Setting = Setting::long("manifest.cache.ttl.ms", 1_000, 7 * 24 * 3_600_000)
+    .with_default(3_600_000)
+    .with_unit(Unit::Millis)
+    .with_doc(
+        "how long a cached manifest is served before it is read again, so a segment deleted by another host stops \
+         being served from memory",
+    );
+/// `fetch.cache.bytes`.
+pub const FETCH_CACHE_BYTES: Setting =
+    Setting::long("fetch.cache.bytes", 0, 64 << 30).with_default(0).with_unit(Unit::Bytes).with_doc(
+        "whole checked chunks kept in memory for every fetch of the store (0 is off); concurrent readers of a chunk \
+         share one read",
+    );
+/// `fetch.prefetch.chunks`.
+pub const FETCH_PREFETCH_CHUNKS: Setting = Setting::int("fetch.prefetch.chunks", 0, 64).with_default(2).with_doc(
+    "with the chunk cache on: chunks read ahead for a sequential (catch-up) reader, at most a quarter of \
+     `fetch.cache.bytes` at once; a random reader gets none",
+);
+/// `fetch.cache.disk.path`.
+pub const FETCH_CACHE_DISK_PATH: Setting =
+    Setting::of(DISK_PATH_KEY, Kind::Path).with_checks("an absolute directory").with_doc(
+        "the chunk cache's disk tier: an absolute directory of its own (one process at a time), kept across \
+     restarts; each file is checked against the manifest every time it is read, and dropped and fetched again if \
+     it fails",
+    );
+/// `fetch.cache.disk.bytes`.
+pub const FETCH_CACHE_DISK_BYTES: Setting = Setting::long("fetch.cache.disk.bytes", 16 << 20, 64 << 40)
+    .with_unit(Unit::Bytes)
+    .with_checks("required with `fetch.cache.disk.path`, and only with it")
+    .with_doc("bytes of chunk files kept in the disk tier, least recently used removed first");
+/// `index.cache.bytes`.
+pub const INDEX_CACHE_BYTES: Setting = Setting::long("index.cache.bytes", 0, 64 << 30)
+    .with_default(64 << 20)
+    .with_unit(Unit::Bytes)
+    .with_doc("remote indexes kept in memory (SR-34), least recently used evicted first (0 is off)");
 
 fn read_disk_cache(r: &mut ConfigReader<'_>) -> Result<Option<DiskCacheConfig>> {
-    let path = r.string(DISK_PATH_KEY).map(str::trim).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
-    let bytes = r.string(DISK_BYTES_KEY).is_some();
+    const DISK_BYTES_KEY: &str = FETCH_CACHE_DISK_BYTES.key;
+    let path =
+        r.get_string(&FETCH_CACHE_DISK_PATH).map(str::trim).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+    let bytes = r.get_string(&FETCH_CACHE_DISK_BYTES).is_some();
     match path {
         None if bytes => Err(Error::config(DISK_BYTES_KEY, format!("is set but `{DISK_PATH_KEY}` is not"))),
         None => Ok(None),
@@ -50,72 +133,96 @@ fn read_disk_cache(r: &mut ConfigReader<'_>) -> Result<Option<DiskCacheConfig>> 
             Err(Error::config(DISK_PATH_KEY, format!("must be an absolute directory, not `{}`", p.display())))
         }
         Some(_) if !bytes => Err(Error::config(DISK_BYTES_KEY, format!("is required with `{DISK_PATH_KEY}`"))),
-        Some(path) => {
-            Ok(Some(DiskCacheConfig { path, capacity_bytes: r.int_in(DISK_BYTES_KEY, 0, 16 << 20..=64 << 40)? }))
-        }
+        Some(path) => Ok(Some(DiskCacheConfig { path, capacity_bytes: r.get_int_or(&FETCH_CACHE_DISK_BYTES, 0)? })),
     }
 }
 
-/// Settings of [`TieredStorage`](super::TieredStorage), read from the keys named on each field.
+/// The settings [`TieredConfig::read`] reads (the encryption ones through [`FileKeyRing::read`]), in the order
+/// the documentation lists them.
+pub const SETTINGS: &[&Setting] = &[
+    &CHUNK_SIZE,
+    &CHUNK_BLOCK_SIZE,
+    &FETCH_CONCURRENCY,
+    &COPY_VERIFY_CHECKSUMS,
+    &COMPRESSION_ENABLED,
+    &COMPRESSION_HEURISTIC,
+    &COMPRESSION_LEVEL,
+    &COMPRESSION_MIN_SAVING,
+    &crypto::ENCRYPTION_ENABLED,
+    &crypto::ENCRYPTION_KEY_ID,
+    &crypto::ENCRYPTION_KEYS,
+    &crypto::ENCRYPTION_KEY_FILE,
+    &MANIFEST_CACHE_ENTRIES,
+    &MANIFEST_CACHE_TTL_MS,
+    &FETCH_CACHE_BYTES,
+    &FETCH_PREFETCH_CHUNKS,
+    &FETCH_CACHE_DISK_PATH,
+    &FETCH_CACHE_DISK_BYTES,
+    &INDEX_CACHE_BYTES,
+    &KEY_PREFIX,
+];
+
+/// Settings of [`TieredStorage`](super::TieredStorage), each field read from the [`Setting`] it names (which
+/// holds the key, range, default and meaning).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TieredConfig {
-    /// `key.prefix`: prepended to every object key (default empty).
+    /// [`KEY_PREFIX`]: prepended to every object key.
     pub key_prefix: String,
-    /// `chunk.size`: target chunk size in bytes, 64 KiB to 256 MiB (default 4 MiB).
+    /// [`CHUNK_SIZE`]: target chunk size in bytes.
     pub chunk_size: u32,
-    /// `chunk.block.size`: bytes per CRC-32C block inside each chunk, 4 KiB to 16 MiB (default 64 KiB): a read
-    /// is widened to whole blocks and every block checked before its bytes are returned.
+    /// [`CHUNK_BLOCK_SIZE`]: bytes per CRC-32C block inside each chunk: a read is widened to whole blocks and
+    /// every block checked before its bytes are returned.
     pub block_size: u32,
-    /// `fetch.concurrency`: ranged reads in flight per fetch, 1 to 64 (default 4).
+    /// [`FETCH_CONCURRENCY`]: ranged reads in flight per fetch.
     pub fetch_concurrency: usize,
-    /// `copy.verify.checksums`: check every batch's CRC-32C while copying (default true).
+    /// [`COPY_VERIFY_CHECKSUMS`]: check every batch's CRC-32C while copying.
     pub verify_checksums: bool,
-    /// `manifest.cache.entries`: manifests kept in memory, 0 to 1,000,000 (default 1000).
+    /// [`MANIFEST_CACHE_ENTRIES`]: manifests kept in memory.
     pub manifest_cache_entries: usize,
-    /// `manifest.cache.ttl.ms`: how long a cached manifest is served before it is read again, 1 s to 7 days
-    /// (default 1 hour), so a segment deleted by another host stops being served from memory.
+    /// [`MANIFEST_CACHE_TTL_MS`]: how long a cached manifest is served before it is read again, so a segment
+    /// deleted by another host stops being served from memory.
     pub manifest_cache_ttl: std::time::Duration,
-    /// `fetch.cache.bytes`: whole checked chunks kept in memory, shared by every fetch of this storage manager,
-    /// 0 (off, the default) to 64 GiB. With it on, a fetch reads whole chunks once, and concurrent readers of a
-    /// chunk share one read.
+    /// [`FETCH_CACHE_BYTES`]: whole checked chunks kept in memory, shared by every fetch of this storage
+    /// manager (0 is off). With it on, a fetch reads whole chunks once, and concurrent readers of a chunk
+    /// share one read.
     pub fetch_cache_bytes: u64,
-    /// `fetch.prefetch.chunks`: with the chunk cache on, chunks read ahead for a sequential reader, 0 to 64
-    /// (default 2); at most a quarter of `fetch.cache.bytes` is read ahead at once.
+    /// [`FETCH_PREFETCH_CHUNKS`]: with the chunk cache on, chunks read ahead for a sequential reader; at most a
+    /// quarter of `fetch.cache.bytes` is read ahead at once.
     pub fetch_prefetch_chunks: usize,
-    /// `fetch.cache.disk.path` and `fetch.cache.disk.bytes`: the chunk cache's disk tier, a directory of its
-    /// own (absolute) holding at most that many bytes of chunks, 16 MiB to 64 TiB, kept across restarts
-    /// (default none; the bytes are required with the path).
+    /// [`FETCH_CACHE_DISK_PATH`] and [`FETCH_CACHE_DISK_BYTES`]: the chunk cache's disk tier, a directory of
+    /// its own (absolute) holding at most that many bytes of chunks, kept across restarts (none unless set;
+    /// the bytes are required with the path).
     pub fetch_cache_disk: Option<DiskCacheConfig>,
-    /// `index.cache.bytes`: remote indexes kept in memory (SR-34), least recently used evicted first, 0 (off)
-    /// to 64 GiB (default 64 MiB).
+    /// [`INDEX_CACHE_BYTES`]: remote indexes kept in memory (SR-34), least recently used evicted first (0 is
+    /// off).
     pub index_cache_bytes: u64,
-    /// Chunk compression of new copies: `compression.enabled` (default false) turns it on; then each chunk
-    /// is stored as one zstd frame at `compression.level` (1 to 22, default 3), unless, with
-    /// `compression.heuristic.enabled` (default true), the producer compressed most of its batches or
-    /// compressing saves less than `compression.min.saving.percent` of it (0 to 99, default 10). Segments
-    /// copied with other settings, or before, read the same ([`crate::format::transform`]).
+    /// Chunk compression of new copies: [`COMPRESSION_ENABLED`] turns it on; then each chunk is stored as one
+    /// zstd frame at [`COMPRESSION_LEVEL`], unless, with [`COMPRESSION_HEURISTIC`], the producer compressed
+    /// most of its batches or compressing saves less than [`COMPRESSION_MIN_SAVING`] of it. Segments copied
+    /// with other settings, or before, read the same ([`crate::format::transform`]).
     pub compression: Option<CompressionConfig>,
-    /// Envelope encryption: `encryption.enabled` (default false) encrypts every chunk of new copies with
-    /// AES-256-GCM under a fresh data key per segment, wrapped under the KEK `encryption.key.id`; the KEKs
-    /// are `encryption.keys` (comma-separated ids, the active one among them), each read from the file
-    /// `encryption.key.<id>.file` (64 hexadecimal characters). `None` when no keys are listed.
+    /// Envelope encryption ([`crypto::ENCRYPTION_ENABLED`] and the others): `encryption.enabled` encrypts every chunk of new
+    /// copies with AES-256-GCM under a fresh data key per segment, wrapped under the KEK `encryption.key.id`;
+    /// the KEKs are `encryption.keys` (comma-separated ids, the active one among them), each read from the
+    /// file `encryption.key.<id>.file` (64 hexadecimal characters). `None` when no keys are listed.
     pub encryption: Option<EncryptionConfig>,
 }
 
 impl Default for TieredConfig {
+    /// The declared defaults.
     fn default() -> Self {
         TieredConfig {
             key_prefix: String::new(),
-            chunk_size: 4 << 20,
-            block_size: crate::format::chunk::DEFAULT_BLOCK_SIZE,
-            fetch_concurrency: 4,
-            verify_checksums: true,
-            manifest_cache_entries: 1000,
-            manifest_cache_ttl: std::time::Duration::from_secs(3600),
-            fetch_cache_bytes: 0,
-            fetch_prefetch_chunks: 2,
+            chunk_size: CHUNK_SIZE.default_int(),
+            block_size: CHUNK_BLOCK_SIZE.default_int(),
+            fetch_concurrency: FETCH_CONCURRENCY.default_int(),
+            verify_checksums: COPY_VERIFY_CHECKSUMS.default_bool(),
+            manifest_cache_entries: MANIFEST_CACHE_ENTRIES.default_int(),
+            manifest_cache_ttl: std::time::Duration::from_millis(MANIFEST_CACHE_TTL_MS.default_int()),
+            fetch_cache_bytes: FETCH_CACHE_BYTES.default_int(),
+            fetch_prefetch_chunks: FETCH_PREFETCH_CHUNKS.default_int(),
             fetch_cache_disk: None,
-            index_cache_bytes: 64 << 20,
+            index_cache_bytes: INDEX_CACHE_BYTES.default_int(),
             compression: None,
             encryption: None,
         }
@@ -123,30 +230,25 @@ impl Default for TieredConfig {
 }
 
 impl TieredConfig {
-    /// Reads the settings from `r`, with defaults for absent keys.
+    /// Reads the settings from `r`, with the declared defaults for absent keys.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
-        let d = TieredConfig::default();
-        let key_prefix = r.string("key.prefix").unwrap_or("").to_string();
+        let key_prefix = r.get_string(&KEY_PREFIX).unwrap_or("").to_string();
         if !key_prefix.is_empty() {
             crate::backend::validate_key(&format!("{key_prefix}x"))
-                .map_err(|e| Error::config("key.prefix", e.to_string()))?;
+                .map_err(|e| Error::config(KEY_PREFIX.key, e.to_string()))?;
         }
         Ok(TieredConfig {
             key_prefix,
-            chunk_size: r.int_in("chunk.size", d.chunk_size, 64 << 10..=256 << 20)?,
-            block_size: r.int_in("chunk.block.size", d.block_size, 4 << 10..=16 << 20)?,
-            fetch_concurrency: r.int_in("fetch.concurrency", d.fetch_concurrency, 1..=64)?,
-            verify_checksums: r.bool("copy.verify.checksums", d.verify_checksums)?,
-            manifest_cache_entries: r.int_in("manifest.cache.entries", d.manifest_cache_entries, 0..=1_000_000)?,
-            manifest_cache_ttl: std::time::Duration::from_millis(r.int_in(
-                "manifest.cache.ttl.ms",
-                d.manifest_cache_ttl.as_millis() as u64,
-                1_000..=7 * 24 * 3_600_000,
-            )?),
-            fetch_cache_bytes: r.int_in("fetch.cache.bytes", d.fetch_cache_bytes, 0..=64 << 30)?,
-            fetch_prefetch_chunks: r.int_in("fetch.prefetch.chunks", d.fetch_prefetch_chunks, 0..=64)?,
+            chunk_size: r.get_int(&CHUNK_SIZE)?,
+            block_size: r.get_int(&CHUNK_BLOCK_SIZE)?,
+            fetch_concurrency: r.get_int(&FETCH_CONCURRENCY)?,
+            verify_checksums: r.get_bool(&COPY_VERIFY_CHECKSUMS)?,
+            manifest_cache_entries: r.get_int(&MANIFEST_CACHE_ENTRIES)?,
+            manifest_cache_ttl: std::time::Duration::from_millis(r.get_int(&MANIFEST_CACHE_TTL_MS)?),
+            fetch_cache_bytes: r.get_int(&FETCH_CACHE_BYTES)?,
+            fetch_prefetch_chunks: r.get_int(&FETCH_PREFETCH_CHUNKS)?,
             fetch_cache_disk: read_disk_cache(r)?,
-            index_cache_bytes: r.int_in("index.cache.bytes", d.index_cache_bytes, 0..=64 << 30)?,
+            index_cache_bytes: r.get_int(&INDEX_CACHE_BYTES)?,
             compression: read_compression(r)?,
             encryption: FileKeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
         })
@@ -168,6 +270,15 @@ impl TieredConfig {
 mod tests {
     use super::*;
     use crate::config::props;
+
+    #[test]
+    fn the_defaults_are_the_declared_ones() {
+        let empty = props::<_, &str, &str>([]);
+        assert_eq!(TieredConfig::read(&mut ConfigReader::new(&empty)).unwrap(), TieredConfig::default());
+        let d = TieredConfig::default();
+        assert_eq!((d.chunk_size, d.block_size, d.fetch_concurrency), (4 << 20, 64 << 10, 4));
+        assert_eq!(d.manifest_cache_ttl, std::time::Duration::from_secs(3600));
+    }
 
     #[test]
     fn the_disk_tier_needs_an_absolute_directory_and_a_bound() {
@@ -226,6 +337,15 @@ mod tests {
             assert_eq!(read(settings).unwrap().compression, want, "{settings:?}");
         }
         assert_eq!((on.level, on.heuristic, on.min_saving_percent), (3, true, 10), "the documented defaults");
+        assert_eq!(
+            (
+                COMPRESSION_LEVEL.default_int(),
+                COMPRESSION_HEURISTIC.default_bool(),
+                COMPRESSION_MIN_SAVING.default_int()
+            ),
+            (on.level, on.heuristic, on.min_saving_percent),
+            "the declared defaults are CompressionConfig's"
+        );
         // (settings, the key the error names, a piece of its message)
         type Bad = (&'static [(&'static str, &'static str)], &'static str, &'static str);
         let bad: [Bad; 6] = [

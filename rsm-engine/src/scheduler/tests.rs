@@ -56,8 +56,8 @@ fn invalid_settings_name_the_kafka_key() {
     let cases = [
         (SchedulerConfig { workers: 0, ..cfg(1) }, THREAD_POOL_SIZE),
         (SchedulerConfig { interval: Duration::ZERO, ..cfg(1) }, TASK_INTERVAL_MS),
-        (SchedulerConfig { backoff_initial: Duration::ZERO, ..cfg(1) }, RETRY_BACKOFF_MS),
-        (SchedulerConfig { backoff_max: Duration::from_millis(499), ..cfg(1) }, RETRY_BACKOFF_MAX_MS),
+        (SchedulerConfig { backoff_initial: Duration::ZERO, ..cfg(1) }, RETRY_BACKOFF_MS.key),
+        (SchedulerConfig { backoff_max: Duration::from_millis(499), ..cfg(1) }, RETRY_BACKOFF_MAX_MS.key),
     ];
     for (c, key) in cases {
         let e = Scheduler::<u32>::start(c, rt.handle(), |_| async { Ok(()) }).unwrap_err();

@@ -2,7 +2,7 @@
 //! [`KafkaFailedDeletions`](super::KafkaFailedDeletions): the keys a broker passes under `rlmm.config.`.
 
 use crate::partitioner::PartitionFormula;
-use rsm_core::config::ConfigReader;
+use rsm_core::config::{ConfigReader, Kind, Setting};
 use rsm_core::error::{Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -13,33 +13,116 @@ pub use crate::records::FAILED_DELETIONS_TOPIC as DEFAULT_FAILED_DELETIONS_TOPIC
 /// Kafka's metadata topic name (`TopicBasedRemoteLogMetadataManagerConfig.REMOTE_LOG_METADATA_TOPIC_NAME`).
 pub use crate::records::METADATA_TOPIC as DEFAULT_TOPIC;
 
-/// `bootstrap.servers`: the brokers to connect to, comma separated (required).
-pub const BOOTSTRAP_SERVERS_KEY: &str = "bootstrap.servers";
+/// `bootstrap.servers`: the brokers to connect to, comma separated (required; or
+/// [`COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY`]).
+pub const BOOTSTRAP_SERVERS: Setting = Setting::of("bootstrap.servers", Kind::List)
+    .shown_as("`bootstrap.servers` or `remote.log.metadata.common.client.bootstrap.servers`")
+    .with_checks("required, at least one")
+    .with_doc("the brokers to connect to, comma separated");
+/// Kafka's key: partitions of the metadata topic.
+pub const PARTITIONS: Setting = Setting::int("remote.log.metadata.topic.num.partitions", 1, 100_000)
+    .with_default(50)
+    .with_checks("an existing topic with another count is refused, as Kafka's manager does")
+    .with_doc("partitions of the metadata topic")
+    .with_note("SR-29");
+/// Kafka's key: replication factor of the metadata topic.
+pub const REPLICATION_FACTOR: Setting =
+    Setting::short("remote.log.metadata.topic.replication.factor", 1, i16::MAX as i128)
+        .with_default(3)
+        .with_doc("replication factor of the metadata topic when this manager creates it")
+        .with_note("SR-29");
+/// Kafka's key: retention of the metadata topic (-1 unlimited), set when this manager creates the topic.
+/// Validated as Kafka does.
+pub const RETENTION_MS: Setting = Setting::long("remote.log.metadata.topic.retention.ms", -1, i64::MAX as i128)
+    .with_default(-1)
+    .with_checks(
+        "−1 or positive; set when the topic is created (CreateTopics with configs), checked with a warning when it \
+         exists",
+    )
+    .with_doc("retention of the metadata topic")
+    .with_note("SR-29");
+/// Kafka's key: how long a write waits for the event to be read back; here also the bound of a catch-up.
+pub const CONSUME_WAIT_MS: Setting = Setting::long("remote.log.metadata.publish.wait.ms", 1, (u64::MAX / 2) as i128)
+    .with_default(120_000)
+    .with_doc("how long a write waits to read its event back")
+    .with_note("how long a write waits to read its event back; bounds a catch-up");
+/// Ours: the metadata topic's name. Kafka's own manager has no such key (its topic is always
+/// `__remote_log_metadata`); this one is for tests and side-by-side clusters.
+pub const TOPIC_NAME: Setting = Setting::of("remote.log.metadata.topic.name", Kind::String)
+    .with_text_default(DEFAULT_TOPIC)
+    .with_checks("a valid topic name")
+    .with_doc("the metadata topic")
+    .with_note("*ours* (Kafka's is fixed)");
+/// Ours: the partition formula, `kafka` (Kafka as shipped) or `seeds` (SR-30).
+pub const PARTITION_FORMULA: Setting =
+    Setting::of("remote.log.metadata.topic.partition.formula", Kind::Choice(&["kafka", "seeds"]))
+        .with_text_default("kafka")
+        .with_doc("which metadata partition a user partition's events go to")
+        .with_note("*ours*: SR-30, Kafka's murmur2 or the seeds' `hashCode() % partitions`");
+/// Ours: where the snapshots are kept; defaults to Kafka's `log.dir`/`log.dirs` (one directory).
+pub const SNAPSHOT_DIR: Setting = Setting::of("remote.log.metadata.snapshot.dir", Kind::Path)
+    .with_described_default("`log.dirs` (one directory) or `log.dir`")
+    .with_doc("where the snapshots are kept")
+    .with_note("*ours*: where each metadata partition's state and position are kept (SR-31)");
+/// Ours: events applied between two snapshots of a metadata partition.
+pub const SNAPSHOT_INTERVAL: Setting =
+    Setting::long("remote.log.metadata.snapshot.interval.events", 1, u64::MAX as i128)
+        .with_default(10_000)
+        .with_doc("events applied between two snapshots of a metadata partition")
+        .with_note("*ours*");
+/// Ours: the bound of one Kafka request with its retries.
+pub const REQUEST_TIMEOUT_MS: Setting =
+    Setting::long("remote.log.metadata.request.timeout.ms", 1, (u64::MAX / 2) as i128)
+        .with_default(30_000)
+        .with_doc("the bound of one Kafka request with its retries")
+        .with_note("*ours*: one Kafka request with its retries");
+/// Ours: the failed-deletions topic (SR-35).
+pub const FAILED_DELETIONS_TOPIC: Setting =
+    Setting::of("remote.log.metadata.failed.deletions.topic.name", Kind::String)
+        .with_text_default(DEFAULT_FAILED_DELETIONS_TOPIC)
+        .with_checks("a valid topic name")
+        .with_doc("the failed-deletions topic")
+        .with_note("*ours*: SR-35, created with `cleanup.policy=compact`");
+
+/// The settings [`KafkaMetadataConfig::from_map`] reads, in the order `docs/settings.md` lists them.
+pub const SETTINGS: &[&Setting] = &[
+    &BOOTSTRAP_SERVERS,
+    &PARTITIONS,
+    &REPLICATION_FACTOR,
+    &RETENTION_MS,
+    &CONSUME_WAIT_MS,
+    &TOPIC_NAME,
+    &PARTITION_FORMULA,
+    &SNAPSHOT_DIR,
+    &SNAPSHOT_INTERVAL,
+    &REQUEST_TIMEOUT_MS,
+    &FAILED_DELETIONS_TOPIC,
+];
+
+/// [`BOOTSTRAP_SERVERS`]'s key.
+pub const BOOTSTRAP_SERVERS_KEY: &str = BOOTSTRAP_SERVERS.key;
 /// The same under Kafka's prefix for its manager's clients (`remote.log.metadata.common.client.`).
 pub const COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY: &str = "remote.log.metadata.common.client.bootstrap.servers";
-/// The metadata topic's name. Kafka's own manager has no such key (its topic is always
-/// `__remote_log_metadata`); this one is ours, for tests and side-by-side clusters.
-pub const TOPIC_NAME_KEY: &str = "remote.log.metadata.topic.name";
-/// Kafka's key: partitions of the metadata topic (default 50).
-pub const PARTITIONS_KEY: &str = "remote.log.metadata.topic.num.partitions";
-/// Kafka's key: replication factor of the metadata topic (default 3).
-pub const REPLICATION_FACTOR_KEY: &str = "remote.log.metadata.topic.replication.factor";
-/// Kafka's key: retention of the metadata topic (default -1, unlimited), set when this manager creates the
-/// topic. Validated as Kafka does.
-pub const RETENTION_MS_KEY: &str = "remote.log.metadata.topic.retention.ms";
-/// Kafka's key: how long a write waits for the event to be read back (default 120 s); here also the bound
-/// of a catch-up.
-pub const CONSUME_WAIT_MS_KEY: &str = "remote.log.metadata.publish.wait.ms";
-/// Ours: the partition formula, `kafka` (default, Kafka as shipped) or `seeds` (SR-30).
-pub const PARTITION_FORMULA_KEY: &str = "remote.log.metadata.topic.partition.formula";
-/// Ours: where the snapshots are kept; defaults to Kafka's `log.dir`/`log.dirs` (one directory).
-pub const SNAPSHOT_DIR_KEY: &str = "remote.log.metadata.snapshot.dir";
-/// Ours: events applied between two snapshots of a metadata partition (default 10,000).
-pub const SNAPSHOT_INTERVAL_KEY: &str = "remote.log.metadata.snapshot.interval.events";
-/// Ours: the bound of one Kafka request with its retries (default 30 s).
-pub const REQUEST_TIMEOUT_MS_KEY: &str = "remote.log.metadata.request.timeout.ms";
-/// Ours: the failed-deletions topic (default `__remote_segments_to_be_deleted`).
-pub const FAILED_DELETIONS_TOPIC_KEY: &str = "remote.log.metadata.failed.deletions.topic.name";
+/// [`TOPIC_NAME`]'s key.
+pub const TOPIC_NAME_KEY: &str = TOPIC_NAME.key;
+/// [`PARTITIONS`]'s key.
+pub const PARTITIONS_KEY: &str = PARTITIONS.key;
+/// [`REPLICATION_FACTOR`]'s key.
+pub const REPLICATION_FACTOR_KEY: &str = REPLICATION_FACTOR.key;
+/// [`RETENTION_MS`]'s key.
+pub const RETENTION_MS_KEY: &str = RETENTION_MS.key;
+/// [`CONSUME_WAIT_MS`]'s key.
+pub const CONSUME_WAIT_MS_KEY: &str = CONSUME_WAIT_MS.key;
+/// [`PARTITION_FORMULA`]'s key.
+pub const PARTITION_FORMULA_KEY: &str = PARTITION_FORMULA.key;
+/// [`SNAPSHOT_DIR`]'s key.
+pub const SNAPSHOT_DIR_KEY: &str = SNAPSHOT_DIR.key;
+/// [`SNAPSHOT_INTERVAL`]'s key.
+pub const SNAPSHOT_INTERVAL_KEY: &str = SNAPSHOT_INTERVAL.key;
+/// [`REQUEST_TIMEOUT_MS`]'s key.
+pub const REQUEST_TIMEOUT_MS_KEY: &str = REQUEST_TIMEOUT_MS.key;
+/// [`FAILED_DELETIONS_TOPIC`]'s key.
+pub const FAILED_DELETIONS_TOPIC_KEY: &str = FAILED_DELETIONS_TOPIC.key;
 /// Kafka's `log.dirs`, the snapshot directory when [`SNAPSHOT_DIR_KEY`] is not set.
 pub const LOG_DIRS_KEY: &str = "log.dirs";
 /// Kafka's `log.dir`, read when `log.dirs` is not set.
@@ -82,14 +165,14 @@ impl KafkaMetadataConfig {
         KafkaMetadataConfig {
             bootstrap_servers: split_servers(&bootstrap_servers.into()),
             topic: DEFAULT_TOPIC.to_string(),
-            partitions: 50,
-            replication_factor: 3,
-            retention_ms: -1,
-            partition_formula: PartitionFormula::Kafka,
+            partitions: PARTITIONS.default_int(),
+            replication_factor: REPLICATION_FACTOR.default_int(),
+            retention_ms: RETENTION_MS.default_int(),
+            partition_formula: PartitionFormula::Kafka, // PARTITION_FORMULA's default
             snapshot_dir: snapshot_dir.into(),
-            snapshot_interval_events: 10_000,
-            request_timeout: Duration::from_secs(30),
-            consume_wait: Duration::from_secs(120),
+            snapshot_interval_events: SNAPSHOT_INTERVAL.default_int(),
+            request_timeout: Duration::from_millis(REQUEST_TIMEOUT_MS.default_int()),
+            consume_wait: Duration::from_millis(CONSUME_WAIT_MS.default_int()),
             client_id: "__remote_log_metadata_client".to_string(),
             failed_deletions_topic: DEFAULT_FAILED_DELETIONS_TOPIC.to_string(),
         }
@@ -157,15 +240,16 @@ impl KafkaMetadataConfig {
         if let Some(t) = r.string(TOPIC_NAME_KEY) {
             c.topic = valid_topic(TOPIC_NAME_KEY, t)?;
         }
-        c.partitions = r.int_in(PARTITIONS_KEY, 50u32, 1..=100_000)?;
-        c.replication_factor = r.int_in(REPLICATION_FACTOR_KEY, 3i16, 1..=i16::MAX)?;
-        c.retention_ms = r.parse(RETENTION_MS_KEY, -1i64, "an integer")?;
+        c.partitions = r.get_int(&PARTITIONS)?;
+        c.replication_factor = r.get_int(&REPLICATION_FACTOR)?;
+        // Kafka's check, not a range: -1 or positive.
+        c.retention_ms = r.parse(RETENTION_MS_KEY, RETENTION_MS.default_int::<i64>(), "an integer")?;
         if c.retention_ms != -1 && c.retention_ms <= 0 {
             return Err(Error::config(RETENTION_MS_KEY, format!("{} is neither -1 nor positive", c.retention_ms)));
         }
-        c.consume_wait = Duration::from_millis(r.int_in(CONSUME_WAIT_MS_KEY, 120_000u64, 1..=u64::MAX / 2)?);
-        c.request_timeout = Duration::from_millis(r.int_in(REQUEST_TIMEOUT_MS_KEY, 30_000u64, 1..=u64::MAX / 2)?);
-        c.snapshot_interval_events = r.int_in(SNAPSHOT_INTERVAL_KEY, 10_000u64, 1..=u64::MAX)?;
+        c.consume_wait = Duration::from_millis(r.get_int(&CONSUME_WAIT_MS)?);
+        c.request_timeout = Duration::from_millis(r.get_int(&REQUEST_TIMEOUT_MS)?);
+        c.snapshot_interval_events = r.get_int(&SNAPSHOT_INTERVAL)?;
         c.partition_formula = match r.string(PARTITION_FORMULA_KEY) {
             None => PartitionFormula::Kafka,
             Some(v) if v.eq_ignore_ascii_case("kafka") => PartitionFormula::Kafka,

@@ -2,75 +2,14 @@
 //! managers, their pass-through namespaces, the remote log manager's pools, and the `log.*` defaults of
 //! the topic settings.
 
+use super::catalogue;
 use super::keys::*;
-use super::parse::{
-    INT_MAX, LAG_MEANING, LOCAL_BYTES_MEANING, LOCAL_MS_MEANING, MAX, MS_PER_HOUR, MS_PER_MINUTE, aliased_bool,
-    opt_cleanup, opt_int,
-};
-use super::resolution::resolve_values;
-use super::topic::{CleanupPolicy, TopicSettings};
+use super::parse::{aliased_bool, opt_declared};
+use super::topic::{TopicDefaults, TopicSettings};
+use super::values::resolve_values;
 use rsm_core::config::ConfigReader;
 use rsm_core::error::{Error, Result};
 use std::collections::BTreeMap;
-
-/// Broker defaults for the topic settings (`log.*`), which a topic's own values override.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicDefaults {
-    /// `log.retention.ms` (or `.minutes`, `.hours`); -1 unlimited.
-    pub retention_ms: i64,
-    /// `log.retention.bytes`; -1 unlimited.
-    pub retention_bytes: i64,
-    /// `log.local.retention.ms`; -2 use the retention, -1 unlimited.
-    pub local_retention_ms: i64,
-    /// `log.local.retention.bytes`; -2 use the retention, -1 unlimited.
-    pub local_retention_bytes: i64,
-    /// `log.remote.copy.lag.ms`.
-    pub copy_lag_ms: i64,
-    /// `log.remote.copy.lag.bytes`.
-    pub copy_lag_bytes: i64,
-    /// `log.cleanup.policy`.
-    pub cleanup_policy: CleanupPolicy,
-}
-
-impl Default for TopicDefaults {
-    fn default() -> Self {
-        TopicDefaults {
-            retention_ms: DEFAULT_RETENTION_MS,
-            retention_bytes: -1,
-            local_retention_ms: -2,
-            local_retention_bytes: -2,
-            copy_lag_ms: 0,
-            copy_lag_bytes: 0,
-            cleanup_policy: CleanupPolicy::DELETE,
-        }
-    }
-}
-
-impl TopicDefaults {
-    /// Reads the `log.*` defaults. `log.retention.ms` wins over `.minutes`, which wins over `.hours`.
-    pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
-        let d = TopicDefaults::default();
-        let ms = opt_int(r, LOG_RETENTION_MS, -1, MAX, " (-1: unlimited)")?;
-        let minutes = opt_int(r, LOG_RETENTION_MINUTES, -1, MAX / MS_PER_MINUTE, " (-1: unlimited)")?;
-        let hours = opt_int(r, LOG_RETENTION_HOURS, -1, MAX / MS_PER_HOUR, " (-1: unlimited)")?;
-        let scaled = |v: i64, unit: i64| if v < 0 { -1 } else { v * unit };
-        let retention_ms = ms
-            .or(minutes.map(|m| scaled(m, MS_PER_MINUTE)))
-            .or(hours.map(|h| scaled(h, MS_PER_HOUR)))
-            .unwrap_or(d.retention_ms);
-        Ok(TopicDefaults {
-            retention_ms,
-            retention_bytes: opt_int(r, LOG_RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?.unwrap_or(d.retention_bytes),
-            local_retention_ms: opt_int(r, LOG_LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?
-                .unwrap_or(d.local_retention_ms),
-            local_retention_bytes: opt_int(r, LOG_LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?
-                .unwrap_or(d.local_retention_bytes),
-            copy_lag_ms: opt_int(r, LOG_REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_ms),
-            copy_lag_bytes: opt_int(r, LOG_REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?.unwrap_or(d.copy_lag_bytes),
-            cleanup_policy: opt_cleanup(r, LOG_CLEANUP_POLICY)?.unwrap_or(d.cleanup_policy),
-        })
-    }
-}
 
 /// The broker's tiering settings (SR-1 … SR-9 and the delayed-upload broker defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,21 +83,27 @@ impl BrokerSettings {
     /// [`ConfigReader::finish`] after every component has read its keys).
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         let d = BrokerSettings::default();
-        let remote_storage_enabled =
-            aliased_bool(r, REMOTE_LOG_STORAGE_ENABLE, REMOTE_LOG_STORAGE_SYSTEM_ENABLE, false)?;
+        let remote_storage_enabled = aliased_bool(
+            r,
+            REMOTE_LOG_STORAGE_ENABLE,
+            REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
+            catalogue::REMOTE_LOG_STORAGE_ENABLE.default_bool(),
+        )?;
         let storage_manager = r.string(STORAGE_MANAGER_CLASS_NAME).map(str::to_string);
         let storage_manager_class_path = r.string(STORAGE_MANAGER_CLASS_PATH).map(str::to_string);
         let metadata_manager = r.string(METADATA_MANAGER_CLASS_NAME).unwrap_or(DEFAULT_METADATA_MANAGER).to_string();
         let metadata_manager_class_path = r.string(METADATA_MANAGER_CLASS_PATH).map(str::to_string);
         let storage_manager_prefix = prefix_setting(r, STORAGE_MANAGER_IMPL_PREFIX, DEFAULT_STORAGE_MANAGER_PREFIX);
         let metadata_manager_prefix = prefix_setting(r, METADATA_MANAGER_IMPL_PREFIX, DEFAULT_METADATA_MANAGER_PREFIX);
-        let custom_metadata_max_bytes =
-            opt_int(r, CUSTOM_METADATA_MAX_BYTES, 0, INT_MAX, "")?.map_or(d.custom_metadata_max_bytes, |v| v as u32);
-        let thread_pool_size = opt_int(r, THREAD_POOL_SIZE, 1, INT_MAX, "")?.map_or(d.thread_pool_size, |v| v as u32);
-        let task_interval_ms = opt_int(r, TASK_INTERVAL_MS, 1, MAX, "")?.map_or(d.task_interval_ms, |v| v as u64);
-        let reader_threads = opt_int(r, READER_THREADS, 1, INT_MAX, "")?.map_or(d.reader_threads, |v| v as u32);
+        let custom_metadata_max_bytes = opt_declared(r, &catalogue::CUSTOM_METADATA_MAX_BYTES, "")?
+            .map_or(d.custom_metadata_max_bytes, |v| v as u32);
+        let thread_pool_size =
+            opt_declared(r, &catalogue::THREAD_POOL_SIZE, "")?.map_or(d.thread_pool_size, |v| v as u32);
+        let task_interval_ms =
+            opt_declared(r, &catalogue::TASK_INTERVAL_MS, "")?.map_or(d.task_interval_ms, |v| v as u64);
+        let reader_threads = opt_declared(r, &catalogue::READER_THREADS, "")?.map_or(d.reader_threads, |v| v as u32);
         let reader_max_pending_tasks =
-            opt_int(r, READER_MAX_PENDING_TASKS, 1, INT_MAX, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
+            opt_declared(r, &catalogue::READER_MAX_PENDING_TASKS, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
         let topic_defaults = TopicDefaults::read(r)?;
 
         let seed_storage = pass_through(r, STORAGE_NAMESPACE, STORAGE_RESERVED);
@@ -240,6 +185,7 @@ fn prefix_setting(r: &mut ConfigReader<'_>, key: &str, default: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::CleanupPolicy;
     use crate::settings::test_support::assert_config_error;
     use rsm_core::config::props;
 

@@ -1,19 +1,19 @@
 //! Reading one typed value out of a [`ConfigReader`]: an integer in a range, a boolean (also one known
-//! under two names), a cleanup policy. Errors name the key, the value and the allowed range.
+//! under two names), a cleanup policy (and the [`CleanupPolicy`] type every settings module shares).
+//! Errors name the key, the value and the allowed range. Below every other settings module: it imports
+//! none of them.
 
-use super::topic::CleanupPolicy;
-use rsm_core::config::ConfigReader;
+use rsm_core::config::{ConfigReader, Setting};
 use rsm_core::error::{Error, Result};
+use std::fmt;
 
-/// The upper bound of a long setting.
-pub(super) const MAX: i64 = i64::MAX;
-/// The upper bound of an int setting.
-pub(super) const INT_MAX: i64 = i32::MAX as i64;
 /// Milliseconds in a minute, for the settings given in minutes.
 pub(super) const MS_PER_MINUTE: i64 = 60_000;
 /// Milliseconds in an hour, for the settings given in hours.
 pub(super) const MS_PER_HOUR: i64 = 3_600_000;
 
+/// What -1 means for a retention (appended to the allowed range in messages).
+pub(super) const UNLIMITED_MEANING: &str = " (-1: unlimited)";
 /// What -2 and -1 mean for a local retention time (appended to the allowed range in messages).
 pub(super) const LOCAL_MS_MEANING: &str = " (-2: use retention.ms, -1: unlimited)";
 /// What -2 and -1 mean for a local retention size.
@@ -33,6 +33,12 @@ pub(super) fn opt_int(r: &mut ConfigReader<'_>, key: &str, lo: i64, hi: i64, mea
         return Err(Error::config(key, format!("{v} is out of range [{lo}, {hi}]{meaning}")));
     }
     Ok(Some(v))
+}
+
+/// The integer `setting` in its declared range, or `None` when absent; `meaning` as for [`opt_int`].
+pub(super) fn opt_declared(r: &mut ConfigReader<'_>, setting: &Setting, meaning: &str) -> Result<Option<i64>> {
+    let range = setting.range::<i64>();
+    opt_int(r, setting.key, *range.start(), *range.end(), meaning)
 }
 
 /// `key` as `true` or `false` in any case, or `None` when absent.
@@ -64,4 +70,52 @@ pub(super) fn aliased_bool(r: &mut ConfigReader<'_>, seed: &str, shipped: &str, 
 /// `key` as a [`CleanupPolicy`], or `None` when absent.
 pub(super) fn opt_cleanup(r: &mut ConfigReader<'_>, key: &str) -> Result<Option<CleanupPolicy>> {
     r.string(key).map(|raw| CleanupPolicy::parse(key, raw)).transpose()
+}
+
+/// A topic's `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// `delete` is in the list.
+    pub delete: bool,
+    /// `compact` is in the list.
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    /// `delete`, Kafka's default.
+    pub const DELETE: CleanupPolicy = CleanupPolicy { delete: true, compact: false };
+
+    /// Parses a comma-separated list of `delete` and `compact`.
+    pub fn parse(key: &str, raw: &str) -> Result<CleanupPolicy> {
+        let mut p = CleanupPolicy { delete: false, compact: false };
+        for item in raw.split(',').map(str::trim) {
+            match item {
+                "delete" => p.delete = true,
+                "compact" => p.compact = true,
+                _ => {
+                    return Err(Error::config(
+                        key,
+                        format!("`{raw}` is not a cleanup policy; allowed: delete, compact, or delete,compact"),
+                    ));
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy::DELETE
+    }
+}
+
+impl fmt::Display for CleanupPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.compact, self.delete) {
+            (true, true) => f.write_str("compact,delete"),
+            (true, false) => f.write_str("compact"),
+            (false, _) => f.write_str("delete"),
+        }
+    }
 }

@@ -1,62 +1,74 @@
-//! A topic's own tiering settings as given, its `cleanup.policy`, and the checks made when a topic is
-//! created or altered (SR-12: no remote storage on a compacted topic, nor while the broker has it off).
+//! A topic's own tiering settings as given ([`TopicSettings`]), and the broker's `log.*` defaults of them
+//! ([`TopicDefaults`]).
 
-use super::broker::BrokerSettings;
-use super::keys::*;
+use super::catalogue;
 use super::parse::{
-    LAG_MEANING, LOCAL_BYTES_MEANING, LOCAL_MS_MEANING, MAX, MS_PER_MINUTE, opt_bool, opt_cleanup, opt_int,
+    CleanupPolicy, LAG_MEANING, LOCAL_BYTES_MEANING, LOCAL_MS_MEANING, MS_PER_HOUR, MS_PER_MINUTE, UNLIMITED_MEANING,
+    opt_bool, opt_cleanup, opt_declared,
 };
-use super::resolution::TopicPolicy;
 use rsm_core::config::ConfigReader;
-use rsm_core::error::{Error, Result};
+use rsm_core::error::Result;
 use std::collections::BTreeMap;
-use std::fmt;
 
-/// A topic's `cleanup.policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CleanupPolicy {
-    /// `delete` is in the list.
-    pub delete: bool,
-    /// `compact` is in the list.
-    pub compact: bool,
+/// Broker defaults for the topic settings (`log.*`), which a topic's own values override.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicDefaults {
+    /// `log.retention.ms` (or `.minutes`, `.hours`); -1 unlimited.
+    pub retention_ms: i64,
+    /// `log.retention.bytes`; -1 unlimited.
+    pub retention_bytes: i64,
+    /// `log.local.retention.ms`; -2 use the retention, -1 unlimited.
+    pub local_retention_ms: i64,
+    /// `log.local.retention.bytes`; -2 use the retention, -1 unlimited.
+    pub local_retention_bytes: i64,
+    /// `log.remote.copy.lag.ms`.
+    pub copy_lag_ms: i64,
+    /// `log.remote.copy.lag.bytes`.
+    pub copy_lag_bytes: i64,
+    /// `log.cleanup.policy`.
+    pub cleanup_policy: CleanupPolicy,
 }
 
-impl CleanupPolicy {
-    /// `delete`, Kafka's default.
-    pub const DELETE: CleanupPolicy = CleanupPolicy { delete: true, compact: false };
-
-    /// Parses a comma-separated list of `delete` and `compact`.
-    pub fn parse(key: &str, raw: &str) -> Result<CleanupPolicy> {
-        let mut p = CleanupPolicy { delete: false, compact: false };
-        for item in raw.split(',').map(str::trim) {
-            match item {
-                "delete" => p.delete = true,
-                "compact" => p.compact = true,
-                _ => {
-                    return Err(Error::config(
-                        key,
-                        format!("`{raw}` is not a cleanup policy; allowed: delete, compact, or delete,compact"),
-                    ));
-                }
-            }
-        }
-        Ok(p)
-    }
-}
-
-impl Default for CleanupPolicy {
+impl Default for TopicDefaults {
+    /// The declared defaults ([`catalogue`]).
     fn default() -> Self {
-        CleanupPolicy::DELETE
+        TopicDefaults {
+            retention_ms: catalogue::LOG_RETENTION_MS.default_int(),
+            retention_bytes: catalogue::LOG_RETENTION_BYTES.default_int(),
+            local_retention_ms: catalogue::LOG_LOCAL_RETENTION_MS.default_int(),
+            local_retention_bytes: catalogue::LOG_LOCAL_RETENTION_BYTES.default_int(),
+            copy_lag_ms: catalogue::LOG_REMOTE_COPY_LAG_MS.default_int(),
+            copy_lag_bytes: catalogue::LOG_REMOTE_COPY_LAG_BYTES.default_int(),
+            cleanup_policy: CleanupPolicy::DELETE, // LOG_CLEANUP_POLICY's default
+        }
     }
 }
 
-impl fmt::Display for CleanupPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.compact, self.delete) {
-            (true, true) => f.write_str("compact,delete"),
-            (true, false) => f.write_str("compact"),
-            (false, _) => f.write_str("delete"),
-        }
+impl TopicDefaults {
+    /// Reads the `log.*` defaults. `log.retention.ms` wins over `.minutes`, which wins over `.hours`.
+    pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
+        let d = TopicDefaults::default();
+        let ms = opt_declared(r, &catalogue::LOG_RETENTION_MS, UNLIMITED_MEANING)?;
+        let minutes = opt_declared(r, &catalogue::LOG_RETENTION_MINUTES, UNLIMITED_MEANING)?;
+        let hours = opt_declared(r, &catalogue::LOG_RETENTION_HOURS, UNLIMITED_MEANING)?;
+        let scaled = |v: i64, unit: i64| if v < 0 { -1 } else { v * unit };
+        let retention_ms = ms
+            .or(minutes.map(|m| scaled(m, MS_PER_MINUTE)))
+            .or(hours.map(|h| scaled(h, MS_PER_HOUR)))
+            .unwrap_or(d.retention_ms);
+        Ok(TopicDefaults {
+            retention_ms,
+            retention_bytes: opt_declared(r, &catalogue::LOG_RETENTION_BYTES, UNLIMITED_MEANING)?
+                .unwrap_or(d.retention_bytes),
+            local_retention_ms: opt_declared(r, &catalogue::LOG_LOCAL_RETENTION_MS, LOCAL_MS_MEANING)?
+                .unwrap_or(d.local_retention_ms),
+            local_retention_bytes: opt_declared(r, &catalogue::LOG_LOCAL_RETENTION_BYTES, LOCAL_BYTES_MEANING)?
+                .unwrap_or(d.local_retention_bytes),
+            copy_lag_ms: opt_declared(r, &catalogue::LOG_REMOTE_COPY_LAG_MS, LAG_MEANING)?.unwrap_or(d.copy_lag_ms),
+            copy_lag_bytes: opt_declared(r, &catalogue::LOG_REMOTE_COPY_LAG_BYTES, LAG_MEANING)?
+                .unwrap_or(d.copy_lag_bytes),
+            cleanup_policy: opt_cleanup(r, catalogue::LOG_CLEANUP_POLICY.key)?.unwrap_or(d.cleanup_policy),
+        })
     }
 }
 
@@ -97,16 +109,16 @@ impl TopicSettings {
     /// Reads these settings out of a reader that may hold other topic settings too.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
         Ok(TopicSettings {
-            remote_storage_enable: opt_bool(r, REMOTE_STORAGE_ENABLE)?,
-            cleanup_policy: opt_cleanup(r, CLEANUP_POLICY)?,
-            retention_ms: opt_int(r, RETENTION_MS, -1, MAX, " (-1: unlimited)")?,
-            retention_bytes: opt_int(r, RETENTION_BYTES, -1, MAX, " (-1: unlimited)")?,
-            local_retention_ms: opt_int(r, LOCAL_RETENTION_MS, -2, MAX, LOCAL_MS_MEANING)?,
-            local_retention_bytes: opt_int(r, LOCAL_RETENTION_BYTES, -2, MAX, LOCAL_BYTES_MEANING)?,
-            remote_log_retention_minutes: opt_int(r, REMOTE_LOG_RETENTION_MINUTES, 1, MAX / MS_PER_MINUTE, "")?,
-            remote_log_retention_bytes: opt_int(r, REMOTE_LOG_RETENTION_BYTES, 1, MAX, "")?,
-            remote_copy_lag_ms: opt_int(r, REMOTE_COPY_LAG_MS, -1, MAX, LAG_MEANING)?,
-            remote_copy_lag_bytes: opt_int(r, REMOTE_COPY_LAG_BYTES, -1, MAX, LAG_MEANING)?,
+            remote_storage_enable: opt_bool(r, catalogue::REMOTE_STORAGE_ENABLE.key)?,
+            cleanup_policy: opt_cleanup(r, catalogue::CLEANUP_POLICY.key)?,
+            retention_ms: opt_declared(r, &catalogue::RETENTION_MS, UNLIMITED_MEANING)?,
+            retention_bytes: opt_declared(r, &catalogue::RETENTION_BYTES, UNLIMITED_MEANING)?,
+            local_retention_ms: opt_declared(r, &catalogue::LOCAL_RETENTION_MS, LOCAL_MS_MEANING)?,
+            local_retention_bytes: opt_declared(r, &catalogue::LOCAL_RETENTION_BYTES, LOCAL_BYTES_MEANING)?,
+            remote_log_retention_minutes: opt_declared(r, &catalogue::REMOTE_LOG_RETENTION_MINUTES, "")?,
+            remote_log_retention_bytes: opt_declared(r, &catalogue::REMOTE_LOG_RETENTION_BYTES, "")?,
+            remote_copy_lag_ms: opt_declared(r, &catalogue::REMOTE_COPY_LAG_MS, LAG_MEANING)?,
+            remote_copy_lag_bytes: opt_declared(r, &catalogue::REMOTE_COPY_LAG_BYTES, LAG_MEANING)?,
         })
     }
 
@@ -116,60 +128,16 @@ impl TopicSettings {
     }
 
     /// The topic's cleanup policy, else the broker's `log.cleanup.policy`.
-    pub(super) fn cleanup(&self, broker: &BrokerSettings) -> CleanupPolicy {
-        self.cleanup_policy.unwrap_or(broker.topic_defaults.cleanup_policy)
+    pub(super) fn cleanup(&self, defaults: &TopicDefaults) -> CleanupPolicy {
+        self.cleanup_policy.unwrap_or(defaults.cleanup_policy)
     }
-}
-
-/// Validates a topic being created: on top of [`TopicPolicy::resolve`], remote storage on a compacted
-/// topic, or while the broker has remote storage off, is rejected (SR-12).
-pub fn validate_create(topic: &TopicSettings, broker: &BrokerSettings) -> Result<TopicPolicy> {
-    check_remote_allowed(topic, broker, REMOTE_STORAGE_ENABLE)?;
-    TopicPolicy::resolve(topic, broker)
-}
-
-/// Validates an alteration from `current` to `proposed` (both full topic settings). Turning compaction
-/// on for a tiered topic, or remote storage on for a compacted topic, is rejected naming the key that
-/// changed (SR-12).
-pub fn validate_alter(
-    current: &TopicSettings,
-    proposed: &TopicSettings,
-    broker: &BrokerSettings,
-) -> Result<TopicPolicy> {
-    let cleanup_changed = current.cleanup(broker) != proposed.cleanup(broker);
-    let remote_changed = current.requests_remote() != proposed.requests_remote();
-    let key = if cleanup_changed && !remote_changed { CLEANUP_POLICY } else { REMOTE_STORAGE_ENABLE };
-    check_remote_allowed(proposed, broker, key)?;
-    TopicPolicy::resolve(proposed, broker)
-}
-
-fn check_remote_allowed(topic: &TopicSettings, broker: &BrokerSettings, key: &str) -> Result<()> {
-    if !topic.requests_remote() {
-        return Ok(());
-    }
-    if !broker.remote_storage_enabled {
-        return Err(Error::config(
-            REMOTE_STORAGE_ENABLE,
-            format!("`true` is not allowed while {REMOTE_LOG_STORAGE_ENABLE} is false on this broker"),
-        ));
-    }
-    let cleanup = topic.cleanup(broker);
-    if cleanup.compact {
-        return Err(Error::config(
-            key,
-            format!(
-                "compacted topics are not supported with remote storage: {CLEANUP_POLICY}={cleanup} with \
-                 {REMOTE_STORAGE_ENABLE}=true; allowed: {CLEANUP_POLICY}=delete, or {REMOTE_STORAGE_ENABLE}=false"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_support::{assert_config_error, enabled_broker, topic};
+    use crate::settings::keys::DEFAULT_RETENTION_MS;
+    use crate::settings::test_support::assert_config_error;
     use rsm_core::config::props;
 
     const DAY: i64 = 86_400_000;
@@ -235,156 +203,6 @@ mod tests {
         ];
         for c in cases {
             assert_config_error(c.name, TopicSettings::from_props(&props(c.topic.iter().copied())), c.key, c.message);
-        }
-    }
-
-    #[test]
-    fn compacted_topics_sr12() {
-        struct Case {
-            name: &'static str,
-            op: &'static str,
-            current: &'static [(&'static str, &'static str)],
-            proposed: &'static [(&'static str, &'static str)],
-            broker_enabled: bool,
-            error: Option<(&'static str, &'static str)>,
-            remote_storage: bool,
-            warning: Option<&'static str>,
-        }
-        let cases = [
-            Case {
-                name: "create compacted + remote is rejected",
-                op: "create",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "compact")],
-                broker_enabled: true,
-                error: Some(("remote.storage.enable", "compacted topics are not supported with remote storage")),
-                remote_storage: false,
-                warning: None,
-            },
-            Case {
-                name: "create compact,delete + remote is rejected",
-                op: "create",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "delete,compact")],
-                broker_enabled: true,
-                error: Some(("remote.storage.enable", "cleanup.policy=compact,delete with remote.storage.enable=true")),
-                remote_storage: false,
-                warning: None,
-            },
-            Case {
-                name: "create delete + remote is accepted",
-                op: "create",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "delete")],
-                broker_enabled: true,
-                error: None,
-                remote_storage: true,
-                warning: None,
-            },
-            Case {
-                name: "create compacted without remote is accepted",
-                op: "create",
-                current: &[],
-                proposed: &[("cleanup.policy", "compact")],
-                broker_enabled: true,
-                error: None,
-                remote_storage: false,
-                warning: None,
-            },
-            Case {
-                name: "create remote while broker has it off is rejected",
-                op: "create",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true")],
-                broker_enabled: false,
-                error: Some(("remote.storage.enable", "not allowed while remote.log.storage.enable is false")),
-                remote_storage: false,
-                warning: None,
-            },
-            Case {
-                name: "alter: compaction turned on for a tiered topic names cleanup.policy",
-                op: "alter",
-                current: &[("remote.storage.enable", "true")],
-                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "compact")],
-                broker_enabled: true,
-                error: Some(("cleanup.policy", "compacted topics are not supported with remote storage")),
-                remote_storage: false,
-                warning: None,
-            },
-            Case {
-                name: "alter: remote turned on for a compacted topic names remote.storage.enable",
-                op: "alter",
-                current: &[("cleanup.policy", "compact")],
-                proposed: &[("cleanup.policy", "compact"), ("remote.storage.enable", "true")],
-                broker_enabled: true,
-                error: Some(("remote.storage.enable", "compacted topics are not supported with remote storage")),
-                remote_storage: false,
-                warning: None,
-            },
-            Case {
-                name: "alter: unrelated change on a tiered topic is accepted",
-                op: "alter",
-                current: &[("remote.storage.enable", "true")],
-                proposed: &[("remote.storage.enable", "true"), ("retention.ms", "-1")],
-                broker_enabled: true,
-                error: None,
-                remote_storage: true,
-                warning: None,
-            },
-            Case {
-                name: "start-up: compacted + remote is a warning and remote is off",
-                op: "startup",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true"), ("cleanup.policy", "compact")],
-                broker_enabled: true,
-                error: None,
-                remote_storage: false,
-                warning: Some(
-                    "compacted topics are not supported with remote storage (cleanup.policy=compact); remote storage is off for this topic",
-                ),
-            },
-            Case {
-                name: "start-up: remote requested while broker has it off is a warning",
-                op: "startup",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true")],
-                broker_enabled: false,
-                error: None,
-                remote_storage: false,
-                warning: Some("remote.log.storage.enable is false on this broker"),
-            },
-            Case {
-                name: "start-up: tiered delete topic has no warning",
-                op: "startup",
-                current: &[],
-                proposed: &[("remote.storage.enable", "true")],
-                broker_enabled: true,
-                error: None,
-                remote_storage: true,
-                warning: None,
-            },
-        ];
-        for c in cases {
-            let broker = if c.broker_enabled { enabled_broker() } else { BrokerSettings::default() };
-            let proposed = topic(c.proposed);
-            let got = match c.op {
-                "create" => validate_create(&proposed, &broker),
-                "alter" => validate_alter(&topic(c.current), &proposed, &broker),
-                _ => TopicPolicy::at_startup("t", &proposed, &broker),
-            };
-            match c.error {
-                Some((key, msg)) => assert_config_error(c.name, got, key, msg),
-                None => {
-                    let p = got.unwrap_or_else(|e| panic!("{}: {e}", c.name));
-                    assert_eq!(p.remote_storage, c.remote_storage, "{}: remote_storage", c.name);
-                    match c.warning {
-                        None => assert!(p.warnings.is_empty(), "{}: {:?}", c.name, p.warnings),
-                        Some(w) => {
-                            assert!(p.warnings.len() == 1 && p.warnings[0].contains(w), "{}: {:?}", c.name, p.warnings)
-                        }
-                    }
-                }
-            }
         }
     }
 

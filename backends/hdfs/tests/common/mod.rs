@@ -25,7 +25,7 @@ pub fn config(url: &str) -> HdfsConfig {
 
 /// A backend on the test cluster, built on the calling test's runtime.
 pub fn backend(url: &str) -> HdfsBackend {
-    config(url).build().expect("build the HDFS backend")
+    HdfsBackend::connect(&config(url)).expect("build the HDFS backend")
 }
 
 /// The same, as the contract suites take it.

@@ -3,7 +3,7 @@
 
 use super::{Layer, LayeredBackend};
 use crate::backend::{ObjectMeta, StorageBackend, TemporaryObject};
-use crate::config::ConfigReader;
+use crate::config::{ConfigReader, Setting, Unit};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -17,51 +17,76 @@ use tokio::time::Instant;
 /// The retry policy, read from `retry.*` settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryConfig {
-    /// `retry.max.attempts`: attempts of one call in all, 1 (no retry) to 100 (default 3).
+    /// [`Self::MAX_ATTEMPTS`]: attempts of one call in all.
     pub max_attempts: u32,
-    /// `retry.backoff.ms`: the wait before the first retry, 1 ms to 60 s (default 100 ms); it doubles
-    /// after each retry.
+    /// [`Self::BACKOFF_MS`]: the wait before the first retry; it doubles after each retry.
     pub initial_backoff: Duration,
-    /// `retry.backoff.max.ms`: the longest wait between attempts, 1 ms to 10 min (default 5 s).
+    /// [`Self::BACKOFF_MAX_MS`]: the longest wait between attempts.
     pub max_backoff: Duration,
-    /// `retry.deadline.ms`: no retry starts later than this after the call began, 0 to 1 hour (default
-    /// 30 s). An attempt in flight is not cut: the store's own timeouts bound one attempt.
+    /// [`Self::DEADLINE_MS`]: no retry starts later than this after the call began. An attempt in flight is
+    /// not cut: the store's own timeouts bound one attempt.
     pub deadline: Duration,
 }
 
 impl Default for RetryConfig {
+    /// The declared defaults.
     fn default() -> Self {
         RetryConfig {
-            max_attempts: 3,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(5),
-            deadline: Duration::from_secs(30),
+            max_attempts: Self::MAX_ATTEMPTS.default_int(),
+            initial_backoff: Duration::from_millis(Self::BACKOFF_MS.default_int()),
+            max_backoff: Duration::from_millis(Self::BACKOFF_MAX_MS.default_int()),
+            deadline: Duration::from_millis(Self::DEADLINE_MS.default_int()),
         }
     }
 }
 
 impl RetryConfig {
+    /// `retry.max.attempts`.
+    pub const MAX_ATTEMPTS: Setting = Setting::int("retry.max.attempts", 1, 100).with_default(3).with_doc(
+        "(filesystem and HDFS stores) attempts of one call in all, 1 is no retry; only transient failures are retried",
+    );
+    /// `retry.backoff.ms`.
+    pub const BACKOFF_MS: Setting =
+        Setting::long("retry.backoff.ms", 1, 60_000).with_default(100).with_unit(Unit::Millis).with_doc(
+            "the wait before the first retry, doubled after each retry up to `retry.backoff.max.ms`, with jitter",
+        );
+    /// `retry.backoff.max.ms`.
+    pub const BACKOFF_MAX_MS: Setting = Setting::long("retry.backoff.max.ms", 1, 600_000)
+        .with_default(5_000)
+        .with_unit(Unit::Millis)
+        .with_checks("not below `retry.backoff.ms`")
+        .with_doc("the longest wait between attempts");
+    /// `retry.deadline.ms`.
+    pub const DEADLINE_MS: Setting =
+        Setting::long("retry.deadline.ms", 0, 3_600_000).with_default(30_000).with_unit(Unit::Millis).with_doc(
+            "no retry starts later than this after the call began; an attempt in flight is not cut (the store's own \
+             timeouts bound one attempt)",
+        );
+
+    /// The settings [`RetryConfig::read`] reads, in the order the documentation lists them.
+    pub const SETTINGS: [&'static Setting; 4] =
+        [&Self::MAX_ATTEMPTS, &Self::BACKOFF_MS, &Self::BACKOFF_MAX_MS, &Self::DEADLINE_MS];
+
     /// The keys [`RetryConfig::read`] reads.
     pub const KEYS: [&'static str; 4] =
-        ["retry.max.attempts", "retry.backoff.ms", "retry.backoff.max.ms", "retry.deadline.ms"];
+        [Self::MAX_ATTEMPTS.key, Self::BACKOFF_MS.key, Self::BACKOFF_MAX_MS.key, Self::DEADLINE_MS.key];
 
-    /// Reads the settings from `r`, with defaults for absent keys.
+    /// Reads the settings from `r`, with the declared defaults for absent keys.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
-        let d = RetryConfig::default();
         let ms = |d: Duration| d.as_millis() as u64;
-        let initial_backoff = Duration::from_millis(r.int_in("retry.backoff.ms", ms(d.initial_backoff), 1..=60_000)?);
-        let max_backoff = Duration::from_millis(r.int_in("retry.backoff.max.ms", ms(d.max_backoff), 1..=600_000)?);
+        let initial_backoff = Duration::from_millis(r.get_int(&Self::BACKOFF_MS)?);
+        let max_backoff = Duration::from_millis(r.get_int(&Self::BACKOFF_MAX_MS)?);
         if max_backoff < initial_backoff {
             return Err(crate::Error::config(
-                "retry.backoff.max.ms",
+                Self::BACKOFF_MAX_MS.key,
                 format!("{} ms is below retry.backoff.ms ({} ms)", ms(max_backoff), ms(initial_backoff)),
             ));
         }
         Ok(RetryConfig {
-            max_attempts: r.int_in("retry.max.attempts", d.max_attempts, 1..=100)?,
+            max_attempts: r.get_int(&Self::MAX_ATTEMPTS)?,
             initial_backoff,
             max_backoff,
-            deadline: Duration::from_millis(r.int_in("retry.deadline.ms", ms(d.deadline), 0..=3_600_000)?),
+            deadline: Duration::from_millis(r.get_int(&Self::DEADLINE_MS)?),
         })
     }
 

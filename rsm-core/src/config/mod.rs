@@ -4,6 +4,16 @@
 //! Every component takes its settings through a [`ConfigReader`]: it reads each key it knows, and
 //! [`ConfigReader::finish`] rejects the keys nobody read, so a typo is an error at start-up, not a silently
 //! ignored line.
+//!
+//! Each setting is declared once, as a [`Setting`] (key, kind and range, default, meaning): the reader's
+//! `get_*` methods take the declaration, and the documentation tables are generated from the crates'
+//! catalogues of them ([`docs`]; `cargo test -p rsm-facade --test settings_docs` and
+//! `cargo test -p rsm-cli --test settings_docs` check the committed pages, `RSM_BLESS=1` rewrites them).
+
+pub mod docs;
+mod setting;
+
+pub use setting::{DefaultValue, Kind, Setting, Unit, amount};
 
 use crate::error::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,6 +24,13 @@ use std::str::FromStr;
 /// The setting that names the store by URL (`rsm.config.store.url` on a broker, `--store` in the CLI).
 /// Errors about the URL name this key.
 pub const STORE_URL_KEY: &str = "store.url";
+
+/// `store.memory.allowed`: read by the Kafka plugin (Java, `RustRemoteStorageManager.MEMORY_ALLOWED`), which
+/// refuses a `memory:` store unless it is true; declared here for the documentation.
+pub const STORE_MEMORY_ALLOWED: Setting = Setting::bool("store.memory.allowed", false).with_doc(
+    "(Kafka plugin only; tests only) `true` lets `store.url` be `memory:`, which the plugin otherwise refuses: a \
+     store in the broker's memory loses every tiered segment when the broker stops",
+);
 
 /// A secret setting (a key, a token, a SAS, a connection string). Its `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
@@ -125,6 +142,56 @@ impl<'a> ConfigReader<'a> {
             Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
             Some(v) => Err(Error::config(key, format!("`{v}` is not true or false"))),
         }
+    }
+
+    /// The boolean `setting`, or its declared default when absent.
+    pub fn get_bool(&mut self, setting: &Setting) -> Result<bool> {
+        self.bool(setting.key, setting.default_bool())
+    }
+
+    /// The boolean `setting`, or `default` (worked out by the caller) when absent.
+    pub fn get_bool_or(&mut self, setting: &Setting, default: bool) -> Result<bool> {
+        self.bool(setting.key, default)
+    }
+
+    /// The integer `setting` in its declared range, or its declared default when absent.
+    pub fn get_int<T>(&mut self, setting: &Setting) -> Result<T>
+    where
+        T: FromStr + PartialOrd + fmt::Display + Copy + TryFrom<i128>,
+    {
+        self.int_in(setting.key, setting.default_int(), setting.range())
+    }
+
+    /// The integer `setting` in its declared range, or `default` (worked out by the caller) when absent.
+    pub fn get_int_or<T>(&mut self, setting: &Setting, default: T) -> Result<T>
+    where
+        T: FromStr + PartialOrd + fmt::Display + Copy + TryFrom<i128>,
+    {
+        self.int_in(setting.key, default, setting.range())
+    }
+
+    /// The integer at `key`, one of a family `setting` declares (`s3.connect.timeout` of
+    /// `<p>.connect.timeout`), with the declared range and default.
+    pub fn get_int_at<T>(&mut self, setting: &Setting, key: &str) -> Result<T>
+    where
+        T: FromStr + PartialOrd + fmt::Display + Copy + TryFrom<i128>,
+    {
+        self.int_in(key, setting.default_int(), setting.range())
+    }
+
+    /// The text `setting`, trimmed; empty counts as absent.
+    pub fn get_string(&mut self, setting: &Setting) -> Option<&'a str> {
+        self.string(setting.key)
+    }
+
+    /// The text `setting`, which must be present.
+    pub fn get_required(&mut self, setting: &Setting) -> Result<&'a str> {
+        self.required(setting.key)
+    }
+
+    /// The secret `setting`, if set.
+    pub fn get_secret(&mut self, setting: &Setting) -> Option<Secret> {
+        self.secret(setting.key)
     }
 
     /// Marks every key starting with `prefix` as read (a pass-through namespace), returning them with the
