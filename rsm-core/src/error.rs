@@ -3,7 +3,7 @@
 //! An [`Error`] has a [`ErrorKind`] (what went wrong: not found, invalid argument, configuration, corrupt
 //! data, a store failure) and, apart from it, an [`ErrorStatus`] (whether retrying may succeed), so a
 //! transient failure of any kind can be said. It carries what was involved: the operation and the object
-//! key, offset or segment as context, and for configuration errors the key at fault. The C ABI, JNI and CLI
+//! key, offset or segment as named fields, and for configuration errors the key at fault. The C ABI, JNI and CLI
 //! derive their codes and exceptions from kind and status (`rsm_facade::ResultCode`). Messages never
 //! contain secrets.
 
@@ -72,7 +72,7 @@ pub struct Error {
     /// The backend or storage operation that failed (`get_range`, `copy`, ...).
     operation: Option<&'static str>,
     /// What the operation was about, as `(name, value)`: the object key, the offset, the attempts made.
-    context: Vec<(&'static str, String)>,
+    fields: Vec<(&'static str, String)>,
     source: Option<BoxError>,
 }
 
@@ -84,14 +84,14 @@ impl fmt::Display for Error {
             (kind, ErrorStatus::Transient, _) => write!(f, "{kind} (transient): {}", self.message)?,
             (kind, ErrorStatus::Permanent, _) => write!(f, "{kind}: {}", self.message)?,
         }
-        if self.operation.is_some() || !self.context.is_empty() {
+        if self.operation.is_some() || !self.fields.is_empty() {
             f.write_str(" (")?;
             let mut sep = "";
             if let Some(op) = self.operation {
                 write!(f, "operation {op}")?;
                 sep = ", ";
             }
-            for (name, value) in &self.context {
+            for (name, value) in &self.fields {
                 write!(f, "{sep}{name} {value}")?;
                 sep = ", ";
             }
@@ -116,7 +116,7 @@ impl Error {
             message: message.into(),
             config_key: None,
             operation: None,
-            context: Vec::new(),
+            fields: Vec::new(),
             source: None,
         }
     }
@@ -174,10 +174,12 @@ impl Error {
         self
     }
 
-    /// The same error with one more piece of context (`key`, `a/b.log`), unless that name is there already.
-    pub fn with_context(mut self, name: &'static str, value: impl fmt::Display) -> Self {
-        if !self.context.iter().any(|(n, _)| *n == name) {
-            self.context.push((name, value.to_string()));
+    /// The same error with one more named field of what it was about (`key`, `a/b.log`), shown after the
+    /// message and read back with [`Error::field`], unless that name is there already. Not a way to add
+    /// context: that is [`Error::context`], the one way, in front of the message.
+    pub fn with_field(mut self, name: &'static str, value: impl fmt::Display) -> Self {
+        if !self.fields.iter().any(|(n, _)| *n == name) {
+            self.fields.push((name, value.to_string()));
         }
         self
     }
@@ -197,7 +199,7 @@ impl Error {
         self.status == ErrorStatus::Transient
     }
 
-    /// The message, without kind, context or causes.
+    /// The message (with any context in front), without kind, fields or causes.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -212,9 +214,9 @@ impl Error {
         self.operation
     }
 
-    /// The value of the context `name` (`key`, `attempts`, ...), when given.
-    pub fn context_value(&self, name: &str) -> Option<&str> {
-        self.context.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    /// The value of the field `name` (`key`, `attempts`, ...), when given.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
     }
 
     /// Classifies an I/O error met while working on `what` (an object key or a path): missing files are
@@ -247,7 +249,8 @@ impl Error {
         out
     }
 
-    /// Adds context in front of the message, keeping kind, status, key and cause.
+    /// Adds context (what was being done, `manifest a/b.manifest`) in front of the message, keeping kind,
+    /// status, key, fields and cause: the one way to add context.
     pub fn context(mut self, ctx: impl fmt::Display) -> Self {
         self.message = format!("{ctx}: {}", self.message);
         self
@@ -289,11 +292,11 @@ mod tests {
         assert_eq!(e.to_string(), "corrupt (transient): short read");
         let e = Error::retriable("timed out", "io")
             .with_operation("get_range")
-            .with_context("key", "t/0/a.log")
+            .with_field("key", "t/0/a.log")
             .with_operation("other")
-            .with_context("key", "ignored");
+            .with_field("key", "ignored");
         assert_eq!(e.operation(), Some("get_range"));
-        assert_eq!(e.context_value("key"), Some("t/0/a.log"));
+        assert_eq!(e.field("key"), Some("t/0/a.log"));
         assert_eq!(e.full_message(), "retriable storage error: timed out (operation get_range, key t/0/a.log): io");
     }
 }

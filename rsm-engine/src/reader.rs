@@ -173,8 +173,8 @@ impl ReaderPool {
                          {} refused",
                         self.shared.config.queue, self.shared.config.queue, r.partition, r.offset
                     ))
-                    .with_context("partition", &r.partition)
-                    .with_context("offset", r.offset),
+                    .with_field("partition", &r.partition)
+                    .with_field("offset", r.offset),
                     mpsc::error::TrySendError::Closed((r, _)) => shut_down(&r, "refused"),
                 });
             }
@@ -223,8 +223,8 @@ fn shut_down(r: &ReadRequest, what: &str) -> Error {
         format!("the remote reader pool is shut down: read of {} at offset {} {what}", r.partition, r.offset),
     )
     .transient()
-    .with_context("partition", &r.partition)
-    .with_context("offset", r.offset)
+    .with_field("partition", &r.partition)
+    .with_field("offset", r.offset)
 }
 
 /// One reader: serves one queued read at a time until the queue is closed and drained.
@@ -266,7 +266,7 @@ async fn read_with_retries(shared: &Shared, r: &ReadRequest) -> Result<ReadResul
         let e = match tokio::time::timeout_at(r.deadline, read_once(shared, r)).await {
             Ok(Ok(result)) => return Ok(result),
             Ok(Err(e)) if !e.is_transient() => {
-                return Err(e.with_context("partition", &r.partition).with_context("offset", r.offset));
+                return Err(e.with_field("partition", &r.partition).with_field("offset", r.offset));
             }
             Ok(Err(e)) => e,
             Err(_) => Error::new(ErrorKind::Storage, format!("attempt {attempts} was still running at the deadline"))
@@ -294,9 +294,9 @@ async fn read_with_retries(shared: &Shared, r: &ReadRequest) -> Result<ReadResul
         ),
     )
     .transient()
-    .with_context("partition", &r.partition)
-    .with_context("offset", r.offset)
-    .with_context("attempts", attempts))
+    .with_field("partition", &r.partition)
+    .with_field("offset", r.offset)
+    .with_field("attempts", attempts))
 }
 
 /// One attempt: the segment from the metadata, the position, the bytes. A store that no longer has the
@@ -329,7 +329,7 @@ async fn gone(shared: &Shared, segment: &RemoteLogSegmentMetadata, r: &ReadReque
     } else {
         format!("remote segment {id} holding offset {} of {} was deleted while being read", r.offset, r.partition)
     };
-    Error::not_found(what).with_context("segment", id).with_context("offset", r.offset)
+    Error::not_found(what).with_field("segment", id).with_field("offset", r.offset)
 }
 
 /// The epoch of `offset` in `segment`: the last epoch starting at or before it.
@@ -360,8 +360,8 @@ pub async fn find_segment(
         .collect();
     let out_of_range = |why: String| {
         Error::not_found(format!("offset {offset} of {partition} is out of range of the remote log: {why}"))
-            .with_context("partition", partition)
-            .with_context("offset", offset)
+            .with_field("partition", partition)
+            .with_field("offset", offset)
     };
     let (Some(earliest), Some(highest)) =
         (copied.iter().map(|s| s.start_offset).min(), copied.iter().map(|s| s.end_offset).max())

@@ -219,7 +219,7 @@ async fn a_store_failing_past_the_deadline_gives_a_transient_error_by_the_deadli
     let e = pool.read(req).await.unwrap_err();
     assert!(Instant::now() <= deadline, "answered after the deadline");
     assert_eq!((e.kind(), e.is_transient()), (ErrorKind::Storage, true), "{e}");
-    let attempts: u32 = e.context_value("attempts").unwrap().parse().unwrap();
+    let attempts: u32 = e.field("attempts").unwrap().parse().unwrap();
     assert!(attempts >= 3, "retried: {attempts} attempts");
     assert_eq!(s.faults.injected(), attempts as usize, "one failed get per attempt");
     let text = e.to_string();
@@ -237,7 +237,7 @@ async fn a_permanent_failure_fails_at_once() {
     let e = pool.read(s.request(offset, 10_000, Duration::from_secs(30))).await.unwrap_err();
     assert_eq!((e.kind(), e.is_transient()), (ErrorKind::Storage, false), "{e}");
     assert_eq!(s.faults.injected(), 1, "not retried");
-    assert_eq!(e.context_value("offset"), Some(offset.to_string().as_str()), "{e}");
+    assert_eq!(e.field("offset"), Some(offset.to_string().as_str()), "{e}");
     pool.shutdown().await;
 }
 
@@ -310,7 +310,7 @@ async fn a_read_whose_deadline_passes_while_queued_fails_without_an_attempt() {
     let e = pool.read(s.request(offset, 1000, Duration::from_secs(5))).await.unwrap_err();
     assert_eq!((e.kind(), e.is_transient()), (ErrorKind::Storage, true), "{e}");
     assert!(e.to_string().contains("deadline passed while it was queued"), "{e}");
-    assert_eq!(e.context_value("attempts"), Some("0"), "{e}");
+    assert_eq!(e.field("attempts"), Some("0"), "{e}");
     first.await.unwrap().unwrap();
     assert!(s.faults.calls(Op::Get) > gets, "the first read went on");
     pool.shutdown().await;

@@ -155,7 +155,7 @@ impl HdfsBackend {
             })
             .await
             .map(|_| ())
-            .map_err(|e| e.with_context("key", key))
+            .map_err(|e| e.with_field("key", key))
     }
 
     /// The settings this backend was built from.

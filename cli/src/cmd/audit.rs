@@ -389,7 +389,7 @@ pub fn outcome(report: &Report) -> CmdResult {
                      loss"
                 ),
             )
-            .with_context("exit code", EXIT_UNVERIFIED),
+            .with_field("exit code", EXIT_UNVERIFIED),
             EXIT_UNVERIFIED,
         )),
     }

@@ -131,7 +131,7 @@ impl RetryLayer {
             let wait = self.config.backoff(attempt);
             let in_time = started.elapsed() + wait <= self.config.deadline;
             if !e.is_transient() || attempt >= self.config.max_attempts || !in_time {
-                return Err(if attempt > 1 { e.with_context("attempts", attempt) } else { e });
+                return Err(if attempt > 1 { e.with_field("attempts", attempt) } else { e });
             }
             tracing::debug!(operation, key, attempt, wait_ms = wait.as_millis() as u64, error = %e,
                 "transient failure; retrying");
@@ -247,7 +247,7 @@ mod tests {
                     let e = r.unwrap_err();
                     assert_eq!(e.kind(), kind, "{case}: {e}");
                     let want_context = (attempts > 1).then(|| attempts.to_string());
-                    assert_eq!(e.context_value("attempts").map(str::to_string), want_context, "{case}: {e}");
+                    assert_eq!(e.field("attempts").map(str::to_string), want_context, "{case}: {e}");
                 }
             }
             assert!(took <= config.deadline.max(Duration::from_secs(2)), "{case}: took {took:?}");

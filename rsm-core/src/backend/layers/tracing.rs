@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 /// Runs each call inside a debug span `rsm.backend` with the operation, the key and the byte range or
 /// length; a failure is logged at debug level inside it and returned with the operation and the key as
-/// context ([`crate::Error::operation`], [`crate::Error::context_value`]`("key")`).
+/// context ([`crate::Error::operation`], [`crate::Error::field`]`("key")`).
 #[derive(Debug)]
 pub struct TracingLayer {
     inner: Arc<dyn StorageBackend>,
@@ -46,7 +46,7 @@ async fn traced<T>(
     async move {
         call.await.map_err(|e| {
             tracing::debug!(error = %e, "failed");
-            e.with_operation(operation).with_context("key", key)
+            e.with_operation(operation).with_field("key", key)
         })
     }
     .instrument(span)
@@ -106,6 +106,6 @@ mod tests {
         let e = t.get_range("t/0/missing.log", 0..10).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
         assert_eq!(e.operation(), Some("get_range"));
-        assert_eq!(e.context_value("key"), Some("t/0/missing.log"));
+        assert_eq!(e.field("key"), Some("t/0/missing.log"));
     }
 }
