@@ -476,14 +476,7 @@ mod tests {
     use rsm_core::ErrorKind;
     use rsm_core::config::{ConfigReader, props};
 
-    /// The settings `pairs` read as `HdfsConfig::read` reads them, every key known.
-    fn read(pairs: &[(&str, &str)]) -> Result<HdfsConfig> {
-        let p = props(pairs.iter().copied());
-        let mut r = ConfigReader::new(&p);
-        let c = HdfsConfig::read(&mut r)?;
-        r.finish()?;
-        Ok(c)
-    }
+    use crate::config::tests::read;
 
     #[test]
     fn namenode_url_is_required_without_hadoop_config() {

@@ -315,11 +315,12 @@ impl HdfsConfig {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rsm_core::config::props;
 
-    fn read(pairs: &[(&str, &str)]) -> Result<HdfsConfig> {
+    /// The settings `pairs` read as `HdfsConfig::read` reads them, every key known.
+    pub(crate) fn read(pairs: &[(&str, &str)]) -> Result<HdfsConfig> {
         let p = props(pairs.iter().copied());
         let mut r = ConfigReader::new(&p);
         let c = HdfsConfig::read(&mut r)?;
