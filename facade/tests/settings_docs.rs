@@ -1,5 +1,5 @@
-//! The README's table of store settings, and the settings tables of the filesystem and HDFS stores' crate
-//! documentation, are generated from the [`Setting`] declarations of rsm-core and the
+//! The README's table of store settings, and the settings tables of every store's crate documentation
+//! (filesystem, HDFS, S3, Azure, GCS), are generated from the [`Setting`] declarations of rsm-core and the
 //! stores (this crate sees every store), and committed. This test regenerates it and fails when the committed
 //! one differs; `RSM_BLESS=1` writes the new table instead. The settings of `docs/settings.md` (tiering,
 //! engine, metadata) are checked by `cli/tests/settings_docs.rs`.
@@ -41,12 +41,18 @@ fn in_crate_docs(table: &str) -> String {
 fn the_stores_crate_documentation_lists_their_settings_as_declared() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let columns = [Column::Key, Column::Default, Column::Meaning];
-    let pages: [(&str, &str, &[&Setting]); 2] = [
-        ("backends/fs/src/lib.rs", "fs", rsm_backend_fs::config::SETTINGS),
-        ("backends/hdfs/src/lib.rs", "hdfs", rsm_backend_hdfs::config::SETTINGS),
+    let cloud = |own: &[&'static Setting]| -> Vec<&'static Setting> {
+        own.iter().copied().chain(rsm_backend_s3::ClientSettings::SETTINGS).collect()
+    };
+    let pages: [(&str, &str, Vec<&Setting>); 5] = [
+        ("backends/fs/src/lib.rs", "fs", rsm_backend_fs::config::SETTINGS.to_vec()),
+        ("backends/hdfs/src/lib.rs", "hdfs", rsm_backend_hdfs::config::SETTINGS.to_vec()),
+        ("backends/s3/src/lib.rs", "s3", cloud(rsm_backend_s3::config::SETTINGS)),
+        ("backends/azure/src/lib.rs", "azure", cloud(rsm_backend_azure::config::SETTINGS)),
+        ("backends/gcs/src/lib.rs", "gcs", cloud(rsm_backend_gcs::config::SETTINGS)),
     ];
     for (page, name, settings) in pages {
-        let tables = [(name, in_crate_docs(&table(settings, &columns)))];
+        let tables = [(name, in_crate_docs(&table(&settings, &columns)))];
         if let Err(why) = check_page(&root.join(page), &tables, BLESS) {
             panic!("{why}");
         }
@@ -59,6 +65,10 @@ fn declarations_are_consistent() {
     let mut all = store_settings();
     all.extend(rsm_backend_fs::config::SETTINGS.iter().filter(|s| s.key == "fs.root"));
     all.extend(rsm_backend_hdfs::config::SETTINGS.iter().filter(|s| s.key != "hdfs.connect.timeout"));
+    all.extend(rsm_backend_s3::ClientSettings::SETTINGS.iter().filter(|s| s.key != "<p>.connect.timeout"));
+    all.extend(rsm_backend_s3::config::SETTINGS);
+    all.extend(rsm_backend_azure::config::SETTINGS);
+    all.extend(rsm_backend_gcs::config::SETTINGS);
     let mut keys = std::collections::BTreeSet::new();
     for s in &all {
         assert!(keys.insert(s.key), "`{}` is declared twice", s.key);

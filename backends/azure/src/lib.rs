@@ -3,26 +3,37 @@
 //!
 //! Settings (the keys a broker passes under `rsm.config.`, named after Aiven's tiered-storage plugin):
 //!
-//! | key | meaning | default |
-//! | --- | --- | --- |
-//! | `azure.container.name` | container (required; or from an `az://container/prefix` URL) | |
-//! | `azure.account.name` | storage account | from the connection string |
-//! | `azure.account.key` | shared key (secret) | |
-//! | `azure.sas.token` | SAS token, with or without the leading `?` (secret) | |
-//! | `azure.connection.string` | `AccountName=..;AccountKey=..;BlobEndpoint=..` or with `SharedAccessSignature=..` (secret) | |
-//! | `azure.endpoint.url` | blob endpoint including the account for Azurite (`http://127.0.0.1:10000/devstoreaccount1`); plain HTTP only when it says `http://` | `https://{account}.blob.core.windows.net` |
-//! | `azure.client.id`, `azure.tenant.id` | an Entra ID application (with `azure.client.secret`, secret) or a user-assigned managed identity | |
-//! | `azure.federated.token.file` | workload identity token file (with client and tenant id) | `AZURE_FEDERATED_TOKEN_FILE` |
-//! | `azure.msi.endpoint` | managed identity endpoint | the instance metadata service |
-//! | `azure.upload.block.size` | block size in bytes, 64 KiB to 1 GiB; blobs up to one block go in one PUT | 25 MiB |
-//! | `azure.upload.blocks.in.flight` | blocks uploaded at once per blob, 1 to 32 | 4 |
-//! | `azure.api.call.timeout`, `azure.api.call.attempt.timeout`, `azure.connect.timeout`, `azure.max.retries` | as for S3 | 180000, 30000, 5000, 10 |
+//! <!-- settings:azure:begin -->
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `azure.container.name` | (none) | container (or from an `az://container/prefix` URL) (required unless the store URL names the container; the two must agree) |
+//! | `azure.account.name` | from the connection string | storage account (required (here or in `azure.connection.string`)) |
+//! | `azure.account.key` | (none) | shared key (secret) (not with `azure.sas.token`) |
+//! | `azure.sas.token` | (none) | SAS token, with or without the leading `?` (secret) |
+//! | `azure.connection.string` | (none) | `AccountName=..;AccountKey=..;BlobEndpoint=..` or with `SharedAccessSignature=..` (secret); the other settings win over its parts |
+//! | `azure.endpoint.url` | `https://{account}.blob.core.windows.net` | blob endpoint including the account for Azurite (`http://127.0.0.1:10000/devstoreaccount1`); plain HTTP only when it says `http://` (an `http://` or `https://` URL) |
+//! | `azure.client.id` | (none) | an Entra ID application (with `azure.tenant.id` and `azure.client.secret`) or a user-assigned managed identity |
+//! | `azure.tenant.id` | (none) | the Entra ID tenant of `azure.client.id` |
+//! | `azure.client.secret` | (none) | the secret of the application `azure.client.id` (secret) |
+//! | `azure.federated.token.file` | `AZURE_FEDERATED_TOKEN_FILE` | workload identity token file (with client and tenant id) |
+//! | `azure.msi.endpoint` | the instance metadata service | managed identity endpoint |
+//! | `azure.upload.block.size` | 25 MiB (26214400) | block size in bytes; blobs up to one block go in one PUT ([64 KiB (65536), 1 GiB (1073741824)]) |
+//! | `azure.upload.blocks.in.flight` | 4 | blocks uploaded at once per blob ([1, 32]) |
+//! | `<p>.api.call.timeout` | 3 min (180000 ms) | (cloud stores) ms for a whole call, retries included ([1 ms, 1 d (86400000 ms)]) |
+//! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
+//! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
+//! | `<p>.max.retries` | 10 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt ([0, 100]) |
+//! <!-- settings:azure:end -->
+//!
+//! `<p>` is `azure` in the cloud client's settings (`ClientSettings`).
 //!
 //! With no key, SAS or client secret, the credential is found as object_store's builder does from the
 //! environment: workload identity (`AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`, `AZURE_TENANT_ID`),
 //! else managed identity.
 
 #![warn(missing_docs)]
+
+pub mod config;
 
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use rsm_backend_object_store::{ClientSettings, CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
@@ -75,7 +86,7 @@ struct ConnectionString {
 }
 
 fn parse_connection_string(s: &Secret) -> Result<ConnectionString> {
-    const KEY: &str = "azure.connection.string";
+    const KEY: &str = config::CONNECTION_STRING.key;
     let mut out = ConnectionString::default();
     let mut protocol = "https".to_string();
     let mut suffix = "core.windows.net".to_string();
@@ -119,36 +130,37 @@ fn parse_connection_string(s: &Secret) -> Result<ConnectionString> {
 }
 
 impl CloudStore for AzureConfig {
-    const KIND: CloudKind = CloudKind::new("azure", "Azure", "az", "container");
+    const KIND: CloudKind = CloudKind::new("azure", "Azure", "az", "container", &config::CONTAINER, &config::ENDPOINT);
 
     /// Reads the settings; `container` (from a URL) stands in for `azure.container.name` when given.
     fn read(r: &mut ConfigReader<'_>, container: Option<&str>) -> Result<Self> {
         let container = Self::KIND.read_container(r, container)?;
-        let connection_string = r.secret("azure.connection.string");
+        let connection_string = r.get_secret(&config::CONNECTION_STRING);
         let cs = match &connection_string {
             Some(s) => parse_connection_string(s)?,
             None => ConnectionString::default(),
         };
-        let account = r.string("azure.account.name").map(str::to_string).or(cs.account);
-        let account_key = r.secret("azure.account.key").or(cs.key);
-        let sas_token = r.secret("azure.sas.token").map(|s| Secret::new(s.expose().trim_start_matches('?'))).or(cs.sas);
+        let account = r.get_string(&config::ACCOUNT).map(str::to_string).or(cs.account);
+        let account_key = r.get_secret(&config::ACCOUNT_KEY).or(cs.key);
+        let sas_token =
+            r.get_secret(&config::SAS_TOKEN).map(|s| Secret::new(s.expose().trim_start_matches('?'))).or(cs.sas);
         let endpoint = Self::KIND.read_endpoint(r)?.or(cs.endpoint);
         if account_key.is_some() && sas_token.is_some() {
-            return Err(Error::config("azure.sas.token", "set either an account key or a SAS token, not both"));
+            return Err(Error::config(config::SAS_TOKEN.key, "set either an account key or a SAS token, not both"));
         }
-        let client_id = r.string("azure.client.id").map(str::to_string);
-        let tenant_id = r.string("azure.tenant.id").map(str::to_string);
-        let client_secret = r.secret("azure.client.secret");
-        let federated_token_file = r.string("azure.federated.token.file").map(str::to_string);
-        let msi_endpoint = r.string("azure.msi.endpoint").map(str::to_string);
+        let client_id = r.get_string(&config::CLIENT_ID).map(str::to_string);
+        let tenant_id = r.get_string(&config::TENANT_ID).map(str::to_string);
+        let client_secret = r.get_secret(&config::CLIENT_SECRET);
+        let federated_token_file = r.get_string(&config::FEDERATED_TOKEN_FILE).map(str::to_string);
+        let msi_endpoint = r.get_string(&config::MSI_ENDPOINT).map(str::to_string);
         if account.is_none() {
             return Err(Error::config(
-                "azure.account.name",
+                config::ACCOUNT.key,
                 "is required (or an azure.connection.string with AccountName)",
             ));
         }
-        let block = r.int_in("azure.upload.block.size", 25usize << 20, 64 << 10..=1 << 30)?;
-        let in_flight = r.int_in("azure.upload.blocks.in.flight", 4usize, 1..=32)?;
+        let block: usize = r.get_int(&config::BLOCK_SIZE)?;
+        let in_flight = r.get_int(&config::BLOCKS_IN_FLIGHT)?;
         let client = ClientSettings::read(r, Self::KIND.name)?;
         Ok(AzureConfig {
             container,

@@ -2,15 +2,22 @@
 //!
 //! Settings (the keys a broker passes under `rsm.config.`, named after Aiven's tiered-storage plugin):
 //!
-//! | key | meaning | default |
-//! | --- | --- | --- |
-//! | `gcs.bucket.name` | bucket (required; or from a `gs://bucket/prefix` URL) | |
-//! | `gcs.credentials.json` | a service account key, as JSON text (secret) | |
-//! | `gcs.credentials.path` | a service account key file | |
-//! | `gcs.credentials.default` | `true`: application default credentials (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server); `false` with neither of the above: anonymous requests (public buckets, emulators) | `true` unless a JSON or path is set |
-//! | `gcs.endpoint.url` | endpoint (fake-gcs-server: `http://127.0.0.1:4443`); plain HTTP only when it says `http://` | Google |
-//! | `gcs.resumable.upload.chunk.size` | chunk size in bytes, a multiple of 256 KiB up to 1 GiB; objects up to one chunk go in one media upload, larger ones in a resumable upload | 25 MiB |
-//! | `gcs.api.call.timeout`, `gcs.api.call.attempt.timeout`, `gcs.connect.timeout`, `gcs.max.retries` | as for S3 | 180000, 30000, 5000, 10 |
+//! <!-- settings:gcs:begin -->
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `gcs.bucket.name` | (none) | bucket (or from a `gs://bucket/prefix` URL) (required unless the store URL names the bucket; the two must agree) |
+//! | `gcs.credentials.json` | (none) | a service account key, as JSON text (secret) (not with `gcs.credentials.path`) |
+//! | `gcs.credentials.path` | (none) | a service account key file |
+//! | `gcs.credentials.default` | `true` unless a JSON or path is set | `true`: application default credentials (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server); `false` with neither of the above: anonymous requests (public buckets, emulators) (not `true` with a JSON or path) |
+//! | `gcs.endpoint.url` | Google | endpoint (fake-gcs-server: `http://127.0.0.1:4443`); plain HTTP only when it says `http://` (an `http://` or `https://` URL) |
+//! | `gcs.resumable.upload.chunk.size` | 25 MiB (26214400) | chunk size in bytes; objects up to one chunk go in one media upload, larger ones in a resumable upload ([256 KiB (262144), 1 GiB (1073741824)]; a multiple of 256 KiB) |
+//! | `<p>.api.call.timeout` | 3 min (180000 ms) | (cloud stores) ms for a whole call, retries included ([1 ms, 1 d (86400000 ms)]) |
+//! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
+//! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
+//! | `<p>.max.retries` | 10 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt ([0, 100]) |
+//! <!-- settings:gcs:end -->
+//!
+//! `<p>` is `gcs` in the cloud client's settings (`ClientSettings`).
 //!
 //! Reads, listings and deletes go through object_store's GCS client (the XML API). Uploads go through the
 //! JSON API instead ([`uploads`]): one media upload for an object of at most one chunk, else a resumable
@@ -21,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod uploads;
 
 use object_store::client::HttpConnector;
@@ -63,25 +71,25 @@ pub struct GcsConfig {
 }
 
 impl CloudStore for GcsConfig {
-    const KIND: CloudKind = CloudKind::new("gcs", "GCS", "gs", "bucket");
+    const KIND: CloudKind = CloudKind::new("gcs", "GCS", "gs", "bucket", &config::BUCKET, &config::ENDPOINT);
 
     /// Reads the settings; `bucket` (from a URL) stands in for `gcs.bucket.name` when given.
     fn read(r: &mut ConfigReader<'_>, bucket: Option<&str>) -> Result<Self> {
         let bucket = Self::KIND.read_container(r, bucket)?;
-        let json = r.secret("gcs.credentials.json");
-        let path = r.string("gcs.credentials.path").map(str::to_string);
-        let explicit_default = r.string("gcs.credentials.default").is_some();
-        let default = r.bool("gcs.credentials.default", json.is_none() && path.is_none())?;
+        let json = r.get_secret(&config::CREDENTIALS_JSON);
+        let path = r.get_string(&config::CREDENTIALS_PATH).map(str::to_string);
+        let explicit_default = r.get_string(&config::CREDENTIALS_DEFAULT).is_some();
+        let default = r.get_bool_or(&config::CREDENTIALS_DEFAULT, json.is_none() && path.is_none())?;
         let credentials = match (json, path, default) {
             (Some(_), Some(_), _) => {
                 return Err(Error::config(
-                    "gcs.credentials.path",
+                    config::CREDENTIALS_PATH.key,
                     "set either gcs.credentials.json or gcs.credentials.path, not both",
                 ));
             }
             (Some(_), None, true) | (None, Some(_), true) if explicit_default => {
                 return Err(Error::config(
-                    "gcs.credentials.default",
+                    config::CREDENTIALS_DEFAULT.key,
                     "cannot be true together with gcs.credentials.json or gcs.credentials.path",
                 ));
             }
@@ -91,10 +99,10 @@ impl CloudStore for GcsConfig {
             (None, None, false) => GcsCredentials::Anonymous,
         };
         let endpoint = Self::KIND.read_endpoint(r)?;
-        let chunk = r.int_in("gcs.resumable.upload.chunk.size", 25usize << 20, uploads::CHUNK_GRANULARITY..=1 << 30)?;
-        if chunk % uploads::CHUNK_GRANULARITY != 0 {
+        let chunk: usize = r.get_int(&config::CHUNK_SIZE)?;
+        if !chunk.is_multiple_of(uploads::CHUNK_GRANULARITY) {
             return Err(Error::config(
-                "gcs.resumable.upload.chunk.size",
+                config::CHUNK_SIZE.key,
                 format!("{chunk} is not a multiple of 262144 (256 KiB)"),
             ));
         }

@@ -9,7 +9,7 @@ use crate::{CountingConnector, ObjectStoreBackend, Redactor, RequestCounts, Uplo
 use object_store::list::PaginatedListStore;
 use object_store::{Attributes, ObjectStore};
 use rsm_core::backend::StorageBackend;
-use rsm_core::config::ConfigReader;
+use rsm_core::config::{ConfigReader, Setting};
 use rsm_core::{Error, Result};
 use std::sync::Arc;
 
@@ -24,24 +24,35 @@ pub struct CloudKind {
     pub scheme: &'static str,
     /// What holds its objects, the first part of a store URL: `bucket` or `container`.
     pub container: &'static str,
+    /// The setting naming the bucket or container (`s3.bucket.name`), declared by the store's crate.
+    pub container_setting: &'static Setting,
+    /// The setting of the endpoint URL (`s3.endpoint.url`), declared by the store's crate.
+    pub endpoint_setting: &'static Setting,
 }
 
 impl CloudKind {
     /// A kind of store from its names (see the fields).
-    pub const fn new(name: &'static str, label: &'static str, scheme: &'static str, container: &'static str) -> Self {
-        CloudKind { name, label, scheme, container }
+    pub const fn new(
+        name: &'static str,
+        label: &'static str,
+        scheme: &'static str,
+        container: &'static str,
+        container_setting: &'static Setting,
+        endpoint_setting: &'static Setting,
+    ) -> Self {
+        CloudKind { name, label, scheme, container, container_setting, endpoint_setting }
     }
 
-    /// The setting that names the bucket or container: `{name}.{container}.name` (`s3.bucket.name`).
+    /// The key of the setting that names the bucket or container (`s3.bucket.name`).
     pub fn container_setting(&self) -> String {
-        format!("{}.{}.name", self.name, self.container)
+        self.container_setting.key.to_string()
     }
 
     /// The bucket or container: the one of a store URL (`from_url`) or the setting, which must agree when
     /// both are given; one of them is required.
     pub fn read_container(&self, r: &mut ConfigReader<'_>, from_url: Option<&str>) -> Result<String> {
         let key = self.container_setting();
-        match (from_url, r.string(&key)) {
+        match (from_url, r.get_string(self.container_setting)) {
             (Some(u), Some(k)) if u != k => {
                 Err(Error::config(&key, format!("`{k}` differs from the {} `{u}` of the store URL", self.container)))
             }
@@ -51,10 +62,11 @@ impl CloudKind {
         }
     }
 
-    /// `{name}.endpoint.url` without a trailing `/`, which must be an `http://` or `https://` URL.
+    /// The endpoint setting (`s3.endpoint.url`) without a trailing `/`, which must be an `http://` or
+    /// `https://` URL.
     pub fn read_endpoint(&self, r: &mut ConfigReader<'_>) -> Result<Option<String>> {
-        let key = format!("{}.endpoint.url", self.name);
-        let endpoint = r.string(&key).map(|e| e.trim_end_matches('/').to_string());
+        let key = self.endpoint_setting.key;
+        let endpoint = r.string(key).map(|e| e.trim_end_matches('/').to_string());
         if let Some(e) = &endpoint
             && !(e.starts_with("http://") || e.starts_with("https://"))
         {
@@ -189,7 +201,9 @@ mod tests {
     use super::*;
     use rsm_core::config::props;
 
-    const KIND: CloudKind = CloudKind::new("s3", "S3", "s3", "bucket");
+    const BUCKET: Setting = Setting::of("s3.bucket.name", rsm_core::config::Kind::String);
+    const ENDPOINT: Setting = Setting::of("s3.endpoint.url", rsm_core::config::Kind::String);
+    const KIND: CloudKind = CloudKind::new("s3", "S3", "s3", "bucket", &BUCKET, &ENDPOINT);
 
     #[test]
     fn the_container_comes_from_the_url_or_the_setting() {

@@ -2,24 +2,32 @@
 //!
 //! Settings (the keys a broker passes under `rsm.config.`, named after Aiven's tiered-storage plugin):
 //!
-//! | key | meaning | default |
-//! | --- | --- | --- |
-//! | `s3.bucket.name` | bucket (required; or from an `s3://bucket/prefix` URL) | |
-//! | `s3.region` | region | `us-east-1` |
-//! | `s3.endpoint.url` | endpoint of an S3-compatible store; plain HTTP only when it says `http://` | AWS |
-//! | `s3.path.style.access.enabled` | path-style requests (`endpoint/bucket/key`) instead of virtual hosts | `true` with an endpoint, else `false` |
-//! | `aws.access.key.id`, `aws.secret.access.key`, `aws.session.token` | static credentials (secret) | the default chain: environment, web identity, ECS, instance metadata |
-//! | `s3.multipart.upload.part.size` | part size in bytes, 5 MiB to 1 GiB; objects up to one part go in one PUT | 25 MiB |
-//! | `s3.multipart.upload.parts.in.flight` | parts uploaded at once per object, 1 to 32 | 4 |
-//! | `s3.storage.class` | storage class of every object (`STANDARD`, `STANDARD_IA`, ...) | the bucket's |
-//! | `s3.api.call.timeout` | ms for a whole call, retries included | 180000 |
-//! | `s3.api.call.attempt.timeout` | ms for one HTTP request | 30000 |
-//! | `s3.connect.timeout` | ms to open a connection | 5000 |
-//! | `s3.max.retries` | retries of a request (timeouts, connection errors, 5xx, 429) | 10 |
+//! <!-- settings:s3:begin -->
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `s3.bucket.name` | (none) | bucket (or from an `s3://bucket/prefix` URL) (required unless the store URL names the bucket; the two must agree) |
+//! | `s3.region` | `us-east-1` | region |
+//! | `s3.endpoint.url` | AWS | endpoint of an S3-compatible store; plain HTTP only when it says `http://` (an `http://` or `https://` URL) |
+//! | `s3.path.style.access.enabled` | `true` with an endpoint, else `false` | path-style requests (`endpoint/bucket/key`) instead of virtual hosts |
+//! | `aws.access.key.id` | the default chain: environment, web identity, ECS, instance metadata | static credentials: the access key id (secret) (with `aws.secret.access.key`) |
+//! | `aws.secret.access.key` | (none) | static credentials: the secret access key (secret) (with `aws.access.key.id`) |
+//! | `aws.session.token` | (none) | static credentials: a session token (secret) (with `aws.access.key.id` and `aws.secret.access.key`) |
+//! | `s3.multipart.upload.part.size` | 25 MiB (26214400) | part size in bytes; objects up to one part go in one PUT ([5 MiB (5242880), 1 GiB (1073741824)]) |
+//! | `s3.multipart.upload.parts.in.flight` | 4 | parts uploaded at once per object ([1, 32]) |
+//! | `s3.storage.class` | the bucket's | storage class of every object (`STANDARD`, `STANDARD_IA`, ...) |
+//! | `<p>.api.call.timeout` | 3 min (180000 ms) | (cloud stores) ms for a whole call, retries included ([1 ms, 1 d (86400000 ms)]) |
+//! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
+//! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
+//! | `<p>.max.retries` | 10 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt ([0, 100]) |
+//! <!-- settings:s3:end -->
+//!
+//! `<p>` is `s3` in the cloud client's settings ([`ClientSettings`]).
 //!
 //! Deletes of many keys go in batches of at most 1000 keys a request (S3's `DeleteObjects`).
 
 #![warn(missing_docs)]
+
+pub mod config;
 
 use object_store::aws::AmazonS3Builder;
 use object_store::{Attribute, Attributes};
@@ -31,8 +39,7 @@ pub use rsm_backend_object_store::{ClientSettings, CloudStore, CountSnapshot, Op
 
 rsm_backend_object_store::cloud_constructors!(S3Config, "s3://bucket/prefix");
 
-/// Smallest part S3 accepts (except the last).
-pub const MIN_PART_SIZE: usize = 5 << 20;
+pub use config::MIN_PART_SIZE;
 
 /// The settings of an S3 store. `Debug` never shows the credentials (a [`Secret`] shows as `****`).
 #[derive(Clone, Debug)]
@@ -60,19 +67,20 @@ pub struct S3Config {
 }
 
 impl CloudStore for S3Config {
-    const KIND: CloudKind = CloudKind::new("s3", "S3", "s3", "bucket");
+    const KIND: CloudKind = CloudKind::new("s3", "S3", "s3", "bucket", &config::BUCKET, &config::ENDPOINT);
 
     /// Reads the settings; `bucket` (from a URL) stands in for `s3.bucket.name` when given.
     fn read(r: &mut ConfigReader<'_>, bucket: Option<&str>) -> Result<Self> {
         let bucket = Self::KIND.read_container(r, bucket)?;
-        let region = r.string("s3.region").unwrap_or("us-east-1").to_string();
+        let region = r.get_string(&config::REGION).unwrap_or(config::REGION.default_text()).to_string();
         let endpoint = Self::KIND.read_endpoint(r)?;
-        let path_style = r.bool("s3.path.style.access.enabled", endpoint.is_some())?;
-        let access_key_id = r.secret("aws.access.key.id");
-        let secret_access_key = r.secret("aws.secret.access.key");
-        let session_token = r.secret("aws.session.token");
+        let path_style = r.get_bool_or(&config::PATH_STYLE, endpoint.is_some())?;
+        let access_key_id = r.get_secret(&config::ACCESS_KEY_ID);
+        let secret_access_key = r.get_secret(&config::SECRET_ACCESS_KEY);
+        let session_token = r.get_secret(&config::SESSION_TOKEN);
         if access_key_id.is_some() != secret_access_key.is_some() {
-            let missing = if access_key_id.is_some() { "aws.secret.access.key" } else { "aws.access.key.id" };
+            let missing =
+                if access_key_id.is_some() { config::SECRET_ACCESS_KEY.key } else { config::ACCESS_KEY_ID.key };
             return Err(Error::config(
                 missing,
                 "static credentials need both aws.access.key.id and aws.secret.access.key",
@@ -80,12 +88,12 @@ impl CloudStore for S3Config {
         }
         if session_token.is_some() && access_key_id.is_none() {
             return Err(Error::config(
-                "aws.session.token",
+                config::SESSION_TOKEN.key,
                 "a session token needs aws.access.key.id and aws.secret.access.key",
             ));
         }
-        let part_size = r.int_in("s3.multipart.upload.part.size", 25usize << 20, MIN_PART_SIZE..=1 << 30)?;
-        let parts_in_flight = r.int_in("s3.multipart.upload.parts.in.flight", 4usize, 1..=32)?;
+        let part_size: usize = r.get_int(&config::PART_SIZE)?;
+        let parts_in_flight = r.get_int(&config::PARTS_IN_FLIGHT)?;
         Ok(S3Config {
             bucket,
             region,
@@ -95,7 +103,7 @@ impl CloudStore for S3Config {
             secret_access_key,
             session_token,
             upload: UploadSettings { parts_in_flight, ..UploadSettings::with_part_size(part_size) },
-            storage_class: r.string("s3.storage.class").map(str::to_string),
+            storage_class: r.get_string(&config::STORAGE_CLASS).map(str::to_string),
             client: ClientSettings::read(r, Self::KIND.name)?,
         })
     }

@@ -245,6 +245,14 @@ impl Setting {
         self.shown_as.map_or_else(|| format!("`{}`", self.key), str::to_string)
     }
 
+    /// The declared text default (`""` when it has none), for a text setting read with a fallback.
+    pub fn default_text(&self) -> &'static str {
+        match self.default {
+            DefaultValue::Text(t) => t,
+            _ => "",
+        }
+    }
+
     /// The default as the documentation shows it, in the setting's unit.
     pub fn shown_default(&self) -> String {
         match self.default {
@@ -287,7 +295,7 @@ pub fn amount(v: i128, unit: Unit) -> String {
     let human = match unit {
         Unit::Count => None,
         Unit::Bytes => scaled(&[(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]),
-        Unit::Millis => scaled(&[(86_400_000, "days"), (3_600_000, "h"), (60_000, "min"), (1_000, "s")])
+        Unit::Millis => scaled(&[(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s")])
             .or_else(|| (v > 0).then(|| format!("{v} ms"))),
     };
     match human {
