@@ -90,7 +90,16 @@ rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FILE
 LOG4J
   local cluster_id
-  cluster_id=$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+  # As Kafka's Uuid.randomUuid: never an id whose text starts with '-', which the format tool's argument
+  # parser takes for an option (1 run in 64 failed with "--cluster-id: expected one argument").
+  cluster_id=$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s)
+        break
+')
   java_cmd kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >"$DIR/format.out" 2>&1 ||
     { cat "$DIR/format.out" >&2; die "formatting the Kafka log directory failed"; }
   start_bg "$PIDFILE" "$DIR/broker.out" java "${JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$DIR/log4j2.properties" \
