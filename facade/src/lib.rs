@@ -30,7 +30,7 @@ pub mod wire;
 
 pub use builder::StoreBuilder;
 pub use code::{ResultCode, panic_message};
-pub use partition::{CopyProgress, PartitionCopy};
+pub use partition::{CopyProgress, PartitionCopy, open_partition_for_copy};
 pub use reader::SegmentReader;
 pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 

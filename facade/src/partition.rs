@@ -3,9 +3,11 @@
 //! `rsm copy` follows; being here, every face (the CLI, the C ABI, JNI) can follow it the same way.
 
 use crate::Store;
+use rsm_core::dir_lock::DirLock;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::partition::{LocalPartition, LocalSegment};
 use rsm_core::{Error, RemoteLogSegmentMetadata, Result};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What a [`Store::copy_partition`] did.
@@ -30,6 +32,17 @@ pub enum CopyProgress<'a> {
     },
     /// One segment was copied.
     Copied(&'a RemoteLogSegmentMetadata),
+}
+
+/// Opens the partition directory `dir` for a [`Store::copy_partition`] and takes its lock, so one copy of
+/// a directory runs at a time (two would each store every segment, under ids of their own): an error names
+/// the directory when it is not a partition directory, or when another copy holds it. The copy keeps the
+/// lock while it runs.
+pub fn open_partition_for_copy(dir: &Path) -> Result<(LocalPartition, DirLock)> {
+    let partition =
+        LocalPartition::open(dir).map_err(|e| e.context(format!("partition directory {}", dir.display())))?;
+    let lock = DirLock::exclusive(dir, "partition directory")?;
+    Ok((partition, lock))
 }
 
 /// The whole copy in the store of a local closed segment, if there is one: a readable manifest of the same

@@ -43,10 +43,7 @@ pub fn run(o: &mut Out, dir: &Path, store: StoreArgs, broker_id: i32, create: bo
         }
         settings.insert("fs.root.create".into(), "true".into());
     }
-    let partition =
-        LocalPartition::open(dir).map_err(|e| e.context(format!("partition directory {}", dir.display())))?;
-    // One copy of a directory at a time: two would each store every segment (under ids of their own).
-    let _lock = rsm_core::dir_lock::DirLock::exclusive(dir, "partition directory")?;
+    let (partition, _lock) = rsm_facade::open_partition_for_copy(dir)?;
     let store = Store::open(&store.store, &settings)?;
     if partition.closed_segments().is_empty() {
         let active = &partition.segments[partition.segments.len() - 1];

@@ -5,8 +5,6 @@
 use crate::boundary::{entry, out_arg, rsm_error, str_arg};
 use crate::handles::blocking_store_of;
 use crate::{rsm_result, rsm_store};
-use rsm_core::dir_lock::DirLock;
-use rsm_core::format::partition::LocalPartition;
 use std::ffi::c_char;
 use std::path::Path;
 
@@ -53,9 +51,7 @@ pub unsafe extern "C" fn rsm_copy_partition(
             let out = out_arg(result_out, "result_out", rsm_partition_copy::default())?;
             let s = blocking_store_of(store, "rsm_copy_partition")?;
             let dir = Path::new(str_arg(partition_dir, "partition_dir")?);
-            let partition =
-                LocalPartition::open(dir).map_err(|e| e.context(format!("partition directory {}", dir.display())))?;
-            let _lock = DirLock::exclusive(dir, "partition directory")?;
+            let (partition, _lock) = rsm_facade::open_partition_for_copy(dir)?;
             let done = s.copy_partition(&partition, broker_id, skip_whole, |_| {})?;
             out.set(rsm_partition_copy {
                 copied: done.copied.len(),
