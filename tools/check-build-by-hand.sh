@@ -58,7 +58,9 @@ fail() {
 unzip -p "$clone/$JAR" native/linux-x86_64/librsm_jni.so >"$work/lib.so" \
   || fail "$JAR carries no native/linux-x86_64/librsm_jni.so"
 cmp -s "$work/lib.so" "$TARGET/release/librsm_jni.so" || fail "the jar's library is not the one cargo built"
-unzip -l "$clone/$JAR" | grep -q 'io/rsm/kafka/RustRemoteStorageManager.class' || fail "the jar has no plugin class"
+# grep without -q reads the whole listing: `grep -q` stops at the first match, unzip then dies of SIGPIPE,
+# and pipefail turned that into "no plugin class" (CI saw it once).
+unzip -l "$clone/$JAR" | grep 'io/rsm/kafka/RustRemoteStorageManager.class' >/dev/null || fail "the jar has no plugin class"
 [[ ! -d "$clone/java-bindings/target/surefire-reports" ]] || fail "the commands ran the tests"
 
 # A library that is not there: Maven stops before compiling, naming the path.
