@@ -83,6 +83,24 @@ typedef enum {
   RSM_SEGMENT_STATE_DELETE_SEGMENT_FINISHED = 3,
 } rsm_segment_state;
 
+// A consumer's `isolation.level`, for `rsm_records_fetch`'s `isolation`.
+typedef enum {
+  // Every data record (Kafka's default).
+  RSM_ISOLATION_READ_UNCOMMITTED = 0,
+  // Only records of committed transactions and of non-transactional producers.
+  RSM_ISOLATION_READ_COMMITTED = 1,
+} rsm_isolation;
+
+// What a record's timestamp is, by Kafka's `TimestampType` ids: `rsm_record_timestamp_type` returns one.
+typedef enum {
+  // No timestamp (records of magic 0).
+  RSM_TIMESTAMP_TYPE_NO_TIMESTAMP_TYPE = -1,
+  // The producer's time.
+  RSM_TIMESTAMP_TYPE_CREATE_TIME = 0,
+  // The broker's time at append.
+  RSM_TIMESTAMP_TYPE_LOG_APPEND_TIME = 1,
+} rsm_timestamp_type;
+
 // Bytes the library returns (a copy's custom metadata). Owned by the caller, freed with `rsm_buffer_free`.
 typedef struct rsm_buffer rsm_buffer;
 
@@ -94,6 +112,13 @@ typedef struct rsm_error rsm_error;
 // ever passed to `rsm_operation_cancel`. It stops naming the operation when its callback is called; the
 // host frees nothing. Opaque.
 typedef struct rsm_operation rsm_operation;
+
+// One record of an `rsm_records`, owned by it: read with the `rsm_record_*` accessors. Opaque.
+typedef struct rsm_record rsm_record;
+
+// The records a fetch returned, with the offset to fetch next: from `rsm_records_fetch`, owned by the
+// caller, freed with `rsm_records_free`. Opaque.
+typedef struct rsm_records rsm_records;
 
 // The committed segments of a partition, as `rsm_list_segments` returns them: the metadata of each, in
 // memory the list owns.
@@ -584,6 +609,135 @@ rsm_result rsm_copy_partition(const rsm_store *store,
                               bool skip_whole,
                               rsm_partition_copy *result_out,
                               rsm_error **err);
+
+// Reads records of `segment` from `offset` as a Kafka consumer at `isolation` would get them: from the
+// batch holding `offset`, at most `max_bytes` of batches but always the whole first one, at most
+// `max_records` records, strictly in offset order. Every codec is decoded (gzip, snappy, lz4, zstd) and
+// legacy (magic 0 and 1) messages too; a batch may inflate to at most 64 MiB. Control batches (commit
+// and abort markers) are never records. At `RSM_ISOLATION_READ_COMMITTED` the records of aborted
+// transactions are dropped: the aborted transactions come from the segment's transaction index, then
+// from those of `later` (the segments after `segment` in the same partition, oldest first, as
+// `rsm_list_segments` returns them) until Kafka's search is complete, since an abort's marker may be in
+// a later segment. Pass every later segment you have (or none at `RSM_ISOLATION_READ_UNCOMMITTED`).
+//
+// Page through a segment by fetching again from `rsm_records_next_offset`; once it is past
+// `segment->end_offset`, go on with the next segment.
+//
+// Arguments: `store`, `segment` and `records_out` must not be NULL; `later` is an array of `later_len`
+// pointers, none NULL (NULL only when `later_len` is 0), each of the same partition and after the one
+// before. `offset` must be one of the segment's (`segment->start_offset` to `segment->end_offset`);
+// `isolation` an `rsm_isolation` (0 or 1). Anything else is `RSM_RESULT_INVALID_ARGUMENT`, naming the
+// argument and its value. A damaged batch is `RSM_RESULT_CORRUPT`, and one that inflates past 64 MiB
+// `RSM_RESULT_INVALID_ARGUMENT`, each naming the batch and the segment.
+//
+// Ownership: `segment`, `later` and the metadata it points to are borrowed for the call. On success
+// `*records_out` is a new `rsm_records` the caller owns and frees with `rsm_records_free` (it may hold no
+// record: a fetch at the end of an aborted transaction, or `max_records` 0); on failure it is NULL.
+//
+// # Safety
+// `segment` is NULL or valid; `later` is NULL or points to `later_len` pointers, each NULL or valid;
+// `records_out` and `err` are NULL or writable.
+rsm_result rsm_records_fetch(const rsm_store *store,
+                             const rsm_segment_metadata *segment,
+                             const rsm_segment_metadata *const *later,
+                             size_t later_len,
+                             int64_t offset,
+                             uint32_t max_bytes,
+                             size_t max_records,
+                             int32_t isolation,
+                             rsm_records **records_out,
+                             rsm_error **err);
+
+// The number of records of a fetch (0 for NULL).
+//
+// # Safety
+// `records` is NULL or an `rsm_records` the library returned and that is not freed yet.
+size_t rsm_records_len(const rsm_records *records);
+
+// The offset to fetch next: after the last record returned when `max_records` stopped the fetch, else
+// after the last batch read (so past aborted records and markers too). -1 for NULL.
+//
+// # Safety
+// `records` is NULL or an `rsm_records` the library returned and that is not freed yet.
+int64_t rsm_records_next_offset(const rsm_records *records);
+
+// Record `i` of a fetch (in offset order), or NULL when `records` is NULL or `i` is out of range. Owned
+// by `records`, valid until `rsm_records_free(records)`.
+//
+// # Safety
+// `records` is NULL or an `rsm_records` the library returned and that is not freed yet.
+const rsm_record *rsm_records_get(const rsm_records *records,
+                                  size_t i);
+
+// Frees the records of a fetch. NULL is a no-op.
+//
+// # Safety
+// `records` is NULL or an `rsm_records` the library returned that is not freed yet; neither it nor any
+// record, key, value or header taken from it may be used after.
+void rsm_records_free(rsm_records *records);
+
+// A record's offset (-1 for NULL).
+//
+// # Safety
+// `record` is NULL or a record of an `rsm_records` that is not freed yet.
+int64_t rsm_record_offset(const rsm_record *record);
+
+// A record's timestamp in ms (-1, Kafka's "no timestamp", for NULL and for records without one).
+//
+// # Safety
+// `record` is NULL or a record of an `rsm_records` that is not freed yet.
+int64_t rsm_record_timestamp(const rsm_record *record);
+
+// What a record's timestamp is: an `rsm_timestamp_type` (Kafka's ids: -1 none, 0 create time, 1 log
+// append time); `RSM_TIMESTAMP_TYPE_NO_TIMESTAMP_TYPE` for NULL.
+//
+// # Safety
+// `record` is NULL or a record of an `rsm_records` that is not freed yet.
+int32_t rsm_record_timestamp_type(const rsm_record *record);
+
+// A record's key: NULL for a null key (and for a NULL record), non-NULL for an empty one. `*len`
+// receives its length (0 for a null key) unless `len` is NULL. Owned by the record's `rsm_records`.
+//
+// # Safety
+// `record` is NULL or a record of an `rsm_records` that is not freed yet; `len` is NULL or writable.
+const uint8_t *rsm_record_key(const rsm_record *record,
+                              size_t *len);
+
+// A record's value: NULL for a null value (a tombstone; and for a NULL record), non-NULL for an empty
+// one. `*len` receives its length (0 for a null value) unless `len` is NULL. Owned by the record's
+// `rsm_records`.
+//
+// # Safety
+// As `rsm_record_key`.
+const uint8_t *rsm_record_value(const rsm_record *record,
+                                size_t *len);
+
+// The number of headers of a record (0 for NULL).
+//
+// # Safety
+// `record` is NULL or a record of an `rsm_records` that is not freed yet.
+size_t rsm_record_header_count(const rsm_record *record);
+
+// Header `i` of a record (in the record's order; a key may repeat): `*key` receives its key, UTF-8 and
+// not NUL-terminated, with `*key_len` bytes; `*value` its value, NULL for a null value and non-NULL for
+// an empty one, with `*value_len` bytes (0 for a null value). Any of the four out-pointers may be NULL:
+// that part is not reported.
+//
+// Returns `RSM_RESULT_OK`, or `RSM_RESULT_INVALID_ARGUMENT` when `record` is NULL, `i` is not below
+// `rsm_record_header_count(record)` (then the out-pointers receive NULL and 0) or an out-pointer is not
+// aligned for its type (then nothing is written).
+//
+// Ownership: the key and value are owned by the record's `rsm_records`, valid until `rsm_records_free`.
+//
+// # Safety
+// `record` is NULL or a record of an `rsm_records` that is not freed yet; the out-pointers are NULL or
+// writable.
+rsm_result rsm_record_header(const rsm_record *record,
+                             size_t i,
+                             const char **key,
+                             size_t *key_len,
+                             const uint8_t **value,
+                             size_t *value_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -8,8 +8,10 @@ compressed wrapper then gets what a broker gives it on append: its offset (the l
 its timestamp (the largest inside, or the append time) and attributes, with its CRC-32 computed again. Every
 segment is read back with kafka-python's own reader, which writes the expectations (`<name>.batches`: each
 batch's position, size, magic, offset field, first and last offset, largest timestamp) that the Rust tests
-check our reader against, one line per batch. Kafka's indexes are written beside each `.log`: an offset index entry every 4096
-bytes (a batch's last offset and position) and a time index entry where the largest timestamp grows.
+check our reader against, one line per batch. Kafka's indexes are written beside each `.log`: an offset index
+entry every 4096 bytes (a batch's last offset and position) and a time index entry where the largest timestamp
+grows. The batch building, the broker's fix-ups and the reading back live in tools/kafka_log.py, shared with
+tools/record-fixtures.py.
 
 Run: python3 -m venv /tmp/kpy && /tmp/kpy/bin/pip install kafka-python==3.0.12 lz4 python-snappy xxhash &&
      /tmp/kpy/bin/python tools/legacy-segments.py rsm-core/tests/data/legacy
@@ -17,54 +19,26 @@ Run: python3 -m venv /tmp/kpy && /tmp/kpy/bin/pip install kafka-python==3.0.12 l
 
 import os
 import random
-import struct
 import sys
-import zlib
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
-from kafka.record.memory_records import MemoryRecords
+from kafka_log import fixture_indexes, legacy_batch, pin_gzip_mtime, place_v2, read_log, v2_batch
 
 BASE = 1000
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}
-INDEX_INTERVAL = 4096
 FIELDS = ("position", "size", "magic", "offset_field", "first_offset", "last_offset", "records", "max_timestamp",
           "compression")
+
+
+def gzip_mtime(n):
+    """The gzip header time of the checked-in fixtures' n-th gzip stream. kafka-python writes the wall clock
+    there, and the clock passed from ...080 to ...081 s after the 54th stream of the run that wrote them; pinned, a
+    run gives the same bytes every time."""
+    return 1796139080 if n < 54 else 1796139081
 
 
 def value(rng, i):
     words = ["alpha", "beta", "gamma", "delta", str(i), str(rng.randrange(10**6))]
     return " ".join(rng.choice(words) for _ in range(rng.randrange(5, 60))).encode()
-
-
-def legacy_batch(magic, codec, offset, messages, append_time=None):
-    """One legacy batch: a plain message, or a wrapper of `messages` as a broker stores it."""
-    b = LegacyRecordBatchBuilder(magic, codec, batch_size=1 << 30)
-    if codec == 0:
-        ts, key, val = messages[0]
-        b.append(offset, ts, key, val)
-        return bytes(b.build())
-    last_relative = len(messages) - 1
-    for i, (ts, key, val) in enumerate(messages):
-        b.append(offset + i if magic == 0 else i, ts, key, val)
-    out = bytearray(b.build())
-    struct.pack_into(">q", out, 0, offset + last_relative)
-    if magic == 1:
-        attrs = codec | (0x08 if append_time is not None else 0)
-        ts = append_time if append_time is not None else max(m[0] for m in messages)
-        struct.pack_into(">bq", out, 17, attrs, ts)
-    struct.pack_into(">I", out, 12, zlib.crc32(bytes(out[16:])) & 0xFFFFFFFF)
-    return bytes(out)
-
-
-def v2_batch(offset, messages):
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
-    for i, (ts, key, val) in enumerate(messages):
-        b.append(i, timestamp=ts, key=key, value=val, headers=[])
-    out = bytearray(b.build())
-    struct.pack_into(">q", out, 0, offset)
-    return bytes(out)  # the CRC-32C covers attributes onward, not the base offset
 
 
 def segment(rng, parts):
@@ -80,7 +54,10 @@ def segment(rng, parts):
                 ts += rng.randrange(0, 50)
                 key = None if rng.random() < 0.2 else ("key-%d" % (offset + i)).encode()
                 msgs.append((ts, key, value(rng, offset + i)))
-            batch = v2_batch(offset, msgs) if magic == 2 else legacy_batch(magic, codec, offset, msgs, append_time)
+            if magic == 2:
+                batch = place_v2(v2_batch([(t, k, v, []) for t, k, v in msgs]), offset)
+            else:
+                batch = legacy_batch(magic, codec, offset, msgs, append_time)
             log += batch
             offset += count
     return bytes(log)
@@ -88,50 +65,28 @@ def segment(rng, parts):
 
 def expectations(log):
     """Each batch as kafka-python reads it."""
-    out, pos, records = [], 0, MemoryRecords(log)
-    while True:
-        batch = records.next_batch()
-        if batch is None:
-            break
-        size = batch.size_in_bytes
-        crc_ok = batch.validate_crc()  # before iterating: kafka-python then holds the decompressed bytes
-        recs = list(batch)
-        offsets = [r.offset for r in recs]
-        stamps = [r.timestamp for r in recs if r.timestamp is not None]
-        assert crc_ok, "kafka-python refuses its own batch at %d" % pos
+    out = []
+    for b in read_log(log):
+        assert b["crc_ok"], "kafka-python refuses its own batch at %d" % b["position"]
+        offsets = [r[0] for r in b["records"]]
+        stamps = [r[1] for r in b["records"] if r[1] is not None]
         out.append({
-            "position": pos,
-            "size": size,
-            "magic": batch.magic,
-            "offset_field": struct.unpack_from(">q", log, pos)[0],
+            "position": b["position"],
+            "size": b["size"],
+            "magic": b["magic"],
+            "offset_field": b["offset_field"],
             "first_offset": min(offsets),
             "last_offset": max(offsets),
-            "records": len(recs),
-            "max_timestamp": max(stamps) if stamps and batch.magic > 0 else -1,
-            "compression": batch.compression_type,
+            "records": len(offsets),
+            "max_timestamp": max(stamps) if stamps and b["magic"] > 0 else -1,
+            "compression": b["compression"],
         })
-        pos += size
-    assert pos == len(log), "kafka-python stopped at %d of %d bytes" % (pos, len(log))
     return out
-
-
-def indexes(batches):
-    offset_index, time_index = bytearray(), bytearray()
-    since, max_ts, last_time_entry = INDEX_INTERVAL, -1, None
-    for b in batches:
-        if since >= INDEX_INTERVAL:
-            offset_index += struct.pack(">II", b["last_offset"] - BASE, b["position"])
-            since = 0
-            if max_ts >= 0 and max_ts != last_time_entry:
-                time_index += struct.pack(">qI", max_ts, b["last_offset"] - BASE)
-                last_time_entry = max_ts
-        since += b["size"]
-        max_ts = max(max_ts, b["max_timestamp"])
-    return bytes(offset_index), bytes(time_index)
 
 
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
+    pin_gzip_mtime(gzip_mtime)
     rng = random.Random(405)
     cases = {}
     for magic in (0, 1):
@@ -142,7 +97,7 @@ def main(out_dir):
     for name, parts in cases.items():
         log = segment(rng, parts)
         batches = expectations(log)
-        offset_index, time_index = indexes(batches)
+        offset_index, time_index = fixture_indexes(batches, BASE)
         stem = os.path.join(out_dir, name)
         for ext, data in ((".log", log), (".index", offset_index), (".timeindex", time_index)):
             with open(stem + ext, "wb") as f:

@@ -207,18 +207,33 @@ enum Command {
         /// The first record at or after this timestamp (ms since the epoch).
         #[arg(long, allow_hyphen_values = true)]
         timestamp: Option<i64>,
-        /// The most records to print.
-        #[arg(long, default_value_t = 20)]
-        max_records: usize,
-        /// Bytes per read from the store (at least one whole batch is read).
+        /// read_uncommitted (every record, the consumer's default) or read_committed (records of aborted
+        /// transactions dropped).
+        #[arg(long, default_value = "read_uncommitted")]
+        isolation: rsm_core::format::records::isolation::IsolationLevel,
+        /// The most records to print, all reads together [default: 20, or no bound with --follow].
+        #[arg(long)]
+        max_records: Option<usize>,
+        /// Batch bytes per read from the store (at least one whole batch is read).
         #[arg(long, default_value_t = 1 << 20)]
         max_bytes: u32,
+        /// The most bytes one batch may decompress to; a larger batch is an error naming it.
+        #[arg(long, default_value_t = rsm_core::format::records::DEFAULT_MAX_BATCH_BYTES)]
+        max_batch_bytes: usize,
         /// How long one read may take, retries included (ms).
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: u64,
-        /// One JSON document instead of the table.
+        /// One JSON object a line (offset, timestamp, timestamp_type, key, value, headers; bytes that are
+        /// not UTF-8 in base64, with a `_base64` flag saying so) instead of the table.
         #[arg(long)]
         json: bool,
+        /// Keep reading: after the end of the remote log, wait --follow-interval-ms and print what was
+        /// tiered since, until stopped (or --max-records).
+        #[arg(long)]
+        follow: bool,
+        /// How long --follow waits between looks (ms).
+        #[arg(long, default_value_t = 1_000, requires = "follow")]
+        follow_interval_ms: u64,
     },
     /// The deletions that failed and wait for a retry (SR-35): list them, or retry them now.
     FailedDeletions {
@@ -314,8 +329,32 @@ fn run(cli: Cli) -> CmdResult {
         Command::Verify { store, dir } => cmd::verify::run(o, &store.open()?, dir.as_deref()),
         Command::Tier { dirs, engine, watch, dry_run, yes } => cmd::tier::run(o, &dirs, &engine, watch, dry_run, yes),
         Command::Offsets { dirs, engine } => cmd::offsets::run(o, &dirs, &engine),
-        Command::Read { dir, engine, offset, timestamp, max_records, max_bytes, timeout_ms, json } => {
-            cmd::read::run(o, &dir, &engine, offset, timestamp, max_records, max_bytes, timeout_ms, json)
+        Command::Read {
+            dir,
+            engine,
+            offset,
+            timestamp,
+            isolation,
+            max_records,
+            max_bytes,
+            max_batch_bytes,
+            timeout_ms,
+            json,
+            follow,
+            follow_interval_ms,
+        } => {
+            let args = cmd::read::ReadArgs {
+                offset,
+                timestamp,
+                isolation,
+                max_records: max_records.or((!follow).then_some(20)),
+                max_bytes,
+                max_batch_bytes,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+                json,
+                follow: follow.then(|| std::time::Duration::from_millis(follow_interval_ms)),
+            };
+            cmd::read::run(o, &dir, &engine, &args)
         }
         Command::Expire { dirs, engine } => cmd::expire::run(o, &dirs, &engine),
         Command::FailedDeletions { action, engine } => cmd::failed_deletions::run(o, &action, &engine),

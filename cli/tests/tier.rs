@@ -93,9 +93,8 @@ fn tier_twice_copies_once_and_reads_from_remote() {
 
     // Offsets 5..=24 from remote, with keys, values, headers and timestamps as written.
     let json = s.run(&["read", &s.dir, "--offset", "5", "--max-records", "20", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let records = doc["records"].as_array().unwrap();
-    assert_eq!(records.len(), 20);
+    let records: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 20, "{json}");
     for (i, r) in records.iter().enumerate() {
         let o = 5 + i as i64;
         assert_eq!(r["offset"], o);

@@ -6,6 +6,7 @@
 //! - [`Registry`]: the kinds of store by URL scheme, one cargo feature per backend (`fs`, `s3`, `azure`,
 //!   `gcs`, `hdfs`; all on by default, so a host can build only the stores it uses);
 //! - [`SegmentReader`]: the stream adapter (short reads, skips, pieces without copying);
+//! - [`Store::fetch_records`]: the records of one segment a consumer at an isolation level is given;
 //! - [`wire`]: the compact metadata encoding a face passes as bytes;
 //! - [`ResultCode`]: the code of an error, from its kind and status.
 //!
@@ -25,6 +26,7 @@ mod code;
 pub mod handles;
 mod partition;
 mod reader;
+mod records;
 mod registry;
 pub mod wire;
 
@@ -32,6 +34,7 @@ pub use builder::StoreBuilder;
 pub use code::{ResultCode, panic_message};
 pub use partition::{CopyProgress, PartitionCopy, open_partition_for_copy};
 pub use reader::SegmentReader;
+pub use records::{FetchedRecords, RecordsFetch};
 pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 
 use bytes::Bytes;

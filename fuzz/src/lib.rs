@@ -13,6 +13,8 @@ use rsm_core::format::codec::Reader;
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter, read_offset_index, read_time_index};
 use rsm_core::format::manifest::{MAGIC, Manifest};
 use rsm_core::format::partition::parse_leader_epochs;
+use rsm_core::format::records::compression::{self, Codec};
+use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::storage::fetch::plan_reads;
 use rsm_facade::wire::{decode_metadata, encode_metadata};
@@ -34,7 +36,15 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("leader_epochs", leader_epochs),
     ("wire_metadata", wire_metadata),
     ("metadata_records", metadata_records),
+    ("records", records),
+    ("decompress_gzip", decompress_gzip),
+    ("decompress_snappy", decompress_snappy),
+    ("decompress_lz4", decompress_lz4),
+    ("decompress_zstd", decompress_zstd),
 ];
+
+/// The decompression limit of the record targets: small, so that a bomb is found fast.
+pub const FUZZ_LIMIT: usize = 1 << 20;
 
 /// The first 8 bytes as a number (zero-padded), and the rest.
 fn take_u64(data: &[u8]) -> (u64, &[u8]) {
@@ -226,4 +236,58 @@ pub fn metadata_records(data: &[u8]) {
         assert_eq!(again, event, "metadata record round trip");
         assert_eq!(records::encode(&again), bytes, "our encoding is its own");
     }
+}
+
+/// Every batch of a log decoded, records and all, under a 1 MiB limit: no panic, and what decodes holds no
+/// more bytes than the batch inflated to (the limit, or the batch itself when it is not compressed).
+pub fn records(data: &[u8]) {
+    let limits = DecodeLimits { max_batch_bytes: FUZZ_LIMIT };
+    for b in BatchIter::new(data, 0, false) {
+        let Ok(b) = b else { break };
+        let Ok(d) = decode_batch(&b, &limits) else { continue };
+        let held: usize = d
+            .records
+            .iter()
+            .map(|r| {
+                let headers: usize = r.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum();
+                r.key.as_ref().map_or(0, Vec::len) + r.value.as_ref().map_or(0, Vec::len) + headers
+            })
+            .sum();
+        // A header key read with UTF-8 replacement grows by at most 3 bytes for each byte replaced.
+        assert!(held <= 3 * FUZZ_LIMIT.max(b.size()), "records hold {held} bytes of a {}-byte batch", b.size());
+        assert!(d.control.is_none() || d.records.is_empty(), "a control batch has no data records");
+        if d.magic < 2 {
+            assert!(d.producer_id == -1 && !d.transactional && d.control.is_none(), "legacy batches have no producer");
+        }
+    }
+}
+
+/// Arbitrary bytes through one codec under a 1 MiB limit: no panic, and no output past the limit.
+fn decompress_under_limit(codec: Codec, data: &[u8]) {
+    if let Ok(out) = compression::decompress(codec, data, FUZZ_LIMIT, "fuzz") {
+        assert!(out.len() <= FUZZ_LIMIT, "{} gave {} bytes", codec.name(), out.len());
+    }
+}
+
+/// gzip ([`compression::gzip`]).
+pub fn decompress_gzip(data: &[u8]) {
+    decompress_under_limit(Codec::Gzip, data);
+}
+
+/// snappy, xerial-framed or raw ([`compression::snappy`]).
+pub fn decompress_snappy(data: &[u8]) {
+    decompress_under_limit(Codec::Snappy, data);
+}
+
+/// Kafka's LZ4 frame, and magic 0's with its header checksum recomputed ([`compression::lz4_magic0`]).
+pub fn decompress_lz4(data: &[u8]) {
+    decompress_under_limit(Codec::Lz4, data);
+    if let Ok(out) = compression::lz4_magic0(data, FUZZ_LIMIT, "fuzz") {
+        assert!(out.len() <= FUZZ_LIMIT, "lz4 (magic 0) gave {} bytes", out.len());
+    }
+}
+
+/// zstd ([`compression::zstd`]).
+pub fn decompress_zstd(data: &[u8]) {
+    decompress_under_limit(Codec::Zstd, data);
 }

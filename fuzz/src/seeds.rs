@@ -3,10 +3,12 @@
 //! corpus replay runs them too; `rsm-fuzz-seeds DIR` writes them as `DIR/<target>/seed-<n>`.
 
 use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN, sealed_blocks_len};
-use rsm_core::format::batch::BatchIter;
+use rsm_core::format::batch::{ATTRIBUTES_OFFSET, BatchIter, CRC_OFFSET, V2_HEADER_LEN};
 use rsm_core::format::chunk::{Chunker, Transform};
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
 use rsm_core::format::manifest::Manifest;
+use rsm_core::format::records::compression::{self, Codec, XERIAL_MAGIC};
+use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::format::writer::{Record, encode_batch};
 use rsm_core::model::{CustomMetadata, RemoteLogSegmentState};
@@ -16,6 +18,7 @@ use rsm_metadata::{
     RemotePartitionDeleteState,
 };
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 
 /// A few v2 batches of `n` records each.
@@ -37,8 +40,13 @@ fn v2_log(batches: usize, n: usize) -> Vec<u8> {
 
 /// The first bytes of each kafka-python legacy segment kept for the tests, cut on a batch boundary.
 fn legacy_logs() -> Vec<Vec<u8>> {
+    legacy_segments(&["v0-none", "v0-gzip", "v1-none", "v1-snappy", "mixed-v0-v1-v2"])
+}
+
+/// The first bytes (at most 4 KiB, whole batches) of the named kafka-python legacy segments.
+fn legacy_segments(names: &[&str]) -> Vec<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rsm-core/tests/data/legacy");
-    ["v0-none", "v0-gzip", "v1-none", "v1-snappy", "mixed-v0-v1-v2"]
+    names
         .iter()
         .filter_map(|n| std::fs::read(dir.join(format!("{n}.log"))).ok())
         .map(|log| {
@@ -52,6 +60,103 @@ fn legacy_logs() -> Vec<Vec<u8>> {
             log[..end].to_vec()
         })
         .collect()
+}
+
+/// `bytes` compressed with `codec` as a Kafka producer writes it (snappy: xerial framing; lz4: 64 KiB blocks).
+fn compress(codec: Codec, bytes: &[u8]) -> Vec<u8> {
+    match codec {
+        Codec::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(bytes).expect("gzip");
+            e.finish().expect("gzip")
+        }
+        Codec::Snappy => {
+            let mut out = XERIAL_MAGIC.to_vec();
+            out.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
+            for block in bytes.chunks(32 << 10) {
+                let c = snap::raw::Encoder::new().compress_vec(block).expect("snappy");
+                out.extend_from_slice(&(c.len() as u32).to_be_bytes());
+                out.extend_from_slice(&c);
+            }
+            out
+        }
+        Codec::Lz4 => {
+            let info = lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max64KB);
+            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+            e.write_all(bytes).expect("lz4");
+            e.finish().expect("lz4")
+        }
+        Codec::Zstd => zstd::encode_all(bytes, 3).expect("zstd"),
+    }
+}
+
+/// The v2 batches of `log` with their records sections compressed with `codec` and `extra` attribute bits
+/// set (their lengths and CRC-32C made right).
+fn compressed_log(log: &[u8], codec: Codec, extra: i16) -> Vec<u8> {
+    let mut out = Vec::new();
+    for b in BatchIter::new(log, 0, false) {
+        let b = b.expect("our batches").bytes();
+        let mut c = b[..V2_HEADER_LEN].to_vec();
+        c.extend(compress(codec, &b[V2_HEADER_LEN..]));
+        let len = (c.len() - 12) as i32;
+        c[8..12].copy_from_slice(&len.to_be_bytes());
+        let attributes = i16::from(codec.id()) | extra;
+        c[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+        let crc = crc32c::crc32c(&c[ATTRIBUTES_OFFSET..]);
+        c[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+        out.extend(c);
+    }
+    out
+}
+
+/// Seeds of the record targets: v2 batches of every codec (with log-append time, and a transactional
+/// commit marker), the legacy wrappers of every codec; each codec's payload for its decompression target.
+fn record_seeds(out: &mut Vec<(&'static str, Vec<u8>)>) {
+    let log = v2_log(2, 6);
+    let marker =
+        Record { key: Some(vec![0, 0, 0, 1]), value: Some(vec![0, 0, 0, 0, 0, 7]), headers: vec![], timestamp: 5 };
+    let mut control = encode_batch(500, 3, &[marker]);
+    control[22] = 0x30; // control, transactional
+    control[43..51].copy_from_slice(&9i64.to_be_bytes());
+    let crc = crc32c::crc32c(&control[ATTRIBUTES_OFFSET..]);
+    control[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+    out.push(("records", [&log[..], &control].concat()));
+    for (codec, target) in [
+        (Codec::Gzip, "decompress_gzip"),
+        (Codec::Snappy, "decompress_snappy"),
+        (Codec::Lz4, "decompress_lz4"),
+        (Codec::Zstd, "decompress_zstd"),
+    ] {
+        let extra = if codec == Codec::Zstd { 0x08 } else { 0 }; // one with log-append time
+        out.push(("records", compressed_log(&log, codec, extra)));
+        let first = BatchIter::new(&log, 0, false).next().expect("a batch").expect("ours").bytes();
+        out.push((target, compress(codec, &first[V2_HEADER_LEN..])));
+    }
+    let raw = snap::raw::Encoder::new().compress_vec(&log).expect("snappy");
+    out.push(("decompress_snappy", raw));
+    for l in legacy_segments(&["v0-lz4", "v0-snappy", "v1-lz4", "v1-gzip-log-append-time"]) {
+        // The first wrapper's value, a message set as its codec holds it (v0-lz4: magic 0's LZ4 framing).
+        // (A wrapper's key is null: its value starts after the value length.)
+        let b = BatchIter::new(&l, 0, false).next().expect("a batch").expect("kafka-python's");
+        if b.compression() == Codec::Lz4.id() {
+            let value = if b.magic() == 0 { 26 } else { 34 };
+            out.push(("decompress_lz4", b.bytes()[value..].to_vec()));
+        }
+        out.push(("records", l));
+    }
+    // Every seed gets past the checks: whole batches that decode, payloads that decompress.
+    for (target, bytes) in out.iter() {
+        let ok = match *target {
+            "records" => BatchIter::new(bytes, 0, true)
+                .all(|b| b.and_then(|b| decode_batch(&b, &DecodeLimits::default())).is_ok()),
+            "decompress_gzip" => compression::gzip(bytes, 1 << 20, "seed").is_ok(),
+            "decompress_snappy" => compression::snappy(bytes, 1 << 20, "seed").is_ok(),
+            "decompress_lz4" => compression::lz4_magic0(bytes, 1 << 20, "seed").is_ok(),
+            "decompress_zstd" => compression::zstd(bytes, 1 << 20, "seed").is_ok(),
+            _ => true,
+        };
+        assert!(ok, "a {target} seed does not decode");
+    }
 }
 
 fn metadata() -> RemoteLogSegmentMetadata {
@@ -170,6 +275,7 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         [&0x0000_0010_0000_0100u64.to_be_bytes()[..], &std::fs::read(v1).expect("v1 manifest")].concat(),
     ));
 
+    record_seeds(&mut out);
     out.push(("leader_epochs", b"0\n3\n0 0\n2 100\n5 2000\n".to_vec()));
     out.push(("wire_metadata", rsm_facade::wire::encode_metadata(&metadata())));
 

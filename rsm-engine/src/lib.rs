@@ -16,6 +16,7 @@
 //! | [`config`] | the engine's settings |
 //! | [`scheduler`] | the queue of partitions by next run time, backoff on failure, a fixed pool of workers |
 //! | [`reader`] | the reader pool: a fixed number of readers, a bounded queue (backpressure), remote reads by offset |
+//! | [`records`] | a consumer's fetch of records (every codec, legacy formats) at an isolation level, through the reader pool |
 #![warn(missing_docs)]
 
 pub mod config;
@@ -26,9 +27,11 @@ mod lifecycle;
 pub mod local_log;
 pub mod manager;
 pub mod reader;
+pub mod records;
 pub mod scheduler;
 mod state;
 
 pub use config::EngineConfig;
 pub use expiration::ExpirationPlan;
 pub use manager::{CopyListener, Offsets, RemoteLogManager, Role, RunPlan, RunReport, Totals};
+pub use records::{RecordsRead, RecordsRequest};

@@ -293,7 +293,7 @@ impl RemoteLogManager {
         v
     }
 
-    fn state(&self, tp: &TopicIdPartition) -> Result<Arc<PartitionState>> {
+    pub(crate) fn state(&self, tp: &TopicIdPartition) -> Result<Arc<PartitionState>> {
         lock(&self.partitions)
             .get(tp)
             .cloned()

@@ -98,11 +98,12 @@ typedef struct {
   segment seg[MAX_SEGMENTS];
 } fixture;
 
-/* Reads DIR/segments.txt. Segment ids are fixed per segment index, so a test is repeatable. */
-static void fixture_load(fixture *fx, const char *dir) {
+/* Reads DIR/NAME (segments.txt, or txns.txt for the partition of transactions). Segment ids are fixed per
+ * segment index, so a test is repeatable. */
+static void fixture_load_file(fixture *fx, const char *dir, const char *name) {
   char path[1024], checkpoint[512];
   memset(fx, 0, sizeof *fx);
-  snprintf(path, sizeof path, "%s/segments.txt", dir);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "r");
   CHECK(f != NULL, "cannot open %s (run rsm-c-fixture first): %s", path, strerror(errno));
   long long msb, lsb;
@@ -164,6 +165,9 @@ static void fixture_load(fixture *fx, const char *dir) {
   fclose(f);
   CHECK(fx->n >= 2, "the fixture has %zu closed segments, want at least 2", fx->n);
 }
+
+/* Reads DIR/segments.txt. */
+static void fixture_load(fixture *fx, const char *dir) { fixture_load_file(fx, dir, "segments.txt"); }
 
 static void fixture_free(fixture *fx) { free(fx->checkpoint.data); }
 

@@ -1,49 +1,145 @@
-//! `rsm read`: the records served from remote storage at an offset or from a timestamp, through the
-//! engine's reader pool, as a table or JSON.
+//! `rsm read`: the records served from remote storage at an offset or from a timestamp, as a consumer at an
+//! isolation level would get them (every codec, legacy formats; aborted transactions dropped at
+//! `read_committed`), through the engine's reader pool: a table, or one JSON object a line. Records come
+//! out strictly in offset order as they are read; `--max-records` bounds all output; `--follow` keeps
+//! reading newly tiered segments.
 
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, out, utc};
-use rsm_core::{Error, Result, TopicIdPartition};
-use rsm_engine::RemoteLogManager;
+use base64::Engine as _;
+use rsm_core::format::records::isolation::IsolationLevel;
+use rsm_core::format::records::{DecodeLimits, Record};
+use rsm_core::{Error, ErrorKind, Result, TopicIdPartition};
+use rsm_engine::{RecordsRequest, RemoteLogManager};
 use std::path::Path;
+use std::time::Duration;
 
-/// Prints up to `max_records` records of the partition `dir` names, from `offset` or from the first at or
-/// after `timestamp`, each read at most `max_bytes` from the store and taking at most `timeout_ms`.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
+/// Records asked of the engine per call: enough to amortise a call, few enough to print as they come.
+const RECORDS_PER_CALL: usize = 500;
+
+/// What `rsm read` was asked.
+#[derive(Clone, Debug)]
+pub struct ReadArgs {
+    /// The first offset, or
+    pub offset: Option<i64>,
+    /// the first record at or after this timestamp.
+    pub timestamp: Option<i64>,
+    /// The consumer's isolation level.
+    pub isolation: IsolationLevel,
+    /// The most records printed, all reads together (`None`: no bound).
+    pub max_records: Option<usize>,
+    /// Batch bytes per read.
+    pub max_bytes: u32,
+    /// The most bytes one batch may inflate to.
+    pub max_batch_bytes: usize,
+    /// How long one read may take, retries included.
+    pub timeout: Duration,
+    /// One JSON object a line instead of the table.
+    pub json: bool,
+    /// After the end of the remote log, wait this long and read what was tiered since, until stopped.
+    pub follow: Option<Duration>,
+}
+
+/// Prints the records of the partition `dir` names as `args` asks.
+pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadArgs) -> CmdResult {
+    let rt = rsm_facade::runtime();
+    let mut next: Option<i64> = args.offset;
+    let mut left = args.max_records.unwrap_or(usize::MAX);
+    let mut printed = 0usize;
+    if !args.json {
+        out!(o, "{:>12}  {:<24}  {:<24}  {:<40}  headers", "offset", "timestamp", "key", "value");
+    }
+    let tp = loop {
+        // Opened anew on each round of --follow, so segments tiered by another process are seen.
+        let e = engine.open_read_only()?;
+        let tp = e.add(&[dir.to_path_buf()])?.remove(0);
+        let round: CmdResult<(usize, Option<i64>)> = rt.block_on(async {
+            let start = match next {
+                Some(n) => n,
+                None => {
+                    let limits = DecodeLimits { max_batch_bytes: args.max_batch_bytes };
+                    let ts = args.timestamp.unwrap_or(i64::MIN);
+                    match offset_of_timestamp(&e.manager, &tp, ts, &limits).await {
+                        Ok(n) => n,
+                        // --follow from a timestamp no record has reached yet: wait for one.
+                        Err(err) if args.follow.is_some() && err.kind() == ErrorKind::NotFound => return Ok((0, None)),
+                        Err(err) => return Err(err.into()),
+                    }
+                }
+            };
+            read_round(o, &e.manager, &tp, start, &mut left, args).await
+        });
+        e.close()?;
+        let (n, at) = round?;
+        printed += n;
+        next = at;
+        match args.follow {
+            Some(wait) if left > 0 => std::thread::sleep(wait),
+            _ => break tp,
+        }
+    };
+    if !args.json {
+        let next = next.map_or_else(|| "-".to_string(), |n| n.to_string());
+        out!(o, "{printed} records of {tp} ({}; next offset {next})", args.isolation);
+    }
+    Ok(())
+}
+
+/// Reads from `start` until the remote log's end or `left` records, printing each as it comes. Returns the
+/// records printed and the offset to continue from.
+async fn read_round(
     o: &mut Out,
-    dir: &Path,
-    engine: &EngineArgs,
-    offset: Option<i64>,
-    timestamp: Option<i64>,
-    max_records: usize,
-    max_bytes: u32,
-    timeout_ms: u64,
-    json: bool,
-) -> CmdResult {
-    let e = engine.open_read_only()?;
-    let tp = e.add(&[dir.to_path_buf()])?.remove(0);
-    let timeout = std::time::Duration::from_millis(timeout_ms);
-    let got = rsm_facade::runtime().block_on(read(&e.manager, &tp, offset, timestamp, max_records, max_bytes, timeout));
-    e.close()?;
-    print_records(o, &tp, &got?, json)
+    engine: &RemoteLogManager,
+    tp: &TopicIdPartition,
+    start: i64,
+    left: &mut usize,
+    args: &ReadArgs,
+) -> CmdResult<(usize, Option<i64>)> {
+    let mut next = start;
+    let mut printed = 0;
+    while *left > 0 {
+        let req = RecordsRequest {
+            offset: next,
+            isolation: args.isolation,
+            max_records: (*left).min(RECORDS_PER_CALL),
+            max_bytes: args.max_bytes,
+            limits: DecodeLimits { max_batch_bytes: args.max_batch_bytes },
+            last_stable_offset: None,
+            timeout: args.timeout,
+        };
+        let got = match engine.read_records(tp, &req).await {
+            Ok(g) => g,
+            // At the end of what is tiered after records were printed, or following: nothing more for now.
+            Err(e) if e.kind() == ErrorKind::NotFound && (printed > 0 || args.follow.is_some()) => break,
+            Err(e) => return Err(e.into()),
+        };
+        for r in &got.records {
+            print_record(o, r, args.json)?;
+        }
+        printed += got.records.len();
+        *left -= got.records.len();
+        let stuck = got.next_offset == next && got.records.is_empty();
+        next = got.next_offset;
+        if got.at_end || stuck {
+            break;
+        }
+    }
+    Ok((printed, Some(next)))
 }
 
-/// What `rsm read` found: records, and the batches it could not decode (compressed, legacy), by offset.
-#[derive(Default)]
-struct ReadOut {
-    /// The records, in offset order.
-    pub records: Vec<rsm_core::format::record::RecordView>,
-    /// Batches shown as such: (base offset, why their records are not shown).
-    pub undecoded: Vec<(i64, String)>,
-}
-
-/// The first offset of the copied segments at or after timestamp `ts`: the batch the segment's time index
-/// names, read through the store.
-async fn offset_of_timestamp(engine: &RemoteLogManager, tp: &TopicIdPartition, ts: i64) -> Result<i64> {
+/// The offset of the first record at or after timestamp `ts` in the copied segments (as Kafka's
+/// `offsetsForTimes` answers): the batch the segments' time indexes name, read through the store and
+/// decoded.
+async fn offset_of_timestamp(
+    engine: &RemoteLogManager,
+    tp: &TopicIdPartition,
+    ts: i64,
+    limits: &DecodeLimits,
+) -> Result<i64> {
     use futures::TryStreamExt;
     use rsm_core::RemoteStorageManager;
+    use rsm_core::format::batch::{BatchIter, LOG_OVERHEAD};
     let mut copied: Vec<_> = engine
         .metadata()
         .list_remote_log_segments(tp)
@@ -53,75 +149,26 @@ async fn offset_of_timestamp(engine: &RemoteLogManager, tp: &TopicIdPartition, t
         .collect();
     copied.sort_by_key(|m| m.start_offset);
     for md in copied.iter().filter(|m| m.max_timestamp_ms >= ts) {
-        if let Some(pos) = engine.storage().position_of_timestamp(md, ts).await? {
-            let head: Vec<bytes::Bytes> =
-                engine.storage().fetch_log_segment(md, pos as i32, Some(pos as i32 + 7)).await?.try_collect().await?;
-            let head = head.concat();
-            let base = head.get(..8).and_then(|b| b.try_into().ok()).map(i64::from_be_bytes);
-            return base.ok_or_else(|| {
-                Error::corrupt(format!("segment {} at position {pos}: short read", md.remote_log_segment_id.id))
-            });
-        }
+        let Some(pos) = engine.storage().position_of_timestamp(md, ts).await? else { continue };
+        let fetch = |len: i32| async move {
+            let parts: Vec<bytes::Bytes> = engine
+                .storage()
+                .fetch_log_segment(md, pos as i32, Some(pos as i32 + len - 1))
+                .await?
+                .try_collect()
+                .await?;
+            Ok::<_, Error>(parts.concat())
+        };
+        let short = || Error::corrupt(format!("segment {} at position {pos}: short read", md.remote_log_segment_id));
+        let head = fetch(LOG_OVERHEAD as i32).await?;
+        let size = head.get(8..12).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes).ok_or_else(short)?;
+        let bytes = fetch(size.saturating_add(LOG_OVERHEAD as i32)).await?;
+        let batch = BatchIter::new(&bytes, u64::from(pos), false).next_complete()?.ok_or_else(short)?;
+        let decoded = rsm_core::format::records::decode_batch(&batch, limits)?;
+        let first = decoded.records.iter().find(|r| r.timestamp >= ts).map(|r| r.offset);
+        return Ok(first.unwrap_or(decoded.last_offset.saturating_add(1)));
     }
     Err(Error::not_found(format!("no remote record of {tp} has a timestamp at or after {ts}")))
-}
-
-/// Reads up to `max_records` records of `tp` from remote storage, from `offset` or from the first record at or
-/// after `timestamp`, through the reader pool.
-async fn read(
-    engine: &RemoteLogManager,
-    tp: &TopicIdPartition,
-    offset: Option<i64>,
-    timestamp: Option<i64>,
-    max_records: usize,
-    max_bytes: u32,
-    timeout: std::time::Duration,
-) -> Result<ReadOut> {
-    use rsm_core::format::batch::BatchIter;
-    use rsm_core::format::record::{is_control, records};
-    let mut next = match (offset, timestamp) {
-        (Some(o), _) => o,
-        (None, Some(ts)) => offset_of_timestamp(engine, tp, ts).await?,
-        (None, None) => return Err(Error::invalid("--offset or --timestamp is required")),
-    };
-    let mut out = ReadOut::default();
-    let mut first = true;
-    while out.records.len() < max_records {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let r = match engine.read(tp, next, max_bytes, deadline).await {
-            Ok(r) => r,
-            // Past the remote log's end after the first read: the records end there.
-            Err(e) if !first && e.kind() == rsm_core::ErrorKind::NotFound => break,
-            Err(e) => return Err(e),
-        };
-        first = false;
-        let mut it = BatchIter::new(&r.bytes, u64::from(r.start_position), false);
-        let mut advanced = false;
-        while let Some(batch) = it.next_complete()? {
-            advanced = true;
-            next = batch.last_offset() + 1;
-            if is_control(&batch) {
-                continue;
-            }
-            match records(&batch) {
-                Ok(rs) => out.records.extend(rs.into_iter().filter(|x| {
-                    x.offset >= offset.unwrap_or(i64::MIN) && x.timestamp >= timestamp.unwrap_or(i64::MIN)
-                })),
-                Err(e) if e.kind() == rsm_core::ErrorKind::InvalidArgument => {
-                    out.undecoded.push((batch.base_offset(), e.message().to_string()))
-                }
-                Err(e) => return Err(e),
-            }
-            if out.records.len() >= max_records {
-                break;
-            }
-        }
-        if !advanced {
-            return Err(Error::corrupt(format!("a read of {tp} at offset {next} returned no whole batch")));
-        }
-    }
-    out.records.truncate(max_records);
-    Ok(out)
 }
 
 /// Bytes as text for a table: UTF-8 with control characters escaped, cut at `max` characters.
@@ -131,55 +178,57 @@ fn shown(b: Option<&[u8]>, max: usize) -> String {
     if text.chars().count() > max { format!("{}…", text.chars().take(max).collect::<String>()) } else { text }
 }
 
-/// Bytes for JSON: a string when they are UTF-8, else `{"hex": "…"}`; null stays null.
-fn json_bytes(b: Option<&[u8]>) -> serde_json::Value {
+/// Bytes for JSON and whether they are base64: the text when they are UTF-8, else standard base64; null
+/// stays null (not base64).
+fn json_bytes(b: Option<&[u8]>) -> (serde_json::Value, bool) {
     match b {
-        None => serde_json::Value::Null,
+        None => (serde_json::Value::Null, false),
         Some(b) => match std::str::from_utf8(b) {
-            Ok(s) => serde_json::Value::String(s.to_string()),
-            Err(_) => serde_json::json!({ "hex": b.iter().map(|x| format!("{x:02x}")).collect::<String>() }),
+            Ok(s) => (serde_json::Value::String(s.to_string()), false),
+            Err(_) => (serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(b)), true),
         },
     }
 }
 
-fn print_records(o: &mut Out, tp: &TopicIdPartition, got: &ReadOut, json: bool) -> CmdResult {
+/// One record as a JSON object: offset, timestamp and its type, key, value and headers, each bytes field
+/// with a `_base64` flag.
+pub fn record_json(r: &Record) -> serde_json::Value {
+    let (key, key_base64) = json_bytes(r.key.as_deref());
+    let (value, value_base64) = json_bytes(r.value.as_deref());
+    let headers: Vec<_> = r
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let (value, value_base64) = json_bytes(v.as_deref());
+            serde_json::json!({"key": k, "value": value, "value_base64": value_base64})
+        })
+        .collect();
+    serde_json::json!({
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "timestamp_type": r.timestamp_type.name(),
+        "key": key,
+        "key_base64": key_base64,
+        "value": value,
+        "value_base64": value_base64,
+        "headers": headers,
+    })
+}
+
+fn print_record(o: &mut Out, r: &Record, json: bool) -> CmdResult {
     if json {
-        let records: Vec<_> = got
-            .records
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "offset": r.offset,
-                    "timestamp": r.timestamp,
-                    "key": json_bytes(r.key.as_deref()),
-                    "value": json_bytes(r.value.as_deref()),
-                    "headers": r.headers.iter().map(|(k, v)| serde_json::json!({"key": k, "value": json_bytes(v.as_deref())})).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        let undecoded: Vec<_> =
-            got.undecoded.iter().map(|(off, why)| serde_json::json!({"base_offset": off, "why": why})).collect();
-        let doc =
-            serde_json::json!({ "partition": tp.to_string(), "records": records, "undecoded_batches": undecoded });
-        out!(o, "{doc}");
+        out!(o, "{}", record_json(r));
         return Ok(());
     }
-    out!(o, "{:>12}  {:<24}  {:<24}  {:<40}  headers", "offset", "timestamp", "key", "value");
-    for r in &got.records {
-        let headers: Vec<String> = r.headers.iter().map(|(k, v)| format!("{k}={}", shown(v.as_deref(), 20))).collect();
-        out!(
-            o,
-            "{:>12}  {:<24}  {:<24}  {:<40}  {}",
-            r.offset,
-            utc(r.timestamp),
-            shown(r.key.as_deref(), 24),
-            shown(r.value.as_deref(), 40),
-            headers.join(",")
-        );
-    }
-    for (off, why) in &got.undecoded {
-        out!(o, "{off:>12}  ({why})");
-    }
-    out!(o, "{} records of {tp}", got.records.len());
+    let headers: Vec<String> = r.headers.iter().map(|(k, v)| format!("{k}={}", shown(v.as_deref(), 20))).collect();
+    out!(
+        o,
+        "{:>12}  {:<24}  {:<24}  {:<40}  {}",
+        r.offset,
+        utc(r.timestamp),
+        shown(r.key.as_deref(), 24),
+        shown(r.value.as_deref(), 40),
+        headers.join(",")
+    );
     Ok(())
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::ptr::{null, null_mut};
 
 /// What a call returned: its code and its error's message (the error freed).
-fn call(f: impl FnOnce(*mut *mut rsm_error) -> rsm_result) -> (rsm_result, String) {
+pub(crate) fn call(f: impl FnOnce(*mut *mut rsm_error) -> rsm_result) -> (rsm_result, String) {
     let mut err: *mut rsm_error = null_mut();
     let r = f(&mut err);
     // SAFETY: `err` is NULL or the error the call just returned, freed once here.
@@ -25,7 +25,7 @@ fn call(f: impl FnOnce(*mut *mut rsm_error) -> rsm_result) -> (rsm_result, Strin
 
 /// Expects `InvalidArgument` with a message holding every one of `needles`.
 #[track_caller]
-fn invalid(got: (rsm_result, String), needles: &[&str]) {
+pub(crate) fn invalid(got: (rsm_result, String), needles: &[&str]) {
     assert_eq!(got.0, rsm_result::InvalidArgument, "{}", got.1);
     for n in needles {
         assert!(got.1.contains(n), "message {:?} lacks {n:?}", got.1);
@@ -33,7 +33,7 @@ fn invalid(got: (rsm_result, String), needles: &[&str]) {
 }
 
 #[track_caller]
-fn ok(got: (rsm_result, String)) {
+pub(crate) fn ok(got: (rsm_result, String)) {
     assert_eq!(got.0, rsm_result::Ok, "{}", got.1);
 }
 
@@ -91,7 +91,7 @@ impl Segment {
     }
 }
 
-fn c_path(p: &Path) -> CString {
+pub(crate) fn c_path(p: &Path) -> CString {
     CString::new(p.to_str().unwrap()).unwrap()
 }
 

@@ -17,6 +17,9 @@
 //! The asynchronous form (`rsm_copy_async`, `rsm_fetch_async`, `rsm_delete_async`, `rsm_operation_cancel`)
 //! runs the same core calls as tasks of the facade's runtime and reports through a callback.
 //!
+//! `rsm_records_fetch` returns records rather than bytes: the batches of a segment decoded, at a
+//! consumer's isolation level (`records.rs`).
+//!
 //! Only `rsm_*` symbols are exported from `librsm.so` (a linker version script, see `build.rs`).
 
 #![warn(missing_docs)]
@@ -28,6 +31,11 @@ mod boundary;
 mod contract_tests;
 mod handles;
 mod partition;
+mod records;
+#[cfg(test)]
+mod records_tests;
+#[cfg(test)]
+mod txn_fixture;
 mod types;
 
 pub use asynchronous::{
@@ -37,6 +45,11 @@ pub use asynchronous::{
 pub use boundary::rsm_error;
 pub use handles::{rsm_store, rsm_stream};
 pub use partition::{rsm_copy_partition, rsm_partition_copy};
+pub use records::{
+    rsm_isolation, rsm_record, rsm_record_header, rsm_record_header_count, rsm_record_key, rsm_record_offset,
+    rsm_record_timestamp, rsm_record_timestamp_type, rsm_record_value, rsm_records, rsm_records_fetch,
+    rsm_records_free, rsm_records_get, rsm_records_len, rsm_records_next_offset, rsm_timestamp_type,
+};
 pub use types::{
     rsm_index_type, rsm_leader_epoch, rsm_segment_files, rsm_segment_list, rsm_segment_metadata, rsm_segment_state,
     rsm_topic_id_partition, rsm_uuid,

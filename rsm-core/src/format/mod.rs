@@ -7,7 +7,7 @@ pub mod codec;
 pub mod index;
 pub mod manifest;
 pub mod partition;
-pub mod record;
+pub mod records;
 pub mod remote_index;
 pub mod segment_metadata;
 pub mod transform;

@@ -33,6 +33,7 @@ mod maintenance;
 mod manifest_cache;
 pub mod settings;
 mod single_flight;
+pub mod transactions;
 
 pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};

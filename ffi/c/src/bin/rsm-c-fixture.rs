@@ -8,12 +8,24 @@
 //! checkpoint <path of leader-epoch-checkpoint>
 //! segment <start> <end> <max ts> <size> <log> <index> <timeindex> <txnindex or -> <snapshot> <epochs> (<epoch> <offset>)*
 //! ```
+//!
+//! It also writes `DIR/txns-0/`, a partition of transactions and compressed batches (see `txn_fixture.rs`),
+//! described in `DIR/txns.txt` in the same format, and the records a fetch of each of its closed segments
+//! from its first offset returns, in `DIR/records.txt`:
+//! ```text
+//! expect <segment index> <isolation: 0 read_uncommitted, 1 read_committed> <next offset> <records>
+//! record <offset> <timestamp> <timestamp type> <key> <value> <headers> (<header key> <header value>)*
+//! ```
+//! Bytes are hex, `-` for null and `.` for empty.
 
 use rsm_core::Uuid;
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+#[path = "../txn_fixture.rs"]
+mod txn_fixture;
 
 fn main() {
     let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
@@ -43,7 +55,48 @@ fn write(dir: &Path) -> rsm_core::Result<()> {
         seed: 12,
     };
     generate_partition(&partition_dir, &spec)?;
-    let p = LocalPartition::open(&partition_dir)?;
+    describe(&partition_dir, &dir.join("segments.txt"))?;
+    let txns = txn_fixture::write_partition(dir)?;
+    describe(&txns, &dir.join("txns.txt"))?;
+    let mut out = String::new();
+    for segment in 0..txn_fixture::SEGMENT_BASES.len() - 1 {
+        for committed in [false, true] {
+            let (records, next) = txn_fixture::expected(segment, committed);
+            let _ = writeln!(out, "expect {segment} {} {next} {}", u8::from(committed), records.len());
+            for r in records {
+                let _ = write!(
+                    out,
+                    "record {} {} {} {} {} {}",
+                    r.offset,
+                    r.timestamp,
+                    r.timestamp_type,
+                    hex(r.key.as_deref()),
+                    hex(r.value.as_deref()),
+                    r.headers.len()
+                );
+                for (k, v) in &r.headers {
+                    let _ = write!(out, " {} {}", hex(Some(k.as_bytes())), hex(v.as_deref()));
+                }
+                out.push('\n');
+            }
+        }
+    }
+    let file = dir.join("records.txt");
+    std::fs::write(&file, out).map_err(|e| rsm_core::Error::from_io(file.display(), e))
+}
+
+/// Bytes as the hosts parse them: hex, `-` for null, `.` for empty.
+fn hex(b: Option<&[u8]>) -> String {
+    match b {
+        None => "-".into(),
+        Some([]) => ".".into(),
+        Some(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+    }
+}
+
+/// Describes the closed segments of the partition at `partition_dir` in `file`.
+fn describe(partition_dir: &Path, file: &Path) -> rsm_core::Result<()> {
+    let p = LocalPartition::open(partition_dir)?;
     let tp = &p.topic_id_partition;
     let mut out = String::new();
     let _ = writeln!(
@@ -78,6 +131,5 @@ fn write(dir: &Path) -> rsm_core::Result<()> {
         }
         out.push('\n');
     }
-    let file = dir.join("segments.txt");
-    std::fs::write(&file, out).map_err(|e| rsm_core::Error::from_io(file.display(), e))
+    std::fs::write(file, out).map_err(|e| rsm_core::Error::from_io(file.display(), e))
 }

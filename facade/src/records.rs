@@ -1,0 +1,216 @@
+//! Records, not batches, from one segment: what a consumer at an isolation level is given of a fetch at an
+//! offset. The engine's `read_records` does the same over a whole remote log with its metadata; here the
+//! host names the segment and the later segments of its partition, so a face without the engine (the C
+//! ABI) reads records too. Thin: decoding, the aborted-transaction search and the filter are rsm-core's
+//! ([`rsm_core::format::records`]).
+
+use crate::{Store, runtime};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use rsm_core::format::batch::{MAGIC_OFFSET, batch_size_at};
+use rsm_core::format::records::isolation::{
+    AbortedSearch, AbortedTxn, ConsumeBounds, IsolationLevel, TxnFilter, consume, fetch_upper_bound,
+};
+use rsm_core::format::records::{DecodeLimits, Record};
+use rsm_core::storage::TieredStorage;
+use rsm_core::storage::transactions::aborted_in_segment;
+use rsm_core::{Error, RemoteLogSegmentMetadata, RemoteStorageManager, Result};
+
+/// A fetch of records from one segment.
+#[derive(Clone, Debug)]
+pub struct RecordsFetch {
+    /// The first offset wanted: one of the segment's.
+    pub offset: i64,
+    /// The most batch bytes to read (`max.partition.fetch.bytes`); the whole first batch is always read.
+    pub max_bytes: u32,
+    /// The most records to return.
+    pub max_records: usize,
+    /// `read_uncommitted` (every data record) or `read_committed` (aborted transactions' records dropped).
+    pub isolation: IsolationLevel,
+    /// The most bytes one batch may inflate to.
+    pub limits: DecodeLimits,
+}
+
+/// What a fetch of records returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FetchedRecords {
+    /// The records, strictly in offset order (control batches are never records).
+    pub records: Vec<Record>,
+    /// The offset to ask for next: after the last record returned when `max_records` stopped the fetch,
+    /// else after the last whole batch read (past the segment's end when it was read to its end).
+    pub next_offset: i64,
+}
+
+impl Store {
+    /// Reads records of `segment` from `req.offset` as a consumer at `req.isolation` would get them: the
+    /// bytes from the batch holding the offset ([`Store::position_of_offset`]), at most `req.max_bytes`
+    /// but at least that whole batch, decoded within `req.limits`. At `read_committed` the aborted
+    /// transactions come from the segment's transaction index, then from those of `later` (the segments
+    /// after it in the same partition, in offset order) until the search is complete (Kafka's rule: an
+    /// abort's marker, and so its index entry, may be in a later segment).
+    ///
+    /// An offset outside the segment is an invalid argument, as a `later` segment of another partition or
+    /// out of order is; a batch past the limits or damaged is an error naming the segment.
+    pub fn fetch_records(
+        &self,
+        segment: &RemoteLogSegmentMetadata,
+        later: &[RemoteLogSegmentMetadata],
+        req: &RecordsFetch,
+    ) -> Result<FetchedRecords> {
+        check_later(segment, later)?;
+        runtime().block_on(fetch_records(&self.storage, segment, later, req))
+    }
+}
+
+/// Refuses `later` segments that are not after `segment` in its partition, in offset order.
+fn check_later(segment: &RemoteLogSegmentMetadata, later: &[RemoteLogSegmentMetadata]) -> Result<()> {
+    let tp = &segment.remote_log_segment_id.topic_id_partition;
+    let mut end = segment.end_offset;
+    for (i, l) in later.iter().enumerate() {
+        let other = &l.remote_log_segment_id.topic_id_partition;
+        if other != tp {
+            return Err(Error::invalid(format!("later segment {i} is of {other}, not of the segment's {tp}")));
+        }
+        if l.start_offset <= end {
+            return Err(Error::invalid(format!(
+                "later segment {i} starts at offset {}, not after offset {end} (the segments must follow the \
+                 segment read, in offset order)",
+                l.start_offset
+            )));
+        }
+        end = l.end_offset;
+    }
+    Ok(())
+}
+
+async fn fetch_records(
+    storage: &TieredStorage,
+    segment: &RemoteLogSegmentMetadata,
+    later: &[RemoteLogSegmentMetadata],
+    req: &RecordsFetch,
+) -> Result<FetchedRecords> {
+    let position = storage.position_of_offset(segment, req.offset).await?;
+    let bytes = read_from(storage, segment, position, req.max_bytes).await?;
+    let position = u64::from(position);
+    let aborted = match (req.isolation, fetch_upper_bound(&bytes, position)?) {
+        (IsolationLevel::ReadCommitted, Some(upper)) => {
+            aborted_transactions(storage, segment, later, req.offset, upper).await?
+        }
+        _ => Vec::new(),
+    };
+    let mut filter = TxnFilter::new(req.isolation, aborted);
+    let bounds = ConsumeBounds { from: req.offset, max_records: req.max_records, below: None };
+    let got = consume(&bytes, position, bounds, &mut filter, &req.limits)
+        .map_err(|e| e.context(format!("segment {}", segment.remote_log_segment_id)))?;
+    Ok(FetchedRecords { records: got.records, next_offset: got.next_offset })
+}
+
+/// The aborted transactions that matter to a fetch of `[fetch_offset, upper_bound)` read from `segment`:
+/// its transaction index's, then the later segments', until an entry says no later one can matter.
+async fn aborted_transactions(
+    storage: &TieredStorage,
+    segment: &RemoteLogSegmentMetadata,
+    later: &[RemoteLogSegmentMetadata],
+    fetch_offset: i64,
+    upper_bound: i64,
+) -> Result<Vec<AbortedTxn>> {
+    let mut aborted = Vec::new();
+    for s in std::iter::once(segment).chain(later) {
+        let AbortedSearch { aborted: found, complete } =
+            aborted_in_segment(storage as &dyn RemoteStorageManager, s, fetch_offset, upper_bound).await?;
+        aborted.extend(found);
+        if complete {
+            break;
+        }
+    }
+    Ok(aborted)
+}
+
+/// Up to `max_bytes` of the segment from `position`, widened to the whole batch there (as the engine's
+/// reader does).
+async fn read_from(
+    storage: &TieredStorage,
+    segment: &RemoteLogSegmentMetadata,
+    position: u32,
+    max_bytes: u32,
+) -> Result<Bytes> {
+    let mut bytes = read_range(storage, segment, position, u64::from(max_bytes)).await?;
+    let size = match batch_size_at(&bytes, u64::from(position))? {
+        Some(size) => size,
+        None => {
+            let header = read_range(storage, segment, position, MAGIC_OFFSET as u64 + 1).await?;
+            batch_size_at(&header, u64::from(position))?.ok_or_else(|| {
+                Error::corrupt(format!(
+                    "segment {}: {} bytes at position {position} are too short for a batch header",
+                    segment.remote_log_segment_id,
+                    header.len()
+                ))
+            })?
+        }
+    };
+    if size > bytes.len() {
+        bytes = read_range(storage, segment, position, size as u64).await?;
+        if bytes.len() < size {
+            return Err(Error::corrupt(format!(
+                "segment {}: the batch at position {position} has {size} bytes but the segment ends after {}",
+                segment.remote_log_segment_id,
+                bytes.len()
+            )));
+        }
+    }
+    Ok(bytes)
+}
+
+/// `len` bytes (at least 1) of the segment from `position`, fewer at its end.
+async fn read_range(
+    storage: &TieredStorage,
+    segment: &RemoteLogSegmentMetadata,
+    position: u32,
+    len: u64,
+) -> Result<Bytes> {
+    let start = i32::try_from(position)
+        .map_err(|_| Error::invalid(format!("position {position} is past the largest segment position")))?;
+    let end = u64::from(position).saturating_add(len.max(1) - 1).min(i32::MAX as u64) as i32;
+    let mut stream = storage.fetch_log_segment(segment, start, Some(end)).await?;
+    let mut out = BytesMut::with_capacity(len.min(16 << 20) as usize);
+    while let Some(b) = stream.next().await {
+        out.extend_from_slice(&b?);
+    }
+    Ok(out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsm_core::{RemoteLogSegmentId, TopicIdPartition, TopicPartition, Uuid};
+
+    fn segment(topic: &str, start: i64, end: i64) -> RemoteLogSegmentMetadata {
+        let tp = TopicIdPartition::new(Uuid::new(1, 2), TopicPartition::new(topic, 0));
+        RemoteLogSegmentMetadata {
+            remote_log_segment_id: RemoteLogSegmentId::new(tp, Uuid::new(3, start)),
+            start_offset: start,
+            end_offset: end,
+            max_timestamp_ms: 0,
+            broker_id: 1,
+            event_timestamp_ms: 0,
+            segment_size_in_bytes: 100,
+            segment_leader_epochs: [(0, start)].into(),
+            custom_metadata: None,
+            state: rsm_core::RemoteLogSegmentState::CopySegmentFinished,
+            txn_idx_empty: false,
+        }
+    }
+
+    #[test]
+    fn later_segments_must_follow_in_the_same_partition() {
+        let s = segment("t", 0, 9);
+        check_later(&s, &[]).unwrap();
+        check_later(&s, &[segment("t", 10, 19), segment("t", 25, 30)]).unwrap();
+        let e = check_later(&s, &[segment("t", 10, 19), segment("t", 15, 30)]).unwrap_err();
+        assert!(e.message().contains("later segment 1 starts at offset 15, not after offset 19"), "{e}");
+        let e = check_later(&s, &[segment("t", 0, 9)]).unwrap_err();
+        assert!(e.message().contains("later segment 0 starts at offset 0, not after offset 9"), "{e}");
+        let e = check_later(&s, &[segment("u", 10, 19)]).unwrap_err();
+        assert!(e.message().contains("later segment 0 is of") && e.message().contains("not of the segment's"), "{e}");
+    }
+}

@@ -1,0 +1,109 @@
+//! Decompression stays within its limit in memory, not only in what it returns: a batch of 10 MiB of zeros
+//! (a few KiB compressed) decoded under a 1 MiB limit never has more than 1.5 MiB live (the output buffer
+//! while it grows) besides the codecs' small buffers. Counted by a global allocator that tracks the bytes
+//! live on each thread (zstd's own C allocations are not seen here; its window is bounded by
+//! `window_log_max`, see `compression.rs`).
+
+use rsm_core::format::records::compression::{Codec, XERIAL_MAGIC, decompress};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::Write;
+
+struct Counting;
+
+thread_local! {
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn add(n: isize) {
+    let _ = LIVE.try_with(|live| {
+        let now = live.get() + n;
+        live.set(now);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
+    });
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged; only sizes are counted.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        add(layout.size() as isize);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        add(-(layout.size() as isize));
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        add(layout.size() as isize);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // Both blocks may be live while the bytes are copied.
+        add(new_size as isize);
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        add(-(layout.size() as isize));
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// The most bytes live on this thread while `f` runs, above what was live before.
+fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(base));
+    let out = f();
+    (out, (PEAK.with(Cell::get) - base).max(0) as usize)
+}
+
+fn compressed_zeros(codec: Codec, n: usize) -> Vec<u8> {
+    let zeros = vec![0u8; n];
+    match codec {
+        Codec::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(&zeros).unwrap();
+            e.finish().unwrap()
+        }
+        Codec::Snappy => {
+            let mut out = XERIAL_MAGIC.to_vec();
+            out.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
+            for block in zeros.chunks(32 << 10) {
+                let c = snap::raw::Encoder::new().compress_vec(block).unwrap();
+                out.extend_from_slice(&(c.len() as u32).to_be_bytes());
+                out.extend_from_slice(&c);
+            }
+            out
+        }
+        Codec::Lz4 => {
+            // 64 KiB blocks, as Kafka's producer writes them (a frame of 4 MiB blocks costs the decoder 8 MiB
+            // of block buffers more, see `compression.rs`).
+            let info = lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max64KB);
+            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+            e.write_all(&zeros).unwrap();
+            e.finish().unwrap()
+        }
+        Codec::Zstd => zstd::encode_all(&zeros[..], 3).unwrap(),
+    }
+}
+
+#[test]
+fn inflating_past_the_limit_holds_at_most_one_and_a_half_times_the_limit() {
+    const LIMIT: usize = 1 << 20;
+    // The output buffer (at most the limit; 1.5 times it while it moves to a larger one) and the codec's
+    // working buffers (lz4: a 64 KiB block twice; gzip: its window and state; snappy: none).
+    const BOUND: usize = LIMIT + LIMIT / 2 + (256 << 10);
+    for codec in [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd] {
+        let input = compressed_zeros(codec, 10 << 20);
+        let (result, peak) = peak_of(|| decompress(codec, &input, LIMIT, "batch at offset 592"));
+        let e = result.unwrap_err().to_string();
+        assert!(e.contains("batch at offset 592") && e.contains("max_batch_bytes"), "{codec:?}: {e}");
+        assert!(peak <= BOUND, "{codec:?}: {peak} bytes live at the peak");
+        // Under the limit, the same bound holds while decoding a batch that fits.
+        let fits = compressed_zeros(codec, LIMIT - 10);
+        let (out, peak) = peak_of(|| decompress(codec, &fits, LIMIT, "t").unwrap().len());
+        assert!(peak <= BOUND, "{codec:?}: {peak} bytes live at the peak");
+        assert_eq!(out, LIMIT - 10);
+    }
+}

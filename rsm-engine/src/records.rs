@@ -1,0 +1,166 @@
+//! Records, not batches (SR-19, SR-23): a consumer's fetch of remote data for a host without a JVM broker.
+//!
+//! [`RemoteLogManager::read_records`] reads through the reader pool ([`RemoteLogManager::read`]) from an
+//! offset, decodes every batch (every codec, legacy v0/v1 wrappers opened, within [`DecodeLimits`]) and
+//! gives the records a consumer at the request's isolation level would get, strictly in offset order:
+//! - `read_uncommitted`: every data record;
+//! - `read_committed`: the records of aborted transactions dropped, by the aborted transactions of the
+//!   segments' transaction indexes (the segment read, then the later remote segments, then the partition
+//!   directory's local segments past the remote log, until the search is complete: Kafka's rule), and no
+//!   record at or past the last stable offset when the host names one.
+//!
+//! Control batches are never records. The answer says where to continue, so a host pages through a
+//! partition with repeated calls.
+
+use crate::manager::RemoteLogManager;
+use crate::reader::find_segment;
+use rsm_core::format::records::isolation::{
+    AbortedSearch, AbortedTxn, ConsumeBounds, IsolationLevel, TxnFilter, collect_aborted, consume, fetch_upper_bound,
+    read_txn_index,
+};
+use rsm_core::format::records::{DecodeLimits, Record};
+use rsm_core::storage::transactions::aborted_in_segment;
+use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, Result, TopicIdPartition};
+use std::time::Duration;
+
+/// A consumer's fetch of records from remote storage.
+#[derive(Clone, Debug)]
+pub struct RecordsRequest {
+    /// The first offset wanted.
+    pub offset: i64,
+    /// `read_uncommitted` (Kafka's default) or `read_committed`.
+    pub isolation: IsolationLevel,
+    /// The most records to return.
+    pub max_records: usize,
+    /// The most batch bytes to read (`max.partition.fetch.bytes`); the whole first batch is always read.
+    pub max_bytes: u32,
+    /// The most bytes one batch may inflate to.
+    pub limits: DecodeLimits,
+    /// At `read_committed`, no record at or past this offset is returned (the host's last stable offset);
+    /// without one, every copied record counts as stable, as the engine copies only closed segments.
+    pub last_stable_offset: Option<i64>,
+    /// How long each remote read may take, retries included (the consumer's fetch timeout).
+    pub timeout: Duration,
+}
+
+impl Default for RecordsRequest {
+    /// From offset 0, `read_uncommitted`, 500 records (Kafka's `max.poll.records`), 1 MiB
+    /// (`max.partition.fetch.bytes`), default limits, no last stable offset, 30 s per read.
+    fn default() -> Self {
+        RecordsRequest {
+            offset: 0,
+            isolation: IsolationLevel::ReadUncommitted,
+            max_records: 500,
+            max_bytes: 1 << 20,
+            limits: DecodeLimits::default(),
+            last_stable_offset: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a fetch of records returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordsRead {
+    /// The records, strictly in offset order.
+    pub records: Vec<Record>,
+    /// The offset to ask for next.
+    pub next_offset: i64,
+    /// Whether the fetch stopped at the end of the remote log or at the last stable offset: nothing more
+    /// is there to read now.
+    pub at_end: bool,
+}
+
+impl RemoteLogManager {
+    /// Reads records of `tp` from remote storage as a consumer at `req.isolation` would get them; see the
+    /// [module](self) docs. An offset outside the remote log is not found; a batch past the decode limits or
+    /// damaged is an error naming it.
+    pub async fn read_records(&self, tp: &TopicIdPartition, req: &RecordsRequest) -> Result<RecordsRead> {
+        let committed = req.isolation == IsolationLevel::ReadCommitted;
+        let below = req.last_stable_offset.filter(|_| committed);
+        let mut out = RecordsRead { next_offset: req.offset, ..RecordsRead::default() };
+        let mut bytes_read = 0usize;
+        let mut first = true;
+        while out.records.len() < req.max_records && (first || bytes_read < req.max_bytes as usize) {
+            if below.is_some_and(|b| out.next_offset >= b) {
+                out.at_end = true;
+                break;
+            }
+            let left = (req.max_bytes as usize).saturating_sub(bytes_read).max(1) as u32;
+            let deadline = tokio::time::Instant::now() + req.timeout;
+            let read = match self.read(tp, out.next_offset, left, deadline).await {
+                Ok(r) => r,
+                // Past the remote log's end after the first read: the records end there.
+                Err(e) if !first && e.kind() == ErrorKind::NotFound => {
+                    out.at_end = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            first = false;
+            let position = u64::from(read.start_position);
+            let aborted = match (committed, fetch_upper_bound(&read.bytes, position)?) {
+                (true, Some(upper)) => self.aborted_transactions(tp, &read.segment, out.next_offset, upper).await?,
+                _ => Vec::new(),
+            };
+            let mut filter = TxnFilter::new(req.isolation, aborted);
+            let bounds =
+                ConsumeBounds { from: out.next_offset, max_records: req.max_records - out.records.len(), below };
+            let got = consume(&read.bytes, position, bounds, &mut filter, &req.limits)
+                .map_err(|e| e.context(format!("segment {} of {tp}", read.segment.remote_log_segment_id)))?;
+            bytes_read += got.batch_bytes;
+            out.records.extend(got.records);
+            out.next_offset = got.next_offset;
+            if got.reached_bound {
+                out.at_end = true;
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The aborted transactions that matter to a fetch of `[fetch_offset, upper_bound)` read from
+    /// `segment`: from its transaction index, then the later remote segments', then the local segments'
+    /// past the remote log, until an entry says no later one can matter.
+    async fn aborted_transactions(
+        &self,
+        tp: &TopicIdPartition,
+        segment: &RemoteLogSegmentMetadata,
+        fetch_offset: i64,
+        upper_bound: i64,
+    ) -> Result<Vec<AbortedTxn>> {
+        let mut aborted = Vec::new();
+        let mut segment = segment.clone();
+        loop {
+            let AbortedSearch { aborted: found, complete } =
+                aborted_in_segment(self.storage().as_ref(), &segment, fetch_offset, upper_bound).await?;
+            aborted.extend(found);
+            if complete {
+                return Ok(aborted);
+            }
+            match find_segment(self.metadata().as_ref(), tp, segment.end_offset.saturating_add(1)).await {
+                Ok(next) => segment = next,
+                Err(e) if e.kind() == ErrorKind::NotFound => break,
+                Err(e) => return Err(e),
+            }
+        }
+        // Aborts whose markers are not copied yet are in the local segments after the remote log.
+        let dir = self.state(tp)?.dir();
+        let local = rsm_core::format::partition::LocalPartition::open(&dir)?;
+        for s in local.segments.iter().filter(|s| s.base_offset > segment.end_offset) {
+            let path = s.log.with_extension("txnindex");
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::from_io(format_args!("reading {}", path.display()), e)),
+            };
+            let search =
+                collect_aborted(&read_txn_index(&path.display().to_string(), &bytes)?, fetch_offset, upper_bound);
+            aborted.extend(search.aborted);
+            if search.complete {
+                break;
+            }
+        }
+        Ok(aborted)
+    }
+}
