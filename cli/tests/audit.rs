@@ -28,6 +28,7 @@ fn tiered(root: &Path) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadat
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 0,
         seed: 7,
+        compression: None,
     };
     let dir = generate_partition(&root.join("orders-0"), &spec).unwrap();
     let store_dir = root.join("store");

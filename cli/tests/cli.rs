@@ -26,6 +26,7 @@ fn partition(root: &Path) -> std::path::PathBuf {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 0,
         seed: 5,
+        compression: None,
     };
     generate_partition(&root.join("payments-1"), &spec).unwrap()
 }

@@ -81,6 +81,7 @@ fn copy_killed_at_random_moments_leaves_only_whole_segments() {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 0,
         seed: 11,
+        compression: None,
     };
     let dir = generate_partition(&tmp.path().join("orders-3"), &spec).unwrap();
     let partition = LocalPartition::open(&dir).unwrap();

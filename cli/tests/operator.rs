@@ -31,6 +31,7 @@ fn partition_named(root: &Path, name: &str, records: u64, seed: u64) -> PathBuf 
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 0,
         seed,
+        compression: None,
     };
     generate_partition(&root.join(name), &spec).unwrap()
 }

@@ -34,6 +34,7 @@ impl Setup {
             first_timestamp: 1_700_000_000_000,
             epoch_every_batches: 0,
             seed: 3,
+            compression: None,
         };
         let dir = generate_partition(&t.path().join("secret-0"), &spec).unwrap().display().to_string();
         std::fs::create_dir(t.path().join("store")).unwrap();

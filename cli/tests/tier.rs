@@ -158,6 +158,7 @@ fn watch_follows_new_segments_until_stopped() {
         first_timestamp: T0,
         epoch_every_batches: 0,
         seed: 9,
+        compression: None,
     };
     // The same partition twice: `grown` is `dir` after more records were written (same bytes before).
     let dir = generate_partition(&t.path().join("w").join("events-0"), &spec(400)).unwrap();

@@ -150,6 +150,7 @@ mod tests {
             first_timestamp: 1_700_000_000_000,
             epoch_every_batches: 10,
             seed: 7,
+            compression: None,
         };
         let dir = generate_partition(&tmp.path().join("orders-0"), &spec).unwrap();
         let partition = LocalPartition::open(&dir).unwrap();

@@ -5,9 +5,6 @@
 //! ([`rsm_core::format::records`]).
 
 use crate::{Store, runtime};
-use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
-use rsm_core::format::batch::{MAGIC_OFFSET, batch_size_at};
 use rsm_core::format::records::isolation::{
     AbortedSearch, AbortedTxn, ConsumeBounds, IsolationLevel, TxnFilter, consume, fetch_upper_bound,
 };
@@ -90,7 +87,7 @@ async fn fetch_records(
     req: &RecordsFetch,
 ) -> Result<FetchedRecords> {
     let position = storage.position_of_offset(segment, req.offset).await?;
-    let bytes = read_from(storage, segment, position, req.max_bytes).await?;
+    let bytes = storage.read_batches_from(segment, position, req.max_bytes).await?;
     let position = u64::from(position);
     let aborted = match (req.isolation, fetch_upper_bound(&bytes, position)?) {
         (IsolationLevel::ReadCommitted, Some(upper)) => {
@@ -124,59 +121,6 @@ async fn aborted_transactions(
         }
     }
     Ok(aborted)
-}
-
-/// Up to `max_bytes` of the segment from `position`, widened to the whole batch there (as the engine's
-/// reader does).
-async fn read_from(
-    storage: &TieredStorage,
-    segment: &RemoteLogSegmentMetadata,
-    position: u32,
-    max_bytes: u32,
-) -> Result<Bytes> {
-    let mut bytes = read_range(storage, segment, position, u64::from(max_bytes)).await?;
-    let size = match batch_size_at(&bytes, u64::from(position))? {
-        Some(size) => size,
-        None => {
-            let header = read_range(storage, segment, position, MAGIC_OFFSET as u64 + 1).await?;
-            batch_size_at(&header, u64::from(position))?.ok_or_else(|| {
-                Error::corrupt(format!(
-                    "segment {}: {} bytes at position {position} are too short for a batch header",
-                    segment.remote_log_segment_id,
-                    header.len()
-                ))
-            })?
-        }
-    };
-    if size > bytes.len() {
-        bytes = read_range(storage, segment, position, size as u64).await?;
-        if bytes.len() < size {
-            return Err(Error::corrupt(format!(
-                "segment {}: the batch at position {position} has {size} bytes but the segment ends after {}",
-                segment.remote_log_segment_id,
-                bytes.len()
-            )));
-        }
-    }
-    Ok(bytes)
-}
-
-/// `len` bytes (at least 1) of the segment from `position`, fewer at its end.
-async fn read_range(
-    storage: &TieredStorage,
-    segment: &RemoteLogSegmentMetadata,
-    position: u32,
-    len: u64,
-) -> Result<Bytes> {
-    let start = i32::try_from(position)
-        .map_err(|_| Error::invalid(format!("position {position} is past the largest segment position")))?;
-    let end = u64::from(position).saturating_add(len.max(1) - 1).min(i32::MAX as u64) as i32;
-    let mut stream = storage.fetch_log_segment(segment, start, Some(end)).await?;
-    let mut out = BytesMut::with_capacity(len.min(16 << 20) as usize);
-    while let Some(b) = stream.next().await {
-        out.extend_from_slice(&b?);
-    }
-    Ok(out.freeze())
 }
 
 #[cfg(test)]

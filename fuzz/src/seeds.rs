@@ -3,14 +3,14 @@
 //! corpus replay runs them too; `rsm-fuzz-seeds DIR` writes them as `DIR/<target>/seed-<n>`.
 
 use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN, sealed_blocks_len};
-use rsm_core::format::batch::{ATTRIBUTES_OFFSET, BatchIter, CRC_OFFSET, V2_HEADER_LEN};
+use rsm_core::format::batch::{BatchIter, V2_HEADER_LEN};
 use rsm_core::format::chunk::{Chunker, Transform};
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
 use rsm_core::format::manifest::Manifest;
-use rsm_core::format::records::compression::{self, Codec, XERIAL_MAGIC};
+use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
-use rsm_core::format::writer::{Record, encode_batch};
+use rsm_core::format::writer::{BatchOptions, Record, encode_batch_with, encode_control_batch};
 use rsm_core::model::{CustomMetadata, RemoteLogSegmentState};
 use rsm_core::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 use rsm_metadata::{
@@ -18,11 +18,15 @@ use rsm_metadata::{
     RemotePartitionDeleteState,
 };
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
-/// A few v2 batches of `n` records each.
+/// A few uncompressed v2 batches of `n` records each.
 fn v2_log(batches: usize, n: usize) -> Vec<u8> {
+    v2_log_with(batches, n, &BatchOptions::default())
+}
+
+/// A few v2 batches of `n` records each, written as `options` say.
+fn v2_log_with(batches: usize, n: usize, options: &BatchOptions) -> Vec<u8> {
     let mut log = Vec::new();
     for b in 0..batches {
         let records: Vec<Record> = (0..n)
@@ -33,7 +37,7 @@ fn v2_log(batches: usize, n: usize) -> Vec<u8> {
                 timestamp: 1_000 + (b * n + i) as i64,
             })
             .collect();
-        log.extend(encode_batch(100 + (b * n) as i64, 3, &records));
+        log.extend(encode_batch_with(100 + (b * n) as i64, 3, &records, options));
     }
     log
 }
@@ -62,64 +66,12 @@ fn legacy_segments(names: &[&str]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// `bytes` compressed with `codec` as a Kafka producer writes it (snappy: xerial framing; lz4: 64 KiB blocks).
-fn compress(codec: Codec, bytes: &[u8]) -> Vec<u8> {
-    match codec {
-        Codec::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(bytes).expect("gzip");
-            e.finish().expect("gzip")
-        }
-        Codec::Snappy => {
-            let mut out = XERIAL_MAGIC.to_vec();
-            out.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
-            for block in bytes.chunks(32 << 10) {
-                let c = snap::raw::Encoder::new().compress_vec(block).expect("snappy");
-                out.extend_from_slice(&(c.len() as u32).to_be_bytes());
-                out.extend_from_slice(&c);
-            }
-            out
-        }
-        Codec::Lz4 => {
-            let info = lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max64KB);
-            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
-            e.write_all(bytes).expect("lz4");
-            e.finish().expect("lz4")
-        }
-        Codec::Zstd => zstd::encode_all(bytes, 3).expect("zstd"),
-    }
-}
-
-/// The v2 batches of `log` with their records sections compressed with `codec` and `extra` attribute bits
-/// set (their lengths and CRC-32C made right).
-fn compressed_log(log: &[u8], codec: Codec, extra: i16) -> Vec<u8> {
-    let mut out = Vec::new();
-    for b in BatchIter::new(log, 0, false) {
-        let b = b.expect("our batches").bytes();
-        let mut c = b[..V2_HEADER_LEN].to_vec();
-        c.extend(compress(codec, &b[V2_HEADER_LEN..]));
-        let len = (c.len() - 12) as i32;
-        c[8..12].copy_from_slice(&len.to_be_bytes());
-        let attributes = i16::from(codec.id()) | extra;
-        c[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-        let crc = crc32c::crc32c(&c[ATTRIBUTES_OFFSET..]);
-        c[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
-        out.extend(c);
-    }
-    out
-}
-
-/// Seeds of the record targets: v2 batches of every codec (with log-append time, and a transactional
-/// commit marker), the legacy wrappers of every codec; each codec's payload for its decompression target.
+/// Seeds of the record targets: v2 batches of every codec (one with log-append time, one transactional), a
+/// transactional commit marker, the legacy wrappers of every codec; each codec's payload for its decompression target.
 fn record_seeds(out: &mut Vec<(&'static str, Vec<u8>)>) {
     let log = v2_log(2, 6);
-    let marker =
-        Record { key: Some(vec![0, 0, 0, 1]), value: Some(vec![0, 0, 0, 0, 0, 7]), headers: vec![], timestamp: 5 };
-    let mut control = encode_batch(500, 3, &[marker]);
-    control[22] = 0x30; // control, transactional
-    control[43..51].copy_from_slice(&9i64.to_be_bytes());
-    let crc = crc32c::crc32c(&control[ATTRIBUTES_OFFSET..]);
-    control[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+    // A commit marker of producer 9 (coordinator epoch 7).
+    let control = encode_control_batch(500, 3, 9, 0, true, 7, 5);
     out.push(("records", [&log[..], &control].concat()));
     for (codec, target) in [
         (Codec::Gzip, "decompress_gzip"),
@@ -127,10 +79,21 @@ fn record_seeds(out: &mut Vec<(&'static str, Vec<u8>)>) {
         (Codec::Lz4, "decompress_lz4"),
         (Codec::Zstd, "decompress_zstd"),
     ] {
-        let extra = if codec == Codec::Zstd { 0x08 } else { 0 }; // one with log-append time
-        out.push(("records", compressed_log(&log, codec, extra)));
+        // One with log-append time, one transactional.
+        let log_append_time = (codec == Codec::Zstd).then_some(2_000);
+        let transactional = codec == Codec::Lz4;
+        let producer = if transactional { (11, 2, 0) } else { (-1, -1, -1) };
+        let options = BatchOptions {
+            compression: Some(codec),
+            producer_id: producer.0,
+            producer_epoch: producer.1,
+            base_sequence: producer.2,
+            transactional,
+            log_append_time,
+        };
+        out.push(("records", v2_log_with(2, 6, &options)));
         let first = BatchIter::new(&log, 0, false).next().expect("a batch").expect("ours").bytes();
-        out.push((target, compress(codec, &first[V2_HEADER_LEN..])));
+        out.push((target, compression::compress(codec, &first[V2_HEADER_LEN..])));
     }
     let raw = snap::raw::Encoder::new().compress_vec(&log).expect("snappy");
     out.push(("decompress_snappy", raw));

@@ -30,6 +30,7 @@ fn segment(bytes: usize, seed: u64) -> Segment {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 10,
         seed,
+        compression: None,
     };
     let dir = generate_partition(&tmp.path().join("t-0"), &spec).unwrap();
     let partition = LocalPartition::open(&dir).unwrap();
@@ -184,6 +185,7 @@ async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_manifest_ahead
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 10,
         seed: 4,
+        compression: None,
     };
     let partition = LocalPartition::open(&generate_partition(&tmp.path().join("t-0"), &spec).unwrap()).unwrap();
     let segs: Vec<_> = partition.closed_segments().iter().take(2).cloned().collect();

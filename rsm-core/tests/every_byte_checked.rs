@@ -113,6 +113,7 @@ async fn every_damaged_byte(compression: Option<CompressionConfig>) {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 10,
         seed: 9,
+        compression: None,
     };
     let dir = generate_partition(&tmp.path().join("t-0"), &spec).unwrap();
     let partition = LocalPartition::open(&dir).unwrap();

@@ -7,7 +7,6 @@ use rsm_core::error::{ErrorKind, Result};
 use rsm_core::format::batch::{Batch, BatchIter};
 use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, DecodedBatch, TimestampType, decode_batch};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const CASES: &[&str] = &[
@@ -159,9 +158,7 @@ fn message(magic: u8, offset: i64, attributes: u8, timestamp: i64, key: Option<&
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
+    compression::compress(Codec::Gzip, bytes)
 }
 
 fn decode_one(bytes: &[u8]) -> Result<DecodedBatch> {

@@ -4,10 +4,9 @@
 //! live on each thread (zstd's own C allocations are not seen here; its window is bounded by
 //! `window_log_max`, see `compression.rs`).
 
-use rsm_core::format::records::compression::{Codec, XERIAL_MAGIC, decompress};
+use rsm_core::format::records::compression::{Codec, compress, decompress};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::io::Write;
 
 struct Counting;
 
@@ -58,34 +57,10 @@ fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, (PEAK.with(Cell::get) - base).max(0) as usize)
 }
 
+/// `n` zeros compressed as Kafka's producer writes them (lz4: 64 KiB blocks; a frame of 4 MiB blocks would
+/// cost the decoder 8 MiB of block buffers more, see `compression.rs`).
 fn compressed_zeros(codec: Codec, n: usize) -> Vec<u8> {
-    let zeros = vec![0u8; n];
-    match codec {
-        Codec::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(&zeros).unwrap();
-            e.finish().unwrap()
-        }
-        Codec::Snappy => {
-            let mut out = XERIAL_MAGIC.to_vec();
-            out.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
-            for block in zeros.chunks(32 << 10) {
-                let c = snap::raw::Encoder::new().compress_vec(block).unwrap();
-                out.extend_from_slice(&(c.len() as u32).to_be_bytes());
-                out.extend_from_slice(&c);
-            }
-            out
-        }
-        Codec::Lz4 => {
-            // 64 KiB blocks, as Kafka's producer writes them (a frame of 4 MiB blocks costs the decoder 8 MiB
-            // of block buffers more, see `compression.rs`).
-            let info = lz4_flex::frame::FrameInfo::new().block_size(lz4_flex::frame::BlockSize::Max64KB);
-            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
-            e.write_all(&zeros).unwrap();
-            e.finish().unwrap()
-        }
-        Codec::Zstd => zstd::encode_all(&zeros[..], 3).unwrap(),
-    }
+    compress(codec, &vec![0u8; n])
 }
 
 #[test]
@@ -106,4 +81,27 @@ fn inflating_past_the_limit_holds_at_most_one_and_a_half_times_the_limit() {
         assert!(peak <= BOUND, "{codec:?}: {peak} bytes live at the peak");
         assert_eq!(out, LIMIT - 10);
     }
+}
+
+/// Many tiny records take far more memory decoded than their bytes: a batch of 200,000 empty records (about
+/// 1.6 MB, within the 2 MiB limit as bytes) would take ~20 MB as records. Decoding stops once the records
+/// take more than the limit, an error naming the batch, and never holds much more than the limit.
+#[test]
+fn tiny_records_are_bounded_by_their_memory_not_only_their_bytes() {
+    use rsm_core::format::batch::BatchIter;
+    use rsm_core::format::records::{DecodeLimits, decode_batch};
+    use rsm_core::format::writer::{Record, encode_batch};
+    const LIMIT: usize = 2 << 20;
+    let records = vec![Record { key: None, value: Some(vec![]), headers: vec![], timestamp: 7 }; 200_000];
+    let bytes = encode_batch(4_000, 0, &records);
+    assert!(bytes.len() < LIMIT, "{} bytes", bytes.len());
+    let batch = BatchIter::new(&bytes, 0, true).next_complete().unwrap().unwrap();
+    let limits = DecodeLimits { max_batch_bytes: LIMIT };
+    let (result, peak) = peak_of(|| decode_batch(&batch, &limits));
+    let e = result.unwrap_err().to_string();
+    assert!(e.contains("batch at offset 4000") && e.contains("memory"), "{e}");
+    assert!(peak <= LIMIT + LIMIT / 2 + (64 << 10), "{peak} bytes live at the peak");
+    // With room for them, they all decode.
+    let roomy = DecodeLimits { max_batch_bytes: 64 << 20 };
+    assert_eq!(decode_batch(&batch, &roomy).unwrap().records.len(), 200_000);
 }

@@ -188,9 +188,16 @@ impl RemoteLogManager {
         role: Role,
         topic: Option<&TopicSettings>,
     ) -> Result<TopicIdPartition> {
-        let log = LocalLog::open_read_only(dir)?;
-        let tp = log.partition().topic_id_partition.clone();
-        local_log::refuse_if_broker_holds(dir)?;
+        // An engine opened to read only needs the directory to name the partition, nothing more: its
+        // segments may be gone, and a broker may hold it (nothing is copied from it or deleted).
+        let tp = match self.shared.read_only {
+            true => rsm_core::format::partition::LocalPartition::identify(dir)?,
+            false => {
+                let tp = LocalLog::open_read_only(dir)?.partition().topic_id_partition.clone();
+                local_log::refuse_if_broker_holds(dir)?;
+                tp
+            }
+        };
         let policy = TopicPolicy::resolve(topic.unwrap_or(&self.shared.config.topic), &self.shared.config.broker)
             .map_err(|e| e.context(format!("partition {tp}")))?;
         for w in &policy.warnings {

@@ -7,7 +7,7 @@
 //!   without bound. Reads being served do not count against the queue, as in Kafka's executor.
 //! - A read finds its segment in the [`RemoteLogMetadataManager`] ([`find_segment`]), its start position
 //!   from the segment's offset index ([`TieredStorage::position_of_offset`]), then its bytes through
-//!   [`RemoteStorageManager::fetch_log_segment`] (every byte checked): at most `max_bytes`, but always at
+//!   [`TieredStorage::read_batches_from`] (every byte checked): at most `max_bytes`, but always at
 //!   least the whole first batch holding the offset (Kafka's `minOneMessage`).
 //! - Transient failures are retried with a short exponential backoff ([`READ_RETRY_BACKOFF`] doubling up to
 //!   [`READ_RETRY_BACKOFF_MAX`]) until the request's deadline (the consumer's fetch timeout, SR-19), which
@@ -16,13 +16,10 @@
 //! Leaders only (SR-24): the pool reads remote segments for consumers; followers learn of remote segments
 //! from the metadata and are not served by it.
 
-use bytes::{Bytes, BytesMut};
-use futures::{FutureExt, StreamExt};
-use rsm_core::format::batch::{MAGIC_OFFSET, batch_size_at};
+use bytes::Bytes;
+use futures::FutureExt;
 use rsm_core::storage::TieredStorage;
-use rsm_core::{
-    Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, RemoteStorageManager, Result, TopicIdPartition,
-};
+use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
 use rsm_metadata::RemoteLogMetadataManager;
 use rsm_tiering::settings::keys::{READER_MAX_PENDING_TASKS, READER_THREADS};
 use std::panic::AssertUnwindSafe;
@@ -378,19 +375,6 @@ pub async fn find_segment(
         .ok_or_else(|| out_of_range(format!("no copied segment holds it (a gap in {earliest} to {highest})")))
 }
 
-/// The bytes of `segment` from `position`, `len` of them or to the segment's end.
-async fn fetch(storage: &TieredStorage, segment: &RemoteLogSegmentMetadata, position: u32, len: u64) -> Result<Bytes> {
-    let start = i32::try_from(position)
-        .map_err(|_| Error::invalid(format!("position {position} is past the largest segment position")))?;
-    let end = (position as u64).saturating_add(len.max(1) - 1).min(i32::MAX as u64) as i32;
-    let mut stream = storage.fetch_log_segment(segment, start, Some(end)).await?;
-    let mut out = BytesMut::with_capacity(len.min(16 << 20) as usize);
-    while let Some(b) = stream.next().await {
-        out.extend_from_slice(&b?);
-    }
-    Ok(out.freeze())
-}
-
 /// The position of the offset's batch, then up to `max_bytes` from it, widened to the whole first batch.
 async fn read_segment(
     storage: &TieredStorage,
@@ -398,30 +382,7 @@ async fn read_segment(
     r: &ReadRequest,
 ) -> Result<ReadResult> {
     let position = storage.position_of_offset(segment, r.offset).await?;
-    let mut bytes = fetch(storage, segment, position, r.max_bytes as u64).await?;
-    let size = match batch_size_at(&bytes, position as u64)? {
-        Some(size) => size,
-        None => {
-            let header = fetch(storage, segment, position, MAGIC_OFFSET as u64 + 1).await?;
-            batch_size_at(&header, position as u64)?.ok_or_else(|| {
-                Error::corrupt(format!(
-                    "segment {}: {} bytes at position {position} are too short for a batch header",
-                    segment.remote_log_segment_id,
-                    header.len()
-                ))
-            })?
-        }
-    };
-    if size > bytes.len() {
-        bytes = fetch(storage, segment, position, size as u64).await?;
-        if bytes.len() < size {
-            return Err(Error::corrupt(format!(
-                "segment {}: the batch at position {position} has {size} bytes but the segment ends after {}",
-                segment.remote_log_segment_id,
-                bytes.len()
-            )));
-        }
-    }
+    let bytes = storage.read_batches_from(segment, position, r.max_bytes).await?;
     Ok(ReadResult { segment: segment.clone(), start_position: position, bytes })
 }
 

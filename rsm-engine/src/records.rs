@@ -145,12 +145,10 @@ impl RemoteLogManager {
             }
         }
         // Aborts whose markers are not copied yet are in the local segments after the remote log.
-        let dir = self.state(tp)?.dir();
-        let local = rsm_core::format::partition::LocalPartition::open(&dir)?;
-        for s in local.segments.iter().filter(|s| s.base_offset > segment.end_offset) {
-            let path = s.log.with_extension("txnindex");
+        for (_, path) in local_txn_indexes(&self.state(tp)?.dir(), segment.end_offset)? {
             let bytes = match std::fs::read(&path) {
                 Ok(b) => b,
+                // Deleted by local retention since the listing: covered by remote segments.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::from_io(format_args!("reading {}", path.display()), e)),
             };
@@ -163,4 +161,20 @@ impl RemoteLogManager {
         }
         Ok(aborted)
     }
+}
+
+/// The `.txnindex` files of the partition directory's segments whose base offset is past `after`, by base
+/// offset. A directory that only names the partition has none.
+fn local_txn_indexes(dir: &std::path::Path, after: i64) -> Result<Vec<(i64, std::path::PathBuf)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| Error::from_io(dir.display(), e))? {
+        let e = e.map_err(|e| Error::from_io(dir.display(), e))?;
+        let name = e.file_name();
+        let base = name.to_str().and_then(|n| n.strip_suffix(".txnindex")).and_then(|b| b.parse::<i64>().ok());
+        if let Some(b) = base.filter(|&b| b > after) {
+            out.push((b, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
 }

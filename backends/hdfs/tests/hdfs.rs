@@ -62,6 +62,7 @@ async fn segment_over_64_mib_copy_fetch_delete() {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 400,
         seed: 7,
+        compression: None,
     };
     let t = Instant::now();
     let dir = generate_partition(&tmp.path().join("big-0"), &spec).unwrap();

@@ -313,6 +313,7 @@ pub fn segment_partition(root: &std::path::Path, segment_bytes: usize) -> LocalP
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 0,
         seed: 7,
+        compression: None,
     };
     let dir = generate_partition(&root.join("seg-0"), &spec).expect("generate partition");
     LocalPartition::open(&dir).expect("open partition")

@@ -57,6 +57,7 @@ pub fn run(
         first_timestamp: now_ms() - 3_600_000,
         epoch_every_batches: 500,
         seed: 2026,
+        compression: None,
     };
     let t = Instant::now();
     let dir = generate_partition(&tmp.path().join("demo-orders-0"), &spec)?;

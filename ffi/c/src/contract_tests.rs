@@ -120,6 +120,7 @@ fn world(copied: bool) -> World {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 10,
         seed: 7,
+        compression: None,
     };
     let partition_dir = dir.path().join("orders-0");
     generate_partition(&partition_dir, &spec).unwrap();

@@ -63,9 +63,10 @@ pub fn parse_leader_epochs(text: &[u8], name: &str) -> Result<Vec<(i32, i64)>> {
 }
 
 impl LocalPartition {
-    /// Reads `dir`, changing nothing. The topic id comes from `partition.metadata`; without one it is derived
-    /// from the topic name ([`Uuid::for_topic_name`]), the same on every run.
-    pub fn open(dir: &Path) -> Result<Self> {
+    /// The partition `dir` names, changing nothing: topic and partition from its name (`topic-partition`),
+    /// the topic id from `partition.metadata`, or without one derived from the topic name
+    /// ([`Uuid::for_topic_name`]), the same on every run. The directory needs no segments.
+    pub fn identify(dir: &Path) -> Result<TopicIdPartition> {
         let name = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -82,9 +83,21 @@ impl LocalPartition {
                     .ok_or_else(|| Error::corrupt(format!("{}/partition.metadata has no topic_id", dir.display())))?;
                 id.trim().parse().map_err(|e: Error| e.context(dir.join("partition.metadata").display()))?
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Uuid::for_topic_name(topic),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !dir.is_dir() {
+                    return Err(Error::not_found(format!("{}: no such partition directory", dir.display())));
+                }
+                Uuid::for_topic_name(topic)
+            }
             Err(e) => return Err(Error::from_io(dir.join("partition.metadata").display(), e)),
         };
+        Ok(TopicIdPartition::new(topic_id, TopicPartition::new(topic, partition)))
+    }
+
+    /// Reads `dir`, changing nothing: the partition it names ([`LocalPartition::identify`]) and its
+    /// segments (at least one).
+    pub fn open(dir: &Path) -> Result<Self> {
+        let topic_id_partition = Self::identify(dir)?;
         let mut bases = Vec::new();
         for e in fs::read_dir(dir).map_err(|e| Error::from_io(dir.display(), e))? {
             let e = e.map_err(|e| Error::from_io(dir.display(), e))?;
@@ -114,12 +127,7 @@ impl LocalPartition {
                 return Err(Error::from_io(dir.join("leader-epoch-checkpoint").display(), e));
             }
         };
-        Ok(LocalPartition {
-            dir: dir.to_path_buf(),
-            topic_id_partition: TopicIdPartition::new(topic_id, TopicPartition::new(topic, partition)),
-            segments,
-            leader_epoch_checkpoint: checkpoint,
-        })
+        Ok(LocalPartition { dir: dir.to_path_buf(), topic_id_partition, segments, leader_epoch_checkpoint: checkpoint })
     }
 
     /// The closed segments (all but the active one), oldest first.
@@ -244,6 +252,7 @@ mod tests {
             first_timestamp: 1_700_000_000_000,
             epoch_every_batches: 120,
             seed: 7,
+            compression: None,
         };
         let dir = generate_partition(&tmp.path().join("orders-2"), &spec).unwrap();
         let p = LocalPartition::open(&dir).unwrap();

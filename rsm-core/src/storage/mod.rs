@@ -21,6 +21,7 @@
 //! `encryption.enabled`, the `.log` is transformed chunk by chunk and uploaded after the scan); the
 //! manifest, written last, is the commit point. A failed copy removes what it wrote.
 
+mod batches;
 pub mod cache;
 pub mod chunk_cache;
 pub mod chunk_source;

@@ -163,6 +163,7 @@ pub fn fixture_partition(root: &Path, segment_bytes: usize, records: u64) -> Loc
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 400,
         seed: 42,
+        compression: None,
     };
     let dir = generate_partition(&root.join("fixture-0"), &spec).expect("generate fixture partition");
     LocalPartition::open(&dir).expect("open fixture partition")

@@ -57,6 +57,7 @@ pub fn write_partition(log_dir: &Path, topic: &str, partition: i32, seed: u64) -
         first_timestamp: T0,
         epoch_every_batches: 120,
         seed,
+        compression: None,
     };
     generate_partition(&log_dir.join(format!("{topic}-{partition}")), &spec).unwrap()
 }

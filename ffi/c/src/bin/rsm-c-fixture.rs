@@ -53,6 +53,7 @@ fn write(dir: &Path) -> rsm_core::Result<()> {
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 40,
         seed: 12,
+        compression: None,
     };
     generate_partition(&partition_dir, &spec)?;
     describe(&partition_dir, &dir.join("segments.txt"))?;

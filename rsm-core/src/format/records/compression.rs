@@ -1,6 +1,7 @@
 //! Kafka's record-batch codecs, decompressed within a bound: gzip, snappy (raw, and the xerial framing
 //! Kafka's Java clients write), lz4 (Kafka's LZ4 frame, and the broken header checksum of magic-0 messages)
-//! and zstd. Public for the fuzz targets, which feed these arbitrary bytes.
+//! and zstd. Public for the fuzz targets, which feed these arbitrary bytes. [`compress`] writes each codec
+//! as Kafka's Java producer does (for the batch writer, [`encode_batch_with`](crate::format::writer::encode_batch_with)).
 //!
 //! Every function takes a `limit`: the output buffer never holds more than `limit` bytes, and output that
 //! would exceed it is an error naming the batch (`what`) and the codec and telling how to raise the limit
@@ -15,7 +16,7 @@
 //! Damaged or truncated input is a "corrupt" error naming the batch; nothing here panics on input.
 
 use crate::error::{Error, Result};
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// A compression codec of Kafka's attributes (bits 0-2); 0 (none) is not one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,6 +61,62 @@ impl Codec {
             Codec::Lz4 => "lz4",
             Codec::Zstd => "zstd",
         }
+    }
+}
+
+/// snappy-java's `SnappyOutputStream` block: the most input one xerial block holds (its default, which Kafka
+/// keeps).
+pub const XERIAL_BLOCK_BYTES: usize = 32 * 1024;
+
+/// `bytes` compressed with `codec` as Kafka's Java producer writes a batch's records section:
+/// - gzip: one gzip member (`GZIPOutputStream`: no name, mtime 0, OS 255 as JDK 16 and later write it) at
+///   deflate level 6, Java's default;
+/// - snappy: snappy-java's xerial framing, its header (magic, version 1, compatible version 1) then for
+///   every [`XERIAL_BLOCK_BYTES`] of input a u32 big-endian length and a raw snappy block;
+/// - lz4: one LZ4 frame as `Lz4BlockOutputStream` writes it: independent 64 KiB blocks, no block checksum,
+///   no content size and no content checksum (FLG 0x60, BD 0x40, the header checksum right), the form
+///   Kafka's reader requires (it refuses linked blocks and block sizes other than 64 KiB to 4 MiB);
+/// - zstd: one frame at level 3 (Kafka's default), streamed, so with no content size and no checksum, as
+///   zstd-jni's `ZstdOutputStream` writes it.
+///
+/// Empty input gives each codec's empty stream (snappy: the header alone). Never panics: the encoders
+/// write into memory, which cannot fail.
+pub fn compress(codec: Codec, bytes: &[u8]) -> Vec<u8> {
+    const INFALLIBLE: &str = "compressing into memory does not fail";
+    match codec {
+        Codec::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(bytes).expect(INFALLIBLE);
+            e.finish().expect(INFALLIBLE)
+        }
+        Codec::Snappy => {
+            let mut out = Vec::with_capacity(XERIAL_HEADER_LEN + snap::raw::max_compress_len(bytes.len()));
+            out.extend_from_slice(&XERIAL_MAGIC);
+            out.extend_from_slice(&1i32.to_be_bytes()); // version
+            out.extend_from_slice(&1i32.to_be_bytes()); // compatible version
+            let mut encoder = snap::raw::Encoder::new();
+            for block in bytes.chunks(XERIAL_BLOCK_BYTES) {
+                // A block of 32 KiB is far below snappy's largest input: this does not fail.
+                let c = encoder.compress_vec(block).expect(INFALLIBLE);
+                out.extend_from_slice(&(c.len() as u32).to_be_bytes());
+                out.extend_from_slice(&c);
+            }
+            out
+        }
+        Codec::Lz4 => {
+            use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+            let info = FrameInfo::new()
+                .block_size(BlockSize::Max64KB)
+                .block_mode(BlockMode::Independent)
+                .block_checksums(false)
+                .content_checksum(false)
+                .content_size(None);
+            let mut e = FrameEncoder::with_frame_info(info, Vec::new());
+            e.write_all(bytes).expect(INFALLIBLE);
+            e.finish().expect(INFALLIBLE)
+        }
+        // Level 3 is a valid level and the output is memory: nothing here can fail.
+        Codec::Zstd => zstd::stream::encode_all(bytes, 3).expect(INFALLIBLE),
     }
 }
 

@@ -15,7 +15,7 @@
 //! Each inner message's CRC-32 is checked, as a consumer does with `check.crcs` (its default).
 
 use super::compression::{Codec, decompress, lz4_magic0};
-use super::{DecodeLimits, DecodedBatch, Record, TimestampType};
+use super::{DecodeLimits, DecodedBatch, Record, RecordBudget, TimestampType};
 use crate::error::{Error, Result};
 use crate::format::batch::{Batch, LOG_OVERHEAD, NO_TIMESTAMP};
 use crate::format::codec::Reader;
@@ -153,7 +153,8 @@ pub(super) fn decode(batch: &Batch<'_>, limits: &DecodeLimits) -> Result<Decoded
             }
         };
     let wrapper_type = outer.own_timestamp_type();
-    decoded.records.reserve_exact(messages.len());
+    let mut budget = RecordBudget::new(limits, &what);
+    decoded.records.reserve_exact(budget.capacity(messages.len()));
     for m in &messages {
         if m.attributes & CODEC_MASK != 0 {
             return Err(Error::corrupt(format!(
@@ -172,7 +173,9 @@ pub(super) fn decode(batch: &Batch<'_>, limits: &DecodeLimits) -> Result<Decoded
             (_, TimestampType::LogAppendTime) => (outer.timestamp, TimestampType::LogAppendTime),
             (_, t) => (m.timestamp, t),
         };
-        decoded.records.push(m.record(offset, timestamp, timestamp_type));
+        let record = m.record(offset, timestamp, timestamp_type);
+        budget.charge(&record)?;
+        decoded.records.push(record);
     }
     decoded.base_offset = decoded.records.first().map_or(outer.offset, |r| r.offset);
     Ok(decoded)

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::format::batch::Batch;
 
 pub use v2::is_control;
+pub(crate) use v2::{CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT};
 
 /// Kafka's timestamp types, named as Kafka names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,50 @@ pub struct Record {
     pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
+impl Record {
+    /// The memory the record holds: its own size, its key's, value's and headers' bytes. What
+    /// [`DecodeLimits::max_batch_bytes`] bounds for a batch's decoded records.
+    pub fn footprint(&self) -> usize {
+        let header = std::mem::size_of::<(String, Option<Vec<u8>>)>();
+        let headers: usize = self.headers.iter().map(|(k, v)| header + k.len() + v.as_ref().map_or(0, Vec::len)).sum();
+        std::mem::size_of::<Record>()
+            + self.key.as_ref().map_or(0, Vec::len)
+            + self.value.as_ref().map_or(0, Vec::len)
+            + headers
+    }
+}
+
+/// The memory a batch's decoded records take so far, against [`DecodeLimits::max_batch_bytes`].
+struct RecordBudget<'a> {
+    used: usize,
+    limit: usize,
+    what: &'a str,
+}
+
+impl<'a> RecordBudget<'a> {
+    fn new(limits: &DecodeLimits, what: &'a str) -> Self {
+        RecordBudget { used: 0, limit: limits.max_batch_bytes, what }
+    }
+
+    /// How many records a vector may be made for at once: never more than the budget could hold.
+    fn capacity(&self, wanted: usize) -> usize {
+        wanted.min(self.limit / std::mem::size_of::<Record>())
+    }
+
+    /// Counts `r`; an error naming the batch once the records take more than the limit.
+    fn charge(&mut self, r: &Record) -> Result<()> {
+        self.used = self.used.saturating_add(r.footprint());
+        if self.used > self.limit {
+            return Err(Error::invalid(format!(
+                "{}: its decoded records take more than {} bytes of memory, the most one batch may take; raise \
+                 DecodeLimits::max_batch_bytes to decode it",
+                self.what, self.limit
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A control batch's marker (the type in its control record's key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ControlType {
@@ -78,7 +123,9 @@ pub const DEFAULT_MAX_BATCH_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeLimits {
     /// The most bytes one batch may inflate to (its decompressed records section, or a legacy wrapper's
-    /// message set); past it decoding the batch is an error that names it.
+    /// message set), and separately the most memory its decoded records may take ([`Record::footprint`]:
+    /// many tiny records take several times their bytes); past either, decoding the batch is an error that
+    /// names it.
     pub max_batch_bytes: usize,
 }
 

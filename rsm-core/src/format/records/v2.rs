@@ -7,7 +7,7 @@
 //! untrusted record count beyond what the bytes can hold.
 
 use super::compression::{Codec, decompress};
-use super::{ControlType, DecodeLimits, DecodedBatch, Record, TimestampType};
+use super::{ControlType, DecodeLimits, DecodedBatch, Record, RecordBudget, TimestampType};
 use crate::error::{Error, Result};
 use crate::format::batch::{Batch, V2_HEADER_LEN};
 use crate::format::codec::Reader;
@@ -16,11 +16,11 @@ use std::borrow::Cow;
 /// The attributes' codec bits.
 const CODEC_MASK: i16 = 0x07;
 /// The attributes' timestamp-type bit: 1 is LogAppendTime.
-const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+pub(crate) const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 /// The attributes' transactional bit.
-const TRANSACTIONAL_BIT: i16 = 0x10;
+pub(crate) const TRANSACTIONAL_BIT: i16 = 0x10;
 /// The attributes' control bit: a transaction marker, not data.
-const CONTROL_BIT: i16 = 0x20;
+pub(crate) const CONTROL_BIT: i16 = 0x20;
 /// The fewest bytes a record takes: its length, attributes, both deltas, null key and value, no headers.
 const MIN_RECORD_BYTES: usize = 7;
 
@@ -70,7 +70,7 @@ pub(super) fn decode(batch: &Batch<'_>, limits: &DecodeLimits) -> Result<Decoded
             .ok_or_else(|| Error::corrupt(format!("{what}: unknown compression codec {codec_id}")))?;
         Cow::Owned(decompress(codec, section, limits.max_batch_bytes, &what)?)
     };
-    let records = records(&h, &section, &what)?;
+    let records = records(&h, &section, &what, limits)?;
     let control = if h.attributes & CONTROL_BIT != 0 {
         let first =
             records.first().ok_or_else(|| Error::corrupt(format!("{what}: a control batch without a record")))?;
@@ -122,7 +122,8 @@ fn bytes_field(r: &mut Reader<'_>, name: &str) -> Result<Option<Vec<u8>>> {
 }
 
 /// The `h.count` records of `section`, which must hold exactly them.
-fn records(h: &Header, section: &[u8], what: &str) -> Result<Vec<Record>> {
+fn records(h: &Header, section: &[u8], what: &str, limits: &DecodeLimits) -> Result<Vec<Record>> {
+    let mut budget = RecordBudget::new(limits, what);
     let mut r = Reader::new(section, what);
     if h.count < 0 {
         return Err(r.error(format_args!("record count {}", h.count)));
@@ -131,7 +132,7 @@ fn records(h: &Header, section: &[u8], what: &str) -> Result<Vec<Record>> {
     let log_append_time = h.attributes & TIMESTAMP_TYPE_BIT != 0;
     let timestamp_type = if log_append_time { TimestampType::LogAppendTime } else { TimestampType::CreateTime };
     // Never allocate by a count the bytes cannot hold.
-    let mut out = Vec::with_capacity(count.min(section.len() / MIN_RECORD_BYTES));
+    let mut out = Vec::with_capacity(budget.capacity(count.min(section.len() / MIN_RECORD_BYTES)));
     for i in 0..count {
         let len = r.varint()?;
         if len < 0 || len as usize > r.remaining() {
@@ -161,7 +162,9 @@ fn records(h: &Header, section: &[u8], what: &str) -> Result<Vec<Record>> {
         if b.remaining() != 0 {
             return Err(b.error(format_args!("record {i} has {} bytes after its last header", b.remaining())));
         }
-        out.push(Record { offset, timestamp, timestamp_type, key, value, headers });
+        let record = Record { offset, timestamp, timestamp_type, key, value, headers };
+        budget.charge(&record)?;
+        out.push(record);
     }
     if r.remaining() != 0 {
         return Err(r.error(format_args!("{} bytes after its {count} records", r.remaining())));

@@ -1,0 +1,803 @@
+package io.rsm.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.zip.CRC32;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code rsm read --isolation read_committed} (and read_uncommitted) against a real broker's consumer: the
+ * newest broker in {@code rsm.brokers} tiers, through our plugin to a filesystem store, one partition written
+ * by two transactional producers (transactions committed and aborted, interleaved) and two plain ones, with
+ * zstd, lz4, gzip and snappy batches, keys (some null, empty or not UTF-8), values (some null, text or binary)
+ * and headers (some with null or binary values). Once every closed segment is remote and gone locally, a
+ * KafkaConsumer reads the partition from offset 0 under each isolation level (the broker serves the old data
+ * through our plugin), and {@code rsm read} must print exactly the consumer's records (offset, timestamp, key,
+ * value, headers) below the remote log end, under each isolation level. The consumer's records are checked
+ * against what was produced too. The {@code rsm} binary comes from {@code rsm.cli} (tools/java-tests.sh builds
+ * it); the files of a run (broker log, the CLI's outputs, both sides' records) are in
+ * {@code rsm.e2e.out}/read-committed-VERSION.
+ */
+class ReadCommittedIT {
+    static final Path OUT = Paths.get(System.getProperty("rsm.e2e.out", "target/e2e"));
+    /** The least segment.bytes Kafka 4.4 allows. */
+    static final int SEGMENT_BYTES = 1 << 20;
+    static final long T0 = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(1);
+    /** Records written before the tail, spread over transactions and plain batches. */
+    static final int MAIN_RECORDS = 6000;
+    /**
+     * Plain records written after the last transaction ends: more than a segment, so every transaction marker
+     * is in a closed (so tiered) segment and the remote data alone says how each transaction ended.
+     */
+    static final int TAIL_RECORDS = 1300;
+
+    /** One record as a reader sees it. */
+    static final class Rec {
+        final long offset;
+        final long timestamp;
+        final String timestampType;
+        final byte[] key;
+        final byte[] value;
+        final List<String> headerKeys;
+        final List<byte[]> headerValues;
+
+        Rec(long offset, long timestamp, String timestampType, byte[] key, byte[] value, List<String> headerKeys,
+                List<byte[]> headerValues) {
+            this.offset = offset;
+            this.timestamp = timestamp;
+            this.timestampType = timestampType;
+            this.key = key;
+            this.value = value;
+            this.headerKeys = headerKeys;
+            this.headerValues = headerValues;
+        }
+
+        static Rec of(ConsumerRecord<byte[], byte[]> r) {
+            List<String> keys = new ArrayList<>();
+            List<byte[]> values = new ArrayList<>();
+            for (Header h : r.headers()) {
+                keys.add(h.key());
+                values.add(h.value());
+            }
+            return new Rec(r.offset(), r.timestamp(), r.timestampType().toString(), r.key(), r.value(), keys,
+                    values);
+        }
+
+        boolean sameAs(Rec o) {
+            if (offset != o.offset || timestamp != o.timestamp || !timestampType.equals(o.timestampType)
+                    || !Arrays.equals(key, o.key) || !Arrays.equals(value, o.value)
+                    || !headerKeys.equals(o.headerKeys) || headerValues.size() != o.headerValues.size()) {
+                return false;
+            }
+            for (int i = 0; i < headerValues.size(); i++) {
+                if (!Arrays.equals(headerValues.get(i), o.headerValues.get(i))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** One line: short fields in base64, the value as its length and CRC-32. */
+        String line() {
+            StringBuilder sb = new StringBuilder();
+            sb.append(offset).append(' ').append(timestamp).append(' ').append(timestampType).append(" key=")
+                    .append(b64(key)).append(" value=");
+            if (value == null) {
+                sb.append("null");
+            } else {
+                CRC32 crc = new CRC32();
+                crc.update(value);
+                sb.append(value.length).append("B/crc").append(Long.toHexString(crc.getValue()));
+            }
+            sb.append(" headers=[");
+            for (int i = 0; i < headerKeys.size(); i++) {
+                sb.append(i == 0 ? "" : ",").append(headerKeys.get(i)).append('=').append(b64(headerValues.get(i)));
+            }
+            return sb.append(']').toString();
+        }
+
+        static String b64(byte[] b) {
+            return b == null ? "null" : "b64:" + Base64.getEncoder().encodeToString(b);
+        }
+    }
+
+    /** A record sent, before the broker gave its offset. */
+    static final class Sent {
+        final Future<RecordMetadata> future;
+        final ProducerRecord<byte[], byte[]> record;
+
+        Sent(Future<RecordMetadata> future, ProducerRecord<byte[], byte[]> record) {
+            this.future = future;
+            this.record = record;
+        }
+
+        Rec rec() throws Exception {
+            ProducerRecord<byte[], byte[]> r = record;
+            List<String> keys = new ArrayList<>();
+            List<byte[]> values = new ArrayList<>();
+            for (Header h : r.headers()) {
+                keys.add(h.key());
+                values.add(h.value());
+            }
+            long offset = future.get(60, TimeUnit.SECONDS).offset();
+            return new Rec(offset, r.timestamp(), "CreateTime", r.key(), r.value(), keys, values);
+        }
+    }
+
+    /** The records of one producer's open transaction (or of a plain producer's chunk). */
+    static final class Producer implements AutoCloseable {
+        final String name;
+        final boolean transactional;
+        final KafkaProducer<byte[], byte[]> producer;
+        final List<Sent> open = new ArrayList<>();
+        boolean inTransaction;
+        int committed;
+        int aborted;
+
+        Producer(KafkaBroker broker, String name, String compression, String transactionalId) {
+            this.name = name;
+            this.transactional = transactionalId != null;
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+            p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression);
+            p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+            p.put(ProducerConfig.BATCH_SIZE_CONFIG, 32768);
+            if (transactional) {
+                p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+                p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+                p.put(ProducerConfig.ACKS_CONFIG, "all");
+            } else if (compression.equals("snappy")) {
+                // The second plain producer: neither idempotent nor waiting for all replicas.
+                p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+                p.put(ProducerConfig.ACKS_CONFIG, "1");
+            } else {
+                p.put(ProducerConfig.ACKS_CONFIG, "all");
+            }
+            producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+            if (transactional) {
+                producer.initTransactions();
+            }
+        }
+
+        /** Sends {@code n} records (in the open transaction, begun if none is) and waits until they are in the log. */
+        void send(String topic, Random random, int[] seq, int n, List<Rec> committedOut, List<Rec> allOut)
+                throws Exception {
+            if (transactional && !inTransaction) {
+                producer.beginTransaction();
+                inTransaction = true;
+            }
+            for (int i = 0; i < n; i++) {
+                ProducerRecord<byte[], byte[]> r = record(topic, random, name, seq[0]++);
+                open.add(new Sent(producer.send(r), r));
+            }
+            // In the log now, so the producers' batches interleave (and an abort drops nothing unsent).
+            producer.flush();
+            if (!transactional) {
+                for (Sent s : open) {
+                    Rec rec = s.rec();
+                    committedOut.add(rec);
+                    allOut.add(rec);
+                }
+                open.clear();
+            }
+        }
+
+        /** Ends the open transaction, committing or aborting it. */
+        void end(boolean commit, List<Rec> committedOut, List<Rec> allOut) throws Exception {
+            if (!inTransaction) {
+                return;
+            }
+            if (commit) {
+                producer.commitTransaction();
+                committed++;
+            } else {
+                producer.abortTransaction();
+                aborted++;
+            }
+            inTransaction = false;
+            for (Sent s : open) {
+                Rec rec = s.rec();
+                allOut.add(rec);
+                if (commit) {
+                    committedOut.add(rec);
+                }
+            }
+            open.clear();
+        }
+
+        @Override
+        public void close() {
+            producer.close(Duration.ofSeconds(30));
+        }
+    }
+
+    static final byte[] NO_BYTES = null;
+    static final String TEXT = "text \"quoted\" back\\slash tab\t newline\n ctl\u0001 ünïcödé ключ 🙂 ";
+
+    static ProducerRecord<byte[], byte[]> record(String topic, Random r, String producer, int seq) {
+        byte[] key;
+        if (seq % 13 == 0) {
+            key = null;
+        } else if (seq % 29 == 0) {
+            key = new byte[0];
+        } else if (seq % 31 == 0) {
+            key = new byte[] {(byte) 0xff, (byte) 0xfe, (byte) seq, (byte) (seq >> 8)};
+        } else if (seq % 7 == 0) {
+            key = ("ключ-🙂-" + seq).getBytes(StandardCharsets.UTF_8);
+        } else {
+            key = (producer + "-" + seq).getBytes(StandardCharsets.UTF_8);
+        }
+        byte[] value;
+        if (seq % 17 == 0) {
+            value = null;
+        } else if (seq % 10 == 0) {
+            StringBuilder sb = new StringBuilder();
+            int length = 200 + r.nextInt(600);
+            while (sb.length() < length) {
+                sb.append(TEXT).append(seq).append(' ');
+            }
+            value = sb.toString().getBytes(StandardCharsets.UTF_8);
+        } else {
+            // Binary (0xff is never UTF-8) and incompressible, so the segments fill.
+            value = new byte[600 + r.nextInt(800)];
+            r.nextBytes(value);
+            value[0] = (byte) 0xff;
+        }
+        List<Header> headers = new ArrayList<>();
+        if (seq % 4 != 0) {
+            headers.add(new RecordHeader("producer", producer.getBytes(StandardCharsets.UTF_8)));
+            headers.add(new RecordHeader("seq", ByteBuffer.allocate(4).putInt(seq).array()));
+            if (seq % 7 == 0) {
+                headers.add(new RecordHeader("nullable", NO_BYTES));
+            }
+            if (seq % 11 == 0) {
+                headers.add(new RecordHeader("bin", new byte[] {(byte) 0xc3, (byte) 0x28}));
+            }
+        }
+        long ts = T0 + seq * 3L + r.nextInt(5);
+        return new ProducerRecord<>(topic, 0, ts, key, value, headers);
+    }
+
+    @Test
+    void rsmReadAgreesWithTheConsumerUnderBothIsolationLevels() throws Exception {
+        long started = System.nanoTime();
+        String spec = System.getProperty("rsm.brokers", "").trim();
+        assertTrue(!spec.isEmpty(), "no broker class path given (rsm.brokers)");
+        String[] first = spec.split(",")[0].trim().split("=", 2);
+        String version = first[0];
+        String classpath = Files.readString(Paths.get(first[1])).trim();
+        Path cli = Paths.get(System.getProperty("rsm.cli", "../target/debug/rsm"));
+        assertTrue(Files.isExecutable(cli), "the rsm binary " + cli.toAbsolutePath() + " (system property rsm.cli)");
+        Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
+        assertTrue(Files.isRegularFile(jar), "plugin jar " + jar);
+        Path work = OUT.resolve("read-committed-" + version);
+        BrokerEndToEndIT.deleteRecursively(work);
+        Path storeDir = work.resolve("tiered-store");
+        TestStore store = TestStore.filesystem(storeDir);
+        String url = TestStore.fileUrl(storeDir);
+        Map<String, String> summary = new LinkedHashMap<>();
+        try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store, false)) {
+            broker.format();
+            broker.start();
+            summary.put("broker", "Kafka " + version + " up after " + BrokerEndToEndIT.ms(started) + " ms");
+            String topic = "txn-read";
+            TopicPartition tp = new TopicPartition(topic, 0);
+            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap()))) {
+                Map<String, String> cfg = new HashMap<>();
+                cfg.put("remote.storage.enable", "true");
+                cfg.put("segment.bytes", String.valueOf(SEGMENT_BYTES));
+                cfg.put("local.retention.ms", "1000");
+                admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all()
+                        .get(60, TimeUnit.SECONDS);
+                Uuid topicId = BrokerEndToEndIT.topicId(admin, topic);
+                String remoteDir = topic + "-" + topicId + "/0/";
+
+                // 1. Two transactional producers and two plain ones, interleaved.
+                long t = System.nanoTime();
+                List<Rec> committed = new ArrayList<>();
+                List<Rec> all = new ArrayList<>();
+                Random random = new Random(42);
+                int[] seq = {0};
+                try (Producer a = new Producer(broker, "txn-a", "zstd", "rsm-read-committed-a");
+                     Producer b = new Producer(broker, "txn-b", "lz4", "rsm-read-committed-b");
+                     Producer plain = new Producer(broker, "plain-gzip", "gzip", null);
+                     Producer plain2 = new Producer(broker, "plain-snappy", "snappy", null)) {
+                    while (seq[0] < MAIN_RECORDS) {
+                        a.send(topic, random, seq, 5 + random.nextInt(50), committed, all);
+                        b.send(topic, random, seq, 5 + random.nextInt(40), committed, all);
+                        plain.send(topic, random, seq, random.nextInt(15), committed, all);
+                        if (random.nextInt(2) == 0) {
+                            a.end(random.nextInt(3) != 0, committed, all);
+                        }
+                        plain2.send(topic, random, seq, random.nextInt(8), committed, all);
+                        if (random.nextInt(5) < 2) {
+                            b.end(random.nextInt(2) == 0, committed, all);
+                        }
+                    }
+                    a.end(true, committed, all);
+                    b.end(false, committed, all);
+                    plain.send(topic, random, seq, TAIL_RECORDS, committed, all);
+                    assertTrue(a.aborted > 0 && b.aborted > 0 && a.committed > 0 && b.committed > 0,
+                            "both producers committed and aborted: " + a.committed + "/" + a.aborted + ", "
+                                    + b.committed + "/" + b.aborted);
+                    summary.put("produced", all.size() + " records (" + committed.size() + " committed or plain) in "
+                            + BrokerEndToEndIT.ms(t) + " ms; txn-a (zstd) " + a.committed + " transactions committed, "
+                            + a.aborted + " aborted; txn-b (lz4) " + b.committed + " committed, " + b.aborted
+                            + " aborted; plain gzip and snappy producers in between");
+                }
+                all.sort((x, y) -> Long.compare(x.offset, y.offset));
+                committed.sort((x, y) -> Long.compare(x.offset, y.offset));
+                BrokerEndToEndIT.log("read-committed: " + summary.get("produced"));
+
+                // 2. Every closed segment tiered and deleted locally: the one local segment is the active one.
+                t = System.nanoTime();
+                Path localDir = broker.logDir.resolve(topic + "-0");
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                String state = "";
+                while (true) {
+                    List<Long> local = BrokerEndToEndIT.baseOffsets(localDir, ".log");
+                    long tiered = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latestTiered());
+                    long earliestLocal = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.earliestLocal());
+                    List<Long> remote = BrokerEndToEndIT.baseOffsets(store, remoteDir, ".manifest");
+                    state = "local segments " + local + ", earliest local offset " + earliestLocal
+                            + ", latest tiered offset " + tiered + ", remote segments " + remote;
+                    if (local.size() == 1 && local.get(0) > 0 && earliestLocal == local.get(0)
+                            && tiered == local.get(0) - 1 && remote.size() >= 5) {
+                        break;
+                    }
+                    if (System.nanoTime() > deadline) {
+                        fail("timed out after 120 s waiting for >= 5 segments tiered and every closed segment "
+                                + "deleted locally; last seen: " + state + " (broker log " + broker.brokerLog + ")");
+                    }
+                    Thread.sleep(200);
+                }
+                long remoteEnd = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latestTiered()) + 1;
+                long earliestLocal = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.earliestLocal());
+                long end = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latest());
+                int remoteSegments = BrokerEndToEndIT.baseOffsets(store, remoteDir, ".manifest").size();
+                summary.put("tiered", state + " after " + BrokerEndToEndIT.ms(t) + " ms; log end " + end);
+                BrokerEndToEndIT.log("read-committed: " + summary.get("tiered"));
+
+                // 3. The consumer from offset 0, served from remote storage through our plugin.
+                Map<String, List<Rec>> consumed = new TreeMap<>();
+                for (String isolation : List.of("read_committed", "read_uncommitted")) {
+                    t = System.nanoTime();
+                    long servedBefore = BrokerEndToEndIT.count(broker.log(), "io.rsm.native.rsm_jni - serving segment");
+                    List<Rec> got = consume(broker, tp, isolation, end);
+                    long served = BrokerEndToEndIT.count(broker.log(), "io.rsm.native.rsm_jni - serving segment")
+                            - servedBefore;
+                    write(work.resolve("consumer-" + isolation + ".txt"), got);
+                    assertTrue(!got.isEmpty() && got.get(0).offset < earliestLocal, isolation
+                            + ": the consumer read records below the earliest local offset " + earliestLocal);
+                    assertTrue(served > 0, isolation + ": the broker served the consumer from remote storage "
+                            + "(plugin 'serving segment' lines: " + served + ")");
+                    consumed.put(isolation, got);
+                    summary.put("consumer " + isolation, got.size() + " records (" + got.stream()
+                            .filter(r -> r.offset < remoteEnd).count() + " below the remote log end " + remoteEnd
+                            + ") in " + BrokerEndToEndIT.ms(t) + " ms; " + served + " remote segment reads served");
+                }
+                // The broker's answers are what was produced.
+                compare("the consumer (read_committed) and the committed and plain records produced", committed,
+                        consumed.get("read_committed"), work);
+                compare("the consumer (read_uncommitted) and every record produced", all,
+                        consumed.get("read_uncommitted"), work);
+
+                // 4. rsm read, naming the partition by a copy of its directory (the broker locks its log
+                // directory), must print the consumer's records below the remote log end. The copy holds
+                // partition.metadata (the topic id) and the local segment's files: rsm read refuses a directory
+                // without a .log segment ("no .log segments"), though its help says they may be gone locally.
+                Path partitionDir = work.resolve("rsm-read").resolve(topic + "-0");
+                Files.createDirectories(partitionDir);
+                try (java.util.stream.Stream<Path> files = Files.list(localDir)) {
+                    for (Path f : files.collect(Collectors.toList())) {
+                        String name = f.getFileName().toString();
+                        if (name.equals("partition.metadata") || name.equals("leader-epoch-checkpoint")
+                                || name.endsWith(".log") || name.endsWith(".txnindex")) {
+                            Files.copy(f, partitionDir.resolve(name));
+                        }
+                    }
+                }
+                Map<String, List<Rec>> read = new TreeMap<>();
+                for (String isolation : List.of("read_committed", "read_uncommitted")) {
+                    t = System.nanoTime();
+                    Path out = work.resolve("rsm-read-" + isolation + ".jsonl");
+                    Path err = work.resolve("rsm-read-" + isolation + ".stderr");
+                    List<String> cmd = List.of(cli.toString(), "read", partitionDir.toString(), "--offset", "0",
+                            "--isolation", isolation, "--max-records", "100000000", "--json", "--store", url,
+                            "--bootstrap-server", broker.bootstrap(),
+                            // The broker's settings (KafkaBroker): its metadata topic has 3 partitions, not
+                            // Kafka's default 50, and one replica (the engine creates a topic of its own too).
+                            "--set", "rlmm.config.remote.log.metadata.topic.num.partitions=3",
+                            "--set", "rlmm.config.remote.log.metadata.topic.replication.factor=1", "--metadata-dir",
+                            work.resolve("rsm-state-" + isolation).toString());
+                    Files.writeString(work.resolve("rsm-read-" + isolation + ".cmd"), String.join(" ", cmd) + "\n");
+                    Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+                    if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                        p.destroyForcibly();
+                        fail("rsm read " + isolation + " did not finish in 120 s (output in " + out + ", " + err + ")");
+                    }
+                    assertEquals(0, p.exitValue(), "rsm read " + isolation + " exit status; stderr: "
+                            + Files.readString(err));
+                    List<Rec> got = new ArrayList<>();
+                    int lineNo = 0;
+                    for (String line : Files.readAllLines(out, StandardCharsets.UTF_8)) {
+                        lineNo++;
+                        if (line.isBlank()) {
+                            continue;
+                        }
+                        try {
+                            got.add(parse(line));
+                        } catch (RuntimeException e) {
+                            throw new AssertionError("rsm read " + isolation + ", line " + lineNo + " of " + out
+                                    + ": " + e.getMessage() + ": " + abbreviate(line), e);
+                        }
+                    }
+                    write(work.resolve("rsm-read-" + isolation + ".txt"), got);
+                    read.put(isolation, got);
+                    summary.put("rsm read " + isolation, got.size() + " records in " + BrokerEndToEndIT.ms(t) + " ms");
+                }
+                StringBuilder failures = new StringBuilder();
+                for (String isolation : List.of("read_committed", "read_uncommitted")) {
+                    List<Rec> expected = consumed.get(isolation).stream().filter(r -> r.offset < remoteEnd)
+                            .collect(Collectors.toList());
+                    String diff = diff(expected, read.get(isolation));
+                    if (!diff.isEmpty()) {
+                        failures.append("rsm read --isolation ").append(isolation).append(" and the consumer ("
+                                + isolation + ") below the remote log end ").append(remoteEnd).append(" differ (")
+                                .append(read.get(isolation).size()).append(" vs ").append(expected.size())
+                                .append(" records; files in ").append(work).append("):\n").append(diff);
+                    }
+                }
+                summary.put("remote", remoteSegments + " segments, offsets [0, " + remoteEnd + "); earliest local "
+                        + earliestLocal + "; " + all.stream().filter(r -> r.offset < remoteEnd).count()
+                        + " produced records remote, " + committed.stream().filter(r -> r.offset < remoteEnd).count()
+                        + " of them committed or plain");
+                summary.put("agreement", failures.length() == 0 ? "rsm read and the consumer agree record by record "
+                        + "under both isolation levels" : "DIFFERENT (see the test's failure)");
+                summary.put("time", BrokerEndToEndIT.ms(started) + " ms in all");
+                StringBuilder sb = new StringBuilder();
+                summary.forEach((k, v) -> sb.append(k).append(": ").append(v).append('\n'));
+                Files.writeString(work.resolve("summary.txt"), sb.toString());
+                System.out.println("--- summary rsm read --isolation on Kafka " + version + "\n" + sb);
+                if (failures.length() > 0) {
+                    Files.writeString(work.resolve("differences.txt"), failures.toString());
+                    fail(failures.toString());
+                }
+                assertTrue(read.get("read_committed").size() < read.get("read_uncommitted").size(),
+                        "rsm read: read_committed (" + read.get("read_committed").size()
+                                + ") strictly fewer than read_uncommitted (" + read.get("read_uncommitted").size()
+                                + "): aborted records are remote");
+                assertTrue(remoteSegments >= 5, "at least 5 remote segments: " + remoteSegments);
+            }
+        }
+    }
+
+    /** Every record of [0, end) the consumer returns under {@code isolation}, in offset order. */
+    static List<Rec> consume(KafkaBroker broker, TopicPartition tp, String isolation, long end) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        List<Rec> out = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            c.assign(List.of(tp));
+            c.seek(tp, 0);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (c.position(tp) < end) {
+                if (System.nanoTime() > deadline) {
+                    fail(isolation + " consumer stalled at offset " + c.position(tp) + " of " + end);
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
+                    out.add(Rec.of(r));
+                }
+            }
+        }
+        return out;
+    }
+
+    static void compare(String what, List<Rec> expected, List<Rec> got, Path work) {
+        String diff = diff(expected, got);
+        if (!diff.isEmpty()) {
+            fail(what + " differ (" + got.size() + " vs " + expected.size() + " records; files in " + work + "):\n"
+                    + diff);
+        }
+    }
+
+    /** The differences between two offset-ordered record lists, the first few of each kind; empty if none. */
+    static String diff(List<Rec> expected, List<Rec> got) {
+        Map<Long, Rec> want = new TreeMap<>();
+        expected.forEach(r -> want.put(r.offset, r));
+        Map<Long, Rec> have = new TreeMap<>();
+        List<String> duplicates = new ArrayList<>();
+        for (Rec r : got) {
+            if (have.put(r.offset, r) != null) {
+                duplicates.add(String.valueOf(r.offset));
+            }
+        }
+        List<String> missing = new ArrayList<>();
+        List<String> extra = new ArrayList<>();
+        List<String> different = new ArrayList<>();
+        for (Rec r : want.values()) {
+            Rec h = have.get(r.offset);
+            if (h == null) {
+                missing.add(r.line());
+            } else if (!h.sameAs(r)) {
+                different.add("expected " + r.line() + "\n      got " + h.line());
+            }
+        }
+        for (Rec h : have.values()) {
+            if (!want.containsKey(h.offset)) {
+                extra.add(h.line());
+            }
+        }
+        boolean ordered = true;
+        for (int i = 1; i < got.size(); i++) {
+            ordered &= got.get(i - 1).offset < got.get(i).offset;
+        }
+        StringBuilder sb = new StringBuilder();
+        section(sb, "missing", missing);
+        section(sb, "unexpected", extra);
+        section(sb, "different", different);
+        section(sb, "duplicate offsets", duplicates);
+        if (!ordered) {
+            sb.append("  not in offset order\n");
+        }
+        return sb.toString();
+    }
+
+    static void section(StringBuilder sb, String what, List<String> lines) {
+        if (lines.isEmpty()) {
+            return;
+        }
+        sb.append("  ").append(lines.size()).append(' ').append(what).append(" records, the first:\n");
+        lines.stream().limit(8).forEach(l -> sb.append("    ").append(l).append('\n'));
+    }
+
+    static void write(Path file, List<Rec> records) throws IOException {
+        Files.write(file, records.stream().map(Rec::line).collect(Collectors.toList()), StandardCharsets.UTF_8);
+    }
+
+    static String abbreviate(String s) {
+        return s.length() > 300 ? s.substring(0, 300) + "..." : s;
+    }
+
+    /** One line of {@code rsm read --json}. */
+    static Rec parse(String line) {
+        Object parsed = new Json(line).document();
+        if (!(parsed instanceof Map)) {
+            throw new IllegalArgumentException("not an object");
+        }
+        Map<?, ?> o = (Map<?, ?>) parsed;
+        List<String> headerKeys = new ArrayList<>();
+        List<byte[]> headerValues = new ArrayList<>();
+        Object headers = field(o, "headers");
+        if (!(headers instanceof List)) {
+            throw new IllegalArgumentException("headers is not an array: " + headers);
+        }
+        for (Object h : (List<?>) headers) {
+            if (!(h instanceof Map)) {
+                throw new IllegalArgumentException("a header is not an object: " + h);
+            }
+            Map<?, ?> hm = (Map<?, ?>) h;
+            headerKeys.add((String) field(hm, "key"));
+            headerValues.add(bytes(hm, "value"));
+        }
+        return new Rec(((Number) field(o, "offset")).longValue(), ((Number) field(o, "timestamp")).longValue(),
+                (String) field(o, "timestamp_type"), bytes(o, "key"), bytes(o, "value"), headerKeys, headerValues);
+    }
+
+    static Object field(Map<?, ?> o, String name) {
+        if (!o.containsKey(name)) {
+            throw new IllegalArgumentException("no field " + name);
+        }
+        return o.get(name);
+    }
+
+    /** A bytes field: null, UTF-8 text, or standard base64 when {@code NAME_base64} is true. */
+    static byte[] bytes(Map<?, ?> o, String name) {
+        Object v = field(o, name);
+        Object flag = o.get(name + "_base64");
+        if (v == null) {
+            return null;
+        }
+        if (!(v instanceof String)) {
+            throw new IllegalArgumentException(name + " is not a string: " + v);
+        }
+        if (Boolean.TRUE.equals(flag)) {
+            return Base64.getDecoder().decode((String) v);
+        }
+        return ((String) v).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A small JSON reader: objects (as maps), arrays (lists), strings, integers (longs), booleans, null. */
+    static final class Json {
+        final String s;
+        int i;
+
+        Json(String s) {
+            this.s = s;
+        }
+
+        Object document() {
+            Object v = value();
+            space();
+            if (i != s.length()) {
+                throw error("trailing characters");
+            }
+            return v;
+        }
+
+        IllegalArgumentException error(String what) {
+            return new IllegalArgumentException("JSON: " + what + " at " + i);
+        }
+
+        void space() {
+            while (i < s.length() && " \t\r\n".indexOf(s.charAt(i)) >= 0) {
+                i++;
+            }
+        }
+
+        void expect(char c) {
+            space();
+            if (i >= s.length() || s.charAt(i) != c) {
+                throw error("expected '" + c + "'");
+            }
+            i++;
+        }
+
+        Object value() {
+            space();
+            if (i >= s.length()) {
+                throw error("unexpected end");
+            }
+            char c = s.charAt(i);
+            if (c == '{') {
+                i++;
+                Map<String, Object> m = new LinkedHashMap<>();
+                space();
+                if (s.charAt(i) == '}') {
+                    i++;
+                    return m;
+                }
+                while (true) {
+                    space();
+                    String k = string();
+                    expect(':');
+                    if (m.put(k, value()) != null) {
+                        throw error("duplicate key " + k);
+                    }
+                    space();
+                    char d = s.charAt(i++);
+                    if (d == '}') {
+                        return m;
+                    }
+                    if (d != ',') {
+                        throw error("expected ',' or '}'");
+                    }
+                }
+            } else if (c == '[') {
+                i++;
+                List<Object> l = new ArrayList<>();
+                space();
+                if (s.charAt(i) == ']') {
+                    i++;
+                    return l;
+                }
+                while (true) {
+                    l.add(value());
+                    space();
+                    char d = s.charAt(i++);
+                    if (d == ']') {
+                        return l;
+                    }
+                    if (d != ',') {
+                        throw error("expected ',' or ']'");
+                    }
+                }
+            } else if (c == '"') {
+                return string();
+            } else if (s.startsWith("null", i)) {
+                i += 4;
+                return null;
+            } else if (s.startsWith("true", i)) {
+                i += 4;
+                return Boolean.TRUE;
+            } else if (s.startsWith("false", i)) {
+                i += 5;
+                return Boolean.FALSE;
+            } else if (c == '-' || Character.isDigit(c)) {
+                int start = i++;
+                while (i < s.length() && Character.isDigit(s.charAt(i))) {
+                    i++;
+                }
+                if (i < s.length() && ".eE".indexOf(s.charAt(i)) >= 0) {
+                    throw error("not an integer");
+                }
+                return Long.parseLong(s.substring(start, i));
+            }
+            throw error("unexpected '" + c + "'");
+        }
+
+        String string() {
+            if (i >= s.length() || s.charAt(i) != '"') {
+                throw error("expected a string");
+            }
+            i++;
+            StringBuilder sb = new StringBuilder();
+            while (true) {
+                if (i >= s.length()) {
+                    throw error("unterminated string");
+                }
+                char c = s.charAt(i++);
+                if (c == '"') {
+                    return sb.toString();
+                }
+                if (c < 0x20) {
+                    throw error("raw control character in a string");
+                }
+                if (c != '\\') {
+                    sb.append(c);
+                    continue;
+                }
+                char e = s.charAt(i++);
+                switch (e) {
+                    case '"': sb.append('"'); break;
+                    case '\\': sb.append('\\'); break;
+                    case '/': sb.append('/'); break;
+                    case 'b': sb.append('\b'); break;
+                    case 'f': sb.append('\f'); break;
+                    case 'n': sb.append('\n'); break;
+                    case 'r': sb.append('\r'); break;
+                    case 't': sb.append('\t'); break;
+                    case 'u':
+                        sb.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
+                        i += 4;
+                        break;
+                    default:
+                        throw error("bad escape \\" + e);
+                }
+            }
+        }
+    }
+}
