@@ -460,3 +460,174 @@ async fn a_snapshot_behind_the_log_start_reads_from_the_start() {
     // What the deleted records held is lost: only the update at offset 3 is left, of a segment not known.
     assert!(m.list_remote_log_segments(&tp).await.unwrap().is_empty());
 }
+
+/// The names of the topics on the cluster that start with `prefix` (a test's own: tests run in parallel).
+async fn topics_named(bootstrap: &str, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = raw_client(bootstrap)
+        .await
+        .list_topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A reader's settings: Kafka's defaults (50 partitions, replication factor 3), as a user who does not
+/// know the brokers' `remote.log.metadata.topic.num.partitions` passes them.
+fn reader_config(bootstrap: &str, topic: &str, dir: &Path) -> KafkaMetadataConfig {
+    let mut c = KafkaMetadataConfig::new(bootstrap, dir)
+        .with_topic(topic)
+        .with_failed_deletions_topic(format!("{topic}-failed"));
+    c.request_timeout = Duration::from_secs(30);
+    c.consume_wait = Duration::from_secs(60);
+    c
+}
+
+/// Every file under `dir` with its bytes.
+fn files_of(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_open_without_the_metadata_topic_fails_naming_it_and_creates_nothing() {
+    let Some(b) = bootstrap() else { return };
+    let topic = unique("ro-missing");
+    let t = tempfile::tempdir().unwrap();
+    let snapshots = t.path().join("snapshots");
+    let c = reader_config(&b, &topic, &snapshots);
+    assert!(topics_named(&b, &topic).await.is_empty());
+    let err = KafkaMetadataManager::open_read_only(c.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(err.message().contains(&topic), "{err}");
+    assert!(err.message().contains(&b), "{err}");
+    // A dry run's open: the missing topic reads as empty; still nothing is created, nothing is published.
+    let empty = KafkaMetadataManager::open_read_only_or_empty(c.clone()).await.unwrap();
+    assert!(empty.is_read_only());
+    let tp = user_partition("orders", 0);
+    empty.on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await.unwrap();
+    assert!(empty.list_remote_log_segments(&tp).await.unwrap().is_empty());
+    assert_eq!(empty.highest_offset_for_epoch(&tp, 0).await.unwrap(), None);
+    let err = empty.add_remote_log_segment_metadata(&segment(&tp, 0, 9, 0)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    empty.save_snapshots().await.unwrap();
+    empty.close().await.unwrap();
+    assert!(topics_named(&b, &topic).await.is_empty(), "a read-only open created a topic");
+    assert!(!snapshots.exists(), "a read-only open created the snapshot directory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_open_takes_the_topics_partition_count_lists_and_refuses_writes() {
+    let Some(b) = bootstrap() else { return };
+    let topic = unique("ro-read");
+    let writer_dir = tempfile::tempdir().unwrap();
+    let writer = KafkaMetadataManager::open(config(&b, &topic, 3, writer_dir.path())).await.unwrap();
+    let (tp_a, tp_b) = (user_partition("orders", 0), user_partition("payments", 7));
+    writer.on_partition_leadership_changes(&[tp_a.clone(), tp_b.clone()], &[]).await.unwrap();
+    let (a0, a1, b0) = (segment(&tp_a, 0, 9, 0), segment(&tp_a, 10, 19, 1), segment(&tp_b, 0, 99, 0));
+    for s in [&a0, &a1, &b0] {
+        add_copied(&writer, s).await;
+    }
+    writer.close().await.unwrap();
+    let topics = topics_named(&b, &topic).await;
+    assert_eq!(topics, vec![topic.clone()], "the writer made the metadata topic only");
+    let client = raw_client(&b).await;
+    let ends = end_offsets(&client, &topic, 3).await;
+
+    // With Kafka's default count (50), as a reader that does not know the brokers' setting: the topic's 3.
+    let t = tempfile::tempdir().unwrap();
+    let snapshots = t.path().join("snapshots");
+    let c = reader_config(&b, &topic, &snapshots);
+    assert_eq!(c.partitions, 50);
+    let refused = KafkaMetadataManager::open(reader_config(&b, &topic, writer_dir.path())).await.unwrap_err();
+    assert_eq!(refused.config_key(), Some(PARTITIONS_KEY), "a writer still refuses the other count: {refused}");
+    let reader = KafkaMetadataManager::open_read_only(c.clone()).await.unwrap();
+    assert!(reader.is_read_only());
+    assert_eq!(reader.config().partitions, 3);
+    assert_eq!(reader.metadata_partition_of(&tp_a), writer.metadata_partition_of(&tp_a));
+    reader.on_partition_leadership_changes(&[], &[tp_a.clone(), tp_b.clone()]).await.unwrap();
+    assert_eq!(reader.list_remote_log_segments(&tp_a).await.unwrap(), vec![copied(&a0), copied(&a1)]);
+    assert_eq!(reader.list_remote_log_segments(&tp_b).await.unwrap(), vec![copied(&b0)]);
+    assert_eq!(reader.highest_offset_for_epoch(&tp_a, 1).await.unwrap(), Some(19));
+    // Publishing is refused before anything is produced.
+    let new = segment(&tp_a, 20, 29, 1);
+    let err = reader.add_remote_log_segment_metadata(&new).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.message().contains("read only"), "{err}");
+    let err = reader.update_remote_log_segment_metadata(&update(&a0, DeleteSegmentStarted)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let delete = RemotePartitionDeleteMetadata {
+        topic_id_partition: tp_b.clone(),
+        state: RemotePartitionDeleteState::DeletePartitionMarked,
+        event_timestamp_ms: 5,
+        broker_id: 1,
+    };
+    let err = reader.put_remote_partition_delete_metadata(&delete).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert_eq!(end_offsets(&client, &topic, 3).await, ends, "a read-only manager produced records");
+    // No snapshot is written: not on request, not at stop or close (every write path of a snapshot).
+    reader.save_snapshots().await.unwrap();
+    reader.on_stop_partitions(std::slice::from_ref(&tp_b)).await.unwrap();
+    reader.close().await.unwrap();
+    assert!(!snapshots.exists(), "a read-only open created the snapshot directory");
+
+    // Over the writer's snapshots (one per metadata partition it read), with events after them that a
+    // catch-up applies (a snapshot every event): the snapshots are read and left as they are.
+    let before = files_of(writer_dir.path());
+    assert!(!before.is_empty());
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = KafkaMetadataManager::open(config(&b, &topic, 3, other_dir.path())).await.unwrap();
+    other.on_partition_leadership_changes(std::slice::from_ref(&tp_a), &[]).await.unwrap();
+    let a2 = segment(&tp_a, 20, 29, 1);
+    add_copied(&other, &a2).await;
+    other.close().await.unwrap();
+    let mut c = reader_config(&b, &topic, writer_dir.path());
+    c.snapshot_interval_events = 1;
+    let reader = KafkaMetadataManager::open_read_only(c).await.unwrap();
+    reader.on_partition_leadership_changes(&[], std::slice::from_ref(&tp_a)).await.unwrap();
+    assert_eq!(reader.list_remote_log_segments(&tp_a).await.unwrap(), vec![copied(&a0), copied(&a1), copied(&a2)]);
+    reader.save_snapshots().await.unwrap();
+    reader.close().await.unwrap();
+    assert_eq!(files_of(writer_dir.path()), before, "a read-only manager wrote a snapshot");
+    assert_eq!(topics_named(&b, &topic).await, vec![topic.clone()], "a read-only open created a topic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_deletions_read_only_create_no_topic_and_refuse_writes() {
+    let Some(b) = bootstrap() else { return };
+    let topic = unique("ro-failed");
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(&b, &topic, 1, dir.path());
+    let tp = user_partition("orders", 1);
+    let s = copied(&segment(&tp, 0, 9, 0));
+    // No topic: none listed, nothing created, writes refused.
+    let f = KafkaFailedDeletions::open_read_only(&c).await.unwrap();
+    assert!(f.is_read_only());
+    assert!(f.list().await.unwrap().is_empty());
+    let err = f.record(&s).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.message().contains("read only"), "{err}");
+    let err = f.drain(&s.remote_log_segment_id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(topics_named(&b, &topic).await.is_empty(), "a read-only open created a topic");
+    // With the topic a writer made: listed as the writer left it, writes still refused.
+    let writer = KafkaFailedDeletions::open(&c).await.unwrap();
+    writer.record(&s).await.unwrap();
+    let f = KafkaFailedDeletions::open_read_only(&c).await.unwrap();
+    assert_eq!(f.list().await.unwrap(), vec![s.clone()]);
+    let err = f.drain(&s.remote_log_segment_id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert_eq!(writer.list().await.unwrap(), vec![s]);
+}

@@ -35,6 +35,7 @@ pub struct EngineArgs {
     pub metadata_dir: Option<PathBuf>,
     /// Keep the metadata in a Kafka cluster's __remote_log_metadata topic instead (HOST:PORT); its
     /// settings are Kafka's, under rlmm.config. (rlmm.config.remote.log.metadata.topic.replication.factor=1).
+    /// Commands that only read create no topic and take the topic's partition count.
     #[arg(long)]
     pub bootstrap_server: Option<String>,
 }
@@ -89,7 +90,8 @@ impl EngineArgs {
     }
 
     /// Opens the store, the metadata and the engine to read only (offsets, records, failed deletions
-    /// listed): nothing is created or changed, and a missing metadata directory is an error naming it.
+    /// listed): nothing is created or changed, and a missing metadata directory is an error naming it
+    /// (with `--bootstrap-server`, a missing metadata topic; a missing failed-deletions topic lists none).
     pub fn open_read_only(&self) -> Result<Engine> {
         self.open_as(Mode::Read)
     }
@@ -138,13 +140,29 @@ impl EngineArgs {
                 m.insert("bootstrap.servers".into(), bootstrap.clone());
                 m.entry(rsm_metadata::kafka::SNAPSHOT_DIR_KEY.into()).or_insert_with(|| dir.display().to_string());
                 let kc = KafkaMetadataConfig::from_map(&m)?;
+                // Reading creates nothing: no topic, no snapshot directory, no snapshot; the metadata topic's
+                // partition count is the topic's (the one the brokers use), whatever is configured.
                 let (metadata, failed) = rt.block_on(async {
-                    Ok::<_, Error>((
-                        KafkaMetadataManager::open(kc.clone()).await?,
-                        KafkaFailedDeletions::open(&kc).await?,
-                    ))
+                    Ok::<_, Error>(match mode {
+                        Mode::Write => {
+                            (KafkaMetadataManager::open(kc.clone()).await?, KafkaFailedDeletions::open(&kc).await?)
+                        }
+                        // A dry run before the first run: no metadata topic yet is an empty metadata log.
+                        Mode::Plan => (
+                            KafkaMetadataManager::open_read_only_or_empty(kc.clone()).await?,
+                            KafkaFailedDeletions::open_read_only(&kc).await?,
+                        ),
+                        Mode::Read => (
+                            KafkaMetadataManager::open_read_only(kc.clone()).await?,
+                            KafkaFailedDeletions::open_read_only(&kc).await?,
+                        ),
+                    })
                 })?;
-                RemoteLogManager::new(config, store.shared_storage(), Arc::new(metadata), Arc::new(failed))?
+                let (metadata, failed) = (Arc::new(metadata), Arc::new(failed));
+                match read_only {
+                    true => RemoteLogManager::read_only(config, store.shared_storage(), metadata, failed)?,
+                    false => RemoteLogManager::new(config, store.shared_storage(), metadata, failed)?,
+                }
             }
         };
         Ok(Engine { manager: Arc::new(manager), metadata_dir: dir, store })

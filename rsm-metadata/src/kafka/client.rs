@@ -57,6 +57,15 @@ pub(super) async fn connect(config: &KafkaMetadataConfig) -> Result<Client> {
     within(config.request_timeout, || format!("connecting to Kafka at {servers}"), build).await
 }
 
+/// The partition count of `topic`, `None` when the cluster does not list it (nothing is created).
+pub(super) async fn find_topic(client: &Client, config: &KafkaMetadataConfig, topic: &str) -> Result<Option<usize>> {
+    let what = || format!("listing topics for {topic}");
+    let topics =
+        within(config.request_timeout, what, async { client.list_topics().await.map_err(|e| kafka_error(what(), e)) })
+            .await?;
+    Ok(topics.into_iter().find(|t| t.name == topic).map(|t| t.partitions.len()))
+}
+
 /// The partition count of `topic`, creating it with `partitions`, `replication_factor` and the topic
 /// `configs` when missing ([`admin::create_topic`](crate::admin): rskafka can not send topic configs).
 pub(super) async fn ensure_topic(
@@ -68,13 +77,7 @@ pub(super) async fn ensure_topic(
     configs: &[(&str, String)],
 ) -> Result<usize> {
     let timeout = config.request_timeout;
-    let find = || async {
-        let topics = within(timeout, || format!("listing topics for {topic}"), async {
-            client.list_topics().await.map_err(|e| kafka_error(format!("listing topics for {topic}"), e))
-        })
-        .await?;
-        Ok::<_, Error>(topics.into_iter().find(|t| t.name == topic).map(|t| t.partitions.len()))
-    };
+    let find = || find_topic(client, config, topic);
     if let Some(n) = find().await? {
         return Ok(n);
     }

@@ -1,10 +1,11 @@
 //! Failed deletions (SR-35) on a Kafka topic.
 
 use super::KafkaMetadataConfig;
-use super::client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, ensure_topic, kafka_error, now, within};
+use super::client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, ensure_topic, find_topic, kafka_error, now, within};
 use crate::events::MetadataEvent;
 use crate::records;
 use async_trait::async_trait;
+use rskafka::client::Client;
 use rskafka::client::partition::{Compression, OffsetAt, PartitionClient, UnknownTopicHandling};
 use rskafka::record::Record;
 use rsm_core::error::{Error, Result};
@@ -18,13 +19,18 @@ use std::time::Duration;
 /// a record with the same key and no value, so a compacted topic keeps only what is left to do.
 pub struct KafkaFailedDeletions {
     topic: String,
-    client: PartitionClient,
+    /// `None`: opened to read only on a cluster without the topic (nothing to list).
+    client: Option<PartitionClient>,
     timeout: Duration,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for KafkaFailedDeletions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaFailedDeletions").field("topic", &self.topic).finish_non_exhaustive()
+        f.debug_struct("KafkaFailedDeletions")
+            .field("topic", &self.topic)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
     }
 }
 
@@ -43,8 +49,34 @@ impl KafkaFailedDeletions {
             &[("cleanup.policy", "compact".to_string())],
         )
         .await?;
-        if n != 1 {
-            tracing::warn!(topic, partitions = n, "the failed-deletions topic has several partitions: only 0 is used");
+        Self::with_topic(config, &client, topic, n, false).await
+    }
+
+    /// Connects to list the failed deletions only: the topic is not created (a cluster without it has no
+    /// failed deletions), and recording or draining one is refused with an invalid-argument error saying
+    /// it was opened to read only.
+    pub async fn open_read_only(config: &KafkaMetadataConfig) -> Result<Self> {
+        let client = connect(config).await?;
+        let topic = config.failed_deletions_topic.clone();
+        match find_topic(&client, config, &topic).await? {
+            Some(n) => Self::with_topic(config, &client, topic, n, true).await,
+            None => {
+                tracing::debug!(topic, "the failed-deletions topic does not exist: no failed deletions");
+                Ok(KafkaFailedDeletions { topic, client: None, timeout: config.request_timeout, read_only: true })
+            }
+        }
+    }
+
+    /// Over the existing `topic` of `partitions` partitions (only 0 is used).
+    async fn with_topic(
+        config: &KafkaMetadataConfig,
+        client: &Client,
+        topic: String,
+        partitions: usize,
+        read_only: bool,
+    ) -> Result<Self> {
+        if partitions != 1 {
+            tracing::warn!(topic, partitions, "the failed-deletions topic has several partitions: only 0 is used");
         }
         let what = || format!("connecting to the leader of {topic}-0");
         let pc = within(config.request_timeout, what, async {
@@ -54,7 +86,12 @@ impl KafkaFailedDeletions {
                 .map_err(|e| kafka_error(what(), e))
         })
         .await?;
-        Ok(KafkaFailedDeletions { topic, client: pc, timeout: config.request_timeout })
+        Ok(KafkaFailedDeletions { topic, client: Some(pc), timeout: config.request_timeout, read_only })
+    }
+
+    /// Whether it was opened with [`open_read_only`](Self::open_read_only).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The record key of a segment.
@@ -63,10 +100,20 @@ impl KafkaFailedDeletions {
     }
 
     async fn produce(&self, key: String, value: Option<Vec<u8>>) -> Result<()> {
+        let client = match (&self.client, self.read_only) {
+            (Some(c), false) => c,
+            _ => {
+                let what = if value.is_some() { "recording a failed deletion" } else { "draining a failed deletion" };
+                return Err(Error::invalid(format!(
+                    "{what} (segment {key}): the failed deletions of topic {} were opened to read only",
+                    self.topic
+                )));
+            }
+        };
         let record = Record { key: Some(key.into_bytes()), value, headers: BTreeMap::new(), timestamp: now() };
         let what = || format!("producing to {}", self.topic);
         within(self.timeout, what, async {
-            self.client.produce(vec![record], Compression::NoCompression).await.map_err(|e| kafka_error(what(), e))
+            client.produce(vec![record], Compression::NoCompression).await.map_err(|e| kafka_error(what(), e))
         })
         .await
         .map(|_| ())
@@ -86,10 +133,10 @@ impl KafkaFailedDeletions {
     /// Every failed deletion recorded and not drained, in the order first recorded; the topic is read from
     /// its start to its current end.
     pub async fn list(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        let Some(client) = &self.client else { return Ok(Vec::new()) };
         let what = || format!("reading {}", self.topic);
         let offset = |at| async move {
-            within(self.timeout, what, async { self.client.get_offset(at).await.map_err(|e| kafka_error(what(), e)) })
-                .await
+            within(self.timeout, what, async { client.get_offset(at).await.map_err(|e| kafka_error(what(), e)) }).await
         };
         let mut next = offset(OffsetAt::Earliest).await?;
         let end = offset(OffsetAt::Latest).await?;
@@ -97,8 +144,7 @@ impl KafkaFailedDeletions {
         let mut pending: HashMap<Vec<u8>, (i64, RemoteLogSegmentMetadata)> = HashMap::new();
         let read = async {
             while next < end {
-                let (batch, _) = self
-                    .client
+                let (batch, _) = client
                     .fetch_records(next, 1..FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS)
                     .await
                     .map_err(|e| kafka_error(format!("reading {} at {next}", self.topic), e))?;

@@ -58,7 +58,7 @@ pub use config::*;
 pub use failed_deletions::KafkaFailedDeletions;
 pub use topic_reader::{TopicRecord, read_topic};
 
-use client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, ensure_topic, kafka_error, now, within};
+use client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, ensure_topic, find_topic, kafka_error, now, within};
 
 use crate::cache::{MetadataStore, PartitionState};
 use crate::events::{MetadataEvent, RemoteLogSegmentMetadataUpdate, RemotePartitionDeleteMetadata};
@@ -83,6 +83,15 @@ enum Role {
     Follower,
 }
 
+/// What a manager was opened for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Access {
+    /// [`KafkaMetadataManager::open`]: topic and snapshot directory created, events published, snapshots saved.
+    ReadWrite,
+    /// [`KafkaMetadataManager::open_read_only`]: nothing created, published or saved.
+    ReadOnly,
+}
+
 /// One metadata partition as this host reads it.
 struct MetaPartition {
     index: i32,
@@ -101,6 +110,10 @@ struct ConsumedState {
 /// Kafka's `TopicBasedRemoteLogMetadataManager` over rskafka: see the [module](self).
 pub struct KafkaMetadataManager {
     config: KafkaMetadataConfig,
+    access: Access,
+    /// Opened with [`KafkaMetadataManager::open_read_only_or_empty`] on a cluster without the topic: every
+    /// metadata partition is empty and nothing is fetched.
+    topic_missing: bool,
     client: Client,
     metas: Vec<Mutex<MetaPartition>>,
     registered: RwLock<HashMap<TopicIdPartition, Role>>,
@@ -114,6 +127,7 @@ impl std::fmt::Debug for KafkaMetadataManager {
         f.debug_struct("KafkaMetadataManager")
             .field("topic", &self.config.topic)
             .field("partitions", &self.metas.len())
+            .field("read_only", &(self.access == Access::ReadOnly))
             .field("ready", &self.ready.load(Ordering::Relaxed))
             .field("closed", &self.closed.load(Ordering::Relaxed))
             .finish_non_exhaustive()
@@ -126,32 +140,85 @@ impl KafkaMetadataManager {
     /// `remote.log.metadata.topic.num.partitions` and both counts), as Kafka's manager fails its
     /// initialization then: the formula would route events elsewhere than the other hosts do.
     pub async fn open(config: KafkaMetadataConfig) -> Result<Self> {
+        Self::open_as(config, Access::ReadWrite, false).await
+    }
+
+    /// Connects to read an existing metadata topic only (a reader beside the brokers: `rsm offsets`,
+    /// `rsm read`): nothing is created or changed on the cluster or on disk.
+    ///
+    /// - A missing metadata topic is a not-found error naming it and the bootstrap servers (nothing was
+    ///   tiered through it); it is not created.
+    /// - The partition count is the topic's: it is the one the brokers route with (Kafka's manager refuses
+    ///   to start on another), so a configured count that differs is logged and replaced, not refused.
+    /// - The snapshot directory is not created and no snapshot is written (not by catch-ups,
+    ///   [`save_snapshots`](Self::save_snapshots) or [`close`](RemoteLogMetadataManager::close)); snapshots
+    ///   already in it are read, as [`open`](Self::open) does.
+    /// - Publishing an event is refused with an invalid-argument error saying it was opened to read only.
+    pub async fn open_read_only(config: KafkaMetadataConfig) -> Result<Self> {
+        Self::open_as(config, Access::ReadOnly, false).await
+    }
+
+    /// As [`open_read_only`](Self::open_read_only), but a missing metadata topic reads as one without events
+    /// (what a dry run before the first run plans with): still nothing is created.
+    pub async fn open_read_only_or_empty(config: KafkaMetadataConfig) -> Result<Self> {
+        Self::open_as(config, Access::ReadOnly, true).await
+    }
+
+    async fn open_as(mut config: KafkaMetadataConfig, access: Access, empty_if_missing: bool) -> Result<Self> {
         if config.partitions == 0 {
             return Err(Error::config(PARTITIONS_KEY, "must be at least 1"));
         }
-        std::fs::create_dir_all(&config.snapshot_dir)
-            .map_err(|e| Error::from_io(format!("snapshot directory {}", config.snapshot_dir.display()), e))?;
+        if access == Access::ReadWrite {
+            std::fs::create_dir_all(&config.snapshot_dir)
+                .map_err(|e| Error::from_io(format!("snapshot directory {}", config.snapshot_dir.display()), e))?;
+        }
         let client = connect(&config).await?;
-        let existing = ensure_topic(
-            &client,
-            &config,
-            &config.topic,
-            config.partitions,
-            config.replication_factor,
-            &[("cleanup.policy", "delete".to_string()), ("retention.ms", config.retention_ms.to_string())],
-        )
-        .await?;
+        let existing = match access {
+            Access::ReadWrite => {
+                ensure_topic(
+                    &client,
+                    &config,
+                    &config.topic,
+                    config.partitions,
+                    config.replication_factor,
+                    &[("cleanup.policy", "delete".to_string()), ("retention.ms", config.retention_ms.to_string())],
+                )
+                .await?
+            }
+            Access::ReadOnly => match find_topic(&client, &config, &config.topic).await? {
+                Some(n) => n,
+                None if empty_if_missing => {
+                    tracing::info!(topic = %config.topic, "the metadata topic does not exist: read as empty");
+                    return Ok(Self::new(config, access, client, true));
+                }
+                None => {
+                    return Err(Error::not_found(format!(
+                        "the metadata topic {} does not exist on the Kafka cluster at {}: nothing was tiered \
+                         through it",
+                        config.topic,
+                        config.bootstrap_servers.join(",")
+                    )));
+                }
+            },
+        };
         if existing != config.partitions as usize {
-            tracing::error!(topic = %config.topic, existing, configured = config.partitions,
-                "the metadata topic has another partition count than configured");
-            return Err(Error::config(
-                PARTITIONS_KEY,
-                format!(
-                    "is {} but topic {} has {existing} partitions; configure {existing} (Kafka's manager refuses \
-                     to start too)",
-                    config.partitions, config.topic
-                ),
-            ));
+            if access == Access::ReadOnly {
+                tracing::info!(topic = %config.topic, existing, configured = config.partitions,
+                    "the metadata topic has another partition count than configured: reading with the topic's");
+                config.partitions = u32::try_from(existing)
+                    .map_err(|_| Error::corrupt(format!("topic {} has {existing} partitions", config.topic)))?;
+            } else {
+                tracing::error!(topic = %config.topic, existing, configured = config.partitions,
+                    "the metadata topic has another partition count than configured");
+                return Err(Error::config(
+                    PARTITIONS_KEY,
+                    format!(
+                        "is {} but topic {} has {existing} partitions; configure {existing} (Kafka's manager \
+                         refuses to start too)",
+                        config.partitions, config.topic
+                    ),
+                ));
+            }
         }
         // SR-29: records are kept forever unless configured otherwise; a topic made by hand may say else.
         match crate::admin::topic_configs(
@@ -164,26 +231,34 @@ impl KafkaMetadataManager {
         {
             Ok(configs) if configs.get("retention.ms") != Some(&config.retention_ms.to_string()) => {
                 tracing::warn!(topic = %config.topic, retention_ms = ?configs.get("retention.ms"), configured = config.retention_ms,
-                    "the metadata topic's retention.ms is not the configured one: records older than it are deleted,                      and the segment states they hold are lost with them");
+                    "the metadata topic's retention.ms is not the configured one: records older than it are deleted, \
+                     and the segment states they hold are lost with them");
             }
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(topic = %config.topic, error = %e.full_message(), "could not read the metadata topic's configs")
             }
         }
+        let read_only = access == Access::ReadOnly;
+        tracing::info!(topic = %config.topic, partitions = config.partitions, read_only, "Kafka metadata manager ready");
+        Ok(Self::new(config, access, client, false))
+    }
+
+    fn new(config: KafkaMetadataConfig, access: Access, client: Client, topic_missing: bool) -> Self {
         let metas = (0..config.partitions as i32)
             .map(|index| Mutex::new(MetaPartition { index, client: None, state: None }))
             .collect();
-        tracing::info!(topic = %config.topic, partitions = config.partitions, "Kafka metadata manager ready");
-        Ok(KafkaMetadataManager {
+        KafkaMetadataManager {
             config,
+            access,
+            topic_missing,
             client,
             metas,
             registered: RwLock::new(HashMap::new()),
             ready: AtomicBool::new(true),
             closed: AtomicBool::new(false),
             records_fetched: AtomicU64::new(0),
-        })
+        }
     }
 
     /// The settings.
@@ -207,7 +282,13 @@ impl KafkaMetadataManager {
         meta.state.as_ref().map(|s| s.next_offset)
     }
 
-    /// Saves a snapshot of every metadata partition read since its last one.
+    /// Whether it was opened with [`open_read_only`](Self::open_read_only).
+    pub fn is_read_only(&self) -> bool {
+        self.access == Access::ReadOnly
+    }
+
+    /// Saves a snapshot of every metadata partition read since its last one; a manager opened to read only
+    /// saves none.
     pub async fn save_snapshots(&self) -> Result<()> {
         for m in &self.metas {
             let mut meta = m.lock().await;
@@ -235,7 +316,12 @@ impl KafkaMetadataManager {
         })
     }
 
+    /// Every snapshot is written here (catch-ups, [`save_snapshots`](Self::save_snapshots), partitions
+    /// stopped, close): a manager opened to read only writes none.
     fn save_snapshot(&self, meta: &mut MetaPartition) -> Result<()> {
+        if self.access == Access::ReadOnly {
+            return Ok(());
+        }
         let Some(state) = meta.state.as_mut() else { return Ok(()) };
         if state.saved_offset == Some(state.next_offset) {
             return Ok(());
@@ -332,6 +418,15 @@ impl KafkaMetadataManager {
         target: Option<i64>,
         watch: Option<i64>,
     ) -> Result<Option<Result<()>>> {
+        if self.topic_missing {
+            meta.state.get_or_insert_with(|| ConsumedState {
+                store: MetadataStore::new(),
+                next_offset: 0,
+                applied_since_snapshot: 0,
+                saved_offset: None,
+            });
+            return Ok(None);
+        }
         let (topic, index) = (self.config.topic.clone(), meta.index);
         let what = || format!("catching up with {topic}-{index}");
         // Boxed: the nested futures are otherwise too deep for the compiler's layout queries.
@@ -413,6 +508,19 @@ impl KafkaMetadataManager {
     /// Checks, produces and reads back one event.
     async fn write(&self, event: MetadataEvent) -> Result<()> {
         self.check_open()?;
+        if self.access == Access::ReadOnly {
+            let what = match &event {
+                MetadataEvent::Segment(m) => format!("the new segment {}", m.remote_log_segment_id),
+                MetadataEvent::SegmentUpdate(u) => format!("the update of segment {}", u.remote_log_segment_id),
+                MetadataEvent::PartitionDelete(d) => format!("the deletion of partition {}", d.topic_id_partition),
+                _ => "the event".to_string(),
+            };
+            return Err(Error::invalid(format!(
+                "the Kafka metadata manager of topic {} was opened to read only: {what} is not published",
+                self.config.topic
+            ))
+            .with_operation("remote log metadata"));
+        }
         let Some(tp) = event.partition().cloned() else {
             return Err(Error::invalid("a snapshot record names no partition and is not written to the topic"));
         };
