@@ -421,21 +421,10 @@ class ReadCommittedIT {
                 compare("the consumer (read_uncommitted) and every record produced", all,
                         consumed.get("read_uncommitted"), work);
 
-                // 4. rsm read, naming the partition by a copy of its directory (the broker locks its log
-                // directory), must print the consumer's records below the remote log end. The copy holds
-                // partition.metadata (the topic id) and the local segment's files: rsm read refuses a directory
-                // without a .log segment ("no .log segments"), though its help says they may be gone locally.
-                Path partitionDir = work.resolve("rsm-read").resolve(topic + "-0");
-                Files.createDirectories(partitionDir);
-                try (java.util.stream.Stream<Path> files = Files.list(localDir)) {
-                    for (Path f : files.collect(Collectors.toList())) {
-                        String name = f.getFileName().toString();
-                        if (name.equals("partition.metadata") || name.equals("leader-epoch-checkpoint")
-                                || name.endsWith(".log") || name.endsWith(".txnindex")) {
-                            Files.copy(f, partitionDir.resolve(name));
-                        }
-                    }
-                }
+                // 4. rsm read over the broker's own partition directory (it names the partition; a read-only
+                // command takes a directory a broker holds) and the broker's metadata topic, with no setting of
+                // the broker's repeated: it must print the consumer's records below the remote log end.
+                Path partitionDir = localDir;
                 Map<String, List<Rec>> read = new TreeMap<>();
                 for (String isolation : List.of("read_committed", "read_uncommitted")) {
                     t = System.nanoTime();
@@ -443,11 +432,7 @@ class ReadCommittedIT {
                     Path err = work.resolve("rsm-read-" + isolation + ".stderr");
                     List<String> cmd = List.of(cli.toString(), "read", partitionDir.toString(), "--offset", "0",
                             "--isolation", isolation, "--max-records", "100000000", "--json", "--store", url,
-                            "--bootstrap-server", broker.bootstrap(),
-                            // The broker's settings (KafkaBroker): its metadata topic has 3 partitions, not
-                            // Kafka's default 50, and one replica (the engine creates a topic of its own too).
-                            "--set", "rlmm.config.remote.log.metadata.topic.num.partitions=3",
-                            "--set", "rlmm.config.remote.log.metadata.topic.replication.factor=1", "--metadata-dir",
+                            "--bootstrap-server", broker.bootstrap(), "--metadata-dir",
                             work.resolve("rsm-state-" + isolation).toString());
                     Files.writeString(work.resolve("rsm-read-" + isolation + ".cmd"), String.join(" ", cmd) + "\n");
                     Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
@@ -507,6 +492,10 @@ class ReadCommittedIT {
                                 + ") strictly fewer than read_uncommitted (" + read.get("read_uncommitted").size()
                                 + "): aborted records are remote");
                 assertTrue(remoteSegments >= 5, "at least 5 remote segments: " + remoteSegments);
+                // A read changes nothing on the cluster: no topic of the engine's own was created.
+                java.util.Set<String> topics = admin.listTopics().names().get(60, TimeUnit.SECONDS);
+                assertTrue(!topics.contains("__remote_segments_to_be_deleted"),
+                        "rsm read created the failed-deletions topic: " + topics);
             }
         }
     }
