@@ -15,17 +15,46 @@ pub fn stdout_error(e: std::io::Error) -> Failure {
 }
 
 /// Stdout, locked; a closed pipe is [`Failure::StdoutClosed`], which `main` turns into a quiet exit.
-pub struct Out(std::io::StdoutLock<'static>);
+/// Each line is written out at once, unless a command that prints many lines asks for them to be buffered
+/// ([`Out::buffer_lines`]) and flushes where a reader must see them ([`Out::flush`]); what is buffered is
+/// written when it is dropped.
+pub struct Out {
+    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    line_by_line: bool,
+}
 
 impl Out {
-    /// Stdout, locked.
+    /// Stdout, locked, written line by line.
     pub fn new() -> Self {
-        Out(std::io::stdout().lock())
+        Out { w: std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock()), line_by_line: true }
     }
 
     /// Writes one line.
     pub fn line(&mut self, args: fmt::Arguments<'_>) -> CmdResult {
-        writeln!(self.0, "{args}").map_err(stdout_error)
+        writeln!(self.w, "{args}").map_err(stdout_error)?;
+        if self.line_by_line { self.flush() } else { Ok(()) }
+    }
+
+    /// Writes one line of bytes made elsewhere (without its newline).
+    pub fn bytes_line(&mut self, line: &[u8]) -> CmdResult {
+        self.w.write_all(line).and_then(|()| self.w.write_all(b"\n")).map_err(stdout_error)?;
+        if self.line_by_line { self.flush() } else { Ok(()) }
+    }
+
+    /// Keeps lines in a buffer until [`Out::flush`] (or a full buffer): one write for many lines.
+    pub fn buffer_lines(&mut self) {
+        self.line_by_line = false;
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&mut self) -> CmdResult {
+        self.w.flush().map_err(stdout_error)
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        let _ = self.w.flush();
     }
 }
 

@@ -15,9 +15,6 @@ use rsm_engine::{RecordsRequest, RemoteLogManager};
 use std::path::Path;
 use std::time::Duration;
 
-/// Records asked of the engine per call: enough to amortise a call, few enough to print as they come.
-const RECORDS_PER_CALL: usize = 500;
-
 /// What `rsm read` was asked.
 #[derive(Clone, Debug)]
 pub struct ReadArgs {
@@ -44,6 +41,8 @@ pub struct ReadArgs {
 /// Prints the records of the partition `dir` names as `args` asks.
 pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadArgs) -> CmdResult {
     let rt = rsm_facade::runtime();
+    // Many lines: written a read at a time, not a line at a time.
+    o.buffer_lines();
     let mut next: Option<i64> = args.offset;
     let mut left = args.max_records.unwrap_or(usize::MAX);
     let mut printed = 0usize;
@@ -98,11 +97,14 @@ async fn read_round(
 ) -> CmdResult<(usize, Option<i64>)> {
     let mut next = start;
     let mut printed = 0;
+    let mut line = Vec::with_capacity(1024);
     while *left > 0 {
         let req = RecordsRequest {
             offset: next,
             isolation: args.isolation,
-            max_records: (*left).min(RECORDS_PER_CALL),
+            // As many as `max_bytes` of batches hold: a call reads that much anyway, and what it decodes is
+            // bounded by it (and by the decode limits per batch).
+            max_records: *left,
             max_bytes: args.max_bytes,
             limits: DecodeLimits { max_batch_bytes: args.max_batch_bytes },
             last_stable_offset: None,
@@ -115,8 +117,9 @@ async fn read_round(
             Err(e) => return Err(e.into()),
         };
         for r in &got.records {
-            print_record(o, r, args.json)?;
+            print_record(o, &mut line, r, args.json)?;
         }
+        o.flush()?;
         printed += got.records.len();
         *left -= got.records.len();
         let stuck = got.next_offset == next && got.records.is_empty();
@@ -178,47 +181,63 @@ fn shown(b: Option<&[u8]>, max: usize) -> String {
     if text.chars().count() > max { format!("{}…", text.chars().take(max).collect::<String>()) } else { text }
 }
 
-/// Bytes for JSON and whether they are base64: the text when they are UTF-8, else standard base64; null
-/// stays null (not base64).
-fn json_bytes(b: Option<&[u8]>) -> (serde_json::Value, bool) {
-    match b {
-        None => (serde_json::Value::Null, false),
-        Some(b) => match std::str::from_utf8(b) {
-            Ok(s) => (serde_json::Value::String(s.to_string()), false),
-            Err(_) => (serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(b)), true),
-        },
+/// Bytes as a JSON value into `buf`: null, the text when they are UTF-8, else standard base64. Returns
+/// whether they went as base64.
+fn push_json_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) -> bool {
+    match b.map(|b| (b, std::str::from_utf8(b))) {
+        None => {
+            buf.extend_from_slice(b"null");
+            false
+        }
+        Some((_, Ok(text))) => {
+            push_json_str(buf, text);
+            false
+        }
+        Some((b, Err(_))) => {
+            buf.push(b'"');
+            let mut encoded = String::new();
+            base64::engine::general_purpose::STANDARD.encode_string(b, &mut encoded);
+            buf.extend_from_slice(encoded.as_bytes());
+            buf.push(b'"');
+            true
+        }
     }
 }
 
-/// One record as a JSON object: offset, timestamp and its type, key, value and headers, each bytes field
-/// with a `_base64` flag.
-pub fn record_json(r: &Record) -> serde_json::Value {
-    let (key, key_base64) = json_bytes(r.key.as_deref());
-    let (value, value_base64) = json_bytes(r.value.as_deref());
-    let headers: Vec<_> = r
-        .headers
-        .iter()
-        .map(|(k, v)| {
-            let (value, value_base64) = json_bytes(v.as_deref());
-            serde_json::json!({"key": k, "value": value, "value_base64": value_base64})
-        })
-        .collect();
-    serde_json::json!({
-        "offset": r.offset,
-        "timestamp": r.timestamp,
-        "timestamp_type": r.timestamp_type.name(),
-        "key": key,
-        "key_base64": key_base64,
-        "value": value,
-        "value_base64": value_base64,
-        "headers": headers,
-    })
+/// A JSON string, escaped as JSON requires.
+fn push_json_str(buf: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, s);
 }
 
-fn print_record(o: &mut Out, r: &Record, json: bool) -> CmdResult {
+/// One record as one line of JSON into `buf` (cleared first): offset, timestamp and its type, key, value
+/// and headers, each bytes field with a `_base64` flag saying whether it is base64. Written field by
+/// field: `rsm read --json` prints millions of these.
+pub fn record_json(buf: &mut Vec<u8>, r: &Record) {
+    use std::io::Write;
+    buf.clear();
+    // Writing into a Vec cannot fail.
+    let _ = write!(buf, r#"{{"offset":{},"timestamp":{},"timestamp_type":"#, r.offset, r.timestamp);
+    push_json_str(buf, r.timestamp_type.name());
+    buf.extend_from_slice(br#","key":"#);
+    let key_base64 = push_json_bytes(buf, r.key.as_deref());
+    let _ = write!(buf, r#","key_base64":{key_base64},"value":"#);
+    let value_base64 = push_json_bytes(buf, r.value.as_deref());
+    let _ = write!(buf, r#","value_base64":{value_base64},"headers":["#);
+    for (i, (k, v)) in r.headers.iter().enumerate() {
+        buf.extend_from_slice(if i == 0 { br#"{"key":"# } else { br#",{"key":"# });
+        push_json_str(buf, k);
+        buf.extend_from_slice(br#","value":"#);
+        let base64 = push_json_bytes(buf, v.as_deref());
+        let _ = write!(buf, r#","value_base64":{base64}}}"#);
+    }
+    buf.extend_from_slice(b"]}");
+}
+
+fn print_record(o: &mut Out, buf: &mut Vec<u8>, r: &Record, json: bool) -> CmdResult {
     if json {
-        out!(o, "{}", record_json(r));
-        return Ok(());
+        record_json(buf, r);
+        return o.bytes_line(buf);
     }
     let headers: Vec<String> = r.headers.iter().map(|(k, v)| format!("{k}={}", shown(v.as_deref(), 20))).collect();
     out!(
