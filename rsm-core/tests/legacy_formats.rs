@@ -14,60 +14,11 @@ use rsm_core::{
     TopicIdPartition, TopicPartition, Uuid,
 };
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-const CASES: &[&str] = &[
-    "v0-none",
-    "v0-gzip",
-    "v0-snappy",
-    "v0-lz4",
-    "v1-none",
-    "v1-gzip",
-    "v1-snappy",
-    "v1-lz4",
-    "v1-gzip-log-append-time",
-    "mixed-v0-v1-v2",
-];
-
-/// One batch as kafka-python read it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Expected {
-    position: u64,
-    size: usize,
-    magic: u8,
-    offset_field: i64,
-    first_offset: i64,
-    last_offset: i64,
-    records: i32,
-    max_timestamp: i64,
-    compression: u8,
-}
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/legacy")
-}
-
-fn expected(name: &str) -> Vec<Expected> {
-    let text = std::fs::read_to_string(data_dir().join(format!("{name}.batches"))).unwrap();
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let f: Vec<i64> = l.split(' ').map(|v| v.parse().unwrap()).collect();
-            Expected {
-                position: f[0] as u64,
-                size: f[1] as usize,
-                magic: f[2] as u8,
-                offset_field: f[3],
-                first_offset: f[4],
-                last_offset: f[5],
-                records: f[6] as i32,
-                max_timestamp: f[7],
-                compression: f[8] as u8,
-            }
-        })
-        .collect()
-}
+mod common;
+use common::{CASES, Expected, data_dir, expected};
 
 fn metadata(log: &[u8], batches: &[Expected]) -> RemoteLogSegmentMetadata {
     let tp = TopicIdPartition::new(Uuid::random(), TopicPartition::new("legacy", 0));

@@ -7,57 +7,9 @@ use rsm_core::error::{ErrorKind, Result};
 use rsm_core::format::batch::{Batch, BatchIter};
 use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, DecodedBatch, TimestampType, decode_batch};
-use std::path::{Path, PathBuf};
 
-const CASES: &[&str] = &[
-    "v0-none",
-    "v0-gzip",
-    "v0-snappy",
-    "v0-lz4",
-    "v1-none",
-    "v1-gzip",
-    "v1-snappy",
-    "v1-lz4",
-    "v1-gzip-log-append-time",
-    "mixed-v0-v1-v2",
-];
-
-/// One line of `<name>.batches`: what kafka-python read of a batch.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Expected {
-    magic: u8,
-    first_offset: i64,
-    last_offset: i64,
-    records: usize,
-    max_timestamp: i64,
-    compression: u8,
-}
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/legacy")
-}
-
-fn expected(name: &str) -> Vec<Expected> {
-    let text = std::fs::read_to_string(data_dir().join(format!("{name}.batches"))).unwrap();
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let f: Vec<i64> = l.split(' ').map(|v| v.parse().unwrap()).collect();
-            Expected {
-                magic: f[2] as u8,
-                first_offset: f[4],
-                last_offset: f[5],
-                records: f[6] as usize,
-                max_timestamp: f[7],
-                compression: f[8] as u8,
-            }
-        })
-        .collect()
-}
-
-fn log(name: &str) -> Vec<u8> {
-    std::fs::read(data_dir().join(format!("{name}.log"))).unwrap()
-}
+mod common;
+use common::{CASES, expected, log};
 
 #[test]
 fn every_record_of_every_legacy_fixture_decodes_as_kafka_python_read_it() {
@@ -74,7 +26,7 @@ fn every_record_of_every_legacy_fixture_decodes_as_kafka_python_read_it() {
             let offsets: Vec<i64> = d.records.iter().map(|r| r.offset).collect();
             let first_to_last: Vec<i64> = (w.first_offset..=w.last_offset).collect();
             assert_eq!(offsets, first_to_last, "{at}");
-            assert_eq!(d.records.len(), w.records, "{at}");
+            assert_eq!(d.records.len(), w.records as usize, "{at}");
             assert_eq!((d.base_offset, d.last_offset, d.magic), (w.first_offset, w.last_offset, w.magic), "{at}");
             let max_ts = d.records.iter().map(|r| r.timestamp).max().unwrap();
             assert_eq!(max_ts, w.max_timestamp, "{at}");
