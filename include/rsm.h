@@ -613,7 +613,8 @@ rsm_result rsm_copy_partition(const rsm_store *store,
 // Reads records of `segment` from `offset` as a Kafka consumer at `isolation` would get them: from the
 // batch holding `offset`, at most `max_bytes` of batches but always the whole first one, at most
 // `max_records` records, strictly in offset order. Every codec is decoded (gzip, snappy, lz4, zstd) and
-// legacy (magic 0 and 1) messages too; a batch may inflate to at most 64 MiB. Control batches (commit
+// legacy (magic 0 and 1) messages too; a batch may inflate to at most `max_batch_bytes` (0: 64 MiB), and
+// its decoded records take at most as much memory. Control batches (commit
 // and abort markers) are never records. At `RSM_ISOLATION_READ_COMMITTED` the records of aborted
 // transactions are dropped: the aborted transactions come from the segment's transaction index, then
 // from those of `later` (the segments after `segment` in the same partition, oldest first, as
@@ -627,7 +628,7 @@ rsm_result rsm_copy_partition(const rsm_store *store,
 // pointers, none NULL (NULL only when `later_len` is 0), each of the same partition and after the one
 // before. `offset` must be one of the segment's (`segment->start_offset` to `segment->end_offset`);
 // `isolation` an `rsm_isolation` (0 or 1). Anything else is `RSM_RESULT_INVALID_ARGUMENT`, naming the
-// argument and its value. A damaged batch is `RSM_RESULT_CORRUPT`, and one that inflates past 64 MiB
+// argument and its value. A damaged batch is `RSM_RESULT_CORRUPT`, and one past `max_batch_bytes`
 // `RSM_RESULT_INVALID_ARGUMENT`, each naming the batch and the segment.
 //
 // Ownership: `segment`, `later` and the metadata it points to are borrowed for the call. On success
@@ -645,6 +646,7 @@ rsm_result rsm_records_fetch(const rsm_store *store,
                              uint32_t max_bytes,
                              size_t max_records,
                              int32_t isolation,
+                             size_t max_batch_bytes,
                              rsm_records **records_out,
                              rsm_error **err);
 

@@ -779,8 +779,8 @@ static rsm_records *fetch_records(rsm_store *store, fixture *tx, size_t i, int64
   size_t n = 0;
   for (size_t j = i + 1; j < tx->n; j++) later[n++] = &tx->seg[j].md;
   rsm_records *records = NULL;
-  OK(rsm_records_fetch(store, &tx->seg[i].md, n ? later : NULL, n, offset, max_bytes, max_records, isolation, &records,
-                       ERR));
+  OK(rsm_records_fetch(store, &tx->seg[i].md, n ? later : NULL, n, offset, max_bytes, max_records, isolation, 0,
+                       &records, ERR));
   CHECK(records != NULL, "records");
   return records;
 }
@@ -844,16 +844,16 @@ static void test_records(const char *fixture_dir, const char *work) {
   /* Refusals, each naming the argument. */
   rsm_records *records = (rsm_records *)1;
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`isolation` 2 is not an rsm_isolation",
-             rsm_records_fetch(store, &tx->seg[0].md, NULL, 0, 0, 1 << 20, 10, 2, &records, ERR));
+             rsm_records_fetch(store, &tx->seg[0].md, NULL, 0, 0, 1 << 20, 10, 2, 0, &records, ERR));
   CHECK(records == NULL, "NULL on failure");
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`records_out` is NULL",
-             rsm_records_fetch(store, &tx->seg[0].md, NULL, 0, 0, 1 << 20, 10, 0, NULL, ERR));
+             rsm_records_fetch(store, &tx->seg[0].md, NULL, 0, 0, 1 << 20, 10, 0, 0, NULL, ERR));
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`later` is NULL but its length is 1",
-             rsm_records_fetch(store, &tx->seg[0].md, NULL, 1, 0, 1 << 20, 10, 1, &records, ERR));
+             rsm_records_fetch(store, &tx->seg[0].md, NULL, 1, 0, 1 << 20, 10, 1, 0, &records, ERR));
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "is outside segment",
-             rsm_records_fetch(store, &tx->seg[0].md, NULL, 0, tx->seg[0].end + 1, 1 << 20, 10, 0, &records, ERR));
+             rsm_records_fetch(store, &tx->seg[0].md, NULL, 0, tx->seg[0].end + 1, 1 << 20, 10, 0, 0, &records, ERR));
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`segment` is NULL",
-             rsm_records_fetch(store, NULL, NULL, 0, 0, 1 << 20, 10, 0, &records, ERR));
+             rsm_records_fetch(store, NULL, NULL, 0, 0, 1 << 20, 10, 0, 0, &records, ERR));
   /* NULL-safe accessors. */
   rsm_records_free(NULL);
   size_t len = 99;

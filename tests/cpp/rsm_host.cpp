@@ -143,7 +143,7 @@ class Store {
     rsm_records *out = nullptr;
     rsm_error *err = nullptr;
     rsm_result r = rsm_records_fetch(s_, &md, later.data(), later.size(), offset, 1 << 20, max_records, isolation,
-                                     &out, &err);
+                                     0, &out, &err);
     check(r, err, "rsm_records_fetch");
     return Records(out);
   }

@@ -60,7 +60,8 @@ fn bytes_ptr(b: Option<&[u8]>) -> (*const u8, usize) {
 /// Reads records of `segment` from `offset` as a Kafka consumer at `isolation` would get them: from the
 /// batch holding `offset`, at most `max_bytes` of batches but always the whole first one, at most
 /// `max_records` records, strictly in offset order. Every codec is decoded (gzip, snappy, lz4, zstd) and
-/// legacy (magic 0 and 1) messages too; a batch may inflate to at most 64 MiB. Control batches (commit
+/// legacy (magic 0 and 1) messages too; a batch may inflate to at most `max_batch_bytes` (0: 64 MiB), and
+/// its decoded records take at most as much memory. Control batches (commit
 /// and abort markers) are never records. At `RSM_ISOLATION_READ_COMMITTED` the records of aborted
 /// transactions are dropped: the aborted transactions come from the segment's transaction index, then
 /// from those of `later` (the segments after `segment` in the same partition, oldest first, as
@@ -74,7 +75,7 @@ fn bytes_ptr(b: Option<&[u8]>) -> (*const u8, usize) {
 /// pointers, none NULL (NULL only when `later_len` is 0), each of the same partition and after the one
 /// before. `offset` must be one of the segment's (`segment->start_offset` to `segment->end_offset`);
 /// `isolation` an `rsm_isolation` (0 or 1). Anything else is `RSM_RESULT_INVALID_ARGUMENT`, naming the
-/// argument and its value. A damaged batch is `RSM_RESULT_CORRUPT`, and one that inflates past 64 MiB
+/// argument and its value. A damaged batch is `RSM_RESULT_CORRUPT`, and one past `max_batch_bytes`
 /// `RSM_RESULT_INVALID_ARGUMENT`, each naming the batch and the segment.
 ///
 /// Ownership: `segment`, `later` and the metadata it points to are borrowed for the call. On success
@@ -94,6 +95,7 @@ pub unsafe extern "C" fn rsm_records_fetch(
     max_bytes: u32,
     max_records: usize,
     isolation: i32,
+    max_batch_bytes: usize,
     records_out: *mut *mut rsm_records,
     err: *mut *mut rsm_error,
 ) -> rsm_result {
@@ -120,7 +122,16 @@ pub unsafe extern "C" fn rsm_records_fetch(
                     types::metadata(ref_arg(p, &what)?, &what)
                 })
                 .collect::<rsm_core::Result<Vec<_>>>()?;
-            let req = RecordsFetch { offset, max_bytes, max_records, isolation, limits: DecodeLimits::default() };
+            let req = RecordsFetch {
+                offset,
+                max_bytes,
+                max_records,
+                isolation,
+                limits: match max_batch_bytes {
+                    0 => DecodeLimits::default(),
+                    n => DecodeLimits { max_batch_bytes: n },
+                },
+            };
             let got = s.fetch_records(&md, &later, &req)?;
             let records = got.records.into_iter().map(|r| rsm_record { r }).collect();
             out.set(Box::into_raw(Box::new(rsm_records { records, next_offset: got.next_offset })));

@@ -166,6 +166,7 @@ impl Txns {
                 max_bytes,
                 max_records,
                 isolation,
+                0,
                 &mut records,
                 e,
             )
@@ -264,35 +265,38 @@ fn records_fetch_refuses_bad_arguments() {
         for bad in [2, -1, i32::MAX] {
             records = as_handle(1);
             invalid(
-                call(|e| rsm_records_fetch(t.store, s0, null(), 0, 0, 1 << 20, 10, bad, &mut records, e)),
+                call(|e| rsm_records_fetch(t.store, s0, null(), 0, 0, 1 << 20, 10, bad, 0, &mut records, e)),
                 &[&format!("`isolation` {bad} is not an rsm_isolation")],
             );
             assert!(records.is_null(), "NULL on failure");
         }
         invalid(
-            call(|e| rsm_records_fetch(t.store, s0, null(), 0, 0, 1, 10, 0, null_mut(), e)),
+            call(|e| rsm_records_fetch(t.store, s0, null(), 0, 0, 1, 10, 0, 0, null_mut(), e)),
             &["`records_out` is NULL"],
         );
         invalid(
-            call(|e| rsm_records_fetch(t.store, null(), null(), 0, 0, 1, 10, 0, &mut records, e)),
+            call(|e| rsm_records_fetch(t.store, null(), null(), 0, 0, 1, 10, 0, 0, &mut records, e)),
             &["`segment` is NULL"],
         );
-        invalid(call(|e| rsm_records_fetch(null(), s0, null(), 0, 0, 1, 10, 0, &mut records, e)), &["`store` is NULL"]);
         invalid(
-            call(|e| rsm_records_fetch(t.store, s0, null(), 1, 0, 1, 10, 1, &mut records, e)),
+            call(|e| rsm_records_fetch(null(), s0, null(), 0, 0, 1, 10, 0, 0, &mut records, e)),
+            &["`store` is NULL"],
+        );
+        invalid(
+            call(|e| rsm_records_fetch(t.store, s0, null(), 1, 0, 1, 10, 1, 0, &mut records, e)),
             &["`later` is NULL but its length is 1"],
         );
         invalid(
-            call(|e| rsm_records_fetch(t.store, s0, null_later.as_ptr(), 1, 0, 1, 10, 1, &mut records, e)),
+            call(|e| rsm_records_fetch(t.store, s0, null_later.as_ptr(), 1, 0, 1, 10, 1, 0, &mut records, e)),
             &["`later[0]` is NULL"],
         );
         invalid(
-            call(|e| rsm_records_fetch(t.store, s1, backwards.as_ptr(), 1, 13, 1, 10, 1, &mut records, e)),
+            call(|e| rsm_records_fetch(t.store, s1, backwards.as_ptr(), 1, 13, 1, 10, 1, 0, &mut records, e)),
             &["later segment 0 starts at offset 0, not after offset 20"],
         );
         for offset in [-1, 13, i64::MAX] {
             invalid(
-                call(|e| rsm_records_fetch(t.store, s0, later.as_ptr(), 1, offset, 1, 10, 1, &mut records, e)),
+                call(|e| rsm_records_fetch(t.store, s0, later.as_ptr(), 1, offset, 1, 10, 1, 0, &mut records, e)),
                 &[&format!("`offset` {offset} is outside segment")],
             );
         }
@@ -301,10 +305,16 @@ fn records_fetch_refuses_bad_arguments() {
             segment_id: rsm_uuid { most_significant_bits: 9, least_significant_bits: 9 },
             ..*s0
         };
-        let (code, msg) = call(|e| rsm_records_fetch(t.store, &gone, null(), 0, 0, 1, 10, 0, &mut records, e));
+        let (code, msg) = call(|e| rsm_records_fetch(t.store, &gone, null(), 0, 0, 1, 10, 0, 0, &mut records, e));
         assert_eq!(code, rsm_result::NotFound, "{msg}");
+        // A batch past the caller's decode limit (16 bytes) is refused naming the limit; 0 is the default.
+        invalid(
+            call(|e| rsm_records_fetch(t.store, s0, null(), 0, 0, 1 << 20, 10, 0, 16, &mut records, e)),
+            &["max_batch_bytes"],
+        );
+        assert!(records.is_null());
         // Zero records: an empty answer that stays where it is.
-        ok(call(|e| rsm_records_fetch(t.store, s0, null(), 0, 2, 1 << 20, 0, 0, &mut records, e)));
+        ok(call(|e| rsm_records_fetch(t.store, s0, null(), 0, 2, 1 << 20, 0, 0, 0, &mut records, e)));
         assert_eq!((rsm_records_len(records), rsm_records_next_offset(records)), (0, 2));
         assert!(rsm_records_get(records, 0).is_null());
         rsm_records_free(records);
@@ -322,7 +332,7 @@ fn records_fetch_refuses_bad_arguments() {
         assert_eq!(rsm_record_header(null(), 0, &mut k, null_mut(), &mut v, null_mut()), rsm_result::InvalidArgument);
         assert!(k.is_null() && v.is_null(), "NULL on failure");
         // A header past the count is refused; NULL out-pointers are allowed.
-        ok(call(|e| rsm_records_fetch(t.store, s0, null(), 0, 11, 1 << 20, 1, 0, &mut records, e)));
+        ok(call(|e| rsm_records_fetch(t.store, s0, null(), 0, 11, 1 << 20, 1, 0, 0, &mut records, e)));
         let r = rsm_records_get(records, 0);
         assert_eq!((rsm_record_offset(r), rsm_record_header_count(r)), (11, 3));
         assert_eq!(rsm_record_header(r, 3, &mut k, null_mut(), null_mut(), null_mut()), rsm_result::InvalidArgument);
