@@ -349,7 +349,7 @@ fn run(cli: Cli) -> CmdResult {
                 isolation,
                 max_records: max_records.or((!follow).then_some(20)),
                 max_bytes,
-                max_batch_bytes,
+                limits: rsm_core::format::records::DecodeLimits { max_batch_bytes },
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 json,
                 follow: follow.then(|| std::time::Duration::from_millis(follow_interval_ms)),

@@ -144,37 +144,46 @@ impl RemoteLogManager {
                 Err(e) => return Err(e),
             }
         }
-        // Aborts whose markers are not copied yet are in the local segments after the remote log.
-        for (_, path) in local_txn_indexes(&self.state(tp)?.dir(), segment.end_offset)? {
-            let bytes = match std::fs::read(&path) {
-                Ok(b) => b,
-                // Deleted by local retention since the listing: covered by remote segments.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::from_io(format_args!("reading {}", path.display()), e)),
-            };
-            let search =
-                collect_aborted(&read_txn_index(&path.display().to_string(), &bytes)?, fetch_offset, upper_bound);
-            aborted.extend(search.aborted);
-            if search.complete {
-                break;
-            }
-        }
+        // Aborts whose markers are not copied yet are in the local segments after the remote log: files
+        // read off the async threads.
+        let dir = self.state(tp)?.dir();
+        let after = segment.end_offset;
+        let local =
+            tokio::task::spawn_blocking(move || local_aborted(&dir, after, fetch_offset, upper_bound)).await.map_err(
+                |e| Error::storage(format!("reading the local transaction indexes of {tp}: the task failed"), e),
+            )??;
+        aborted.extend(local);
         Ok(aborted)
     }
 }
 
-/// The `.txnindex` files of the partition directory's segments whose base offset is past `after`, by base
-/// offset. A directory that only names the partition has none.
-fn local_txn_indexes(dir: &std::path::Path, after: i64) -> Result<Vec<(i64, std::path::PathBuf)>> {
-    let mut out = Vec::new();
+/// The aborted transactions that matter to a fetch of `[fetch_offset, upper_bound)` in the `.txnindex`
+/// files of the partition directory's segments whose base offset is past `after`, oldest first, until an
+/// entry says no later one can matter. A directory that only names the partition has none.
+fn local_aborted(dir: &std::path::Path, after: i64, fetch_offset: i64, upper_bound: i64) -> Result<Vec<AbortedTxn>> {
+    let mut indexes = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| Error::from_io(dir.display(), e))? {
         let e = e.map_err(|e| Error::from_io(dir.display(), e))?;
         let name = e.file_name();
         let base = name.to_str().and_then(|n| n.strip_suffix(".txnindex")).and_then(|b| b.parse::<i64>().ok());
         if let Some(b) = base.filter(|&b| b > after) {
-            out.push((b, e.path()));
+            indexes.push((b, e.path()));
         }
     }
-    out.sort();
-    Ok(out)
+    indexes.sort();
+    let mut aborted = Vec::new();
+    for (_, path) in indexes {
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            // Deleted by local retention since the listing: covered by remote segments.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::from_io(format_args!("reading {}", path.display()), e)),
+        };
+        let search = collect_aborted(&read_txn_index(&path.display().to_string(), &bytes)?, fetch_offset, upper_bound);
+        aborted.extend(search.aborted);
+        if search.complete {
+            break;
+        }
+    }
+    Ok(aborted)
 }

@@ -28,8 +28,8 @@ pub struct ReadArgs {
     pub max_records: Option<usize>,
     /// Batch bytes per read.
     pub max_bytes: u32,
-    /// The most bytes one batch may inflate to.
-    pub max_batch_bytes: usize,
+    /// The most bytes one batch may inflate to (and its records take in memory).
+    pub limits: DecodeLimits,
     /// How long one read may take, retries included.
     pub timeout: Duration,
     /// One JSON object a line instead of the table.
@@ -57,9 +57,8 @@ pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadArgs) -> Cmd
             let start = match next {
                 Some(n) => n,
                 None => {
-                    let limits = DecodeLimits { max_batch_bytes: args.max_batch_bytes };
                     let ts = args.timestamp.unwrap_or(i64::MIN);
-                    match offset_of_timestamp(&e.manager, &tp, ts, &limits).await {
+                    match offset_of_timestamp(&e.manager, &tp, ts, &args.limits).await {
                         Ok(n) => n,
                         // --follow from a timestamp no record has reached yet: wait for one.
                         Err(err) if args.follow.is_some() && err.kind() == ErrorKind::NotFound => return Ok((0, None)),
@@ -67,7 +66,8 @@ pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadArgs) -> Cmd
                     }
                 }
             };
-            read_round(o, &e.manager, &tp, start, &mut left, args).await
+            let (n, at) = read_round(o, &e.manager, &tp, start, &mut left, args).await?;
+            Ok((n, Some(at)))
         });
         e.close()?;
         let (n, at) = round?;
@@ -94,7 +94,7 @@ async fn read_round(
     start: i64,
     left: &mut usize,
     args: &ReadArgs,
-) -> CmdResult<(usize, Option<i64>)> {
+) -> CmdResult<(usize, i64)> {
     let mut next = start;
     let mut printed = 0;
     let mut line = Vec::with_capacity(1024);
@@ -106,7 +106,7 @@ async fn read_round(
             // bounded by it (and by the decode limits per batch).
             max_records: *left,
             max_bytes: args.max_bytes,
-            limits: DecodeLimits { max_batch_bytes: args.max_batch_bytes },
+            limits: args.limits,
             last_stable_offset: None,
             timeout: args.timeout,
         };
@@ -128,7 +128,7 @@ async fn read_round(
             break;
         }
     }
-    Ok((printed, Some(next)))
+    Ok((printed, next))
 }
 
 /// The offset of the first record at or after timestamp `ts` in the copied segments (as Kafka's

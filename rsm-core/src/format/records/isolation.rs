@@ -244,9 +244,9 @@ pub fn consume(
             }
         }
         out.next_offset = out.next_offset.max(last.saturating_add(1));
-        if bounds.below.is_some_and(|b| out.next_offset >= b) {
+        if let Some(below) = bounds.below.filter(|&b| out.next_offset >= b) {
             out.reached_bound = true;
-            out.next_offset = out.next_offset.min(bounds.below.unwrap_or(i64::MAX));
+            out.next_offset = below;
             return Ok(out);
         }
     }
