@@ -46,13 +46,16 @@ pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadArgs) -> Cmd
     let mut next: Option<i64> = args.offset;
     let mut left = args.max_records.unwrap_or(usize::MAX);
     let mut printed = 0usize;
-    if !args.json {
-        out!(o, "{:>12}  {:<24}  {:<24}  {:<40}  headers", "offset", "timestamp", "key", "value");
-    }
+    let mut table_header = !args.json;
     let tp = loop {
         // Opened anew on each round of --follow, so segments tiered by another process are seen.
         let e = engine.open_read_only()?;
         let tp = e.add(&[dir.to_path_buf()])?.remove(0);
+        // The table's header once the store, metadata and partition are found: a mistyped one prints only
+        // its error.
+        if std::mem::take(&mut table_header) {
+            out!(o, "{:>12}  {:<24}  {:<24}  {:<40}  headers", "offset", "timestamp", "key", "value");
+        }
         let round: CmdResult<(usize, Option<i64>)> = rt.block_on(async {
             let start = match next {
                 Some(n) => n,
@@ -174,10 +177,15 @@ async fn offset_of_timestamp(
     Err(Error::not_found(format!("no remote record of {tp} has a timestamp at or after {ts}")))
 }
 
-/// Bytes as text for a table: UTF-8 with control characters escaped, cut at `max` characters.
+/// Bytes as text for a table: UTF-8 (invalid bytes as U+FFFD) with control characters escaped, cut at `max`
+/// characters.
 fn shown(b: Option<&[u8]>, max: usize) -> String {
     let Some(b) = b else { return "null".to_string() };
-    let text: String = String::from_utf8_lossy(b).chars().flat_map(char::escape_default).collect();
+    // Control characters escaped (a table stays one line a record); other text, non-ASCII too, as it is.
+    let text: String = String::from_utf8_lossy(b)
+        .chars()
+        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .collect();
     if text.chars().count() > max { format!("{}…", text.chars().take(max).collect::<String>()) } else { text }
 }
 
