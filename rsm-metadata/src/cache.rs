@@ -16,6 +16,7 @@ use crate::events::{
     MetadataEvent, RemoteLogSegmentMetadataUpdate, RemotePartitionDeleteMetadata, RemotePartitionDeleteState,
     is_valid_segment_transition, segment_state_name,
 };
+use crate::records::Tombstone;
 use rsm_core::error::{Error, Result};
 use rsm_core::model::{RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition, Uuid};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -63,6 +64,20 @@ impl MetadataStore {
                 s.segment_id
             ))),
         }
+    }
+
+    /// Applies a KIP-1266 tombstone: the segment its key names is forgotten (in whatever state it was, as
+    /// a finished deletion forgets it), in the partition of the key's topic id and partition number.
+    /// Returns the segment forgotten, or `None` when the store did not hold it (its deletion finished
+    /// already, which is when Kafka sends tombstones) or the key is not a segment's.
+    pub fn apply_tombstone(&mut self, tombstone: &Tombstone) -> Option<RemoteLogSegmentMetadata> {
+        let Tombstone::Segment(key) = tombstone else { return None };
+        let state = self.partitions.iter_mut().find_map(|(tp, p)| {
+            (tp.topic_id == key.topic_id && tp.topic_partition.partition == key.partition).then_some(p)
+        })?;
+        let segment = state.segments.get(&key.segment_id)?.clone();
+        state.delete_finished(&segment);
+        Some(segment)
     }
 
     /// Checks an event as [`MetadataStore::apply`] would, without applying it.

@@ -98,8 +98,25 @@ pub trait RemoteLogMetadataManager: Send + Sync {
     /// Stops serving the partitions (their state is dropped from memory; nothing stored is removed).
     async fn on_stop_partitions(&self, partitions: &[TopicIdPartition]) -> Result<()>;
 
-    /// Whether the manager has caught up and can serve reads.
+    /// Whether the manager is open and can serve reads at all (a closed manager is not).
     fn is_ready(&self) -> bool;
+
+    /// Whether the manager is ready to serve `partition`'s remote log operations: KIP-1105's
+    /// `RemoteLogMetadataManager.isReady(TopicIdPartition)`, which Kafka's `RemoteLogManager` asks before
+    /// every run of a partition's copy, expiration and follower tasks (a run is skipped while it answers
+    /// false). Kafka's topic-based manager answers true once the partition is assigned and its metadata
+    /// partition has been read up to the end offset it had at the assignment, false for a partition not
+    /// assigned and after close. The managers here answer the same: true from the return of a successful
+    /// [`on_partition_leadership_changes`](Self::on_partition_leadership_changes) naming the partition
+    /// (which returns once caught up) until [`on_stop_partitions`](Self::on_stop_partitions) names it or
+    /// [`close`](Self::close).
+    ///
+    /// The default, for managers that track no partitions, is [`is_ready`](Self::is_ready) (Kafka's
+    /// default is true).
+    fn is_partition_ready(&self, partition: &TopicIdPartition) -> bool {
+        let _ = partition;
+        self.is_ready()
+    }
 
     /// Flushes and releases what the manager holds; later calls fail.
     async fn close(&self) -> Result<()>;

@@ -449,6 +449,11 @@ impl RemoteLogMetadataManager for LocalMetadataManager {
         !self.closed.load(Ordering::Acquire)
     }
 
+    /// Open and registered: every event is local, so a partition is caught up as soon as it is registered.
+    fn is_partition_ready(&self, partition: &TopicIdPartition) -> bool {
+        self.is_ready() && self.registered.read().unwrap_or_else(|e| e.into_inner()).contains(partition)
+    }
+
     async fn close(&self) -> Result<()> {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());

@@ -12,8 +12,21 @@
 //! Every Kafka release from 3.9.2 to 4.4.0 writes version 0 of every message (their generated classes
 //! know only version 0); 4.0 added the tagged field `TxnIndexEmpty` (tag 0) to the segment and snapshot
 //! records, written only when true, which 3.9 reads as an unknown tagged field. [`encode`] writes exactly
-//! those bytes. [`decode`] also reads version 1 (Kafka's trunk), whose extra tagged fields
-//! (`BrokerLeaderEpoch`, `EndOffset`) are checked and dropped, and skips unknown tagged fields.
+//! those bytes. [`decode`] also reads version 1, which KIP-1266's proposal defines (apache/kafka pull
+//! request 22459, not merged): its extra tagged fields (`BrokerLeaderEpoch`, `EndOffset`) are checked
+//! and returned by [`decode_with_tags`]. Unknown tagged fields are skipped in every version.
+//!
+//! # Keyed records and tombstones (KIP-1266)
+//!
+//! KIP-1266 (under discussion, not in any release: Kafka 4.4.0's schemas know version 0 only) makes the
+//! metadata topic compactable: every record gets a key, and once a segment's deletion finished its records
+//! are deleted with tombstones (a key and a null value). [`decode_record`] reads a record as such a broker
+//! writes it: the value, when there is one, decides alone (the key is derived from it and is not checked);
+//! a tombstone whose key is a [`SegmentKey`] (the 37-byte layout of the proposal's
+//! `RemoteLogSegmentMetadataKeySerde`: topic id, partition, segment id, state id) names the segment whose
+//! records are gone; a tombstone with any other key is read as one that changes nothing; a record with
+//! neither key nor value is an error naming both. Version 1's tagged `BrokerLeaderEpoch` and `EndOffset`
+//! are returned by [`decode_with_tags`].
 //!
 //! The codec is structural: it checks the encoding, not Kafka's value rules (a segment's leader epochs
 //! not empty, offsets in order, state transitions); those belong to the model and the state machines.
@@ -106,6 +119,25 @@ pub fn encode(event: &MetadataEvent) -> Vec<u8> {
 /// negative or longer than what is left, a null where Kafka allows none, a string that is not UTF-8, an
 /// unknown frame version, api key, message version or state id, a leader epoch given twice.
 pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
+    decode_with_tags(value).map(|(event, _)| event)
+}
+
+/// What a value says beside its event: its message version and version 1's tagged fields (KIP-1266's
+/// proposal), `None` when absent (a version 0 value, or a field left at its default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordTags {
+    /// The message version (0 or 1).
+    pub version: u16,
+    /// `BrokerLeaderEpoch`: the leader epoch of the partition on the broker that wrote the event (tag 1 of
+    /// the segment and snapshot records, tag 0 of the update and partition-delete records).
+    pub broker_leader_epoch: Option<i32>,
+    /// `EndOffset` (tag 1 of the update and partition-delete records): the end offset of the segment
+    /// updated, or of the partition at its deletion.
+    pub end_offset: Option<i64>,
+}
+
+/// As [`decode`], and the value's version and tagged fields.
+pub fn decode_with_tags(value: &[u8]) -> Result<(MetadataEvent, RecordTags)> {
     let mut r = ValueReader::new(value, "record frame");
     let frame = r.uvarint("frame version")?;
     if frame != FRAME_VERSION {
@@ -126,6 +158,7 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
         return Err(r.err_at(at, "version", format!("unsupported version {version} (expected 0 or 1)")));
     }
     let v1 = version == 1;
+    r.tags.version = version as u16;
     let event = match api_key {
         0 => {
             let id = r.segment_id()?;
@@ -172,7 +205,125 @@ pub fn decode(value: &[u8]) -> Result<MetadataEvent> {
         let trailing = r.remaining();
         return Err(r.err_at(r.pos(), "end of value", format!("{trailing} trailing bytes after the message")));
     }
-    Ok(event)
+    Ok((event, r.tags))
+}
+
+/// The length of a [`SegmentKey`] in bytes.
+pub const SEGMENT_KEY_LEN: usize = 37;
+
+/// The key KIP-1266's proposal (apache/kafka pull request 22774, `RemoteLogSegmentMetadataKeySerde`)
+/// gives a segment's records: 37 bytes, the topic id (16, most significant half first), the partition
+/// (4, big-endian), the segment id (16) and the state id (1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SegmentKey {
+    /// The user topic's id.
+    pub topic_id: Uuid,
+    /// The user partition.
+    pub partition: i32,
+    /// The remote segment's id.
+    pub segment_id: Uuid,
+    /// The id of the state whose record the key is (`RemoteLogSegmentState::id`); kept as written, so a
+    /// tombstone of a state this version does not know still names its segment.
+    pub state_id: i8,
+}
+
+impl SegmentKey {
+    /// The key of a segment's record in `state`.
+    pub fn new(id: &RemoteLogSegmentId, state: RemoteLogSegmentState) -> Self {
+        SegmentKey {
+            topic_id: id.topic_id_partition.topic_id,
+            partition: id.topic_id_partition.topic_partition.partition,
+            segment_id: id.id,
+            state_id: state as i8,
+        }
+    }
+
+    /// The key's bytes.
+    pub fn encode(&self) -> [u8; SEGMENT_KEY_LEN] {
+        let mut out = [0u8; SEGMENT_KEY_LEN];
+        out[..16].copy_from_slice(&self.topic_id.to_bytes());
+        out[16..20].copy_from_slice(&self.partition.to_be_bytes());
+        out[20..36].copy_from_slice(&self.segment_id.to_bytes());
+        out[36] = self.state_id as u8;
+        out
+    }
+
+    /// Reads a key of exactly [`SEGMENT_KEY_LEN`] bytes; `None` for any other length.
+    pub fn decode(key: &[u8]) -> Option<Self> {
+        let key: &[u8; SEGMENT_KEY_LEN] = key.try_into().ok()?;
+        let uuid = |at: usize| {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&key[at..at + 16]);
+            Uuid::from_bytes(b)
+        };
+        Some(SegmentKey {
+            topic_id: uuid(0),
+            partition: i32::from_be_bytes([key[16], key[17], key[18], key[19]]),
+            segment_id: uuid(20),
+            state_id: key[36] as i8,
+        })
+    }
+
+    /// The state the key names, if it is one Kafka defines.
+    pub fn state(&self) -> Option<RemoteLogSegmentState> {
+        RemoteLogSegmentState::for_id(self.state_id).ok()
+    }
+}
+
+impl std::fmt::Display for SegmentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state() {
+            Some(s) => crate::events::segment_state_name(s).to_string(),
+            None => format!("unknown state {}", self.state_id),
+        };
+        write!(f, "segment {} of topic id {} partition {} ({state})", self.segment_id, self.topic_id, self.partition)
+    }
+}
+
+/// A record of the metadata topic without a value (KIP-1266): what its key names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tombstone {
+    /// The records of a segment in one state are deleted (sent once the segment's deletion finished).
+    Segment(SegmentKey),
+    /// A key of another shape (`len` bytes): nothing this reader can attribute, so nothing changes.
+    Unrecognized {
+        /// The key's length.
+        len: usize,
+    },
+}
+
+impl std::fmt::Display for Tombstone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tombstone::Segment(k) => write!(f, "tombstone of {k}"),
+            Tombstone::Unrecognized { len } => write!(f, "tombstone with an unrecognized key of {len} bytes"),
+        }
+    }
+}
+
+/// One record of the metadata topic, read by [`decode_record`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetadataRecord {
+    /// A record with a value: its event and tagged fields.
+    Event(MetadataEvent, RecordTags),
+    /// A record with a key and no value.
+    Tombstone(Tombstone),
+}
+
+/// Reads a record of the metadata topic from its key and value, as Kafka 3.9 to 4.4 write them (no key)
+/// and as KIP-1266's proposal writes them (a key, and tombstones): see the [module](self). A value that
+/// does not decode is [`decode`]'s error; a record with neither key nor value is a corrupt error.
+pub fn decode_record(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<MetadataRecord> {
+    match (key, value) {
+        (_, Some(value)) => decode_with_tags(value).map(|(e, t)| MetadataRecord::Event(e, t)),
+        (Some(key), None) => Ok(MetadataRecord::Tombstone(match SegmentKey::decode(key) {
+            Some(k) => Tombstone::Segment(k),
+            None => Tombstone::Unrecognized { len: key.len() },
+        })),
+        (None, None) => {
+            Err(Error::corrupt(format!("{METADATA_TOPIC} record with neither a key nor a value (not a tombstone)")))
+        }
+    }
 }
 
 // Kafka's flexible-version writing (`ByteBufferAccessor` plus the generated `write` methods), over the
@@ -246,11 +397,12 @@ struct ValueReader<'a> {
     r: Reader<'a>,
     len: usize,
     record: &'static str,
+    tags: RecordTags,
 }
 
 impl<'a> ValueReader<'a> {
     fn new(value: &'a [u8], record: &'static str) -> Self {
-        ValueReader { r: Reader::unnamed(value), len: value.len(), record }
+        ValueReader { r: Reader::unnamed(value), len: value.len(), record, tags: RecordTags::default() }
     }
 
     fn err_at(&self, at: usize, field: &str, what: impl std::fmt::Display) -> Error {
@@ -340,13 +492,19 @@ impl<'a> ValueReader<'a> {
         Ok(())
     }
 
-    /// A known tagged field of a fixed width, read and dropped.
-    fn known_tag(&mut self, field: &str, size: usize, width: usize) -> Result<()> {
+    /// Checks that a known tagged field has its type's width.
+    fn known_tag(&self, field: &str, size: usize, width: usize) -> Result<()> {
         if size != width {
             return Err(self.err_at(self.pos(), field, format!("tagged field of {size} bytes, expected {width}")));
         }
-        self.take(field, size)?;
         Ok(())
+    }
+
+    /// Version 1's `BrokerLeaderEpoch`, kept in the tags.
+    fn broker_leader_epoch_tag(&mut self, size: usize) -> Result<bool> {
+        self.known_tag("BrokerLeaderEpoch", size, 4)?;
+        self.tags.broker_leader_epoch = Some(self.i32("BrokerLeaderEpoch")?);
+        Ok(true)
     }
 
     fn txn_idx_empty_tag(&mut self, size: usize) -> Result<bool> {
@@ -359,8 +517,12 @@ impl<'a> ValueReader<'a> {
     /// Version 1's `BrokerLeaderEpoch` (tag 0) and `EndOffset` (tag 1) of the update and delete records.
     fn v1_epoch_and_offset(&mut self, v1: bool, tag: u32, size: usize) -> Result<bool> {
         match tag {
-            0 if v1 => self.known_tag("BrokerLeaderEpoch", size, 4).map(|_| true),
-            1 if v1 => self.known_tag("EndOffset", size, 8).map(|_| true),
+            0 if v1 => self.broker_leader_epoch_tag(size),
+            1 if v1 => {
+                self.known_tag("EndOffset", size, 8)?;
+                self.tags.end_offset = Some(self.i64("EndOffset")?);
+                Ok(true)
+            }
             _ => Ok(false),
         }
     }
@@ -388,7 +550,7 @@ impl<'a> ValueReader<'a> {
         let mut txn_idx_empty = false;
         self.tags(record, |r, tag, size| match tag {
             0 => r.txn_idx_empty_tag(size).map(|b| txn_idx_empty = b).map(|_| true),
-            1 if v1 => r.known_tag("BrokerLeaderEpoch", size, 4).map(|_| true),
+            1 if v1 => r.broker_leader_epoch_tag(size),
             _ => Ok(false),
         })?;
         Ok(RemoteLogSegmentMetadataSnapshot {

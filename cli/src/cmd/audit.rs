@@ -22,6 +22,7 @@ use rsm_metadata::MetadataEvent;
 use rsm_metadata::cache::MetadataStore;
 use rsm_metadata::events::segment_state_name;
 use rsm_metadata::kafka::{KafkaMetadataConfig, TopicRecord, read_topic};
+use rsm_metadata::records::MetadataRecord;
 use rsm_tiering::{OffsetRange, remote_coverage};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -252,9 +253,10 @@ pub fn kafka_records(bootstrap: &str, topic: &str) -> Result<Vec<TopicRecord>> {
 pub fn kafka_segments(bootstrap: &str, topic: &str) -> Result<Vec<RemoteLogSegmentMetadata>> {
     let mut stores: BTreeMap<i32, MetadataStore> = BTreeMap::new();
     for r in kafka_records(bootstrap, topic)? {
-        let applied = r.event.and_then(|e| stores.entry(r.partition).or_default().apply(&e));
-        if let Err(e) = applied {
-            tracing::warn!(partition = r.partition, offset = r.offset, error = %e.full_message(), "skipped a metadata record");
+        let (partition, offset) = (r.partition, r.offset);
+        // An event is applied, a KIP-1266 tombstone forgets the segment its key names.
+        if let Err(e) = r.apply_to(stores.entry(partition).or_default()) {
+            tracing::warn!(partition, offset, error = %e.full_message(), "skipped a metadata record");
         }
     }
     Ok(stores.values().flat_map(|s| s.partitions().flat_map(|(_, p)| p.segments())).collect())
@@ -268,7 +270,12 @@ fn hex(b: &[u8]) -> String {
 pub fn describe(r: &TopicRecord) -> String {
     let at = format!("p{}@{}", r.partition, r.offset);
     let custom = |c: &Option<rsm_core::CustomMetadata>| c.as_ref().map_or("none".to_string(), |c| hex(&c.0));
-    match &r.event {
+    let event = match &r.record {
+        Ok(MetadataRecord::Event(e, _)) => Ok(e),
+        Ok(MetadataRecord::Tombstone(t)) => return format!("{at} {t}"),
+        Err(e) => Err(e),
+    };
+    match event {
         Ok(MetadataEvent::Segment(m)) => {
             let epochs: Vec<String> = m.segment_leader_epochs.iter().map(|(e, o)| format!("{e}={o}")).collect();
             format!(

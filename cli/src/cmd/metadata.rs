@@ -11,7 +11,7 @@ pub fn run(o: &mut Out, bootstrap_server: &str, metadata_topic: &str) -> CmdResu
     for r in &records {
         out!(o, "{}", audit::describe(r));
     }
-    match records.iter().filter(|r| r.event.is_err()).count() {
+    match records.iter().filter(|r| r.record.is_err()).count() {
         0 => Ok(()),
         n => Err(Error::corrupt(format!("{n} records of {metadata_topic} do not decode (listed above)")).into()),
     }

@@ -488,7 +488,14 @@ impl KafkaMetadataManager {
                 continue;
             }
             for r in batch {
-                let result = apply_record(&mut state.store, &topic, index, r.offset, r.record.value.as_deref());
+                let result = apply_record(
+                    &mut state.store,
+                    &topic,
+                    index,
+                    r.offset,
+                    r.record.key.as_deref(),
+                    r.record.value.as_deref(),
+                );
                 if watch == Some(r.offset) {
                     watched = Some(result);
                 }
@@ -569,22 +576,30 @@ impl KafkaMetadataManager {
     }
 }
 
-/// Decodes and applies one record; a record that fails to decode or that Kafka's rules refuse is logged
-/// and skipped. Returns what applying it gave.
+/// Decodes and applies one record (its key is read only for a tombstone, KIP-1266); a record that fails
+/// to decode or that Kafka's rules refuse is logged and skipped. Returns what applying it gave.
 fn apply_record(
     store: &mut MetadataStore,
     topic: &str,
     partition: i32,
     offset: i64,
+    key: Option<&[u8]>,
     value: Option<&[u8]>,
 ) -> Result<()> {
-    let Some(value) = value else {
-        tracing::warn!(topic, partition, offset, "skipped a metadata record without a value");
-        return Err(Error::corrupt(format!("{topic}-{partition} offset {offset}: a record without a value")));
-    };
-    let event = match records::decode(value) {
-        Ok(e) => e,
+    let event = match records::decode_record(key, value) {
+        Ok(records::MetadataRecord::Event(e, _)) => e,
+        Ok(records::MetadataRecord::Tombstone(t)) => {
+            match store.apply_tombstone(&t) {
+                Some(s) => {
+                    tracing::info!(topic, partition, offset, %t, state = crate::events::segment_state_name(s.state),
+                    "a tombstone removed a segment whose deletion had not finished here")
+                }
+                None => tracing::debug!(topic, partition, offset, %t, "applied a tombstone (nothing held)"),
+            }
+            return Ok(());
+        }
         Err(e) => {
+            let e = e.context(format!("{topic}-{partition} offset {offset}"));
             tracing::warn!(topic, partition, offset, error = %e.full_message(), "skipped a metadata record that does not decode");
             return Err(e);
         }
@@ -684,6 +699,12 @@ impl RemoteLogMetadataManager for KafkaMetadataManager {
 
     fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire) && !self.closed.load(Ordering::Acquire)
+    }
+
+    /// Open and registered: a partition is registered only once its metadata partition is caught up to the
+    /// high watermark read when it was assigned (Kafka's `ConsumerTask` marks it initialized then).
+    fn is_partition_ready(&self, partition: &TopicIdPartition) -> bool {
+        self.is_ready() && self.registered.read().unwrap_or_else(|e| e.into_inner()).contains_key(partition)
     }
 
     async fn close(&self) -> Result<()> {

@@ -2,8 +2,9 @@
 
 use super::KafkaMetadataConfig;
 use super::client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, kafka_error, within};
+use crate::cache::MetadataStore;
 use crate::events::MetadataEvent;
-use crate::records;
+use crate::records::{self, MetadataRecord};
 use rskafka::client::partition::{OffsetAt, UnknownTopicHandling};
 use rsm_core::error::{Error, Result};
 use std::collections::BTreeSet;
@@ -15,8 +16,33 @@ pub struct TopicRecord {
     pub partition: i32,
     /// Its offset there.
     pub offset: i64,
-    /// The event, or why the record's value does not decode.
-    pub event: Result<MetadataEvent>,
+    /// The record ([`records::decode_record`]: an event, or a KIP-1266 tombstone), or why it does not
+    /// decode.
+    pub record: Result<MetadataRecord>,
+}
+
+impl TopicRecord {
+    /// The record's event, if it has one (not a tombstone, and decoded).
+    pub fn event(&self) -> Option<&MetadataEvent> {
+        match &self.record {
+            Ok(MetadataRecord::Event(e, _)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Applies the record to `store` as a broker's cache would: an event with [`MetadataStore::apply`], a
+    /// tombstone with [`MetadataStore::apply_tombstone`]; the error of a record that does not decode or
+    /// that Kafka's rules refuse (nothing is changed then).
+    pub fn apply_to(self, store: &mut MetadataStore) -> Result<()> {
+        match self.record {
+            Ok(MetadataRecord::Event(e, _)) => store.apply(&e),
+            Ok(MetadataRecord::Tombstone(t)) => {
+                store.apply_tombstone(&t);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// Every record of a metadata topic, all its partitions from their start to their current end, in
@@ -62,14 +88,9 @@ pub async fn read_topic(config: &KafkaMetadataConfig) -> Result<Vec<TopicRecord>
                 if r.offset >= end {
                     break;
                 }
-                let event = match r.record.value.as_deref() {
-                    Some(v) => records::decode(v),
-                    None => Err(Error::corrupt(format!(
-                        "{topic}-{partition} offset {}: a record without a value",
-                        r.offset
-                    ))),
-                };
-                out.push(TopicRecord { partition, offset: r.offset, event });
+                let record = records::decode_record(r.record.key.as_deref(), r.record.value.as_deref())
+                    .map_err(|e| e.context(format!("{topic}-{partition} offset {}", r.offset)));
+                out.push(TopicRecord { partition, offset: r.offset, record });
                 next = r.offset + 1;
             }
             if next == before {
