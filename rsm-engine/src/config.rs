@@ -33,7 +33,10 @@ pub const REMOTE_TIMEOUT_MS: Setting = Setting::long("rsm.engine.remote.timeout.
 pub const BROKER_ID: Setting = Setting::int("rsm.engine.broker.id", 0, i32::MAX as i128)
     .with_default(0)
     .with_doc("the broker id of the metadata events the engine writes")
-    .with_note("*ours*: the broker id of the metadata events the engine writes");
+    .with_note(
+        "*ours*: the broker id of the metadata events the engine writes; each host its own (a copy another id started and \
+         has not finished is taken as in flight there for twice `rsm.engine.remote.timeout.ms`)",
+    );
 /// `rsm.engine.remote.index.max.bytes`: a new set of SR-32 partition index files starts when its
 /// remoteLogIndex file would pass this size.
 pub const INDEX_MAX_BYTES: Setting = Setting::long("rsm.engine.remote.index.max.bytes", 4096, 1 << 32)

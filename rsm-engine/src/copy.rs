@@ -1,11 +1,13 @@
 //! The copy task (SR-16): a leader's eligible segments, oldest first, through the storage manager, with
 //! the metadata written before (copy started) and after (copy finished) each one.
 
-use crate::lifecycle::{self, highest_copied};
+use crate::config::EngineConfig;
+use crate::lifecycle::{self, copy_in_flight_elsewhere, highest_copied};
 use crate::local_log::LocalLog;
 use crate::state::{PartitionState, Role, Shared, lock};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::Result;
+use rsm_core::model::RemoteLogSegmentState;
 use rsm_tiering::{CopyInput, CopyPlan, CopyStop, segments_to_copy};
 
 /// What one copy run did.
@@ -17,8 +19,11 @@ pub struct CopyOutcome {
     pub stop: Option<CopyStop>,
 }
 
-/// The segments the rules make due for copying now (SR-16), and where the walk stopped.
+/// The segments the rules make due for copying now (SR-16), and where the walk stopped: before the first
+/// segment another host is copying (a copy another broker id started and may still be making), which waits
+/// for that copy to finish or to be abandoned.
 pub(crate) fn plan(
+    config: &EngineConfig,
     state: &PartitionState,
     summaries: &[rsm_tiering::LocalSegmentSummary],
     log_end_offset: i64,
@@ -33,7 +38,22 @@ pub(crate) fn plan(
         lag: state.policy.copy_lag,
         now_ms: now,
     };
-    segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))
+    let mut plan = segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))?;
+    let elsewhere = |base: i64| {
+        remote
+            .iter()
+            .find(|m| copy_in_flight_elsewhere(config, m, now) && m.start_offset <= base && base <= m.end_offset)
+    };
+    if let Some(at) = plan.segments.iter().position(|c| elsewhere(c.base_offset).is_some()) {
+        let base_offset = plan.segments[at].base_offset;
+        if let Some(m) = elsewhere(base_offset) {
+            tracing::info!(partition = %state.tp, segment = %m.remote_log_segment_id.id, broker = m.broker_id,
+                start = m.start_offset, "another broker is copying these offsets: the copy waits for it");
+        }
+        plan.segments.truncate(at);
+        plan.stop = CopyStop::Delayed { base_offset };
+    }
+    Ok(plan)
 }
 
 /// Copies what the rules say is due. A failed copy removes what its attempt left (objects, then the metadata
@@ -50,13 +70,28 @@ pub(crate) async fn run(
         return Ok(());
     }
     let config = &shared.config;
-    let plan = plan(state, &log.summaries()?, log.log_end_offset(), remote, config.now_ms())?;
+    let plan = plan(config, state, &log.summaries()?, log.log_end_offset(), remote, config.now_ms())?;
     out.stop = Some(plan.stop);
     for candidate in plan.segments {
         // A leader that became a follower finishes the segment in flight and copies no more.
         if !matches!(state.role(), Role::Leader { .. }) {
             tracing::info!(partition = %state.tp, "no longer leader: the copy stops");
             out.stop = None;
+            break;
+        }
+        // Another broker leading the partition too (two hosts told to lead it): what it copied or is copying
+        // since the run began (the metadata as of this host's last write) is not copied again here.
+        let now_remote = shared.metadata.list_remote_log_segments(&state.tp).await?;
+        let now = config.now_ms();
+        let elsewhere = now_remote.iter().find(|m| {
+            m.start_offset <= candidate.base_offset
+                && candidate.base_offset <= m.end_offset
+                && (m.state == RemoteLogSegmentState::CopySegmentFinished || copy_in_flight_elsewhere(config, m, now))
+        });
+        if let Some(m) = elsewhere {
+            tracing::info!(partition = %state.tp, segment = %m.remote_log_segment_id.id, broker = m.broker_id,
+                start = m.start_offset, "another broker copied or is copying these offsets: the copy stops");
+            out.stop = Some(CopyStop::Delayed { base_offset: candidate.base_offset });
             break;
         }
         let seg = log.segment(candidate.base_offset)?;

@@ -2,7 +2,8 @@
 //! metadata (delete started, then delete finished), deletions that failed retried, copies a crash or a
 //! failure left half done removed, and local segments deleted once they are safely remote.
 
-use crate::lifecycle::{delete_or_record, highest_copied, offset_ranges};
+use crate::config::EngineConfig;
+use crate::lifecycle::{copy_in_flight_elsewhere, delete_or_record, highest_copied, offset_ranges};
 use crate::local_log::LocalLog;
 use crate::state::{PartitionState, Role, Shared};
 use rsm_core::RemoteLogSegmentMetadata;
@@ -52,6 +53,7 @@ pub struct ExpirationPlan {
 /// Plans the partition's expiration. `remote` is its metadata (with the segments a copy just finished, or
 /// would finish).
 pub(crate) fn plan(
+    config: &EngineConfig,
     state: &PartitionState,
     summaries: &[rsm_tiering::LocalSegmentSummary],
     log_end_offset: i64,
@@ -64,8 +66,10 @@ pub(crate) fn plan(
     for md in remote {
         match md.state {
             RemoteLogSegmentState::DeleteSegmentStarted if leader => out.unfinished_deletions.push(md.clone()),
-            // Only this host copies this partition, one run at a time: a copy started in an earlier run and
-            // not finished was cut short.
+            // A copy another host may still be making is left to it (see `copy_in_flight_elsewhere`).
+            RemoteLogSegmentState::CopySegmentStarted if leader && copy_in_flight_elsewhere(config, md, now) => {}
+            // This host copies this partition one run at a time: a copy started in an earlier run and not
+            // finished was cut short; so was another host's past the time a copy may take.
             RemoteLogSegmentState::CopySegmentStarted if leader => out.unfinished_copies.push(md.clone()),
             RemoteLogSegmentState::CopySegmentFinished => copied.push(md.clone()),
             _ => {}
@@ -151,7 +155,7 @@ pub(crate) async fn run(
     remote: &[RemoteLogSegmentMetadata],
 ) -> Result<ExpirationOutcome> {
     let summaries = log.summaries()?;
-    let plan = plan(state, &summaries, log.log_end_offset(), remote, shared.config.now_ms())?;
+    let plan = plan(&shared.config, state, &summaries, log.log_end_offset(), remote, shared.config.now_ms())?;
     let mut out = ExpirationOutcome { gaps: plan.gaps.clone(), ..Default::default() };
     for md in &plan.unfinished_deletions {
         match delete_or_record(shared, &state.tp, md).await {

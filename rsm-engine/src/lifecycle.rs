@@ -2,7 +2,7 @@
 //! and copy finished after, to delete started before a deletion and delete finished after; what a failed
 //! copy or deletion leaves, and which segments count as copied.
 
-use crate::config::within;
+use crate::config::{EngineConfig, within};
 use crate::state::Shared;
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::{Error, Result};
@@ -15,6 +15,19 @@ use rsm_tiering::settings::keys::CUSTOM_METADATA_MAX_BYTES;
 /// The highest end offset of the copied segments in `segments`.
 pub(crate) fn highest_copied(segments: &[RemoteLogSegmentMetadata]) -> Option<i64> {
     segments.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished).map(|m| m.end_offset).max()
+}
+
+/// Whether `md` is a copy another host may still be making: started (not finished) by another broker id
+/// (`rsm.engine.broker.id`) less than twice `rsm.engine.remote.timeout.ms` ago. A copy gives up within that
+/// timeout and its host removes it, so such a copy is either in flight there or about to be removed by it:
+/// the copy task waits at its offsets and the expiration leaves it. Older (its host died or lost its
+/// store) it is abandoned, and removed. A copy this broker id started is never in flight elsewhere: one
+/// process writes a partition directory at a time, so it was cut short.
+pub(crate) fn copy_in_flight_elsewhere(config: &EngineConfig, md: &RemoteLogSegmentMetadata, now: i64) -> bool {
+    let window = i64::try_from(config.remote_timeout.as_millis()).unwrap_or(i64::MAX).saturating_mul(2);
+    md.state == RemoteLogSegmentState::CopySegmentStarted
+        && md.broker_id != config.broker_id
+        && now.saturating_sub(md.event_timestamp_ms) < window
 }
 
 /// The offsets of the copied segments in `segments`.

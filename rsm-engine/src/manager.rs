@@ -326,7 +326,7 @@ impl RemoteLogManager {
         let leo = log.log_end_offset();
         let mut remote = self.shared.metadata.list_remote_log_segments(tp).await?;
         let copy = match state.role() {
-            Role::Leader { .. } => Some(copy::plan(&state, &summaries, leo, &remote, now)?),
+            Role::Leader { .. } => Some(copy::plan(&self.shared.config, &state, &summaries, leo, &remote, now)?),
             Role::Follower => None,
         };
         let partition = log.partition();
@@ -335,7 +335,7 @@ impl RemoteLogManager {
             md.state = RemoteLogSegmentState::CopySegmentFinished;
             remote.push(md);
         }
-        let expiration = expiration::plan(&state, &summaries, leo, &remote, now)?;
+        let expiration = expiration::plan(&self.shared.config, &state, &summaries, leo, &remote, now)?;
         Ok(RunPlan { copy, expiration })
     }
 
