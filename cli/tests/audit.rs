@@ -156,30 +156,88 @@ fn damaged_data_is_lost_data_and_quick_skips_reading_it() {
     assert!(out.status.success(), "--quick reads no data: {}", stdout(&out));
 }
 
+/// A copy started and never finished is stuck once past the safety age, unless finished copies hold its
+/// offsets: then a leader died while copying and the next one copied them again (Kafka keeps such a
+/// copy-started record until retention passes it). That copy is reported abandoned, not stuck, and the
+/// objects it left are orphans, deleted by `--delete-orphans --yes` with nothing else.
 #[test]
-fn a_copy_in_progress_is_stuck_only_past_the_safety_age() {
+fn a_copy_never_finished_is_stuck_unless_finished_copies_hold_its_offsets() {
     let root = tempfile::tempdir().unwrap();
     let (url, meta, segments) = tiered(root.path());
     let manager = LocalMetadataManager::open_existing(Path::new(&meta)).unwrap();
-    let mut started = segments[0].clone();
-    started.remote_log_segment_id.id = Uuid::random();
-    started.state = RemoteLogSegmentState::CopySegmentStarted;
-    started.event_timestamp_ms = 1_000;
+    let last = segments.iter().max_by_key(|m| m.end_offset).unwrap();
+    let started = |from: &rsm_core::RemoteLogSegmentMetadata, start: i64, end: i64| {
+        let mut m = from.clone();
+        m.remote_log_segment_id.id = Uuid::random();
+        m.state = RemoteLogSegmentState::CopySegmentStarted;
+        m.event_timestamp_ms = 1_000;
+        (m.start_offset, m.end_offset) = (start, end);
+        m
+    };
+    // Offsets the finished copies hold (the first segment's), and offsets past them.
+    let abandoned = started(&segments[0], segments[0].start_offset, segments[0].end_offset);
+    let stuck = started(last, last.end_offset + 1, last.end_offset + 100);
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(async {
-        manager.add_remote_log_segment_metadata(&started).await.unwrap();
+        manager.add_remote_log_segment_metadata(&abandoned).await.unwrap();
+        manager.add_remote_log_segment_metadata(&stuck).await.unwrap();
         manager.close().await.unwrap();
     });
+    // The abandoned copy left two objects: its log cut short, and its index bundle.
+    let store_dir = root.path().join("store");
+    let files = |dir: &Path| -> Vec<std::path::PathBuf> { walk(dir).into_iter().filter(|p| p.is_file()).collect() };
+    let before = files(&store_dir);
+    let first_id = segments[0].remote_log_segment_id.id.to_string();
+    let abandoned_id = abandoned.remote_log_segment_id.id.to_string();
+    let mut left = Vec::new();
+    for ext in ["log", "indexes"] {
+        let of_first = before.iter().find(|p| p.to_str().unwrap().ends_with(&format!("{first_id}.{ext}"))).unwrap();
+        let to = std::path::PathBuf::from(of_first.to_str().unwrap().replace(&first_id, &abandoned_id));
+        let bytes = std::fs::read(of_first).unwrap();
+        std::fs::write(&to, &bytes[..bytes.len() / 2]).unwrap();
+        left.push(to);
+    }
+
     let out = rsm(&["audit", "--metadata-dir", &meta, "--store", &url]);
-    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(out.status.success(), "neither a stuck nor an abandoned copy is data loss: {text}");
+    let stuck_id = stuck.remote_log_segment_id.id;
     assert!(
-        stdout(&out).contains(&format!(
-            "STUCK\torders-0\t{}\tCOPY_SEGMENT_STARTED since 1970-01-01T00:00:01Z",
-            started.remote_log_segment_id.id
-        )),
-        "{}",
-        stdout(&out)
+        text.contains(&format!("STUCK\torders-0\t{stuck_id}\tCOPY_SEGMENT_STARTED since 1970-01-01T00:00:01Z")),
+        "{text}"
     );
+    assert!(
+        text.contains(&format!(
+            "ABANDONED\torders-0\t{abandoned_id}\toffset {}\tcopy started 1970-01-01T00:00:01Z, never finished",
+            segments[0].start_offset
+        )),
+        "{text}"
+    );
+    assert!(!text.contains(&format!("STUCK\torders-0\t{abandoned_id}")), "{text}");
+    // Its objects are orphans, younger than the default safety age (1 h): kept.
+    assert_eq!(text.matches("(younger than the safety age: kept)").count(), 2, "{text}");
+    assert!(text.contains("0 lost, 2 orphans, 1 stuck, 1 abandoned copies, 0 deleted"), "{text}");
+
+    let out = rsm(&["audit", "--metadata-dir", &meta, "--store", &url, "--min-age", "0s", "--delete-orphans", "--yes"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("2 deleted"), "{text}");
+    assert!(left.iter().all(|p| !p.exists()), "the abandoned copy's objects are gone");
+    assert_eq!(files(&store_dir), before, "nothing else was deleted");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
 }
 
 /// An empty (or wrong) metadata log makes every object look unreferenced: the audit reports the whole

@@ -6,7 +6,10 @@
 //!   manifest does not read, or (unless `--quick`) whose data fails verification is **data loss**;
 //! - an object whose segment no metadata references (never known, or deletion finished), and a temporary
 //!   object of an interrupted upload, is an **orphan**, with its bytes;
-//! - a segment in copy started or delete started for longer than the safety age is **stuck**.
+//! - a segment in copy started or delete started for longer than the safety age is **stuck**, unless it
+//!   is a copy started and never finished whose offsets finished copies hold: a copy **abandoned** by a
+//!   leader that died (Kafka keeps its copy-started record until retention passes it, and never finishes
+//!   it), whose objects, if it left any, are orphans.
 //!
 //! `--delete-orphans --yes` deletes the orphans last written at least the safety age ago, and nothing
 //! else; without `--yes` nothing is deleted.
@@ -61,6 +64,10 @@ pub struct PartitionReport {
     pub unreferenced: Vec<(String, i64, u64)>,
     /// Segments stuck in copy started or delete started: (segment id, state, since ms).
     pub stuck: Vec<(String, &'static str, i64)>,
+    /// Copies started at least the safety age ago, never finished, whose offsets finished copies hold (a
+    /// leader died while copying, and the next one copied the offsets again): (segment id, start offset,
+    /// started ms). Their objects are orphans.
+    pub abandoned: Vec<(String, i64, i64)>,
 }
 
 /// The audit of a whole store.
@@ -125,17 +132,22 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         segments.iter().map(|m| partition_key(&m.remote_log_segment_id.topic_id_partition)).collect();
 
     let mut copied_ranges: HashMap<(String, String), Vec<OffsetRange>> = HashMap::new();
-    for m in segments.iter().filter(|m| in_scope(&m.remote_log_segment_id.topic_id_partition.topic_partition.topic)) {
+    let scoped =
+        || segments.iter().filter(|m| in_scope(&m.remote_log_segment_id.topic_id_partition.topic_partition.topic));
+    for m in scoped().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished) {
+        copied_ranges
+            .entry(partition_key(&m.remote_log_segment_id.topic_id_partition))
+            .or_default()
+            .push(OffsetRange { start: m.start_offset, end: m.end_offset });
+    }
+    let mut abandoned: HashSet<String> = HashSet::new();
+    for m in scoped() {
         let tp = &m.remote_log_segment_id.topic_id_partition;
         let part = report.partitions.entry(partition_key(tp)).or_default();
         let id = m.remote_log_segment_id.id.to_string();
         match m.state {
             RemoteLogSegmentState::CopySegmentFinished => {
                 part.copied += 1;
-                copied_ranges
-                    .entry(partition_key(tp))
-                    .or_default()
-                    .push(OffsetRange { start: m.start_offset, end: m.end_offset });
                 let have = by_segment.get(&id).map(Vec::as_slice).unwrap_or_default();
                 let missing: Vec<&str> = Suffix::ALL
                     .into_iter()
@@ -159,16 +171,25 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
                 }
             }
             RemoteLogSegmentState::CopySegmentStarted | RemoteLogSegmentState::DeleteSegmentStarted => {
-                if now_ms.saturating_sub(m.event_timestamp_ms) >= opts.min_age.as_millis() as i64 {
+                if now_ms.saturating_sub(m.event_timestamp_ms) < opts.min_age.as_millis() as i64 {
+                    continue;
+                }
+                let held = copied_ranges
+                    .get(&partition_key(tp))
+                    .is_some_and(|r| holds(r, OffsetRange { start: m.start_offset, end: m.end_offset }));
+                if m.state == RemoteLogSegmentState::CopySegmentStarted && held {
+                    part.abandoned.push((id.clone(), m.start_offset, m.event_timestamp_ms));
+                    abandoned.insert(id);
+                } else {
                     part.stuck.push((id, segment_state_name(m.state), m.event_timestamp_ms));
                 }
             }
             RemoteLogSegmentState::DeleteSegmentFinished => {}
         }
     }
-    for (key, ranges) in copied_ranges {
-        let part = report.partitions.entry(key).or_default();
-        part.gaps = remote_coverage(&ranges).gaps.into_iter().map(|g| (g.start, g.end)).collect();
+    for (key, ranges) in &copied_ranges {
+        let part = report.partitions.entry(key.clone()).or_default();
+        part.gaps = remote_coverage(ranges).gaps.into_iter().map(|g| (g.start, g.end)).collect();
     }
 
     // Objects of segments no metadata references: a whole segment (its manifest reads as the segment its
@@ -197,7 +218,8 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
     }
     for o in &objects {
         let Some((partition, id)) = object_owner(&o.key, &prefix) else { continue };
-        if !object_in_scope(&partition) || known.contains_key(&id) || unreferenced.contains(&id) {
+        let referenced = known.contains_key(&id) && !abandoned.contains(&id);
+        if !object_in_scope(&partition) || referenced || unreferenced.contains(&id) {
             continue;
         }
         let part = report.partitions.entry(partition).or_default();
@@ -239,6 +261,23 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         report.deleted = doomed;
     }
     Ok(report)
+}
+
+/// Whether the copied ranges `copied` hold every offset of `range` between them.
+fn holds(copied: &[OffsetRange], range: OffsetRange) -> bool {
+    let mut sorted: Vec<&OffsetRange> = copied.iter().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut next = range.start;
+    for r in sorted {
+        if r.start > next {
+            break;
+        }
+        next = next.max(r.end.saturating_add(1));
+        if next > range.end {
+            return true;
+        }
+    }
+    false
 }
 
 /// Every record of a cluster's metadata topic (all its partitions, from their start).
@@ -347,6 +386,8 @@ pub fn to_json(report: &Report) -> serde_json::Value {
                     "key": key, "bytes": bytes, "older_than_min_age": old})).collect::<Vec<_>>(),
                 "stuck": p.stuck.iter().map(|(id, state, since)| serde_json::json!({
                     "segment_id": id, "state": state, "since_ms": since})).collect::<Vec<_>>(),
+                "abandoned": p.abandoned.iter().map(|(id, start, since)| serde_json::json!({
+                    "segment_id": id, "start_offset": start, "since_ms": since})).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -359,6 +400,7 @@ pub fn to_json(report: &Report) -> serde_json::Value {
             "orphans": report.partitions.values().map(|p| p.orphans.len()).sum::<usize>(),
             "orphan_bytes": orphan_bytes,
             "stuck": report.partitions.values().map(|p| p.stuck.len()).sum::<usize>(),
+            "abandoned": report.count(|p| p.abandoned.len()),
             "unverified": report.count(|p| p.unverified.len()),
             "gaps": report.count(|p| p.gaps.len()),
             "unreferenced": report.count(|p| p.unreferenced.len()),
@@ -471,6 +513,14 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
         for (id, state, since) in &p.stuck {
             out!(o, "STUCK\t{tp}\t{id}\t{state} since {}", utc(*since));
         }
+        for (id, start, since) in &p.abandoned {
+            out!(
+                o,
+                "ABANDONED\t{tp}\t{id}\toffset {start}\tcopy started {}, never finished; finished copies hold its \
+                 offsets (its objects, if any, are orphans)",
+                utc(*since)
+            );
+        }
     }
     for (key, bytes) in &report.left_alone {
         out!(o, "LEFT ALONE\t{key}\t{bytes} bytes\tnot named like a segment's object");
@@ -482,10 +532,11 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
     let stuck: usize = report.partitions.values().map(|p| p.stuck.len()).sum();
     out!(
         o,
-        "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} deleted, {} gaps, {} unverified, {} \
-         unreferenced segments, {} objects left alone",
+        "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} abandoned copies, {} deleted, {} gaps, \
+         {} unverified, {} unreferenced segments, {} objects left alone",
         report.partitions.len(),
         report.lost(),
+        report.count(|p| p.abandoned.len()),
         report.deleted.len(),
         report.partitions.values().map(|p| p.gaps.len()).sum::<usize>(),
         report.partitions.values().map(|p| p.unverified.len()).sum::<usize>(),
