@@ -628,6 +628,15 @@ async fn run_partition(shared: &Shared, state: &PartitionState) -> Result<RunRep
 }
 
 async fn run_locked(shared: &Shared, state: &PartitionState) -> Result<RunReport> {
+    // KIP-1105: as Kafka's copy and expiration tasks, nothing is copied or deleted while the partition's
+    // metadata is not caught up (or no longer served): a run decided on it could copy twice or delete early.
+    if !shared.metadata.is_partition_ready(&state.tp) {
+        return Err(Error::busy(format!(
+            "the remote log metadata of {} is not ready (not caught up, or stopped): this run copied and deleted \
+             nothing",
+            state.tp
+        )));
+    }
     let dir = state.dir();
     let log = LocalLog::open(&dir)?;
     if log.partition().topic_id_partition != state.tp {

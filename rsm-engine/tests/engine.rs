@@ -366,3 +366,45 @@ async fn a_gap_in_the_remote_log_stops_local_deletion_there() {
     }
     engine.close().await.unwrap();
 }
+
+/// KIP-1105: as Kafka's copy and expiration tasks, a run does nothing while the partition's metadata is not
+/// ready, and says so; once it is ready again, the run copies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_for_the_partitions_metadata_to_be_ready() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let dir = write_partition(&t.path().join("kafka-logs"), "ready", 0, 3);
+    let clock = Clock::new();
+    let engine =
+        RemoteLogManager::with_local_metadata(clock.config(&[]), fs_storage(&store), &t.path().join("metadata"))
+            .unwrap();
+    let tp = engine.add_partition(&dir, Role::Leader { epoch: 0 }, None).await.unwrap();
+    assert!(engine.metadata().is_partition_ready(&tp));
+    engine.metadata().on_stop_partitions(std::slice::from_ref(&tp)).await.unwrap();
+    assert!(!engine.metadata().is_partition_ready(&tp));
+
+    let e = engine.run_partition(&tp).await.unwrap_err();
+    assert_eq!(e.kind(), rsm_core::ErrorKind::Busy, "{e}");
+    assert!(e.message().contains(&format!("metadata of {tp} is not ready")), "{e}");
+    let objects = |dir: &std::path::Path| walkdir(dir).len();
+    assert_eq!(objects(&store), 0, "nothing copied while not ready");
+
+    engine.metadata().on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await.unwrap();
+    let r = engine.run_partition(&tp).await.unwrap();
+    assert!(!r.copy.copied.is_empty(), "copied once ready");
+    assert!(objects(&store) > 0);
+}
+
+fn walkdir(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -106,6 +106,9 @@ impl RemoteLogMetadataManager for Recording {
     fn is_ready(&self) -> bool {
         self.inner.is_ready()
     }
+    fn is_partition_ready(&self, partition: &TopicIdPartition) -> bool {
+        self.inner.is_partition_ready(partition)
+    }
     async fn close(&self) -> Result<()> {
         self.inner.close().await
     }
