@@ -212,6 +212,9 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
             argument(data, "logSegmentData", what);
             byte[] epochs = bytes(argument(data.leaderEpochIndex(), "logSegmentData.leaderEpochIndex", what));
             Optional<Path> txn = argument(data.transactionIndex(), "logSegmentData.transactionIndex", what);
+            // The start of an upload, for an operator following a copy (and a test killing a broker mid-copy).
+            log.debug("rsm plugin: copying segment {} (offsets {}..{}, {} bytes)", segmentId(metadata, what),
+                    metadata.startOffset(), metadata.endOffset(), metadata.segmentSizeInBytes());
             byte[] custom = NativeBridge.copy(store(), MetadataCodec.encode(metadata),
                     path(data.logSegment(), "logSegmentData.logSegment", what),
                     path(data.offsetIndex(), "logSegmentData.offsetIndex", what),

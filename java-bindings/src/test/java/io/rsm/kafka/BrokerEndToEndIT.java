@@ -404,11 +404,7 @@ class BrokerEndToEndIT {
             int interruptedByDeletion = 0;
             for (int i = 0; i < lines.size(); i++) {
                 String l = lines.get(i);
-                boolean failure = l.contains("Exception") || l.contains(" ERROR ")
-                        || (l.contains(" WARN ") && (l.contains("io.rsm") || l.contains("RemoteStorage")));
-                boolean ours = l.contains("rsm") || l.contains("RemoteStorage") || l.contains("remote")
-                        || l.contains("Remote");
-                if (!failure || !ours) {
+                if (!KafkaBroker.remoteStorageFailure(l)) {
                     continue;
                 }
                 // Deleting a topic removes its local files while a copy of one of its segments may be under

@@ -30,7 +30,12 @@ import org.apache.kafka.common.Uuid;
 final class KafkaBroker implements AutoCloseable {
     final String version;
     final Path work;
+    /** The first (for a combined node, the only) log directory. */
     final Path logDir;
+    /** Every log directory (two on a cluster's broker: JBOD). */
+    final List<Path> logDirs;
+    /** Whether this node is a broker (else a controller only). */
+    final boolean isBroker;
     final TestStore store;
     final Path brokerLog;
     final int port;
@@ -40,6 +45,7 @@ final class KafkaBroker implements AutoCloseable {
     final String pluginClass;
     private final String classpath;
     private final Path properties;
+    private final Map<String, String> settings = new TreeMap<>();
     private Process process;
 
     /** The plugin class for brokers 4.1 and later with the jar on their own class path (KIP-877 metrics). */
@@ -48,60 +54,54 @@ final class KafkaBroker implements AutoCloseable {
     /**
      * A broker of {@code version} (its class path resolved in {@code classpath}) in {@code work}, with our
      * {@code pluginJar}: in {@code remote.log.storage.manager.class.path} as {@link RustRemoteStorageManager},
-     * or, with {@code onBrokerClassPath}, on the broker's own class path as {@link #MONITORABLE}.
+     * or, with {@code onBrokerClassPath}, on the broker's own class path as {@link #MONITORABLE}. One node,
+     * broker and controller combined.
      */
     KafkaBroker(String version, String classpath, Path work, Path pluginJar, TestStore store,
             boolean onBrokerClassPath) throws IOException {
+        this(version, onBrokerClassPath ? classpath + java.io.File.pathSeparator + pluginJar : classpath, work,
+                store, true, freePort(), freePort(), combined(pluginJar, store, onBrokerClassPath));
+    }
+
+    /**
+     * One node of a cluster: {@code settings} give everything but the ports and directories, which this
+     * fills in ({@code listeners}, {@code log.dirs}: two directories when {@code broker}, JBOD; the
+     * controller's port is {@code controllerPort}, this node's own listener {@code port}).
+     */
+    KafkaBroker(String version, String classpath, Path work, TestStore store, boolean broker, int port,
+            int controllerPort, Map<String, String> settings) throws IOException {
         this.version = version;
-        this.classpath = onBrokerClassPath ? classpath + java.io.File.pathSeparator + pluginJar : classpath;
-        this.pluginClass = onBrokerClassPath ? MONITORABLE : RustRemoteStorageManager.class.getName();
+        this.classpath = classpath;
+        String pc = settings.getOrDefault("remote.log.storage.manager.class.name", "");
+        this.pluginClass = pc;
         this.jmxPort = freePort();
         this.work = work;
-        this.logDir = work.resolve("kafka-logs");
         this.store = store;
         this.brokerLog = work.resolve("broker.log");
-        this.port = freePort();
-        this.controllerPort = freePort();
+        this.port = port;
+        this.controllerPort = controllerPort;
+        this.isBroker = broker;
         Files.createDirectories(work);
-        Map<String, String> p = new TreeMap<>();
-        p.put("process.roles", "broker,controller");
-        p.put("node.id", "1");
-        p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-        p.put("listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
-        p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
-        p.put("controller.listener.names", "CONTROLLER");
-        p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
-        p.put("inter.broker.listener.name", "PLAINTEXT");
-        p.put("log.dirs", logDir.toString());
-        p.put("num.partitions", "1");
-        p.put("offsets.topic.replication.factor", "1");
-        p.put("offsets.topic.num.partitions", "3");
-        p.put("transaction.state.log.replication.factor", "1");
-        p.put("transaction.state.log.min.isr", "1");
-        p.put("share.coordinator.state.topic.replication.factor", "1");
-        p.put("share.coordinator.state.topic.min.isr", "1");
-        p.put("group.initial.rebalance.delay.ms", "0");
-        // Local retention and file deletion checked every second, so local segments go soon after upload.
-        p.put("log.retention.check.interval.ms", "1000");
-        // The first retention check otherwise comes 30 s after start-up.
-        p.put("log.initial.task.delay.ms", "1000");
-        p.put("log.segment.delete.delay.ms", "500");
-        // Tiered storage with our plugin.
-        p.put("remote.log.storage.system.enable", "true");
-        p.put("remote.log.storage.manager.class.name", pluginClass);
-        if (!onBrokerClassPath) {
-            p.put("remote.log.storage.manager.class.path", pluginJar.toString());
+        this.settings.putAll(settings);
+        boolean combined = settings.getOrDefault("process.roles", "").contains("controller") && broker;
+        if (broker) {
+            this.logDir = work.resolve("kafka-logs");
+            this.logDirs = combined ? List.of(logDir) : List.of(logDir, work.resolve("kafka-logs-2"));
+            this.settings.put("listeners", "PLAINTEXT://127.0.0.1:" + port
+                    + (combined ? ",CONTROLLER://127.0.0.1:" + controllerPort : ""));
+            this.settings.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+            this.settings.put("log.dirs", String.join(",", logDirs.stream().map(Path::toString).toList()));
+            if (!combined) {
+                this.settings.put("metadata.log.dir", work.resolve("metadata").toString());
+            }
+        } else {
+            this.logDir = work.resolve("metadata");
+            this.logDirs = List.of(logDir);
+            this.settings.put("listeners", "CONTROLLER://127.0.0.1:" + controllerPort);
+            this.settings.put("log.dirs", logDir.toString());
         }
-        p.put("remote.log.metadata.manager.listener.name", "PLAINTEXT");
-        p.put("rlmm.config.remote.log.metadata.topic.replication.factor", "1");
-        p.put("rlmm.config.remote.log.metadata.topic.num.partitions", "3");
-        p.put("remote.log.manager.task.interval.ms", "500");
-        p.put("rsm.config.chunk.size", "262144");
-        p.putAll(store.brokerSettings());
-        StringBuilder text = new StringBuilder();
-        p.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
         properties = work.resolve("server.properties");
-        Files.writeString(properties, text.toString());
+        writeProperties();
         Files.writeString(work.resolve("log4j2.properties"), String.join("\n",
                 "status = warn",
                 "appender.file.type = File",
@@ -120,6 +120,70 @@ final class KafkaBroker implements AutoCloseable {
                 "logger.rlmq.name = org.apache.kafka.server.log.remote.metadata.storage",
                 "logger.rlmq.level = INFO",
                 ""));
+    }
+
+    /** The settings of a single combined node (node id 1) tiering to {@code store}. */
+    private static Map<String, String> combined(Path pluginJar, TestStore store, boolean onBrokerClassPath) {
+        Map<String, String> p = new TreeMap<>();
+        p.put("process.roles", "broker,controller");
+        p.put("node.id", "1");
+        p.put("num.partitions", "1");
+        p.put("offsets.topic.replication.factor", "1");
+        p.put("offsets.topic.num.partitions", "3");
+        p.put("transaction.state.log.replication.factor", "1");
+        p.put("transaction.state.log.min.isr", "1");
+        p.put("share.coordinator.state.topic.replication.factor", "1");
+        p.put("share.coordinator.state.topic.min.isr", "1");
+        p.put("rlmm.config.remote.log.metadata.topic.replication.factor", "1");
+        p.putAll(tiered(pluginJar, store, onBrokerClassPath));
+        return p;
+    }
+
+    /**
+     * The settings every test broker shares: listener names, quick retention checks, and tiered storage with
+     * our plugin ({@code onBrokerClassPath}: as {@link #MONITORABLE}, the jar on the broker's class path) on
+     * {@code store}.
+     */
+    static Map<String, String> tiered(Path pluginJar, TestStore store, boolean onBrokerClassPath) {
+        Map<String, String> p = new TreeMap<>();
+        p.put("controller.listener.names", "CONTROLLER");
+        p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        p.put("inter.broker.listener.name", "PLAINTEXT");
+        p.put("group.initial.rebalance.delay.ms", "0");
+        // Local retention and file deletion checked every second, so local segments go soon after upload.
+        p.put("log.retention.check.interval.ms", "1000");
+        // The first retention check otherwise comes 30 s after start-up.
+        p.put("log.initial.task.delay.ms", "1000");
+        p.put("log.segment.delete.delay.ms", "500");
+        // Tiered storage with our plugin.
+        p.put("remote.log.storage.system.enable", "true");
+        p.put("remote.log.storage.manager.class.name",
+                onBrokerClassPath ? MONITORABLE : RustRemoteStorageManager.class.getName());
+        if (!onBrokerClassPath) {
+            p.put("remote.log.storage.manager.class.path", pluginJar.toString());
+        }
+        p.put("remote.log.metadata.manager.listener.name", "PLAINTEXT");
+        p.put("rlmm.config.remote.log.metadata.topic.num.partitions", "3");
+        p.put("remote.log.manager.task.interval.ms", "500");
+        p.put("rsm.config.chunk.size", "262144");
+        p.putAll(store.brokerSettings());
+        return p;
+    }
+
+    /** Sets (or, with a null value, removes) one setting, for the next start. */
+    void set(String key, String value) throws IOException {
+        if (value == null) {
+            settings.remove(key);
+        } else {
+            settings.put(key, value);
+        }
+        writeProperties();
+    }
+
+    private void writeProperties() throws IOException {
+        StringBuilder text = new StringBuilder();
+        settings.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        Files.writeString(properties, text.toString());
     }
 
     String bootstrap() {
@@ -145,7 +209,11 @@ final class KafkaBroker implements AutoCloseable {
 
     /** Formats the storage directory with a random cluster id. */
     void format() throws Exception {
-        String clusterId = Uuid.randomUuid().toString();
+        format(Uuid.randomUuid().toString());
+    }
+
+    /** Formats the storage directories for the cluster {@code clusterId}. */
+    void format(String clusterId) throws Exception {
         Process f = new ProcessBuilder(java(false, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c",
                 properties.toString()))
                 .directory(work.toFile())
@@ -169,8 +237,9 @@ final class KafkaBroker implements AutoCloseable {
             if (!process.isAlive()) {
                 throw new IllegalStateException("broker " + version + " exited: " + tail());
             }
-            if (Files.exists(brokerLog) && Files.readString(brokerLog).contains("Kafka Server started")) {
-                try (Socket s = new Socket("127.0.0.1", port)) {
+            // A controller-only node is up once its listener answers; a broker once it also says so.
+            if (!isBroker || Files.exists(brokerLog) && Files.readString(brokerLog).contains("Kafka Server started")) {
+                try (Socket s = new Socket("127.0.0.1", isBroker ? port : controllerPort)) {
                     if (s.isConnected()) {
                         return;
                     }
@@ -194,6 +263,40 @@ final class KafkaBroker implements AutoCloseable {
             process.waitFor(30, TimeUnit.SECONDS);
         }
         process = null;
+    }
+
+    /** Kills the node's JVM with SIGKILL (kill -9: no shutdown hook, nothing flushed), waiting for it to die. */
+    void kill() throws Exception {
+        if (process == null) {
+            return;
+        }
+        process.destroyForcibly();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("node " + work + " did not die of SIGKILL");
+        }
+        process = null;
+    }
+
+    /** Whether the node's JVM is running. */
+    boolean running() {
+        return process != null && process.isAlive();
+    }
+
+    /** The node id of its settings. */
+    int nodeId() {
+        return Integer.parseInt(settings.get("node.id"));
+    }
+
+    /**
+     * Whether a broker log line tells of a failure of remote storage: an exception or error (or a warning of
+     * our plugin or of remote storage) on a line about our plugin or remote storage.
+     */
+    static boolean remoteStorageFailure(String line) {
+        boolean failure = line.contains("Exception") || line.contains(" ERROR ")
+                || (line.contains(" WARN ") && (line.contains("io.rsm") || line.contains("RemoteStorage")));
+        boolean ours = line.contains("rsm") || line.contains("RemoteStorage") || line.contains("remote")
+                || line.contains("Remote");
+        return failure && ours;
     }
 
     /**

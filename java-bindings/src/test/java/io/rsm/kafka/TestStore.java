@@ -50,6 +50,25 @@ abstract class TestStore {
         return p;
     }
 
+    /**
+     * The arguments that point the {@code rsm} command at this store, as the plugin sees it:
+     * {@code --store URL} and a {@code --set key=value} per other setting.
+     */
+    final List<String> cliArgs() {
+        List<String> out = new ArrayList<>();
+        brokerSettings().forEach((k, v) -> {
+            String key = k.substring("rsm.config.".length());
+            if (key.equals("store.url")) {
+                out.add(0, v);
+                out.add(0, "--store");
+            } else {
+                out.add("--set");
+                out.add(key + "=" + v);
+            }
+        });
+        return out;
+    }
+
     /** The secret values among {@link #brokerSettings()} (and a key file's content): none may show in the broker's log. */
     final List<String> secrets() {
         List<String> out = new ArrayList<>(storeSecrets());
