@@ -165,6 +165,10 @@ impl Store {
         start: i32,
         end: Option<i32>,
     ) -> Result<SegmentReader> {
+        // A store of local files, a segment stored as it is: read straight into the caller's buffers.
+        if let Some(local) = self.storage.local_log_reader(md, start, end).await? {
+            return Ok(SegmentReader::local(local));
+        }
         Ok(SegmentReader::stream(self.storage.fetch_log_segment(md, start, end).await?))
     }
 

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use rsm_core::Result;
 use rsm_core::backend::ByteStream;
+use rsm_core::storage::LocalLogReader;
 use std::io;
 use tokio::sync::mpsc;
 
@@ -17,6 +18,10 @@ use tokio::sync::mpsc;
 /// close) is that one piece, and nothing is read ahead of it. A reader that asks for a second piece reads
 /// on (a whole-segment read): from then on the pieces are pulled by a task, so that the store's reads and
 /// the checks of their blocks overlap with the caller's use of the bytes before.
+///
+/// A read of a segment from a local object file ([`SegmentReader::local`]) has no stream: each
+/// [`SegmentReader::read_into`] reads into the caller's buffer and checks the blocks there, on the caller's
+/// thread, with no buffer but one block where a fetch starts or ends inside a block.
 pub struct SegmentReader {
     source: Source,
     current: Bytes,
@@ -25,6 +30,7 @@ pub struct SegmentReader {
 
 enum Source {
     Done,
+    Local(Box<LocalLogReader>),
     Stream(ByteStream),
     Ahead(mpsc::Receiver<Result<Bytes>>, tokio::task::AbortHandle),
 }
@@ -50,6 +56,11 @@ impl SegmentReader {
     /// A reader over a fetch stream.
     pub fn stream(stream: ByteStream) -> Self {
         SegmentReader { source: Source::Stream(stream), current: Bytes::new(), pulled: 0 }
+    }
+
+    /// A reader straight from a segment's local object file (see [`LocalLogReader`]).
+    pub fn local(reader: LocalLogReader) -> Self {
+        SegmentReader { source: Source::Local(Box::new(reader)), current: Bytes::new(), pulled: 0 }
     }
 
     /// A reader over bytes already read (an index).
@@ -78,7 +89,7 @@ impl SegmentReader {
         }
         self.pulled += 1;
         match &mut self.source {
-            Source::Done => None,
+            Source::Done | Source::Local(_) => None,
             Source::Stream(stream) => crate::runtime().block_on(stream.next()),
             Source::Ahead(rx, _) => crate::runtime().block_on(rx.recv()),
         }
@@ -105,15 +116,26 @@ impl SegmentReader {
         Ok(true)
     }
 
-    /// The next piece of bytes as the stream gave it (`None` at the end), without copying.
+    /// The next piece of bytes as the stream gave it (`None` at the end), without copying (a local read's
+    /// pieces are 1 MiB at most, read for the call).
     pub fn next_bytes(&mut self) -> Result<Option<Bytes>> {
+        if let Source::Local(_) = self.source {
+            let b = self.next_chunk(LOCAL_PIECE_BYTES)?;
+            return Ok((!b.is_empty()).then_some(b));
+        }
         Ok(self.fill()?.then(|| std::mem::take(&mut self.current)))
     }
 
     /// Up to `max` bytes off the front of what is held, waiting for the store only when nothing is
     /// (empty at the end, or when `max` is 0). Never more than one piece of the stream, so a caller's huge
-    /// `max` allocates nothing.
+    /// `max` allocates nothing (a local read allocates at most 1 MiB).
     pub fn next_chunk(&mut self, max: usize) -> Result<Bytes> {
+        if let Source::Local(r) = &mut self.source {
+            let mut buf = vec![0u8; max.min(LOCAL_PIECE_BYTES)];
+            let n = r.read(&mut buf)?;
+            buf.truncate(n);
+            return Ok(Bytes::from(buf));
+        }
         if max == 0 || !self.fill()? {
             return Ok(Bytes::new());
         }
@@ -121,8 +143,22 @@ impl SegmentReader {
         Ok(self.current.split_to(n))
     }
 
+    /// Fills the front of `buf` and returns how many bytes (0 at the end, or for an empty `buf`): a local
+    /// read straight into `buf`, each block checked there; a stream's bytes copied from the piece held.
+    pub fn read_into(&mut self, buf: &mut [u8]) -> Result<usize> {
+        if let Source::Local(r) = &mut self.source {
+            return r.read(buf);
+        }
+        let chunk = self.next_chunk(buf.len())?;
+        buf[..chunk.len()].copy_from_slice(&chunk);
+        Ok(chunk.len())
+    }
+
     /// Discards up to `n` bytes; returns how many were discarded (fewer only at the end).
     pub fn skip(&mut self, n: u64) -> Result<u64> {
+        if let Source::Local(r) = &mut self.source {
+            return Ok(r.skip(n));
+        }
         let mut done = 0u64;
         while done < n && self.fill()? {
             let k = (n - done).min(self.current.len() as u64) as usize;
@@ -132,17 +168,27 @@ impl SegmentReader {
         Ok(done)
     }
 
+    /// Whether this reads a local object file into the caller's buffers ([`SegmentReader::local`]): its
+    /// reads never wait on a network.
+    pub fn is_local(&self) -> bool {
+        matches!(self.source, Source::Local(_))
+    }
+
     /// Bytes readable without waiting.
     pub fn buffered(&self) -> usize {
-        self.current.len()
+        match &self.source {
+            Source::Local(r) => r.buffered(),
+            _ => self.current.len(),
+        }
     }
 }
 
+/// The most a local read's [`SegmentReader::next_chunk`] allocates for one call.
+const LOCAL_PIECE_BYTES: usize = 1 << 20;
+
 impl io::Read for SegmentReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let chunk = self.next_chunk(buf.len()).map_err(io::Error::other)?;
-        buf[..chunk.len()].copy_from_slice(&chunk);
-        Ok(chunk.len())
+        self.read_into(buf).map_err(io::Error::other)
     }
 }
 

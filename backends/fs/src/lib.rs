@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 use rsm_core::backend::{
-    BufferPool, ByteStream, ObjectMeta, StorageBackend, TemporaryObject, clamp_range, validate_key,
+    BufferPool, ByteStream, LocalObject, ObjectMeta, StorageBackend, TemporaryObject, clamp_range, validate_key,
 };
 use rsm_core::config::ConfigReader;
 use rsm_core::{Error, Result};
@@ -367,8 +367,38 @@ fn reflink(src: &File, dst: &File) -> bool {
     unsafe { libc::ioctl(dst.as_raw_fd(), FICLONE as _, src.as_raw_fd()) == 0 }
 }
 
+/// An object file opened for positional reads ([`StorageBackend::open_local`]).
+#[derive(Debug)]
+struct LocalFile {
+    file: File,
+    key: String,
+    len: u64,
+}
+
+impl LocalObject for LocalFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<()> {
+        self.file.read_exact_at(buf, position).map_err(io_err(format!(
+            "object {} ({} bytes at {position} of {})",
+            self.key,
+            buf.len(),
+            self.len
+        )))
+    }
+}
+
 #[async_trait]
 impl StorageBackend for FsBackend {
+    fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
+        let path = self.path(key)?;
+        let file = File::open(&path).map_err(|e| self.or_root_missing(Error::from_io(format!("object {key}"), e)))?;
+        let len = file.metadata().map_err(io_err(format!("object {key}")))?.len();
+        Ok(Some(Box::new(LocalFile { file, key: key.to_string(), len })))
+    }
+
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         let (this, key, path) = (self.clone(), key.to_string(), path.to_path_buf());
         blocking(move || this.put_file_blocking(&key, &path, len)).await

@@ -392,14 +392,17 @@ pub unsafe extern "C" fn rsm_stream_read(
                 return Err(Error::invalid(format!("`buf` is NULL but `len` is {len}")));
             }
             not_on_runtime("rsm_stream_read")?;
-            let chunk = with_stream(stream, |s| s.next_chunk(len))?;
-            if !chunk.is_empty() {
-                // SAFETY: `buf` has `len` writable bytes by the caller's contract, and
-                // `chunk.len() <= len` (`next_chunk` never returns more than it is asked for).
-                std::ptr::copy_nonoverlapping(chunk.as_ptr(), buf, chunk.len());
-            }
+            let read = if len == 0 {
+                with_stream(stream, |_| Ok(0))?
+            } else {
+                // SAFETY: `buf` has `len` writable bytes by the caller's contract (not NULL: checked above),
+                // and nothing else writes them during the call.
+                let dst = std::slice::from_raw_parts_mut(buf, len);
+                // A local object file is read straight into `buf`; a stream's piece is copied into it.
+                with_stream(stream, |s| s.read_into(dst))?
+            };
             if let Some(n) = n {
-                n.set(chunk.len());
+                n.set(read);
             }
             Ok(())
         })

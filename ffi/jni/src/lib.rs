@@ -28,7 +28,7 @@ pub mod log;
 use bytes::Bytes;
 use handles::Registry;
 use jni::errors::ErrorPolicy;
-use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString, JThrowable, JValue};
+use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString, JThrowable, JValue, ReleaseMode};
 use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned, jni_sig};
 use rsm_core::{Error, ErrorKind, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
@@ -168,6 +168,15 @@ fn as_jbytes(b: &[u8]) -> &[i8] {
     // SAFETY: u8 and i8 have the same size and alignment, and every bit pattern is valid for both.
     unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<i8>(), b.len()) }
 }
+
+fn as_bytes_mut(b: &mut [i8]) -> &mut [u8] {
+    // SAFETY: u8 and i8 have the same size and alignment, and every bit pattern is valid for both.
+    unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<u8>(), b.len()) }
+}
+
+/// The most one `read` of a local object file puts straight into a Java array (the array is held, and the
+/// garbage collector waits, for that long).
+const LOCAL_READ_BYTES: usize = 2 << 20;
 
 fn elapsed_ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -430,12 +439,33 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_read<'l>(
             // Still checks the handle.
             return with_stream(stream, |_| Ok(0)).map_err(Failure::from);
         }
-        let chunk = with_stream(stream, |s| s.next_chunk(len as usize))?;
-        if chunk.is_empty() {
-            return Ok(-1);
-        }
-        buf.set_region(env, off, as_jbytes(&chunk))?;
-        Ok(chunk.len() as jint)
+        // A read from a local object file goes straight into the Java array, held (GC paused) for one read
+        // of at most LOCAL_READ_BYTES from the page cache and its checks, with no JNI call meanwhile: each
+        // byte is copied once. Other reads (a store's stream, which may wait on the network) copy the piece
+        // they hold, outside any critical region.
+        let local = with_stream(stream, |s| {
+            if !s.is_local() {
+                return Ok(None);
+            }
+            let want = (len as usize).min(LOCAL_READ_BYTES);
+            // SAFETY: no JNI call is made while `elements` is held (the read is a pread and CRC checks); the
+            // array is the caller's, written only in `off..off + want`, inside its bounds (checked above).
+            let mut elements = unsafe { buf.get_elements_critical(env, ReleaseMode::CopyBack) }
+                .map_err(|e| Error::new(ErrorKind::Storage, format!("the Java read buffer: {e}")))?;
+            let n = s.read_into(as_bytes_mut(&mut elements[off as usize..off as usize + want]))?;
+            Ok(Some(n))
+        })?;
+        let n = match local {
+            Some(n) => n,
+            None => {
+                let chunk = with_stream(stream, |s| s.next_chunk(len as usize))?;
+                if !chunk.is_empty() {
+                    buf.set_region(env, off, as_jbytes(&chunk))?;
+                }
+                chunk.len()
+            }
+        };
+        Ok(if n == 0 { -1 } else { n as jint })
     })
 }
 

@@ -101,6 +101,31 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         None
     }
+
+    /// Object `key` opened for positional reads in the calling thread, for a store whose objects are files
+    /// this process reads itself (the filesystem store): a reader can then read straight into its caller's
+    /// buffer, with no async hop and no copy of its own. `None` (the default) for the others, and from a
+    /// layer that must see every read as a [`StorageBackend::get_range`] (the fault layer). A missing key
+    /// is not found, as for `get_range`.
+    fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
+        let _ = key;
+        Ok(None)
+    }
+}
+
+/// An object opened by [`StorageBackend::open_local`]: blocking positional reads of its bytes.
+pub trait LocalObject: Send + Sync + fmt::Debug {
+    /// The object's size in bytes when it was opened.
+    fn len(&self) -> u64;
+
+    /// Whether the object is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` with the object's bytes from `position`; an error if the object ends first (named by its
+    /// key, as a `get_range` failure would be).
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<()>;
 }
 
 /// Checks a range against an object of `size` bytes and cuts it at the end, as

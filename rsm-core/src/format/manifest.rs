@@ -132,6 +132,19 @@ impl Manifest {
         start..end
     }
 
+    /// The end of the run of whole blocks (whole chunks without block CRCs) from `start` that ends by
+    /// `limit`: `start` itself when no block starts there or the first one ends past `limit`.
+    pub fn whole_blocks_end(&self, start: u64, limit: u64) -> u64 {
+        let mut at = start;
+        while let Some(b) = self.block_at(at) {
+            if b.start != at || b.end > limit {
+                break;
+            }
+            at = b.end;
+        }
+        at
+    }
+
     /// Checks `bytes`, the original bytes of the whole-block range `range` (see [`Manifest::align`]), block by
     /// block against the block CRCs (chunk by chunk against the entries' CRCs when there are none); `what`
     /// (the object key) is named in errors.

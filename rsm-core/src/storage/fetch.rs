@@ -38,6 +38,29 @@ pub fn plan_reads(manifest: &Manifest, start: u64, end: u64) -> Vec<Range<u64>> 
     reads
 }
 
+/// The original bytes `start..end` a fetch of positions `start_position..=end_position` (to the end of the
+/// log without an end) of the segment of `manifest` serves: a start outside the log, or an end before the
+/// start, is refused naming the segment; an end past the log is cut at its end.
+pub fn fetch_bounds(manifest: &Manifest, start_position: i32, end_position: Option<i32>) -> Result<(u64, u64)> {
+    let id = &manifest.metadata.remote_log_segment_id;
+    if start_position < 0 || start_position as u64 >= manifest.log_length {
+        return Err(Error::invalid(format!(
+            "start position {start_position} is outside segment {id} of {} bytes",
+            manifest.log_length
+        )));
+    }
+    let end = match end_position {
+        Some(e) if e < start_position => {
+            return Err(Error::invalid(format!(
+                "end position {e} is before start position {start_position} in segment {id}"
+            )));
+        }
+        Some(e) => (e as u64 + 1).min(manifest.log_length),
+        None => manifest.log_length,
+    };
+    Ok((start_position as u64, end))
+}
+
 impl TieredStorage {
     /// Streams the bytes `start..end` of a committed segment's log, in order, as [`plan_reads`] plans them.
     /// The first two reads go one at a time (a reader that stops early has cost at most one read more than

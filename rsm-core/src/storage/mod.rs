@@ -12,6 +12,8 @@
 //! - [`chunk_cache`]: whole checked chunks in memory and on disk (the disk tier in `disk_cache`), one cache
 //!   per process and settings, single-flight, with read-ahead for sequential readers (`fetch.cache.*`,
 //!   `fetch.prefetch.chunks`);
+//! - `local_read`: a fetch read straight from a local object file into the caller's buffer, each block
+//!   checked as it lands ([`LocalLogReader`]);
 //! - `maintenance`: scan and find segments, orphans and their sweep, verify, key rotation;
 //! - [`settings`]: the settings, [`TieredConfig`].
 //!
@@ -30,6 +32,7 @@ mod disk_cache;
 pub mod fetch;
 mod index_cache;
 pub mod layout;
+mod local_read;
 mod maintenance;
 mod manifest_cache;
 pub mod settings;
@@ -40,6 +43,7 @@ pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
 pub use layout::{SegmentKey, SegmentKeys, Suffix, parse_segment_key, partition_prefix, segment_keys};
+pub use local_read::LocalLogReader;
 pub use settings::{EncryptionConfig, TieredConfig};
 
 use crate::backend::{ByteStream, StorageBackend};
@@ -264,23 +268,8 @@ impl RemoteStorageManager for TieredStorage {
         end_position: Option<i32>,
     ) -> Result<ByteStream> {
         let m = self.manifest(metadata).await?;
-        let id = &metadata.remote_log_segment_id;
-        if start_position < 0 || start_position as u64 >= m.log_length {
-            return Err(Error::invalid(format!(
-                "start position {start_position} is outside segment {id} of {} bytes",
-                m.log_length
-            )));
-        }
-        let end = match end_position {
-            Some(e) if e < start_position => {
-                return Err(Error::invalid(format!(
-                    "end position {e} is before start position {start_position} in segment {id}"
-                )));
-            }
-            Some(e) => (e as u64 + 1).min(m.log_length),
-            None => m.log_length,
-        };
-        Ok(self.stream_range(m, start_position as u64, end))
+        let (start, end) = fetch::fetch_bounds(&m, start_position, end_position)?;
+        Ok(self.stream_range(m, start, end))
     }
 
     async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {

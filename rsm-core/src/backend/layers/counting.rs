@@ -1,7 +1,7 @@
 //! Counts requests, failures and bytes by operation at the contract's level.
 
 use super::{Layer, LayeredBackend};
-use crate::backend::{ByteStream, ObjectMeta, Op, RequestCounts, StorageBackend};
+use crate::backend::{ByteStream, LocalObject, ObjectMeta, Op, RequestCounts, StorageBackend};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -39,6 +39,29 @@ impl CountingLayer {
     fn judge<T>(&self, op: Op, r: Result<T>) -> Result<T> {
         if r.is_err() {
             self.counts.fail(op);
+        }
+        r
+    }
+}
+
+/// A local object whose every positional read counts as one get of its bytes.
+#[derive(Debug)]
+struct CountedLocal {
+    inner: Box<dyn LocalObject>,
+    counts: Arc<RequestCounts>,
+}
+
+impl LocalObject for CountedLocal {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<()> {
+        self.counts.start(Op::Get, 0);
+        let r = self.inner.read_exact_at(buf, position);
+        match &r {
+            Ok(()) => self.counts.add_received(Op::Get, buf.len() as u64),
+            Err(_) => self.counts.fail(Op::Get),
         }
         r
     }
@@ -94,6 +117,11 @@ impl LayeredBackend for CountingLayer {
     async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
         self.counts.start(Op::Put, bytes.len() as u64);
         self.judge(Op::Put, self.inner.put_bytes(key, bytes).await)
+    }
+
+    fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
+        let opened = self.judge(Op::Get, self.inner.open_local(key))?;
+        Ok(opened.map(|inner| Box::new(CountedLocal { inner, counts: self.counts.clone() }) as Box<dyn LocalObject>))
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {

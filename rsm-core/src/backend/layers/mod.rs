@@ -25,7 +25,7 @@ pub use counting::{Counting, CountingLayer};
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use retry::{RetryConfig, RetryLayer};
 
-use super::{ByteStream, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
+use super::{ByteStream, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -102,6 +102,11 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         self.inner().store_requests()
     }
+
+    /// See [`StorageBackend::open_local`].
+    fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
+        self.inner().open_local(key)
+    }
 }
 
 #[async_trait]
@@ -132,6 +137,9 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         LayeredBackend::store_requests(self)
+    }
+    fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
+        LayeredBackend::open_local(self, key)
     }
 }
 
