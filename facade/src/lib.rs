@@ -280,6 +280,8 @@ impl Store {
             c.prefetched,
             c.prefetched_bytes_used,
             c.prefetched_bytes_wasted,
+            c.bypassed,
+            c.bypassed_bytes,
             i.hits,
             i.misses,
             i.evictions,
@@ -292,7 +294,7 @@ impl Store {
 
 /// The names of [`Store::cache_metrics`], in its order: counts since the cache was made, and `-bytes` now
 /// held (the chunk cache is the process's, shared by the stores opened with the same cache settings).
-pub const CACHE_METRICS: [&str; 20] = [
+pub const CACHE_METRICS: [&str; 22] = [
     "chunk-cache-hits",
     "chunk-cache-misses",
     "chunk-cache-evictions",
@@ -307,6 +309,8 @@ pub const CACHE_METRICS: [&str; 20] = [
     "chunk-cache-prefetched",
     "chunk-cache-prefetched-bytes-used",
     "chunk-cache-prefetched-bytes-wasted",
+    "chunk-cache-bypassed",
+    "chunk-cache-bypassed-bytes",
     "index-cache-hits",
     "index-cache-misses",
     "index-cache-evictions",

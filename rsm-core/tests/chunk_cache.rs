@@ -1,7 +1,11 @@
 //! The chunk cache's disk tier and its sharing within a process, through `TieredStorage::open` as a host
 //! opens stores: a restart keeps the disk tier and reads from it without a request; a damaged cache file,
 //! whatever byte is damaged, is dropped and the chunk fetched again, never served; storage managers with the
-//! same settings share one cache, and different stores never meet in it.
+//! same settings share one cache, and different stores never meet in it; a random read that misses costs
+//! what it would without a cache, and a disk hit reads only the blocks asked for and writes nothing.
+//!
+//! A chunk enters the cache on its second miss (or for a sequential reader): a whole-segment fetch reads its
+//! first piece around the cache, so the tests below fetch twice to fill it.
 
 use rsm_core::backend::{CountingLayer, MemoryBackend, Op, RequestCounts, StorageBackend};
 use rsm_core::format::partition::LocalPartition;
@@ -77,7 +81,9 @@ async fn the_disk_tier_survives_a_restart_and_serves_without_a_request() {
 
     let rsm = TieredStorage::open(backend.clone(), cfg.clone(), "memory:one").unwrap();
     rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
-    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    for _ in 0..2 {
+        assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    }
     let chunks = rsm.manifest(&seg.md).await.unwrap().chunks.len();
     assert!(chunks >= 4, "several chunks: {chunks}");
     rsm.chunk_cache().unwrap().flush().await;
@@ -92,9 +98,10 @@ async fn the_disk_tier_survives_a_restart_and_serves_without_a_request() {
     assert_eq!(log_gets(&counts) - before, 0, "every chunk came from disk");
     let s = rsm.chunk_cache_stats().unwrap();
     assert_eq!((s.disk.hits, s.loads, s.disk.entries), (chunks as u64, 0, chunks as u64), "{s:?}");
-    // And from memory the second time.
+    // And from disk again the second time: a disk hit reads its blocks from the file, it does not fill memory.
     assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
-    assert_eq!(rsm.chunk_cache_stats().unwrap().memory.hits, chunks as u64);
+    let s = rsm.chunk_cache_stats().unwrap();
+    assert_eq!((s.disk.hits, s.memory.entries, log_gets(&counts) - before), (2 * chunks as u64, 0, 0), "{s:?}");
 
     // A second opening of the same directory with other settings in this process is refused by name.
     let other = TieredConfig { fetch_cache_bytes: 4 << 20, ..cfg.clone() };
@@ -117,9 +124,9 @@ async fn every_damaged_byte_of_a_cache_file_is_dropped_and_fetched_again() {
     // No memory tier: every read goes to the disk file.
     let rsm = TieredStorage::open(counting.clone(), config(0, disk.path()), "memory:damage").unwrap();
     rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
-    let range = (seg.log.len() as i32 / 3, seg.log.len() as i32 / 2);
-    let want_range = &seg.log[range.0 as usize..=range.1 as usize];
-    assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    for _ in 0..2 {
+        assert!(collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    }
     let cache = rsm.chunk_cache().unwrap().clone();
     cache.flush().await;
     let files = cache_files(disk.path());
@@ -132,8 +139,8 @@ async fn every_damaged_byte_of_a_cache_file_is_dropped_and_fetched_again() {
         damaged[i] ^= 0xff;
         std::fs::write(&files[0], &damaged).unwrap();
         let (dropped, gets) = (cache.stats().disk_dropped, log_gets(&counts));
-        let got = collect(rsm.fetch_log_segment(&seg.md, range.0, Some(range.1)).await.unwrap()).await;
-        assert!(got.unwrap() == want_range, "byte {i}: the original bytes");
+        let got = collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await;
+        assert!(got.unwrap() == seg.log, "byte {i}: the original bytes");
         assert_eq!(cache.stats().disk_dropped, dropped + 1, "byte {i}: the damaged file was dropped");
         assert_eq!(log_gets(&counts), gets + 1, "byte {i}: and the chunk fetched again");
         cache.flush().await;
@@ -156,7 +163,9 @@ async fn managers_with_the_same_settings_share_one_cache_and_stores_stay_apart()
     let cfg = config(8 << 20, disk.path());
     let a = TieredStorage::open(counting.clone(), cfg.clone(), "memory:shared").unwrap();
     a.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
-    assert!(collect(a.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    for _ in 0..2 {
+        assert!(collect(a.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap() == seg.log);
+    }
 
     let b = TieredStorage::open(counting.clone(), cfg.clone(), "memory:shared").unwrap();
     b.manifest(&seg.md).await.unwrap();
@@ -224,4 +233,58 @@ async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_manifest_ahead
     fresh.manifest(&mds[1]).await.unwrap();
     assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "the next segment's manifest was read ahead");
     assert_eq!(fresh.manifest_cache_stats().hits, before + 1);
+}
+
+/// A random read that misses reads only the blocks it asked for, as it would without a cache; the chunks
+/// it touched are loaded whole when missed again, then served from memory; with only a disk tier, a hit
+/// reads the blocks it serves from the file and writes nothing to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_nothing() {
+    let seg = segment(600 << 10, 4);
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let disk = tempfile::tempdir().unwrap();
+    let rsm = TieredStorage::open(counting.clone(), config(8 << 20, disk.path()), "memory:random").unwrap();
+    rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+    let manifest = rsm.manifest(&seg.md).await.unwrap();
+    // 100 KiB from the middle of a chunk: two chunks touched.
+    let (start, end) = (manifest.chunks[3].original_position() + 1000, manifest.chunks[3].end() + 40_000);
+    let blocks = manifest.align(start..end);
+    let fetch = || async {
+        let got = collect(rsm.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
+        assert!(got.unwrap() == seg.log[start as usize..end as usize]);
+    };
+    let received = || counts.snapshot().get(Op::Get).bytes_received;
+
+    let before = received();
+    fetch().await;
+    assert_eq!(received() - before, blocks.end - blocks.start, "only the blocks asked for");
+    let s = rsm.chunk_cache_stats().unwrap();
+    assert_eq!((s.bypassed, s.loads, s.memory.entries), (2, 0, 0), "{s:?}");
+
+    let before = received();
+    fetch().await;
+    let whole = manifest.chunks[3].data_length as u64 + manifest.chunks[4].data_length as u64;
+    assert_eq!(received() - before, whole, "missed again: both chunks loaded whole");
+    let (gets, s) = (log_gets(&counts), rsm.chunk_cache_stats().unwrap());
+    assert_eq!((s.loads, s.memory.entries), (2, 2), "{s:?}");
+    fetch().await;
+    assert_eq!(log_gets(&counts), gets, "then from memory");
+
+    // A disk-only cache: the chunks' files, read in part, never rewritten nor touched.
+    rsm.chunk_cache().unwrap().flush().await;
+    drop(rsm);
+    let disk_only = TieredStorage::open(counting.clone(), config(0, disk.path()), "memory:random").unwrap();
+    disk_only.manifest(&seg.md).await.unwrap();
+    let files = cache_files(disk.path());
+    assert_eq!(files.len(), 2, "{files:?}");
+    let times: Vec<_> = files.iter().map(|f| std::fs::metadata(f).unwrap().modified().unwrap()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let gets = log_gets(&counts);
+    let got = collect(disk_only.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
+    assert!(got.unwrap() == seg.log[start as usize..end as usize]);
+    assert_eq!(log_gets(&counts), gets, "from the disk tier");
+    assert_eq!(disk_only.chunk_cache_stats().unwrap().disk.hits, 2);
+    let after: Vec<_> = files.iter().map(|f| std::fs::metadata(f).unwrap().modified().unwrap()).collect();
+    assert_eq!(times, after, "a hit writes nothing");
 }

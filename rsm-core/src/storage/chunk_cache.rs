@@ -12,6 +12,11 @@
 //! than where that read ended: the broker's catch-up pattern (open at the next batch, read about a
 //! mebibyte, close) is. Then the next `prefetch_chunks` chunks are loaded in the background, with at most a
 //! quarter of the memory tier's bytes in flight in all; a random reader gets none.
+//!
+//! A cache never makes a read slower than no cache would: a random read of a chunk missed for the first
+//! time reads only the blocks it asked for, around the cache, and the chunk is loaded whole only when it is
+//! missed again (a doorkeeper, as TinyLFU admits), or by a sequential reader; a disk-tier hit reads and
+//! checks only the blocks asked for, and writes nothing.
 
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
@@ -33,6 +38,9 @@ use tokio::sync::Semaphore;
 
 /// How many segments' last read positions are remembered for sequential detection.
 const TRACKED_SEGMENTS: usize = 4096;
+
+/// How many chunks missed once are remembered (the doorkeeper): the next miss of one loads it whole.
+const SEEN_CHUNKS: usize = 65536;
 
 /// Disk writes in flight at once (each holds its chunk until written); a chunk loaded while they are all
 /// busy, behind a disk slower than the store, is not written to disk.
@@ -82,6 +90,11 @@ pub struct ChunkCacheStats {
     pub prefetched_bytes_used: u64,
     /// Bytes of prefetched chunks evicted from memory before any reader used them.
     pub prefetched_bytes_wasted: u64,
+    /// Reads of a chunk missed for the first time, served from the store around the cache (only the
+    /// blocks asked for).
+    pub bypassed: u64,
+    /// Their bytes.
+    pub bypassed_bytes: u64,
 }
 
 struct Shared {
@@ -92,6 +105,10 @@ struct Shared {
     loading: SingleFlight<ChunkKey, Bytes>,
     /// Per store and segment, the start and end of its last read.
     last_read: Mutex<lru::LruCache<(u64, Uuid), (u64, u64)>>,
+    /// Chunks missed once and read around the cache (the doorkeeper).
+    seen: Mutex<lru::LruCache<ChunkKey, ()>>,
+    bypassed: AtomicU64,
+    bypassed_bytes: AtomicU64,
     /// Prefetched chunks no reader has used yet, with their lengths (0 while loading).
     prefetched: Mutex<HashMap<ChunkKey, u64>>,
     prefetch_in_flight: AtomicU64,
@@ -150,6 +167,9 @@ impl ChunkCache {
                 disk_writes: Arc::new(Semaphore::new(DISK_WRITES_IN_FLIGHT)),
                 loading: SingleFlight::new(),
                 last_read: Mutex::new(lru::LruCache::new(tracked)),
+                seen: Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(SEEN_CHUNKS).expect("non-zero"))),
+                bypassed: AtomicU64::new(0),
+                bypassed_bytes: AtomicU64::new(0),
                 prefetched: Mutex::new(HashMap::new()),
                 prefetch_in_flight: AtomicU64::new(0),
                 config,
@@ -201,6 +221,8 @@ impl ChunkCache {
             prefetched: s.prefetches.load(Ordering::Relaxed),
             prefetched_bytes_used: s.prefetched_used.load(Ordering::Relaxed),
             prefetched_bytes_wasted: s.prefetched_wasted.load(Ordering::Relaxed),
+            bypassed: s.bypassed.load(Ordering::Relaxed),
+            bypassed_bytes: s.bypassed_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -282,6 +304,12 @@ impl Shared {
             }
             return Ok(b);
         }
+        self.load(src, m, i, reader).await
+    }
+
+    /// Chunk `i` after a miss in memory: from a load in flight, from disk, or read from `src` now.
+    async fn load(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, reader: bool) -> Result<Bytes> {
+        let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
         let loaded = self
             .loading
             .run(key, || async {
@@ -359,6 +387,48 @@ impl Shared {
         });
     }
 
+    /// The blocks `want` (within chunk `i`, widened to whole blocks) from the disk tier's file of the chunk,
+    /// checked, without reading the rest of the file or promoting it to memory; `None` when the tier has no
+    /// good copy.
+    async fn read_disk_range(
+        &self,
+        key: ChunkKey,
+        m: &Arc<Manifest>,
+        i: usize,
+        want: Range<u64>,
+        what: &str,
+    ) -> Option<Bytes> {
+        let disk = self.disk.clone()?;
+        if !disk.contains(&key) {
+            return None;
+        }
+        let c = m.chunks[i];
+        let blocks = m.align(want.clone());
+        let (m, what) = (m.clone(), what.to_string());
+        let in_chunk = blocks.start - c.original_position()..blocks.end - c.original_position();
+        let start = blocks.start;
+        let bytes = tokio::task::spawn_blocking(move || {
+            disk.get_range(&key, c.data_length as u64, in_chunk, |b| m.check_blocks(blocks, b, &what))
+        })
+        .await
+        .ok()
+        .flatten()?;
+        Some(bytes.slice((want.start - start) as usize..(want.end - start) as usize))
+    }
+
+    /// The blocks `want` (within one chunk, widened to whole blocks) read from the store around the cache,
+    /// checked.
+    async fn bypass(&self, src: &CachedChunks, m: &Arc<Manifest>, want: Range<u64>) -> Result<Bytes> {
+        let blocks = m.align(want.clone());
+        let bytes = src.inner.read(m, blocks.clone()).await?;
+        if !src.inner.checks() {
+            m.check_blocks(blocks.clone(), &bytes, &segment_keys(&src.key_prefix, &m.metadata).log)?;
+        }
+        self.bypassed.fetch_add(1, Ordering::Relaxed);
+        self.bypassed_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(bytes.slice((want.start - blocks.start) as usize..(want.end - blocks.start) as usize))
+    }
+
     /// Whether a read of `range` continues the segment's previous read; records it either way.
     fn sequential(&self, key: (u64, Uuid), range: &Range<u64>) -> bool {
         let mut last = lock(&self.last_read);
@@ -405,19 +475,38 @@ impl ChunkSource for CachedChunks {
         let Some(first) = manifest.chunk_at_position(range.start) else {
             return src.inner.read(manifest, range).await;
         };
+        let id = manifest.metadata.remote_log_segment_id.id;
+        let sequential = s.sequential((src.scope, id), &range);
+        let what = segment_keys(&src.key_prefix, &manifest.metadata).log;
         let mut parts = Vec::new();
         let mut last = first;
         for (i, c) in
             manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.original_position() < range.end)
         {
-            let whole = s.chunk(src, manifest, i, true).await?;
-            let from = range.start.max(c.original_position()) - c.original_position();
-            let to = range.end.min(c.end()) - c.original_position();
-            parts.push(whole.slice(from as usize..to as usize));
+            let key = (src.scope, id, i as u32);
+            let want = range.start.max(c.original_position())..range.end.min(c.end());
+            let within = |whole: Bytes| {
+                whole.slice((want.start - c.original_position()) as usize..(want.end - c.original_position()) as usize)
+            };
+            let part = if let Some(whole) = s.memory.get(&key) {
+                s.used(&key);
+                within(whole)
+            } else if s.loading.running(&key) {
+                within(s.load(src, manifest, i, true).await?)
+            } else if let Some(b) = s.read_disk_range(key, manifest, i, want.clone(), &what).await {
+                b
+            } else if !sequential && manifest.block_size > 0 && lock(&s.seen).put(key, ()).is_none() {
+                // Missed for the first time by a random reader: only what it asked for (a chunk without block
+                // CRCs can only be checked whole, so it is loaded whole). Marked at once: readers of the
+                // chunk meanwhile load it whole, together (single-flight).
+                s.bypass(src, manifest, want.clone()).await?
+            } else {
+                within(s.load(src, manifest, i, true).await?)
+            };
+            parts.push(part);
             last = i;
         }
-        let id = manifest.metadata.remote_log_segment_id.id;
-        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && s.sequential((src.scope, id), &range) {
+        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && sequential {
             let end = last + 1 + s.config.prefetch_chunks;
             s.prefetch(src, manifest, last + 1..end.min(manifest.chunks.len()));
             if end >= manifest.chunks.len()

@@ -8,8 +8,9 @@
 //! file is written under a temporary name and renamed into place, so a crash leaves either a whole file or a
 //! temporary one, which the next start deletes; no write is synced, because a torn file fails its check.
 //!
-//! At start the directory's files are indexed in the order they were last used (their modification time,
-//! which a hit renews) and the oldest removed until the rest fit. One process at a time owns a directory:
+//! A hit reads only the blocks it serves ([`DiskTier::get_range`]) and writes nothing: in memory the files
+//! are ordered by use, and at start the directory's files are indexed in the order they were written (their
+//! modification time) and the oldest removed until the rest fit. One process at a time owns a directory:
 //! it holds an exclusive lock on `.lock` in it.
 
 use super::cache::{Cache, CacheStats};
@@ -160,19 +161,51 @@ impl DiskTier {
             Err(e) => Err(Error::from_io(format!("chunk cache file {}", path.display()), e)),
             Ok(bytes) => check(&bytes).map(|()| bytes),
         };
-        match verdict {
-            Ok(bytes) => {
-                // Renew the file's time, so that a restart keeps the order of use.
-                if let Ok(f) = File::options().write(true).open(&path) {
-                    let _ = f.set_modified(SystemTime::now());
-                }
-                Some(Bytes::from(bytes))
+        self.verdict(key, &path, verdict)
+    }
+
+    /// Bytes `range` of the file for `key`, a chunk of `chunk_len` bytes, if one is held and readable
+    /// (counted as a hit or a miss), read alone: `check` decides whether they may be served, and a file it
+    /// refuses, or of another length, is deleted, counted, and `None` returned. Nothing is written.
+    pub(crate) fn get_range(
+        &self,
+        key: &ChunkKey,
+        chunk_len: u64,
+        range: std::ops::Range<u64>,
+        check: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Option<Bytes> {
+        use std::os::unix::fs::FileExt;
+        self.index.get(key)?;
+        let path = self.path(key);
+        let file = match File::open(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.index.remove(key);
+                return None;
             }
+            other => other,
+        };
+        let what = || format!("chunk cache file {}", path.display());
+        let verdict = file.map_err(|e| Error::from_io(what(), e)).and_then(|f| {
+            let len = f.metadata().map_err(|e| Error::from_io(what(), e))?.len();
+            if len != chunk_len || range.end > len {
+                return Err(Error::corrupt(format!("{}: {len} bytes, the chunk has {chunk_len}", what())));
+            }
+            let mut bytes = vec![0u8; (range.end - range.start) as usize];
+            f.read_exact_at(&mut bytes, range.start).map_err(|e| Error::from_io(what(), e))?;
+            check(&bytes).map(|()| bytes)
+        });
+        self.verdict(key, &path, verdict)
+    }
+
+    /// Serves checked bytes; deletes and counts a file that failed.
+    fn verdict(&self, key: &ChunkKey, path: &Path, verdict: Result<Vec<u8>>) -> Option<Bytes> {
+        match verdict {
+            Ok(bytes) => Some(Bytes::from(bytes)),
             Err(e) => {
                 tracing::warn!(file = %path.display(), error = %e, "chunk cache file failed its check; deleted, the chunk is read again");
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 self.index.remove(key);
-                let _ = fs::remove_file(&path);
+                let _ = fs::remove_file(path);
                 None
             }
         }
@@ -261,23 +294,33 @@ mod tests {
             tier.put(key(n), &[n as u8; 100]);
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        let modified = |n| fs::metadata(dir.path().join(file_name(&key(n)))).unwrap().modified().unwrap();
+        let written = modified(0);
         assert!(tier.get(&key(0), |_| Ok(())).is_some(), "0 is now the most recently used");
+        assert_eq!(
+            &tier.get_range(&key(0), 100, 10..20, |b| if b == [0; 10] { Ok(()) } else { panic!() }).unwrap()[..],
+            &[0; 10]
+        );
+        assert_eq!(modified(0), written, "a hit writes nothing, not even the file's time");
         tier.put(key(3), &[3; 100]);
         assert!(!tier.contains(&key(1)) && !dir.path().join(file_name(&key(1))).exists(), "1 went, file and all");
         assert_eq!(tier.stats().weight, 300);
         fs::write(dir.path().join("leftover.chunk.tmp"), b"torn").unwrap();
         drop(tier);
 
-        // A smaller tier after a restart keeps the two most recently used: 0 and 3.
+        // A smaller tier after a restart keeps the two most recently written: 2 and 3.
         let tier = DiskTier::open(dir.path(), 200, "fetch.cache.disk.path").unwrap();
         let held: Vec<bool> = (0..4).map(|n| tier.contains(&key(n))).collect();
-        assert_eq!(held, [true, false, false, true]);
+        assert_eq!(held, [false, false, true, true]);
         assert!(!dir.path().join("leftover.chunk.tmp").exists(), "a torn write is removed");
         assert_eq!(&tier.get(&key(3), |_| Ok(())).unwrap()[..], &[3; 100][..]);
 
-        let refused = tier.get(&key(0), |_| Err(Error::corrupt("damaged")));
-        assert!(refused.is_none() && !tier.contains(&key(0)) && !dir.path().join(file_name(&key(0))).exists());
+        let refused = tier.get(&key(2), |_| Err(Error::corrupt("damaged")));
+        assert!(refused.is_none() && !tier.contains(&key(2)) && !dir.path().join(file_name(&key(2))).exists());
         assert_eq!(tier.dropped(), 1);
+        // A file of another length than its chunk's is dropped by a partial read too.
+        assert!(tier.get_range(&key(3), 101, 0..10, |_| Ok(())).is_none());
+        assert!(!tier.contains(&key(3)) && tier.dropped() == 2);
     }
 
     #[test]

@@ -96,7 +96,8 @@ pub const MANIFEST_CACHE_TTL_MS: Setting = Setting::long("manifest.cache.ttl.ms"
 pub const FETCH_CACHE_BYTES: Setting =
     Setting::long("fetch.cache.bytes", 0, 64 << 30).with_default(0).with_unit(Unit::Bytes).with_doc(
         "whole checked chunks kept in memory for every fetch of the store (0 is off); concurrent readers of a chunk \
-         share one read",
+         share one read; a random read of a chunk missed for the first time reads only its blocks, around the \
+         cache, and the chunk is kept from its second miss (or a sequential reader's first)",
     );
 /// `fetch.prefetch.chunks`.
 pub const FETCH_PREFETCH_CHUNKS: Setting = Setting::int("fetch.prefetch.chunks", 0, 64).with_default(2).with_doc(
@@ -107,8 +108,8 @@ pub const FETCH_PREFETCH_CHUNKS: Setting = Setting::int("fetch.prefetch.chunks",
 pub const FETCH_CACHE_DISK_PATH: Setting =
     Setting::of(DISK_PATH_KEY, Kind::Path).with_checks("an absolute directory").with_doc(
         "the chunk cache's disk tier: an absolute directory of its own (one process at a time), kept across \
-     restarts; each file is checked against the manifest every time it is read, and dropped and fetched again if \
-     it fails",
+     restarts (oldest written removed first when it shrinks); a hit reads only the blocks it serves, checks them \
+     against the manifest and writes nothing; a file that fails is dropped and fetched again",
     );
 /// `fetch.cache.disk.bytes`.
 pub const FETCH_CACHE_DISK_BYTES: Setting = Setting::long("fetch.cache.disk.bytes", 16 << 20, 64 << 40)

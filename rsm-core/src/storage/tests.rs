@@ -345,9 +345,11 @@ async fn concurrent_readers_of_a_chunk_share_one_read_and_failures_are_not_kept(
     for r in readers {
         assert!(r.await.unwrap()[..] == log[at as usize..at as usize + 100_001]);
     }
-    assert_eq!(gets() - before, 2, "eight cold readers, one read of the manifest and one of the chunk");
+    // The first reader reads its blocks around the cache; the seven others, meeting a chunk missed once,
+    // load it whole, together.
+    assert_eq!(gets() - before, 3, "eight cold readers: the manifest, the first one's blocks, the chunk once");
     let s = rsm.chunk_cache_stats().unwrap();
-    assert_eq!(s.loads, 1);
+    assert_eq!((s.bypassed, s.loads), (1, 1), "{s:?}");
 
     // A failed load is not kept: the next reader loads the chunk again, and gets it.
     faults.clear();
@@ -442,8 +444,9 @@ async fn sequential_readers_are_read_ahead_and_random_ones_not() {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let s = rsm.chunk_cache_stats().unwrap();
     assert!(s.prefetched >= 2 && s.prefetched_bytes_used > 0, "{s:?}");
+    // The first fetch, a random one as far as anyone knows, reads its blocks around the cache.
     assert!(
-        log_gets() - before <= m.chunks.len() as u64,
+        log_gets() - before <= m.chunks.len() as u64 + 1,
         "each chunk about once: {} reads for {} chunks",
         log_gets() - before,
         m.chunks.len()

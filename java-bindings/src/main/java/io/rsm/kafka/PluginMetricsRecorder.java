@@ -155,6 +155,9 @@ final class PluginMetricsRecorder implements AutoCloseable {
             Map.entry("chunk-cache-prefetched-bytes-used", "Bytes of chunks read ahead that a reader then used"),
             Map.entry("chunk-cache-prefetched-bytes-wasted", "Bytes of chunks read ahead that were evicted before"
                     + " any reader used them"),
+            Map.entry("chunk-cache-bypassed", "Reads of a chunk missed for the first time, served from the store"
+                    + " around the chunk cache (only the blocks asked for; a second miss loads the chunk)"),
+            Map.entry("chunk-cache-bypassed-bytes", "Bytes of the reads served around the chunk cache"),
             Map.entry("index-cache-hits", "Remote index reads served from the index cache"),
             Map.entry("index-cache-misses", "Remote index reads the index cache did not hold (read from the store)"),
             Map.entry("index-cache-evictions", "Remote indexes evicted from the index cache to make room"),

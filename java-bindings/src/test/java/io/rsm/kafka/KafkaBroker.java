@@ -91,7 +91,11 @@ final class KafkaBroker implements AutoCloseable {
                     + (combined ? ",CONTROLLER://127.0.0.1:" + controllerPort : ""));
             this.settings.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
             this.settings.put("log.dirs", String.join(",", logDirs.stream().map(Path::toString).toList()));
-            if (!combined) {
+            if (combined) {
+                // A quorum of this one node.
+                this.settings.putIfAbsent("controller.quorum.voters",
+                        settings.get("node.id") + "@127.0.0.1:" + controllerPort);
+            } else {
                 this.settings.put("metadata.log.dir", work.resolve("metadata").toString());
             }
         } else {
