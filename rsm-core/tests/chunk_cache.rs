@@ -183,7 +183,7 @@ async fn managers_with_the_same_settings_share_one_cache_and_stores_stay_apart()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_manifest_ahead() {
+async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_segment_ahead() {
     let tmp = tempfile::tempdir().unwrap();
     let spec = PartitionSpec {
         topic_id: Uuid::random(),
@@ -233,6 +233,13 @@ async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_manifest_ahead
     fresh.manifest(&mds[1]).await.unwrap();
     assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "the next segment's manifest was read ahead");
     assert_eq!(fresh.manifest_cache_stats().hits, before + 1);
+    // And its first chunks: the reader's first fetch of the next segment reads nothing from the store.
+    let next = fresh.manifest(&mds[1]).await.unwrap();
+    let first = next.chunks[0].data_length as i32;
+    let got = collect(fresh.fetch_log_segment(&mds[1], 0, Some(first - 1)).await.unwrap()).await.unwrap();
+    let log = std::fs::read(&partition.segment_data(&segs[1]).unwrap().log_segment).unwrap();
+    assert!(got == log[..first as usize]);
+    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "no cold read at the segment boundary");
 }
 
 /// A random read that misses reads only the blocks it asked for, as it would without a cache; the chunks

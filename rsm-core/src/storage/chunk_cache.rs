@@ -275,6 +275,15 @@ impl CachedChunks {
         &self.cache
     }
 
+    /// Reads the first `prefetch_chunks` chunks of the segment of `m` ahead, as for a sequential reader (the
+    /// segment after the one such a reader is finishing), within the same bound on bytes in flight.
+    pub fn read_ahead_from_start(&self, m: &Arc<Manifest>) {
+        let s = &self.cache.shared;
+        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 {
+            s.prefetch(self, m, 0..s.config.prefetch_chunks.min(m.chunks.len()));
+        }
+    }
+
     /// The same, calling `hook` (at most once per read) when a sequential reader's read-ahead reaches the
     /// segment's last chunk.
     pub fn at_segment_end(mut self, hook: SegmentEndHook) -> Self {

@@ -125,7 +125,8 @@ impl ManifestCache {
 
 /// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
 /// cache, so that the reader's first fetch of it waits for no manifest: one listing of the keys that start
-/// at the next offset, then one read per manifest found. Once per segment.
+/// at the next offset, then one read per manifest found (whose first chunks the chunk cache then reads
+/// ahead). Once per segment.
 pub(super) struct NextManifests {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
@@ -145,8 +146,8 @@ impl NextManifests {
     }
 
     /// Starts loading the manifests of the segments that start right after `m` ends, unless that was asked
-    /// for `m` already.
-    pub(super) fn load_after(self: &Arc<Self>, m: &Arc<Manifest>) {
+    /// for `m` already; `then` is given each one loaded (to read its first chunks ahead).
+    pub(super) fn load_after(self: &Arc<Self>, m: &Arc<Manifest>, then: impl Fn(Arc<Manifest>) + Send + 'static) {
         let md = &m.metadata;
         if self.asked.lock().unwrap_or_else(|p| p.into_inner()).put(md.remote_log_segment_id.id, ()).is_some() {
             return;
@@ -167,7 +168,9 @@ impl NextManifests {
             for o in found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) {
                 match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
                     Ok(next) => {
-                        let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, Arc::new(next));
+                        let next = Arc::new(next);
+                        let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, next.clone());
+                        then(next);
                     }
                     Err(e) => tracing::debug!(key = o.key, error = %e, "cannot read the next segment's manifest ahead"),
                 }

@@ -159,9 +159,16 @@ impl TieredStorage {
         );
         let chunks = match &chunk_cache {
             Some(c) => {
+                // A sequential reader nearing a segment's end: the next segment's manifest, then its first
+                // chunks, are read ahead, so that the reader meets no cold read at the boundary.
                 let next = manifests.next_manifests();
-                let hook: SegmentEndHook = Arc::new(move |m| next.load_after(m));
-                Arc::new(c.over(direct, store, config.key_prefix.clone()).at_segment_end(hook)) as Arc<dyn ChunkSource>
+                let cached = c.over(direct, store, config.key_prefix.clone());
+                let ahead = cached.clone();
+                let hook: SegmentEndHook = Arc::new(move |m| {
+                    let ahead = ahead.clone();
+                    next.load_after(m, move |n| ahead.read_ahead_from_start(&n));
+                });
+                Arc::new(cached.at_segment_end(hook)) as Arc<dyn ChunkSource>
             }
             None => direct,
         };
