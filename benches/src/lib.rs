@@ -105,13 +105,23 @@ pub fn batch_buffer(target_bytes: usize, shape: DataShape) -> Vec<u8> {
 /// just under `segment_bytes` (the next batch would not have fitted) and a small active one after it,
 /// with its `.index`, `.timeindex`, producer snapshot and leader-epoch checkpoint.
 pub fn write_partition(dir: &Path, segment_bytes: usize, shape: DataShape) -> rsm_core::Result<PathBuf> {
+    write_partition_of(dir, segment_bytes, 1, shape)
+}
+
+/// [`write_partition`] with `segments` closed segments of about `segment_bytes` each.
+pub fn write_partition_of(
+    dir: &Path,
+    segment_bytes: usize,
+    segments: usize,
+    shape: DataShape,
+) -> rsm_core::Result<PathBuf> {
     let mut w = PartitionWriter::create(dir, Uuid::random(), segment_bytes, 4096)?;
     let mut src = RecordSource::new(shape);
     // Batches only grow (longer keys and header values), so the first one's size underestimates the
-    // rest: writing this many more bytes than a segment holds always rolls the first one.
+    // rest: writing this many more bytes than the segments hold always rolls the last one.
     let mut first_len = None;
     let mut appended = 0usize;
-    while appended < segment_bytes + 4 * first_len.unwrap_or(0) {
+    while appended < segment_bytes * segments + 4 * segments * first_len.unwrap_or(0) {
         let records = src.next_batch(w.next_offset());
         let len = *first_len.get_or_insert_with(|| encode_batch(0, 0, &records).len());
         w.append(&records)?;

@@ -130,9 +130,9 @@ impl SegmentReader {
     /// (empty at the end, or when `max` is 0). Never more than one piece of the stream, so a caller's huge
     /// `max` allocates nothing (a local read allocates at most 1 MiB).
     pub fn next_chunk(&mut self, max: usize) -> Result<Bytes> {
-        if let Source::Local(r) = &mut self.source {
+        if let Source::Local(_) = self.source {
             let mut buf = vec![0u8; max.min(LOCAL_PIECE_BYTES)];
-            let n = r.read(&mut buf)?;
+            let n = self.read_local(&mut buf)?;
             buf.truncate(n);
             return Ok(Bytes::from(buf));
         }
@@ -146,12 +146,22 @@ impl SegmentReader {
     /// Fills the front of `buf` and returns how many bytes (0 at the end, or for an empty `buf`): a local
     /// read straight into `buf`, each block checked there; a stream's bytes copied from the piece held.
     pub fn read_into(&mut self, buf: &mut [u8]) -> Result<usize> {
-        if let Source::Local(r) = &mut self.source {
-            return r.read(buf);
+        if let Source::Local(_) = self.source {
+            return self.read_local(buf);
         }
         let chunk = self.next_chunk(buf.len())?;
         buf[..chunk.len()].copy_from_slice(&chunk);
         Ok(chunk.len())
+    }
+
+    /// A local read; a failed one closes the reader as a failed stream does (later reads see the end).
+    fn read_local(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let Source::Local(r) = &mut self.source else { return Ok(0) };
+        let read = r.read(buf);
+        if read.is_err() {
+            self.source = Source::Done;
+        }
+        read
     }
 
     /// Discards up to `n` bytes; returns how many were discarded (fewer only at the end).

@@ -8,14 +8,18 @@
 //! the chunk count (each chunk read exactly once is the floor) and the peak memory growth; for the random
 //! reads the hit ratio and the median and p90 latency.
 //!
+//! With `--segments N` the partition has N segments (of `--size-mib`/N each), read one after the other as a
+//! consumer catching up across segment boundaries does; each line then also says how many segments after the
+//! first had their first fetch wait for a ranged read (a cold start at the boundary).
+//!
 //! ```sh
-//! cargo run --release -p rsm-benches --bin catch_up -- [--size-mib 1024] [--latency-ms 30] [--dir PATH] \
-//!     [--store URL --set KEY=VALUE ...] [--random-reads 300]
+//! cargo run --release -p rsm-benches --bin catch_up -- [--size-mib 1024] [--segments 1] [--latency-ms 30] \
+//!     [--dir PATH] [--store URL --set KEY=VALUE ...] [--random-reads 300]
 //! ```
 
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
-use rsm_benches::{proc_status_kib, quantile, reset_peak_rss, write_partition};
+use rsm_benches::{proc_status_kib, quantile, reset_peak_rss, write_partition_of};
 use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
 use rsm_core::backend::{CountingLayer, Op, StorageBackend};
 use rsm_core::config::ConfigReader;
@@ -38,11 +42,19 @@ struct Args {
     store: Option<String>,
     settings: BTreeMap<String, String>,
     random_reads: usize,
+    segments: usize,
 }
 
 fn parse_args() -> BoxResult<Args> {
-    let mut a =
-        Args { size_mib: 1024, latency_ms: 30, dir: None, store: None, settings: BTreeMap::new(), random_reads: 300 };
+    let mut a = Args {
+        size_mib: 1024,
+        latency_ms: 30,
+        dir: None,
+        store: None,
+        settings: BTreeMap::new(),
+        random_reads: 300,
+        segments: 1,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -52,13 +64,14 @@ fn parse_args() -> BoxResult<Args> {
             "--dir" => a.dir = Some(value.into()),
             "--store" => a.store = Some(value),
             "--random-reads" => a.random_reads = value.parse()?,
+            "--segments" => a.segments = value.parse()?,
             "--set" => {
                 let (k, v) = value.split_once('=').ok_or_else(|| format!("--set {value}: not KEY=VALUE"))?;
                 a.settings.insert(k.to_string(), v.to_string());
             }
             _ => {
                 return Err(format!(
-                    "unknown option {flag} (--size-mib N, --latency-ms N, --dir PATH, --store URL, --set K=V, --random-reads N)"
+                    "unknown option {flag} (--size-mib N, --segments N, --latency-ms N, --dir PATH, --store URL, --set K=V, --random-reads N)"
                 )
                 .into());
             }
@@ -67,16 +80,32 @@ fn parse_args() -> BoxResult<Args> {
     if a.size_mib == 0 || a.size_mib >= 2048 {
         return Err("--size-mib must be 1 to 2047".into());
     }
+    if a.segments == 0 || a.segments > 64 || a.size_mib / a.segments == 0 {
+        return Err("--segments must be 1 to 64, and at most --size-mib".into());
+    }
     Ok(a)
 }
 
-/// Reads the whole segment as a catching-up broker does; returns the bytes read.
-async fn catch_up(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, log_len: u64) -> BoxResult<u64> {
-    let mut pos = 0u64;
-    while pos < log_len {
-        pos += broker_fetch(rsm, md, pos).await?.min(MIB as u64);
+/// Reads the segments whole, one after the other, as a catching-up broker does; returns the bytes read and
+/// how many segments after the first had their first fetch wait for a ranged read of the store.
+async fn catch_up(
+    rsm: &TieredStorage,
+    segments: &[(RemoteLogSegmentMetadata, u64)],
+    counts: &rsm_core::backend::RequestCounts,
+) -> BoxResult<(u64, usize)> {
+    let (mut read, mut cold) = (0u64, 0usize);
+    for (i, (md, log_len)) in segments.iter().enumerate() {
+        let mut pos = 0u64;
+        while pos < *log_len {
+            let before = counts.snapshot().get(Op::Get).requests;
+            pos += broker_fetch(rsm, md, pos).await?.min(MIB as u64);
+            if i > 0 && pos <= MIB as u64 && counts.snapshot().get(Op::Get).requests > before {
+                cold += 1;
+            }
+        }
+        read += pos;
     }
-    Ok(pos)
+    Ok((read, cold))
 }
 
 /// One broker fetch: open at `pos`, read about a mebibyte, close; returns the bytes read.
@@ -113,9 +142,15 @@ struct Setting {
 fn run(a: Args) -> BoxResult<()> {
     let base = a.dir.clone().unwrap_or_else(|| std::env::current_exe().unwrap().parent().unwrap().to_path_buf());
     let tmp = tempfile::tempdir_in(base)?;
-    let part = write_partition(&tmp.path().join("bench-0"), a.size_mib * MIB, rsm_benches::DataShape::default())?;
+    let part = write_partition_of(
+        &tmp.path().join("bench-0"),
+        a.size_mib * MIB / a.segments,
+        a.segments,
+        rsm_benches::DataShape::default(),
+    )?;
     let partition = LocalPartition::open(&part)?;
-    let seg = partition.closed_segments()[0].clone();
+    let segs: Vec<_> = partition.closed_segments().iter().take(a.segments).cloned().collect();
+    let seg = segs[0].clone();
     let md = partition.segment_metadata(&seg, 1, 0)?;
     let data = partition.segment_data(&seg)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -137,9 +172,18 @@ fn run(a: Args) -> BoxResult<()> {
         ..TieredConfig::default()
     };
     let setup = TieredStorage::new(store.clone(), config(0, 0, false));
-    rt.block_on(setup.copy_log_segment_data(&md, &data))?;
-    let m = rt.block_on(setup.manifest(&md))?;
-    let log_len = m.log_length;
+    let mut all = Vec::new();
+    for (i, s) in segs.iter().enumerate() {
+        let md = if i == 0 { md.clone() } else { partition.segment_metadata(s, 1, 0)? };
+        rt.block_on(setup.copy_log_segment_data(&md, &partition.segment_data(s)?))?;
+        let len = rt.block_on(setup.manifest(&md))?.log_length;
+        all.push((md, len));
+    }
+    let log_len = all[0].1;
+    let chunks: usize = all
+        .iter()
+        .map(|(md, _)| rt.block_on(setup.manifest(md)).map(|m| m.chunks.len()))
+        .sum::<rsm_core::Result<usize>>()?;
     let slow = |latency: Duration| {
         let counting = Arc::new(CountingLayer::new(store.clone()));
         let counts = counting.counts();
@@ -148,14 +192,15 @@ fn run(a: Args) -> BoxResult<()> {
     };
     let latency = Duration::from_millis(a.latency_ms);
     println!(
-        "catch-up read of a {:.0} MiB segment ({} chunks of 4 MiB) on {what}, 1 MiB broker fetches, +{} ms per ranged read",
-        log_len as f64 / MIB as f64,
-        m.chunks.len(),
+        "catch-up read of {} segment(s), {:.0} MiB ({} chunks of 4 MiB) on {what}, 1 MiB broker fetches, +{} ms per ranged read",
+        all.len(),
+        all.iter().map(|(_, l)| *l).sum::<u64>() as f64 / MIB as f64,
+        chunks,
         a.latency_ms
     );
     println!(
-        "{:<44} {:>8} {:>8} {:>12} {:>9} {:>10}",
-        "setting", "seconds", "MB/s", "ranged reads", "x chunks", "peak MiB"
+        "{:<44} {:>8} {:>8} {:>12} {:>9} {:>10} {:>11}",
+        "setting", "seconds", "MB/s", "ranged reads", "x chunks", "peak MiB", "cold starts"
     );
     let mut first = None;
     let settings = [
@@ -176,7 +221,7 @@ fn run(a: Args) -> BoxResult<()> {
         let rss = proc_status_kib("VmRSS").unwrap_or(0);
         let reset = reset_peak_rss();
         let t = Instant::now();
-        let read = rt.block_on(catch_up(&rsm, &md, log_len))?;
+        let (read, cold) = rt.block_on(catch_up(&rsm, &all, &counts))?;
         let secs = t.elapsed().as_secs_f64();
         let peak =
             if reset { (proc_status_kib("VmHWM").unwrap_or(0).saturating_sub(rss)) as f64 / 1024.0 } else { f64::NAN };
@@ -185,56 +230,58 @@ fn run(a: Args) -> BoxResult<()> {
         let speedup = first.map(|f: f64| format!("  {:.1}x", mbs / f)).unwrap_or_default();
         first.get_or_insert(mbs);
         println!(
-            "{:<44} {secs:>8.2} {mbs:>8.1} {reads:>12} {:>9.2} {peak:>10.1}{speedup}",
+            "{:<44} {secs:>8.2} {mbs:>8.1} {reads:>12} {:>9.2} {peak:>10.1} {:>11}{speedup}",
             s.name,
-            reads as f64 / m.chunks.len() as f64
+            reads as f64 / chunks as f64,
+            format!("{cold} of {}", all.len() - 1)
         );
         if let Some(c) = rsm.chunk_cache() {
             rt.block_on(c.flush());
         }
     }
 
-    // Random reads: a replayed pattern, four in five of them at one of 32 hot positions.
+    // Random reads of the first segment: a replayed pattern, four in five of them at one of 32 hot
+    // positions; then as many uniformly random ones (each chunk touched about once).
     let mut rng = Rng::new(7);
     let hot: Vec<u64> = (0..32).map(|_| rng.below(log_len - MIB as u64)).collect();
-    let pattern: Vec<u64> = (0..a.random_reads)
+    let hot_pattern: Vec<u64> = (0..a.random_reads)
         .map(|_| if rng.below(5) < 4 { hot[rng.below(32) as usize] } else { rng.below(log_len - MIB as u64) })
         .collect();
-    let positions: Vec<u64> = {
-        // Each at the batch that holds it, as the broker starts from an offset-index entry.
-        let batches = rsm_benches::batch_positions(&data.log_segment)?;
-        pattern.iter().map(|&p| batches[batches.partition_point(|&b| b <= p).saturating_sub(1)]).collect()
-    };
-    println!();
-    println!(
-        "random 1 MiB reads: {} of them, 4 in 5 at one of 32 hot positions, +{} ms per ranged read",
-        positions.len(),
-        a.latency_ms
-    );
-    println!("{:<44} {:>9} {:>12} {:>12} {:>12}", "setting", "hit ratio", "median ms", "p90 ms", "ranged reads");
-    for (name, memory) in [("no cache", 0u64), ("cache 256 MiB", 256 << 20)] {
-        let (slow, counts) = slow(latency);
-        let rsm = TieredStorage::open(slow, config(memory, 4, false), &format!("bench-random:{name}"))?;
-        rt.block_on(rsm.manifest(&md))?;
-        let before = counts.snapshot().get(Op::Get).requests;
-        let mut times = Vec::with_capacity(positions.len());
-        for &p in &positions {
-            let t = Instant::now();
-            rt.block_on(broker_fetch(&rsm, &md, p))?;
-            times.push(t.elapsed());
+    let uniform: Vec<u64> = (0..a.random_reads).map(|_| rng.below(log_len - MIB as u64)).collect();
+    // Each at the batch that holds it, as the broker starts from an offset-index entry.
+    let batches = rsm_benches::batch_positions(&data.log_segment)?;
+    let at_batch = |p: &u64| batches[batches.partition_point(|&b| b <= *p).saturating_sub(1)];
+    for (label, pattern) in [("4 in 5 at one of 32 hot positions", &hot_pattern), ("uniformly random", &uniform)] {
+        let positions: Vec<u64> = pattern.iter().map(at_batch).collect();
+        println!();
+        println!("random 1 MiB reads: {} of them, {label}, +{} ms per ranged read", positions.len(), a.latency_ms);
+        println!("{:<44} {:>9} {:>12} {:>12} {:>12}", "setting", "hit ratio", "median ms", "p90 ms", "ranged reads");
+        for (name, memory) in [("no cache", 0u64), ("cache 256 MiB", 256 << 20)] {
+            let (slow, counts) = slow(latency);
+            let rsm = TieredStorage::open(slow, config(memory, 4, false), &format!("bench-random:{label}:{name}"))?;
+            rt.block_on(rsm.manifest(&md))?;
+            let before = counts.snapshot().get(Op::Get).requests;
+            let mut times = Vec::with_capacity(positions.len());
+            for &p in &positions {
+                let t = Instant::now();
+                rt.block_on(broker_fetch(&rsm, &md, p))?;
+                times.push(t.elapsed());
+            }
+            times.sort();
+            let hit = rsm
+                .chunk_cache_stats()
+                .map_or(0.0, |c| c.memory.hits as f64 / (c.memory.hits + c.memory.misses).max(1) as f64);
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            println!(
+                "{name:<44} {hit:>9.2} {:>12.1} {:>12.1} {:>12}",
+                ms(quantile(&times, 0.5)),
+                ms(quantile(&times, 0.9)),
+                counts.snapshot().get(Op::Get).requests - before
+            );
         }
-        times.sort();
-        let hit = rsm
-            .chunk_cache_stats()
-            .map_or(0.0, |c| c.memory.hits as f64 / (c.memory.hits + c.memory.misses).max(1) as f64);
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        println!(
-            "{name:<44} {hit:>9.2} {:>12.1} {:>12.1} {:>12}",
-            ms(quantile(&times, 0.5)),
-            ms(quantile(&times, 0.9)),
-            counts.snapshot().get(Op::Get).requests - before
-        );
     }
-    rt.block_on(store.delete_many(&[setup.keys(&md).log, setup.keys(&md).indexes, setup.keys(&md).manifest]))?;
+    for (md, _) in &all {
+        rt.block_on(store.delete_many(&[setup.keys(md).log, setup.keys(md).indexes, setup.keys(md).manifest]))?;
+    }
     Ok(())
 }
