@@ -87,19 +87,20 @@ fn parse_args() -> BoxResult<Args> {
 }
 
 /// Reads the segments whole, one after the other, as a catching-up broker does; returns the bytes read and
-/// how many segments after the first had their first fetch wait for a ranged read of the store.
+/// how many segments after the first had their first fetch wait for a ranged read of the store (took at
+/// least `latency`, which only a ranged read of the store adds).
 async fn catch_up(
     rsm: &TieredStorage,
     segments: &[(RemoteLogSegmentMetadata, u64)],
-    counts: &rsm_core::backend::RequestCounts,
+    latency: Duration,
 ) -> BoxResult<(u64, usize)> {
     let (mut read, mut cold) = (0u64, 0usize);
     for (i, (md, log_len)) in segments.iter().enumerate() {
         let mut pos = 0u64;
         while pos < *log_len {
-            let before = counts.snapshot().get(Op::Get).requests;
+            let t = Instant::now();
             pos += broker_fetch(rsm, md, pos).await?.min(MIB as u64);
-            if i > 0 && pos <= MIB as u64 && counts.snapshot().get(Op::Get).requests > before {
+            if i > 0 && pos <= MIB as u64 && !latency.is_zero() && t.elapsed() >= latency {
                 cold += 1;
             }
         }
@@ -221,7 +222,7 @@ fn run(a: Args) -> BoxResult<()> {
         let rss = proc_status_kib("VmRSS").unwrap_or(0);
         let reset = reset_peak_rss();
         let t = Instant::now();
-        let (read, cold) = rt.block_on(catch_up(&rsm, &all, &counts))?;
+        let (read, cold) = rt.block_on(catch_up(&rsm, &all, latency))?;
         let secs = t.elapsed().as_secs_f64();
         let peak =
             if reset { (proc_status_kib("VmHWM").unwrap_or(0).saturating_sub(rss)) as f64 / 1024.0 } else { f64::NAN };

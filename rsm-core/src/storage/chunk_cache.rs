@@ -487,34 +487,57 @@ impl ChunkSource for CachedChunks {
         let id = manifest.metadata.remote_log_segment_id.id;
         let sequential = s.sequential((src.scope, id), &range);
         let what = segment_keys(&src.key_prefix, &manifest.metadata).log;
-        let mut parts = Vec::new();
+        // What each chunk needs, in order: bytes in hand, a whole-chunk load, or a read around the cache
+        // (contiguous ones merged into one ranged read); the loads and reads then run at once, so a read
+        // across a chunk boundary waits for the store once, as it would without a cache.
+        enum Part {
+            Ready(Bytes),
+            Load(usize, Range<u64>),
+            Around(Range<u64>),
+        }
+        let mut plan: Vec<Part> = Vec::new();
         let mut last = first;
         for (i, c) in
             manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.original_position() < range.end)
         {
             let key = (src.scope, id, i as u32);
             let want = range.start.max(c.original_position())..range.end.min(c.end());
-            let within = |whole: Bytes| {
-                whole.slice((want.start - c.original_position()) as usize..(want.end - c.original_position()) as usize)
-            };
+            let within = (want.start - c.original_position())..(want.end - c.original_position());
             let part = if let Some(whole) = s.memory.get(&key) {
                 s.used(&key);
-                within(whole)
+                Part::Ready(whole.slice(within.start as usize..within.end as usize))
             } else if s.loading.running(&key) {
-                within(s.load(src, manifest, i, true).await?)
+                Part::Load(i, within)
             } else if let Some(b) = s.read_disk_range(key, manifest, i, want.clone(), &what).await {
-                b
+                Part::Ready(b)
             } else if !sequential && manifest.block_size > 0 && lock(&s.seen).put(key, ()).is_none() {
                 // Missed for the first time by a random reader: only what it asked for (a chunk without block
                 // CRCs can only be checked whole, so it is loaded whole). Marked at once: readers of the
                 // chunk meanwhile load it whole, together (single-flight).
-                s.bypass(src, manifest, want.clone()).await?
+                match plan.last_mut() {
+                    Some(Part::Around(r)) if r.end == want.start => {
+                        r.end = want.end;
+                        last = i;
+                        continue;
+                    }
+                    _ => Part::Around(want),
+                }
             } else {
-                within(s.load(src, manifest, i, true).await?)
+                Part::Load(i, within)
             };
-            parts.push(part);
+            plan.push(part);
             last = i;
         }
+        let parts = futures::future::try_join_all(plan.into_iter().map(|p| async move {
+            match p {
+                Part::Ready(b) => Ok(b),
+                Part::Load(i, within) => {
+                    Ok(s.load(src, manifest, i, true).await?.slice(within.start as usize..within.end as usize))
+                }
+                Part::Around(r) => s.bypass(src, manifest, r).await,
+            }
+        }))
+        .await?;
         if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && sequential {
             let end = last + 1 + s.config.prefetch_chunks;
             s.prefetch(src, manifest, last + 1..end.min(manifest.chunks.len()));
