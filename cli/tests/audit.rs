@@ -185,7 +185,7 @@ fn a_copy_never_finished_is_stuck_unless_finished_copies_hold_its_offsets() {
     });
     // The abandoned copy left two objects: its log cut short, and its index bundle.
     let store_dir = root.path().join("store");
-    let files = |dir: &Path| -> Vec<std::path::PathBuf> { walk(dir).into_iter().filter(|p| p.is_file()).collect() };
+    let files = rsm_core::testkit::files_under;
     let before = files(&store_dir);
     let first_id = segments[0].remote_log_segment_id.id.to_string();
     let abandoned_id = abandoned.remote_log_segment_id.id.to_string();
@@ -224,20 +224,6 @@ fn a_copy_never_finished_is_stuck_unless_finished_copies_hold_its_offsets() {
     assert!(text.contains("2 deleted"), "{text}");
     assert!(left.iter().all(|p| !p.exists()), "the abandoned copy's objects are gone");
     assert_eq!(files(&store_dir), before, "nothing else was deleted");
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
 }
 
 /// An empty (or wrong) metadata log makes every object look unreferenced: the audit reports the whole

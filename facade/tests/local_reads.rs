@@ -40,7 +40,8 @@ fn a_local_read_serves_the_segment_and_a_failed_one_ends_the_reader() {
     assert!(got == log, "{} bytes, want {}", got.len(), log.len());
 
     // Damage the middle of the stored log: the read that reaches it fails once, then the reader has ended.
-    let stored = walk(&root).into_iter().find(|p| p.extension().is_some_and(|e| e == "log")).unwrap();
+    let stored =
+        rsm_core::testkit::files_under(&root).into_iter().find(|p| p.extension().is_some_and(|e| e == "log")).unwrap();
     let mut bytes = std::fs::read(&stored).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;
@@ -58,17 +59,4 @@ fn a_local_read_serves_the_segment_and_a_failed_one_ends_the_reader() {
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(served <= middle, "nothing of the damaged block served: {served}");
     assert_eq!(r.read_into(&mut buf).unwrap(), 0, "a failed reader reads as ended");
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -387,24 +387,11 @@ async fn a_run_waits_for_the_partitions_metadata_to_be_ready() {
     let e = engine.run_partition(&tp).await.unwrap_err();
     assert_eq!(e.kind(), rsm_core::ErrorKind::Busy, "{e}");
     assert!(e.message().contains(&format!("metadata of {tp} is not ready")), "{e}");
-    let objects = |dir: &std::path::Path| walkdir(dir).len();
+    let objects = |dir: &std::path::Path| rsm_core::testkit::files_under(dir).len();
     assert_eq!(objects(&store), 0, "nothing copied while not ready");
 
     engine.metadata().on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await.unwrap();
     let r = engine.run_partition(&tp).await.unwrap();
     assert!(!r.copy.copied.is_empty(), "copied once ready");
     assert!(objects(&store) > 0);
-}
-
-fn walkdir(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walkdir(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

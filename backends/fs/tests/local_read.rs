@@ -12,7 +12,7 @@ use rsm_core::format::transform::CompressionConfig;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::storage::LocalLogReader;
 use rsm_core::{ErrorKind, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 const BLOCK: usize = 4 << 10;
@@ -47,22 +47,11 @@ async fn copied(config: TieredConfig) -> Copied {
     let backend: Arc<dyn StorageBackend> = Arc::new(FsBackend::create(tmp.path().join("store"), false).unwrap());
     TieredStorage::new(backend.clone(), config).copy_log_segment_data(&md, &data).await.unwrap();
     let log = std::fs::read(&data.log_segment).unwrap();
-    let stored_log = find(&tmp.path().join("store"), ".log").unwrap();
+    let stored_log = rsm_core::testkit::files_under(&tmp.path().join("store"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".log"))
+        .unwrap();
     Copied { _tmp: tmp, backend, md, log, stored_log }
-}
-
-fn find(dir: &Path, suffix: &str) -> Option<PathBuf> {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            if let Some(f) = find(&p, suffix) {
-                return Some(f);
-            }
-        } else if p.to_string_lossy().ends_with(suffix) {
-            return Some(p);
-        }
-    }
-    None
 }
 
 /// Small chunks and blocks, so a segment has many of each.

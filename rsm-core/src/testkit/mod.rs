@@ -60,6 +60,22 @@ pub fn test_server_vars(
     panic!("{missing} not set: start the server with `{how}`, or skip locally with {skip_var}=1 (never in CI)");
 }
 
+/// Every file under `dir` (its subdirectories too), sorted: what a filesystem store holds, for tests that
+/// look at it without the SDK.
+pub fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("a readable directory") {
+        let p = e.expect("a directory entry").path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
 /// A unique key prefix for one check.
 pub fn unique_prefix(name: &str) -> String {
     format!("contract-{name}-{}/", Uuid::random())

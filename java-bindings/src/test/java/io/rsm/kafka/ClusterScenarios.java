@@ -121,6 +121,18 @@ final class ClusterScenarios implements AutoCloseable {
     // ---- the scenarios ----
 
     /**
+     * A one-partition tiered topic of replication factor 3 keeping a second of it locally, {@code records}
+     * plain records produced to it and tiered.
+     */
+    Ledger tieredAndFilled(TopicPartition tp, int records) throws Exception {
+        createTopic(tp.topic(), 1, 3, tieredTopic(Map.of("local.retention.ms", "1000")), null);
+        Ledger ledger = new Ledger();
+        produce(tp, records, ledger);
+        awaitTiered(tp);
+        return ledger;
+    }
+
+    /**
      * A one-partition tiered topic of replication factor 3 keeping {@code localRetention} of it locally
      * ({@code local.retention.bytes}), filled with transactions (some aborted) and then plain records, tiered.
      */
@@ -419,10 +431,7 @@ final class ClusterScenarios implements AutoCloseable {
     void tieringDisabledAndReenabled(String topic) throws Exception {
         begin();
         TopicPartition tp = new TopicPartition(topic, 0);
-        createTopic(topic, 1, 3, tieredTopic(Map.of("local.retention.ms", "1000")), null);
-        Ledger ledger = new Ledger();
-        produce(tp, 4000, ledger);
-        awaitTiered(tp);
+        Ledger ledger = tieredAndFilled(tp, 4000);
         String dir = remoteDir(tp);
         List<Long> before = baseOffsets(cluster.store, dir, ".manifest");
         Set<String> others = keysOutside(dir);
@@ -468,10 +477,7 @@ final class ClusterScenarios implements AutoCloseable {
     void deleteRecordsAndTopic(String topic) throws Exception {
         begin();
         TopicPartition tp = new TopicPartition(topic, 0);
-        createTopic(topic, 1, 3, tieredTopic(Map.of("local.retention.ms", "1000")), null);
-        Ledger ledger = new Ledger();
-        produce(tp, 6000, ledger);
-        awaitTiered(tp);
+        Ledger ledger = tieredAndFilled(tp, 6000);
         String dir = remoteDir(tp);
         List<Long> bases = baseOffsets(cluster.store, dir, ".manifest");
         assertTrue(bases.size() >= 4, "segments remote: " + bases);
