@@ -94,7 +94,7 @@ pub fn chunker(data: &[u8]) {
         let bytes = &data[chunk.original_position() as usize..chunk.end() as usize];
         chunk.verify(bytes, "fuzz").expect("a chunk's CRC is its bytes'");
         for piece in bytes.chunks(table.block_size as usize) {
-            assert_eq!(blocks.next(), Some(&crc32c::crc32c(piece)), "block CRC");
+            assert_eq!(blocks.next(), Some(&rsm_core::checksum::crc32c(piece)), "block CRC");
         }
         at = chunk.end();
     }
@@ -130,7 +130,7 @@ pub fn chunk_entry(data: &[u8]) {
     let mut fixed = data.to_vec();
     if fixed.len() >= 8 {
         let end = (4 + i16::from_be_bytes([fixed[2], fixed[3]]).max(0) as usize).min(fixed.len());
-        let crc = crc32c::crc32c(&fixed[8.min(end)..end]);
+        let crc = rsm_core::checksum::crc32c(&fixed[8.min(end)..end]);
         fixed[4..8].copy_from_slice(&crc.to_be_bytes());
     }
     for bytes in [data, &fixed[..]] {
@@ -155,7 +155,7 @@ pub fn manifest(data: &[u8]) {
     if fixed.len() >= 10 {
         fixed[..4].copy_from_slice(MAGIC);
         let n = fixed.len() - 4;
-        let crc = crc32c::crc32c(&fixed[..n]);
+        let crc = rsm_core::checksum::crc32c(&fixed[..n]);
         fixed[n..].copy_from_slice(&crc.to_be_bytes());
     }
     for bytes in [data, &fixed[..]] {

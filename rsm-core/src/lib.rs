@@ -10,12 +10,14 @@
 //! - [`storage`]: [`TieredStorage`], the one implementation of that contract over any backend, split by job
 //!   (remote layout, copy, the fetch planner, the chunk source seam, caches);
 //! - [`config`]: typed settings read from string maps;
+//! - [`checksum`]: CRC-32C, the check of every byte stored and served;
 //! - [`crypto`]: envelope encryption of chunks (AES-256-GCM, per-segment data keys wrapped by a [`crypto::KeyRing`]);
 //! - `testkit` (feature): the contract suites every backend runs, and fixture partitions.
 
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod checksum;
 pub mod config;
 pub mod crypto;
 pub mod dir_lock;

@@ -123,8 +123,8 @@ async fn check_manifest(
         assert_eq!(c.stored_range().start, stored_at, "stored ranges tile the object");
         stored_at = c.stored_range().end;
         let stored = &object[c.stored_range().start as usize..c.stored_range().end as usize];
-        assert_eq!(crc32c::crc32c(stored), c.rdi.stored_crc32c, "the stored CRC is the stored bytes'");
-        assert_eq!(crc32c::crc32c(&s.log[c.original_position() as usize..c.end() as usize]), c.rdi.crc32c);
+        assert_eq!(rsm_core::checksum::crc32c(stored), c.rdi.stored_crc32c, "the stored CRC is the stored bytes'");
+        assert_eq!(rsm_core::checksum::crc32c(&s.log[c.original_position() as usize..c.end() as usize]), c.rdi.crc32c);
         if c.rdi.transform == Transform::None {
             assert!(stored == &s.log[c.original_position() as usize..c.end() as usize], "stored as is");
         }
@@ -330,7 +330,7 @@ async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_b
     let mut stored = object[..c.stored_range().start as usize].to_vec();
     stored.extend_from_slice(&frame);
     m.chunks[last].rdi.stored_length = frame.len() as u32;
-    m.chunks[last].rdi.stored_crc32c = crc32c::crc32c(&frame);
+    m.chunks[last].rdi.stored_crc32c = rsm_core::checksum::crc32c(&frame);
     backend.put_bytes(&keys.log, Bytes::from(stored)).await.unwrap();
     backend.put_bytes(&keys.manifest, Bytes::from(m.encode())).await.unwrap();
 

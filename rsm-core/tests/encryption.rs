@@ -266,7 +266,7 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
         let shift = a1.len() as i64 - (r.end - r.start) as i64;
         let mut m = mb.clone();
         m.chunks[1].rdi.stored_length = a1.len() as u32;
-        m.chunks[1].rdi.stored_crc32c = crc32c::crc32c(&a1);
+        m.chunks[1].rdi.stored_crc32c = rsm_core::checksum::crc32c(&a1);
         for c in m.chunks.iter_mut().skip(2) {
             c.rdi.stored_position = (c.rdi.stored_position as i64 + shift) as u64;
         }
@@ -283,7 +283,7 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
             backend.put_bytes(&ka.log, Bytes::from(bad.clone())).await.unwrap();
             every_read_fails(&fresh(), &a, ErrorKind::Corrupt, "chunk", &case(&format!("bit at {at}"))).await;
             let mut m = ma.clone();
-            m.chunks[1].rdi.stored_crc32c = crc32c::crc32c(&bad[r.start as usize..r.end as usize]);
+            m.chunks[1].rdi.stored_crc32c = rsm_core::checksum::crc32c(&bad[r.start as usize..r.end as usize]);
             put_manifest(&backend, &writer, &a, &m).await;
             every_read_fails(
                 &fresh(),

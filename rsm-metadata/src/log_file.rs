@@ -202,7 +202,7 @@ impl RecordLog {
 /// A record's frame: length, CRC-32C of the length and the value, value.
 fn frame(value: &[u8]) -> Vec<u8> {
     let len = (value.len() as u32).to_be_bytes();
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&len), value);
+    let crc = rsm_core::checksum::crc32c_append(rsm_core::checksum::crc32c(&len), value);
     let mut out = Vec::with_capacity(HEADER + value.len());
     out.extend_from_slice(&len);
     out.extend_from_slice(&crc.to_be_bytes());
@@ -220,7 +220,8 @@ fn frame_at(bytes: &[u8], pos: usize) -> Option<(&[u8], usize)> {
     }
     let start = pos + HEADER;
     let value = bytes.get(start..start.checked_add(len)?)?;
-    (crc32c::crc32c_append(crc32c::crc32c(&header[..4]), value) == crc).then_some((value, start + len))
+    (rsm_core::checksum::crc32c_append(rsm_core::checksum::crc32c(&header[..4]), value) == crc)
+        .then_some((value, start + len))
 }
 
 /// Scans a file: the number of whole records and the length they cover. A bad record followed by a good

@@ -48,7 +48,7 @@ pub fn save(path: &Path, next_offset: i64, store: &MetadataStore) -> Result<()> 
         out.extend_from_slice(&(v.len() as u32).to_be_bytes());
         out.extend_from_slice(v);
     }
-    let crc = crc32c::crc32c(&out);
+    let crc = rsm_core::checksum::crc32c(&out);
     out.extend_from_slice(&crc.to_be_bytes());
 
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -74,7 +74,7 @@ pub fn load(path: &Path) -> Result<Option<PartitionSnapshot>> {
         return Err(bad("not a snapshot (no RSMSNAP1 header)".into()));
     }
     let (body, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
+    if rsm_core::checksum::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
         return Err(bad("its CRC-32C does not match".into()));
     }
     let version = u16::from_be_bytes([body[8], body[9]]);

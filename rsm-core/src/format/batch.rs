@@ -147,7 +147,7 @@ impl<'a> Batch<'a> {
         if self.legacy() {
             crc32fast::hash(&self.bytes[MAGIC_OFFSET..])
         } else {
-            crc32c::crc32c(&self.bytes[ATTRIBUTES_OFFSET..])
+            crate::checksum::crc32c(&self.bytes[ATTRIBUTES_OFFSET..])
         }
     }
     /// Fails with "corrupt", naming the offset and position, when the stored CRC does not match.

@@ -183,7 +183,7 @@ impl Manifest {
             while at < c.end() {
                 let to = (at + bs).min(c.end());
                 if to > range.start && at < range.end {
-                    let crc = crc32c::crc32c(here(at, to)?);
+                    let crc = crate::checksum::crc32c(here(at, to)?);
                     let want = self.block_crcs[block];
                     if crc != want {
                         return Err(Error::corrupt(format!(
@@ -276,7 +276,7 @@ impl Manifest {
             w.bytes(&e.nonce);
             w.bytes(&e.wrapped);
         }
-        let crc = crc32c::crc32c(&out);
+        let crc = crate::checksum::crc32c(&out);
         out.extend_from_slice(&crc.to_be_bytes());
         out
     }
@@ -292,7 +292,7 @@ impl Manifest {
         }
         let (body, crc) = bytes.split_at(bytes.len() - 4);
         let stored = u32::from_be_bytes(crc.try_into().expect("4 bytes"));
-        let computed = crc32c::crc32c(body);
+        let computed = crate::checksum::crc32c(body);
         if stored != computed {
             return Err(Error::corrupt(format!("CRC {stored:#010x}, computed {computed:#010x}")));
         }
@@ -471,12 +471,12 @@ pub(crate) mod tests {
     /// `sample()` over real bytes: its block (or, without blocks, chunk) CRCs are those of `log`.
     fn with_true_crcs(mut m: Manifest, log: &[u8]) -> Manifest {
         for c in m.chunks.iter_mut() {
-            c.rdi.crc32c = crc32c::crc32c(&log[c.original_position() as usize..c.end() as usize]);
+            c.rdi.crc32c = crate::checksum::crc32c(&log[c.original_position() as usize..c.end() as usize]);
         }
         m.block_crcs.clear();
         for c in &m.chunks {
             for b in log[c.original_position() as usize..c.end() as usize].chunks(m.block_size.max(1) as usize) {
-                m.block_crcs.push(crc32c::crc32c(b));
+                m.block_crcs.push(crate::checksum::crc32c(b));
             }
         }
         if m.block_size == 0 {
@@ -559,7 +559,7 @@ pub(crate) mod tests {
         let mut v2 = bytes.clone();
         v2[5] = 2;
         let body = v2.len() - 4;
-        let crc = crc32c::crc32c(&v2[..body]);
+        let crc = crate::checksum::crc32c(&v2[..body]);
         v2[body..].copy_from_slice(&crc.to_be_bytes());
         let e = Manifest::decode(&v2, "seg.manifest").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
@@ -585,7 +585,7 @@ pub(crate) mod tests {
         // Version 3 cannot hold an encrypted chunk; version 4 holds only encrypted ones.
         let reseal = |mut b: Vec<u8>| {
             let body = b.len() - 4;
-            let crc = crc32c::crc32c(&b[..body]);
+            let crc = crate::checksum::crc32c(&b[..body]);
             b[body..].copy_from_slice(&crc.to_be_bytes());
             b
         };

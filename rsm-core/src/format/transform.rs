@@ -124,7 +124,7 @@ pub fn transformed_entry(c: &ChunkEntry, transform: Transform, position: u64, st
     e.rdi.transform = transform;
     e.rdi.stored_position = position;
     e.rdi.stored_length = stored.len() as u32;
-    e.rdi.stored_crc32c = crc32c::crc32c(stored);
+    e.rdi.stored_crc32c = crate::checksum::crc32c(stored);
     e
 }
 
@@ -230,7 +230,7 @@ pub fn undo_chunk_prefix(
             c.rdi.stored_length
         )));
     }
-    let crc = crc32c::crc32c(&stored);
+    let crc = crate::checksum::crc32c(&stored);
     if crc != c.rdi.stored_crc32c {
         return Err(Error::corrupt(format!(
             "{}: stored bytes have CRC-32C {crc:#010x}, its entry says {:#010x}",
@@ -353,9 +353,9 @@ mod tests {
                 segment_id: Uuid::ONE,
                 stored_position: 0,
                 stored_length: stored.len() as u32,
-                crc32c: crc32c::crc32c(original),
+                crc32c: crate::checksum::crc32c(original),
                 original_position: 0,
-                stored_crc32c: crc32c::crc32c(stored),
+                stored_crc32c: crate::checksum::crc32c(stored),
             },
         }
     }
@@ -423,7 +423,7 @@ mod tests {
             data_length: other.len() as u32,
             rdi: Rdi {
                 stored_length: other_stored.len() as u32,
-                stored_crc32c: crc32c::crc32c(&other_stored),
+                stored_crc32c: crate::checksum::crc32c(&other_stored),
                 ..good.rdi
             },
             ..good

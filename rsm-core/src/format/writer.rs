@@ -215,7 +215,7 @@ fn encode_v2<R: WritableRecord>(
     out.extend_from_slice(&options.base_sequence.to_be_bytes());
     out.extend_from_slice(&(records.len() as i32).to_be_bytes());
     out.extend_from_slice(&body);
-    let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
+    let crc = crate::checksum::crc32c(&out[ATTRIBUTES_OFFSET..]);
     out[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
     out
 }
@@ -226,7 +226,7 @@ pub fn empty_producer_snapshot() -> Vec<u8> {
     let rest = 0i32.to_be_bytes();
     let mut out = Vec::with_capacity(10);
     out.extend_from_slice(&1i16.to_be_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&rest).to_be_bytes());
+    out.extend_from_slice(&crate::checksum::crc32c(&rest).to_be_bytes());
     out.extend_from_slice(&rest);
     out
 }

@@ -53,7 +53,7 @@ impl TieredStorage {
         let mut position = 0u64;
         for (slot, part) in locations.iter_mut().zip(&parts) {
             if let Some(b) = part {
-                *slot = Some(IndexLocation { position, length: b.len() as u64, crc32c: crc32c::crc32c(b) });
+                *slot = Some(IndexLocation { position, length: b.len() as u64, crc32c: crate::checksum::crc32c(b) });
                 position += b.len() as u64;
             }
         }

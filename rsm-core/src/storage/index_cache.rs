@@ -70,7 +70,7 @@ pub(super) async fn read_index(
     id: &RemoteLogSegmentId,
 ) -> Result<Bytes> {
     let bytes = backend.get_range(key, loc.position..loc.position + loc.length).await?;
-    if bytes.len() as u64 != loc.length || crc32c::crc32c(&bytes) != loc.crc32c {
+    if bytes.len() as u64 != loc.length || crate::checksum::crc32c(&bytes) != loc.crc32c {
         return Err(Error::corrupt(format!(
             "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",
             bytes.len(),

@@ -21,7 +21,7 @@ fn with_attributes(mut b: Vec<u8>, bits: i16) -> Vec<u8> {
 }
 
 fn fix_crc(b: &mut [u8]) {
-    let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
+    let crc = crate::checksum::crc32c(&b[ATTRIBUTES_OFFSET..]);
     b[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
 }
 
