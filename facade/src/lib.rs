@@ -16,7 +16,8 @@
 //! backend).
 //!
 //! Every store is wrapped as: the store, then [`CountingLayer`] (requests and bytes, [`Store::counts`]),
-//! then [`RetryLayer`] unless the store's own client retries (`retry.*`), then [`TracingLayer`]; a host
+//! then [`RetryLayer`] unless the store's own client retries (`retry.*`), then [`TracingLayer`], then for a
+//! store across a network a [`rsm_core::backend::layers::ParallelReadLayer`] (`fetch.part.size`); a host
 //! adds its own [`Layer`]s over that with a [`StoreBuilder`] (see [`builder`]).
 
 #![warn(missing_docs)]

@@ -21,6 +21,10 @@ pub struct StoreKind {
     /// Whether the store's own client retries transient failures (then the facade adds no retry layer,
     /// so no request is retried twice over).
     pub retries_itself: bool,
+    /// Whether the store is across a network (a cloud store, HDFS), where one long read is bound by one
+    /// connection's throughput: then the facade splits long reads into parts read at once
+    /// ([`rsm_core::backend::layers::ParallelReads`], `fetch.part.size`).
+    pub remote: bool,
 }
 
 /// The kinds of store a [`crate::Store`] can open, by scheme.
@@ -51,17 +55,32 @@ impl Registry {
     /// their cargo features (`fs`, `s3`, `azure`, `gcs`, `hdfs`) say.
     pub fn builtin() -> Self {
         let mut r = Registry::empty();
-        r.register(StoreKind { schemes: &["memory"], open: open_memory, retries_itself: false });
+        r.register(StoreKind { schemes: &["memory"], open: open_memory, retries_itself: false, remote: false });
         #[cfg(feature = "fs")]
-        r.register(StoreKind { schemes: &["file"], open: rsm_backend_fs::FsBackend::from_url, retries_itself: false });
+        r.register(StoreKind {
+            schemes: &["file"],
+            open: rsm_backend_fs::FsBackend::from_url,
+            retries_itself: false,
+            remote: false,
+        });
         #[cfg(feature = "hdfs")]
-        r.register(StoreKind { schemes: &["hdfs", "viewfs"], open: rsm_backend_hdfs::from_url, retries_itself: false });
+        r.register(StoreKind {
+            schemes: &["hdfs", "viewfs"],
+            open: rsm_backend_hdfs::from_url,
+            retries_itself: false,
+            remote: true,
+        });
         #[cfg(feature = "s3")]
-        r.register(StoreKind { schemes: &["s3"], open: rsm_backend_s3::from_url, retries_itself: true });
+        r.register(StoreKind { schemes: &["s3"], open: rsm_backend_s3::from_url, retries_itself: true, remote: true });
         #[cfg(feature = "azure")]
-        r.register(StoreKind { schemes: &["az"], open: rsm_backend_azure::from_url, retries_itself: true });
+        r.register(StoreKind {
+            schemes: &["az"],
+            open: rsm_backend_azure::from_url,
+            retries_itself: true,
+            remote: true,
+        });
         #[cfg(feature = "gcs")]
-        r.register(StoreKind { schemes: &["gs"], open: rsm_backend_gcs::from_url, retries_itself: true });
+        r.register(StoreKind { schemes: &["gs"], open: rsm_backend_gcs::from_url, retries_itself: true, remote: true });
         r
     }
 

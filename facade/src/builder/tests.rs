@@ -55,8 +55,23 @@ fn a_store_that_retries_itself_gets_no_retry_layer() {
     let store = StoreBuilder::new("s3://bucket/prefix", &settings).open().unwrap();
     let shown = format!("{:?}", store.storage().backend());
     assert!(!shown.contains("RetryLayer"), "{shown}");
-    let at = positions(&store, &["TracingLayer", "CountingLayer"]);
-    assert!(at.is_sorted(), "{at:?}");
+    let at = positions(&store, &["ParallelReadLayer", "TracingLayer", "CountingLayer"]);
+    assert!(at.is_sorted(), "long reads are split over the rest, each part counted and traced: {at:?}");
+    assert!(shown.contains("part_size: 1048576, concurrency: 4"), "the defaults: {shown}");
+}
+
+#[test]
+fn long_reads_are_split_only_over_a_store_across_a_network_and_the_setting_is_checked_everywhere() {
+    let settings = BTreeMap::new();
+    let shown = format!("{:?}", Store::open("memory:", &settings).unwrap().storage().backend());
+    assert!(!shown.contains("ParallelReadLayer"), "{shown}");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let shown = format!("{:?}", Store::open(&url, &settings).unwrap().storage().backend());
+    assert!(!shown.contains("ParallelReadLayer"), "{shown}");
+    let bad = rsm_core::config::props([("fetch.part.size", "-1")]);
+    let e = Store::open(&url, &bad).unwrap_err();
+    assert!(e.to_string().contains("fetch.part.size"), "{e}");
 }
 
 #[test]

@@ -24,6 +24,15 @@ pub enum Fault {
     },
     /// Waits this long, then makes the call.
     Delay(Duration),
+    /// A store across a network: waits `latency`, makes the call, and for a read then waits as long as its
+    /// bytes take at `bytes_per_second` (one connection's throughput: each read alone, however many run
+    /// at once).
+    Network {
+        /// The wait before each call (time to first byte).
+        latency: Duration,
+        /// The bytes a second one read receives.
+        bytes_per_second: u64,
+    },
     /// Never completes (until the caller gives up and drops the call).
     Hang,
 }
@@ -116,8 +125,9 @@ impl FaultLayer {
         self.injected.load(Ordering::SeqCst)
     }
 
-    /// Counts the call and applies the first matching rule: an error, a delay, or a hang.
-    async fn apply(&self, op: Op, operation: &str, keys: &[&str]) -> Result<()> {
+    /// Counts the call and applies the first matching rule: an error, a delay, or a hang. Returns the
+    /// throughput a read's bytes then arrive at, for a [`Fault::Network`].
+    async fn apply(&self, op: Op, operation: &str, keys: &[&str]) -> Result<Option<u64>> {
         self.calls[op as usize].fetch_add(1, Ordering::SeqCst);
         let fault = {
             let mut rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
@@ -132,7 +142,7 @@ impl FaultLayer {
             })
         };
         let Some(fault) = fault else {
-            return Ok(());
+            return Ok(None);
         };
         self.injected.fetch_add(1, Ordering::SeqCst);
         let key = keys.first().copied().unwrap_or("");
@@ -143,7 +153,11 @@ impl FaultLayer {
             }
             Fault::Delay(d) => {
                 tokio::time::sleep(d).await;
-                Ok(())
+                Ok(None)
+            }
+            Fault::Network { latency, bytes_per_second } => {
+                tokio::time::sleep(latency).await;
+                Ok(Some(bytes_per_second.max(1)))
             }
             Fault::Hang => std::future::pending().await,
         }
@@ -177,8 +191,12 @@ impl LayeredBackend for FaultLayer {
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
-        self.apply(Op::Get, "get_range", &[key]).await?;
-        self.inner.get_range(key, range).await
+        let rate = self.apply(Op::Get, "get_range", &[key]).await?;
+        let bytes = self.inner.get_range(key, range).await?;
+        if let Some(rate) = rate {
+            tokio::time::sleep(Duration::from_secs_f64(bytes.len() as f64 / rate as f64)).await;
+        }
+        Ok(bytes)
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
@@ -253,5 +271,19 @@ mod tests {
         assert_eq!((f.calls(Op::Put), f.calls(Op::Get), f.calls(Op::List), f.injected()), (3, 1, 2, 3));
         f.clear();
         assert_eq!(b.list("dead/").await.unwrap(), vec![]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_network_store_waits_its_latency_then_the_bytes_at_its_throughput() {
+        let store: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+        let network = Fault::Network { latency: Duration::from_secs(1), bytes_per_second: 1000 };
+        let f = FaultLayer::new(store).with_rule(FaultRule { op: None, key: "*".into(), fault: network, times: None });
+        let f: &dyn StorageBackend = &f;
+        let t = tokio::time::Instant::now();
+        f.put_bytes("k", Bytes::from(vec![1; 5000])).await.unwrap();
+        assert_eq!(t.elapsed(), Duration::from_secs(1), "a write: the latency only");
+        let t = tokio::time::Instant::now();
+        assert_eq!(f.get_range("k", 1000..4000).await.unwrap().len(), 3000);
+        assert_eq!(t.elapsed(), Duration::from_secs(4), "1 s, then 3000 bytes at 1000 a second");
     }
 }

@@ -9,6 +9,8 @@
 //! - [`RetryLayer`]: retries transient failures with exponential backoff and jitter, bounded by attempts and
 //!   a deadline (settings `retry.*`), for stores whose client does not retry by itself;
 //! - [`FaultLayer`]: injects errors, latency and hangs by operation and key pattern (tests, isolation);
+//! - [`ParallelReadLayer`]: splits a long ranged read into parts read at once (`fetch.part.size`), for
+//!   cloud stores;
 //! - [`TracingLayer`]: one `tracing` span per operation, and the operation and key on every error.
 //!
 //! A [`Layer`] is what puts a layer over a backend (after OpenDAL's `Layer`): the layers' configs implement
@@ -17,12 +19,14 @@
 
 mod counting;
 mod faults;
+mod parallel;
 mod retry;
 mod tracing;
 
 pub use self::tracing::{Tracing, TracingLayer};
 pub use counting::{Counting, CountingLayer};
 pub use faults::{Fault, FaultLayer, FaultRule};
+pub use parallel::{MAX_SPLIT_BYTES, ParallelReadLayer, ParallelReads};
 pub use retry::{RetryConfig, RetryLayer};
 
 use super::{ByteStream, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
