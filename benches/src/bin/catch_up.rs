@@ -4,7 +4,10 @@
 //!
 //! The store is the filesystem backend (or any store URL, `--store`, with its settings as `--set k=v`: moto
 //! for S3) under the fault layer, which adds `--latency-ms` to every ranged read of a `.log` (a cloud
-//! store's first-byte latency). Prints, for each setting, the wall time, MB/s, the ranged reads made against
+//! store's first-byte latency), and with `--throughput-mibps N` makes each ranged read then take as long as
+//! its bytes take at N MiB/s (one connection's throughput); `--part-size N` stacks the facade's parallel
+//! reads over it (reads of at least 2N bytes in up to 4 parts at once, as `fetch.part.size` does over a
+//! cloud store). Prints, for each setting, the wall time, MB/s, the ranged reads made against
 //! the chunk count (each chunk read exactly once is the floor) and the peak memory growth; for the random
 //! reads the hit ratio and the median and p90 latency.
 //!
@@ -14,13 +17,13 @@
 //!
 //! ```sh
 //! cargo run --release -p rsm-benches --bin catch_up -- [--size-mib 1024] [--segments 1] [--latency-ms 30] \
-//!     [--dir PATH] [--store URL --set KEY=VALUE ...] [--random-reads 300]
+//!     [--throughput-mibps 0] [--part-size 0] [--dir PATH] [--store URL --set KEY=VALUE ...] [--random-reads 300]
 //! ```
 
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
 use rsm_benches::{proc_status_kib, quantile, reset_peak_rss, write_partition_of};
-use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
+use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule, Layer, ParallelReads};
 use rsm_core::backend::{CountingLayer, Op, StorageBackend};
 use rsm_core::config::ConfigReader;
 use rsm_core::format::partition::LocalPartition;
@@ -43,6 +46,8 @@ struct Args {
     settings: BTreeMap<String, String>,
     random_reads: usize,
     segments: usize,
+    throughput_mibps: u64,
+    part_size: u64,
 }
 
 fn parse_args() -> BoxResult<Args> {
@@ -54,6 +59,8 @@ fn parse_args() -> BoxResult<Args> {
         settings: BTreeMap::new(),
         random_reads: 300,
         segments: 1,
+        throughput_mibps: 0,
+        part_size: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -65,13 +72,15 @@ fn parse_args() -> BoxResult<Args> {
             "--store" => a.store = Some(value),
             "--random-reads" => a.random_reads = value.parse()?,
             "--segments" => a.segments = value.parse()?,
+            "--throughput-mibps" => a.throughput_mibps = value.parse()?,
+            "--part-size" => a.part_size = value.parse()?,
             "--set" => {
                 let (k, v) = value.split_once('=').ok_or_else(|| format!("--set {value}: not KEY=VALUE"))?;
                 a.settings.insert(k.to_string(), v.to_string());
             }
             _ => {
                 return Err(format!(
-                    "unknown option {flag} (--size-mib N, --segments N, --latency-ms N, --dir PATH, --store URL, --set K=V, --random-reads N)"
+                    "unknown option {flag} (--size-mib N, --segments N, --latency-ms N, --throughput-mibps N, --part-size N, --dir PATH, --store URL, --set K=V, --random-reads N)"
                 )
                 .into());
             }
@@ -188,8 +197,15 @@ fn run(a: Args) -> BoxResult<()> {
     let slow = |latency: Duration| {
         let counting = Arc::new(CountingLayer::new(store.clone()));
         let counts = counting.counts();
-        let delay = FaultRule { op: Some(Op::Get), key: "*.log".into(), fault: Fault::Delay(latency), times: None };
-        (Arc::new(FaultLayer::new(counting).with_rule(delay)) as Arc<dyn StorageBackend>, counts)
+        let fault = match a.throughput_mibps {
+            0 => Fault::Delay(latency),
+            mibps => Fault::Network { latency, bytes_per_second: mibps * MIB as u64 },
+        };
+        let delay = FaultRule { op: Some(Op::Get), key: "*.log".into(), fault, times: None };
+        let slow: Arc<dyn StorageBackend> = Arc::new(FaultLayer::new(counting).with_rule(delay));
+        // Over the network as the facade stacks it over a cloud store: long reads in parts at once.
+        let parts = ParallelReads { part_size: a.part_size, concurrency: 4 };
+        (if a.part_size > 0 { parts.layer(slow) } else { slow }, counts)
     };
     let latency = Duration::from_millis(a.latency_ms);
     println!(
@@ -199,6 +215,12 @@ fn run(a: Args) -> BoxResult<()> {
         chunks,
         a.latency_ms
     );
+    if a.throughput_mibps > 0 || a.part_size > 0 {
+        println!(
+            "each ranged read at {} MiB/s (0: no limit); reads of at least twice {} bytes in up to 4 parts at once (0: whole)",
+            a.throughput_mibps, a.part_size
+        );
+    }
     println!(
         "{:<44} {:>8} {:>8} {:>12} {:>9} {:>10} {:>11}",
         "setting", "seconds", "MB/s", "ranged reads", "x chunks", "peak MiB", "cold starts"
@@ -241,6 +263,9 @@ fn run(a: Args) -> BoxResult<()> {
         }
     }
 
+    if a.random_reads == 0 {
+        return Ok(());
+    }
     // Random reads of the first segment: a replayed pattern, four in five of them at one of 32 hot
     // positions; then as many uniformly random ones (each chunk touched about once).
     let mut rng = Rng::new(7);

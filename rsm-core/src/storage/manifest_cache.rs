@@ -126,13 +126,16 @@ impl ManifestCache {
 /// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
 /// cache, so that the reader's first fetch of it waits for no manifest: one listing of the keys that start
 /// at the next offset, then one read per manifest found (whose first chunks the chunk cache then reads
-/// ahead). Once per segment.
+/// ahead). One listing per segment; later calls for the same segment hand over the successors found again
+/// (from the manifest cache), so a read-ahead refused while the cache's bytes in flight were at their bound
+/// is tried again as the reader goes on.
 pub(super) struct NextManifests {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
     manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
-    /// The segments whose successor was looked for.
-    asked: std::sync::Mutex<lru::LruCache<Uuid, ()>>,
+    /// The segments whose successor was looked for, with the successors found (empty until the listing
+    /// and the manifests' reads are done).
+    asked: std::sync::Mutex<lru::LruCache<Uuid, Vec<Uuid>>>,
 }
 
 impl NextManifests {
@@ -145,11 +148,26 @@ impl NextManifests {
         Arc::new(NextManifests { backend, key_prefix, manifests, asked })
     }
 
-    /// Starts loading the manifests of the segments that start right after `m` ends, unless that was asked
-    /// for `m` already; `then` is given each one loaded (to read its first chunks ahead).
+    /// Loads the manifests of the segments that start right after `m` ends, unless that was asked for `m`
+    /// already; `then` is given each one (to read its first chunks ahead): once loaded, and again on each
+    /// later call for `m` while it is still in the manifest cache.
     pub(super) fn load_after(self: &Arc<Self>, m: &Arc<Manifest>, then: impl Fn(Arc<Manifest>) + Send + 'static) {
         let md = &m.metadata;
-        if self.asked.lock().unwrap_or_else(|p| p.into_inner()).put(md.remote_log_segment_id.id, ()).is_some() {
+        let id = md.remote_log_segment_id.id;
+        let found = {
+            let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+            match asked.get(&id) {
+                Some(found) => Some(found.clone()),
+                None => {
+                    asked.put(id, Vec::new());
+                    None
+                }
+            }
+        };
+        if let Some(found) = found {
+            for next in found.iter().filter_map(|n| self.manifests.peek(n)) {
+                then(next);
+            }
             return;
         }
         let prefix = layout::start_offset_prefix(
@@ -165,16 +183,20 @@ impl NextManifests {
                     return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
                 }
             };
+            let mut ids = Vec::new();
             for o in found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) {
                 match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
                     Ok(next) => {
                         let next = Arc::new(next);
-                        let _ = this.manifests.insert(next.metadata.remote_log_segment_id.id, next.clone());
+                        let next_id = next.metadata.remote_log_segment_id.id;
+                        let _ = this.manifests.insert(next_id, next.clone());
+                        ids.push(next_id);
                         then(next);
                     }
                     Err(e) => tracing::debug!(key = o.key, error = %e, "cannot read the next segment's manifest ahead"),
                 }
             }
+            this.asked.lock().unwrap_or_else(|p| p.into_inner()).put(id, ids);
         });
     }
 }
