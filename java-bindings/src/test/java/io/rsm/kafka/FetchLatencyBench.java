@@ -28,7 +28,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * warm-up, on the same random positions. Then the same managers read a 64 MiB segment whole (sequential read,
  * MiB/s) and copy every segment under a fresh id (a copy as each does it by default: ours syncs each object
  * and directory, LocalTieredStorage does not, so it is also measured with its store synced after the copy),
- * interleaved, five rounds each. Run by {@link BrokerEndToEndIT}
+ * interleaved, fifteen and five rounds. Run by {@link BrokerEndToEndIT}
  * in a JVM whose class path has the kafka-storage test jar; prints {@code RESULT <name> <median us> <p90 us>
  * <n>}, {@code RESULT-SEQ <name> <median MiB/s> MiB/s} and {@code RESULT-COPY <name> <median ms> ms for <MiB>
  * MiB} lines.
@@ -104,7 +104,8 @@ public final class FetchLatencyBench {
         print("LocalTieredStorage", kafkaMicros);
         print("rsm-plugin-1MiB-chunks", smallMicros);
 
-        // Sequential reads: a 64 MiB segment whole, in 64 KiB reads, five rounds, rotating who goes first.
+        // Sequential reads: a 64 MiB segment whole, in 64 KiB reads, fifteen rounds (one read takes about
+        // 10 ms: five gave a noisy median), rotating who goes first.
         RemoteStorageManager[] all = {ours, kafka, small};
         String[] names = {"rsm-plugin", "LocalTieredStorage", "rsm-plugin-1MiB-chunks"};
         List<List<Double>> seq = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
@@ -119,7 +120,7 @@ public final class FetchLatencyBench {
             m.copyLogSegmentData(bigMd, big.data());
         }
         byte[] buf = new byte[64 * 1024];
-        for (int round = 0; round < 5; round++) {
+        for (int round = 0; round < 15; round++) {
             for (int j = 0; j < 3; j++) {
                 int w = Math.floorMod(round + j, 3);
                 long t = System.nanoTime();
