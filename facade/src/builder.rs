@@ -4,12 +4,14 @@
 //! The default stack, the one every [`Store::open`] gets: the store, then [`Counting`] (requests and bytes,
 //! [`Store::counts`]), then [`RetryConfig`] (a [`rsm_core::backend::layers::RetryLayer`]) unless the
 //! store's own client retries (`retry.*` settings), then [`Tracing`], then, for a store across a network,
-//! [`ParallelReads`] (long reads in parts at once, `fetch.part.size`). A host's layers
+//! [`ParallelReads`] (long reads in parts at once, `fetch.part.size`), then with
+//! `upload.rate.limit.bytes.per.second` an [`UploadRateLimit`] (one per store opened, so one per storage
+//! manager, shared by all its copies). A host's layers
 //! ([`StoreBuilder::layer`]) go over that, in the order added: the last one added is the outermost, so it
 //! sees every call first and every result last, errors already carrying the operation and key.
 
 use crate::{Registry, Store, runtime, scheme_of};
-use rsm_core::backend::layers::{self, Counting, Layer, ParallelReads, RetryConfig, Tracing};
+use rsm_core::backend::layers::{self, Counting, Layer, ParallelReads, RetryConfig, Tracing, UploadRateLimit};
 use rsm_core::backend::{RequestCounts, StorageBackend};
 use rsm_core::config::{ConfigReader, STORE_URL_KEY};
 use rsm_core::{Error, Result, TieredConfig, TieredStorage};
@@ -130,6 +132,10 @@ pub(crate) fn open_layered(
     let parallel = ParallelReads::read(r)?;
     if kind.remote {
         stack.push(&parallel);
+    }
+    let rate_limit = UploadRateLimit::read(r)?;
+    if let Some(limit) = &rate_limit {
+        stack.push(limit);
     }
     stack.extend(host.iter().map(|l| l.as_ref()));
     Ok((layers::stack(raw, stack), counting.counts(), prefix))

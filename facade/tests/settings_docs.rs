@@ -4,7 +4,7 @@
 //! one differs; `RSM_BLESS=1` writes the new table instead. The settings of `docs/settings.md` (tiering,
 //! engine, metadata) are checked by `cli/tests/settings_docs.rs`.
 
-use rsm_core::backend::layers::{ParallelReads, RetryConfig};
+use rsm_core::backend::layers::{ParallelReads, RetryConfig, UploadRateLimit};
 use rsm_core::config::docs::{Column, check_page, table};
 use rsm_core::config::{STORE_MEMORY_ALLOWED, Setting};
 use std::path::Path;
@@ -19,6 +19,7 @@ fn store_settings() -> Vec<&'static Setting> {
     all.push(&rsm_backend_hdfs::config::CONNECT_TIMEOUT);
     all.extend(RetryConfig::SETTINGS);
     all.extend(ParallelReads::SETTINGS);
+    all.extend(UploadRateLimit::SETTINGS);
     all.push(&STORE_MEMORY_ALLOWED);
     all
 }

@@ -75,6 +75,20 @@ fn long_reads_are_split_only_over_a_store_across_a_network_and_the_setting_is_ch
 }
 
 #[test]
+fn an_upload_rate_limit_paces_every_store_when_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let shown = format!("{:?}", Store::open(&url, &BTreeMap::new()).unwrap().storage().backend());
+    assert!(!shown.contains("RateLimitLayer"), "off by default: {shown}");
+    let on = rsm_core::config::props([("upload.rate.limit.bytes.per.second", "1048576")]);
+    let store = Store::open(&url, &on).unwrap();
+    let shown = format!("{:?}", store.storage().backend());
+    assert!(shown.contains("rate: 1048576"), "{shown}");
+    let at = positions(&store, &["RateLimitLayer", "TracingLayer", "CountingLayer", "FsBackend"]);
+    assert!(at.is_sorted(), "over the default stack: {at:?}");
+}
+
+#[test]
 fn a_host_layer_goes_over_the_default_stack_and_sees_the_calls() {
     let settings = BTreeMap::new();
     let broken_gets = FaultRule { op: Some(Op::Get), key: "*".into(), fault: Fault::transient(), times: None };

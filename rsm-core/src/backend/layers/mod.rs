@@ -11,6 +11,8 @@
 //! - [`FaultLayer`]: injects errors, latency and hangs by operation and key pattern (tests, isolation);
 //! - [`ParallelReadLayer`]: splits a long ranged read into parts read at once (`fetch.part.size`), for
 //!   cloud stores;
+//! - [`RateLimitLayer`]: paces uploads to one shared limit of bytes a second
+//!   (`upload.rate.limit.bytes.per.second`);
 //! - [`TracingLayer`]: one `tracing` span per operation, and the operation and key on every error.
 //!
 //! A [`Layer`] is what puts a layer over a backend (after OpenDAL's `Layer`): the layers' configs implement
@@ -20,6 +22,7 @@
 mod counting;
 mod faults;
 mod parallel;
+mod rate_limit;
 mod retry;
 mod tracing;
 
@@ -27,6 +30,7 @@ pub use self::tracing::{Tracing, TracingLayer};
 pub use counting::{Counting, CountingLayer};
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use parallel::{MAX_SPLIT_BYTES, ParallelReadLayer, ParallelReads};
+pub use rate_limit::{RateLimitLayer, UploadRateLimit};
 pub use retry::{RetryConfig, RetryLayer};
 
 use super::{ByteStream, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
