@@ -72,12 +72,13 @@ struct CountingService {
 impl HttpService for CountingService {
     async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let op = op_of(&req);
-        self.counter.start(op, req.body().content_length() as u64);
+        let counter = self.counter.for_key(&subject(req.uri()));
+        counter.start(op, req.body().content_length() as u64);
         let r = self.inner.execute(req).await;
         match &r {
             Ok(resp) => {
                 if resp.status().as_u16() >= 400 {
-                    self.counter.fail(op);
+                    counter.fail(op);
                 }
                 if op != Op::Head {
                     let len = resp
@@ -86,12 +87,22 @@ impl HttpService for CountingService {
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.parse::<u64>().ok())
                         .unwrap_or(0);
-                    self.counter.add_received(op, len);
+                    counter.add_received(op, len);
                 }
             }
-            Err(_) => self.counter.fail(op),
+            Err(_) => counter.fail(op),
         }
         r.map_err(unsent_is_retriable)
+    }
+}
+
+/// What a request is about, for its topic ([`RequestCounts::for_key`]): its path (`/bucket/key` or
+/// `/key`), or for a listing, whose path is the bucket's, its `prefix` (the `/`s in it percent-encoded).
+fn subject(uri: &http::Uri) -> String {
+    let prefix = uri.query().into_iter().flat_map(|q| q.split('&')).find_map(|kv| kv.strip_prefix("prefix="));
+    match prefix {
+        Some(p) => p.replace("%2F", "/").replace("%2f", "/"),
+        None => uri.path().to_string(),
     }
 }
 
@@ -168,6 +179,23 @@ mod tests {
         assert_eq!(other.kind(), HttpErrorKind::Unknown);
         let e = object_store::Error::Generic { store: "S3", source: Box::new(other) };
         assert_eq!(crate::errors::classify(&e), crate::errors::Class::Permanent);
+    }
+
+    #[test]
+    fn requests_are_attributed_to_the_topic_they_are_about() {
+        let id = "AAAAAAAAAAAAAAAAAAAA-w";
+        let cases = [
+            (format!("http://h/bucket/p/orders-{id}/0/00000000000000000000-{id}.log"), Some("orders")),
+            (format!("http://bucket.h/p/orders-{id}/0/x.manifest?uploadId=7&partNumber=2"), Some("orders")),
+            (format!("http://h/bucket?list-type=2&prefix=p%2Fclicks-{id}%2F3%2F"), Some("clicks")),
+            (format!("http://h/acc/c?restype=container&comp=list&prefix=p/clicks-{id}/3/"), Some("clicks")),
+            ("http://h/bucket?list-type=2&prefix=p%2F".to_string(), None),
+            ("http://h/bucket/p/other".to_string(), None),
+        ];
+        for (uri, want) in cases {
+            let uri: http::Uri = uri.parse().unwrap();
+            assert_eq!(rsm_core::storage::layout::topic_of_key(&subject(&uri)), want, "{uri}");
+        }
     }
 
     #[test]

@@ -4,10 +4,22 @@
 //! upload is one request, whatever the store does underneath), and the cloud adapter's HTTP connector
 //! (`rsm-backend-object-store`), which sees every real request, retry, multipart part and batch: the figures
 //! a cloud bill is made of. Both give the same [`CountSnapshot`].
+//!
+//! Both also attribute each request to the topic whose object it is about ([`RequestCounts::for_key`]:
+//! the topic in the key, the listing prefix or the request's path), so an operator sees what tiering
+//! costs per topic ([`RequestCounts::topics`]); requests about no topic (a listing of the whole store)
+//! count in the totals only.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Topics counted apart at most; the requests of topics beyond it count under [`OTHER_TOPICS`].
+pub const MAX_TOPICS: usize = 10_000;
+
+/// The name the requests of topics beyond [`MAX_TOPICS`] count under (not a valid topic name).
+pub const OTHER_TOPICS: &str = "(other topics)";
 
 /// The kinds of request counted. At the contract's level only `Put`, `Get`, `Delete` and `List` occur; an
 /// HTTP counter uses them all (`List` is a GET that lists a bucket or container).
@@ -63,12 +75,70 @@ struct Cell {
 #[derive(Debug, Default)]
 pub struct RequestCounts {
     cells: [Cell; 7],
+    /// The same counts by topic (empty in a topic's own counters).
+    topics: Mutex<HashMap<String, Arc<RequestCounts>>>,
+}
+
+/// Where one request counts: the totals, and the counters of the topic its key names.
+#[derive(Debug, Clone)]
+pub struct KeyCounts {
+    all: Arc<RequestCounts>,
+    topic: Option<Arc<RequestCounts>>,
+}
+
+impl KeyCounts {
+    fn each(&self, f: impl Fn(&RequestCounts)) {
+        f(&self.all);
+        if let Some(t) = &self.topic {
+            f(t);
+        }
+    }
+
+    /// [`RequestCounts::start`] in both.
+    pub fn start(&self, op: Op, sent: u64) {
+        self.each(|c| c.start(op, sent));
+    }
+
+    /// [`RequestCounts::add_sent`] in both.
+    pub fn add_sent(&self, op: Op, bytes: u64) {
+        self.each(|c| c.add_sent(op, bytes));
+    }
+
+    /// [`RequestCounts::add_received`] in both.
+    pub fn add_received(&self, op: Op, bytes: u64) {
+        self.each(|c| c.add_received(op, bytes));
+    }
+
+    /// [`RequestCounts::fail`] in both.
+    pub fn fail(&self, op: Op) {
+        self.each(|c| c.fail(op));
+    }
 }
 
 impl RequestCounts {
     /// Fresh counters.
     pub fn new() -> Arc<Self> {
         Arc::default()
+    }
+
+    /// Where a request about `key` (an object key, a listing prefix, a request's path) counts: here, and
+    /// in the counters of its topic ([`crate::storage::layout::topic_of_key`]) when it names one.
+    pub fn for_key(self: &Arc<Self>, key: &str) -> KeyCounts {
+        let topic = crate::storage::layout::topic_of_key(key).map(|t| {
+            let mut topics = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = topics.get(t) {
+                return c.clone();
+            }
+            let name = if topics.len() < MAX_TOPICS { t } else { OTHER_TOPICS };
+            topics.entry(name.to_string()).or_default().clone()
+        });
+        KeyCounts { all: self.clone(), topic }
+    }
+
+    /// The counts so far of each topic that had a request, by name.
+    pub fn topics(&self) -> BTreeMap<String, CountSnapshot> {
+        let topics = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        topics.iter().map(|(t, c)| (t.clone(), c.snapshot())).collect()
     }
 
     /// Counts one request of `op` that sent `sent` bytes.
@@ -210,5 +280,42 @@ mod tests {
         assert_eq!(b.total_requests(), 5);
         assert_eq!(b.get(Op::Put), OpCount { requests: 3, failed: 0, bytes_sent: 10, bytes_received: 0 });
         assert_eq!(CountSnapshot::default().to_string(), "no requests");
+    }
+
+    #[test]
+    fn requests_count_in_the_totals_and_in_their_topic() {
+        let id = "AAAAAAAAAAAAAAAAAAAAAA";
+        let c = RequestCounts::new();
+        c.for_key(&format!("p/orders-{id}/0/a.log")).start(Op::Put, 100);
+        c.for_key(&format!("p/orders-{id}/1/b.log")).start(Op::Put, 50);
+        let g = c.for_key(&format!("p/clicks-{id}/0/c.log"));
+        g.start(Op::Get, 0);
+        g.add_received(Op::Get, 7);
+        g.fail(Op::Get);
+        c.for_key("p/").start(Op::List, 0);
+        assert_eq!(c.snapshot().to_string(), "PUT 2 (150 B sent), GET 1 (7 B received, 1 failed), LIST 1");
+        let topics: Vec<(String, String)> = c.topics().into_iter().map(|(t, s)| (t, s.to_string())).collect();
+        assert_eq!(
+            topics,
+            [
+                ("clicks".to_string(), "GET 1 (7 B received, 1 failed)".to_string()),
+                ("orders".to_string(), "PUT 2 (150 B sent)".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn topics_beyond_the_bound_count_together() {
+        let id = "AAAAAAAAAAAAAAAAAAAAAA";
+        let c = RequestCounts::new();
+        for t in 0..MAX_TOPICS + 5 {
+            c.for_key(&format!("t{t}-{id}/0/a.log")).start(Op::Get, 0);
+        }
+        c.for_key(&format!("t0-{id}/0/a.log")).start(Op::Get, 0);
+        let topics = c.topics();
+        assert_eq!(topics.len(), MAX_TOPICS + 1);
+        assert_eq!(topics[OTHER_TOPICS].get(Op::Get).requests, 5);
+        assert_eq!(topics["t0"].get(Op::Get).requests, 2, "a topic counted apart stays apart");
+        assert_eq!(c.snapshot().get(Op::Get).requests, MAX_TOPICS as u64 + 6);
     }
 }

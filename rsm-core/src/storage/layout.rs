@@ -10,6 +10,28 @@
 
 use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 
+/// The topic an object key, a listing prefix or a store request's path belongs to: the name before
+/// `-{topicId}` in the first `{topic}-{topicId}/{partition}/` of it (a topic id is 22 characters of
+/// URL-safe base64, a partition all digits), or `None` for a key outside any partition (the store's own
+/// files, a listing of the whole store). Never fails; what does not look like a partition is `None`.
+pub fn topic_of_key(key: &str) -> Option<&str> {
+    let mut parts = key.split('/').peekable();
+    while let Some(part) = parts.next() {
+        let Some(&next) = parts.peek() else { break };
+        let is_partition = !next.is_empty() && next.len() <= 10 && next.bytes().all(|b| b.is_ascii_digit());
+        // The id is the last 22 bytes (it may hold a `-` itself), after a `-`, after a topic name.
+        let b = part.as_bytes();
+        if is_partition
+            && b.len() > 23
+            && b[b.len() - 23] == b'-'
+            && b[b.len() - 22..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        {
+            return Some(&part[..part.len() - 23]);
+        }
+    }
+    None
+}
+
 /// The object keys of one segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentKeys {
@@ -176,6 +198,28 @@ pub fn parse_segment_key(key_prefix: &str, key: &str) -> Option<SegmentKey> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_topic_of_a_key_prefix_or_request_path() {
+        let id = "AAAAAAAAAAAAAAAAAAAA-w"; // 22 characters, a `-` among them
+        let cases = [
+            (format!("orders-{id}/0/00000000000000000000-{id}.log"), Some("orders")),
+            (format!("kafka/tiered/my-topic.v2-{id}/17/00000000000000000042-{id}.manifest"), Some("my-topic.v2")),
+            (format!("orders-{id}/3/"), Some("orders")),
+            (format!("orders-{id}/3/00000000000000001000-"), Some("orders")),
+            (format!("/bucket/prefix/a_b-{id}/0/x.indexes"), Some("a_b")),
+            (format!("orders-{id}/"), None),
+            (format!("orders-{id}/x/y"), None),
+            ("orders-short/0/x.log".to_string(), None),
+            (format!("-{id}/0/x.log"), None),
+            (String::new(), None),
+            ("/".to_string(), None),
+            (format!("t-{}/0/a.log", crate::model::Uuid::random()), Some("t")),
+        ];
+        for (key, want) in cases {
+            assert_eq!(super::topic_of_key(&key), want, "{key}");
+        }
+    }
+
     use super::*;
     use crate::model::{RemoteLogSegmentId, RemoteLogSegmentState};
 
