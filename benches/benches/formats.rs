@@ -96,7 +96,7 @@ fn chunk_compression(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Bytes(buf.len() as u64));
     for level in [1, 3, 9] {
-        let config = CompressionConfig { level, heuristic: false, min_saving_percent: 0 };
+        let config = CompressionConfig { level, heuristic: false, min_saving_percent: 0, frame_size: 0 };
         let mut compressor = ChunkCompressor::new(config).expect("a valid level");
         let stored = compressor.apply(&buf, 0).expect("compresses").1.expect("compressed");
         eprintln!("chunk_compression: level {level}: {} of {} bytes stored", stored.len(), buf.len());

@@ -194,6 +194,7 @@ pub fn synthetic_manifest(log_length: u64, chunk_size: u32) -> Manifest {
         block_size,
         block_crcs,
         encryption: None,
+        frames: None,
     }
 }
 

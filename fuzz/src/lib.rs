@@ -8,7 +8,7 @@
 //! `fuzz/regressions/<target>/`) through them, so a fixed finding stays fixed.
 
 use rsm_core::format::batch::{BatchIter, batch_size_at};
-use rsm_core::format::chunk::{ChunkEntry, Chunker};
+use rsm_core::format::chunk::{ChunkEntry, Chunker, frame_count};
 use rsm_core::format::codec::Reader;
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter, read_offset_index, read_time_index};
 use rsm_core::format::manifest::{MAGIC, Manifest};
@@ -16,6 +16,7 @@ use rsm_core::format::partition::parse_leader_epochs;
 use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
+use rsm_core::format::transform::stored_frames;
 use rsm_core::storage::fetch::plan_reads;
 use rsm_facade::wire::{decode_metadata, encode_metadata};
 use rsm_metadata::records;
@@ -178,6 +179,23 @@ pub fn manifest(data: &[u8]) {
                 let zeros = vec![0u8; (r.end - r.start) as usize];
                 let _ = m.check_blocks(r.clone(), &zeros, "fuzz");
             }
+        }
+        // A read's frames, for each chunk in frames: within the table, holding the read, inside the chunk's
+        // stored range.
+        for (i, c) in m.chunks.iter().enumerate() {
+            let Some((size, frames)) = m.frames_of(i) else { continue };
+            assert_eq!(frames.len(), frame_count(c.data_length, size), "a chunk's frames are its frame count");
+            let len = c.data_length as u64;
+            if len == 0 {
+                continue;
+            }
+            let a = start % len;
+            let b = (a + 1 + (range & 0xffff)).min(len);
+            let (k, within, stored) = stored_frames(c, frames, size, &(a..b));
+            assert!(k.start < k.end && k.end <= frames.len(), "frames {k:?} of {}", frames.len());
+            assert!(within.start <= a && b <= within.end && within.end <= len, "{within:?} holds {a}..{b}");
+            let r = c.stored_range();
+            assert!(r.start <= stored.start && stored.end <= r.end, "{stored:?} inside {r:?}");
         }
         let aligned = m.align(start..end);
         assert!(aligned.start <= start.max(aligned.start) && aligned.end <= log_end.max(aligned.start));

@@ -4,9 +4,9 @@
 
 use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN, sealed_blocks_len};
 use rsm_core::format::batch::{BatchIter, V2_HEADER_LEN};
-use rsm_core::format::chunk::{Chunker, Transform};
+use rsm_core::format::chunk::{Chunker, StoredFrame, Transform, frame_count};
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
-use rsm_core::format::manifest::Manifest;
+use rsm_core::format::manifest::{FrameTable, Manifest};
 use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
@@ -153,6 +153,7 @@ fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
         block_size: table.block_size,
         block_crcs: table.block_crcs,
         encryption: None,
+        frames: None,
     }
 }
 
@@ -176,6 +177,49 @@ fn transformed(log: &[u8], encrypted: bool) -> Manifest {
         c.rdi.stored_crc32c = c.rdi.crc32c ^ 0x5a5a_5a5a;
         at += stored as u64;
     }
+    if encrypted {
+        m.encryption =
+            Some(KeyEnvelope { kek_id: "kek-2026".into(), nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] });
+    }
+    m
+}
+
+/// The manifest of `log` as a copy with frames of 512 bytes writes it (version 5): every chunk compressed
+/// in frames (with `encrypted`, every other chunk in frames each sealed, a nonce and a tag more a frame, and
+/// the rest encrypted block by block, under a wrapped data key), each frame a third of its bytes.
+fn framed(log: &[u8], encrypted: bool) -> Manifest {
+    const FRAME: u32 = 512;
+    let mut m = manifest(log, 1024, 256);
+    let mut at = 0u64;
+    let mut table = Vec::new();
+    for (i, c) in m.chunks.iter_mut().enumerate() {
+        let original = c.data_length;
+        let (transform, overhead) = match (encrypted, i % 2) {
+            (false, _) => (Transform::ZstdFrames, 0),
+            (true, 0) => (Transform::ZstdFramesAes256Gcm, CHUNK_OVERHEAD as u32),
+            (true, _) => (Transform::Aes256Gcm, 0),
+        };
+        let frames: Vec<StoredFrame> = match transform {
+            Transform::Aes256Gcm => Vec::new(),
+            _ => (0..frame_count(original, FRAME) as u32)
+                .map(|k| {
+                    let len = (original - k * FRAME).min(FRAME);
+                    StoredFrame { stored_length: len / 3 + 1 + overhead, stored_crc32c: c.rdi.crc32c ^ k }
+                })
+                .collect(),
+        };
+        let stored = match transform {
+            Transform::Aes256Gcm => sealed_blocks_len(original as u64, 256) as u32,
+            _ => frames.iter().map(|f| f.stored_length).sum(),
+        };
+        c.rdi.transform = transform;
+        c.rdi.stored_position = at;
+        c.rdi.stored_length = stored;
+        c.rdi.stored_crc32c = c.rdi.crc32c ^ 0x5a5a_5a5a;
+        at += stored as u64;
+        table.push(frames);
+    }
+    m.frames = Some(FrameTable { frame_size: FRAME, chunks: table });
     if encrypted {
         m.encryption =
             Some(KeyEnvelope { kek_id: "kek-2026".into(), nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] });
@@ -228,6 +272,15 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         let want = if m.encryption.is_some() { 4 } else { 3 };
         let back = Manifest::decode(&bytes, "seed").expect("a transformed manifest seed decodes");
         assert_eq!((m.version(), back), (want, m), "transformed manifest seed");
+        out.push(("manifest", [&range.to_be_bytes()[..], &bytes].concat()));
+    }
+
+    // Manifests of version 5 (chunks in frames, and in frames each sealed), so the fuzzer starts past the
+    // frame table and the encryption flag.
+    for (range, m) in [(0x0000_0000_0000_0300u64, framed(&log, false)), (0x0000_0100_0000_0200, framed(&log, true))] {
+        let bytes = m.encode();
+        let back = Manifest::decode(&bytes, "seed").expect("a framed manifest seed decodes");
+        assert_eq!((m.version(), back), (5, m), "framed manifest seed");
         out.push(("manifest", [&range.to_be_bytes()[..], &bytes].concat()));
     }
 

@@ -12,13 +12,16 @@
 //! - **Chunks.** A chunk only encrypted is sealed block by block, in the manifest's integrity blocks
 //!   (`chunk.block.size`, 64 KiB by default): `nonce (12) ‖ ciphertext ‖ tag (16)` per block
 //!   ([`DataKey::seal_blocks`]), so a 1 MiB read of a 4 MiB chunk reads and decrypts about 1 MiB, not the
-//!   chunk (0.04% more bytes stored at 64 KiB blocks). A chunk compressed then encrypted is one zstd frame,
-//!   read whole anyway, and sealed as one piece ([`DataKey::seal_chunk`]). A random nonce per piece
+//!   chunk (0.04% more bytes stored at 64 KiB blocks). A chunk compressed in frames
+//!   (`compression.frame.size`, manifest version 5) is sealed frame by frame ([`DataKey::seal_frame`]), so a
+//!   read of part of it decrypts only the frames it decompresses; a chunk compressed as one zstd frame
+//!   (`compression.frame.size=0`), read whole anyway, is sealed as one piece ([`DataKey::seal_chunk`]). A random nonce per piece
 //!   stored with it (rather than derived): a copy retried after a crash generates a new data key anyway,
 //!   and a stored nonce needs no counter state. The associated data binds the segment id and start
 //!   offset, the object, the chunk's index, original position, original length and transform
-//!   ([`chunk_aad`]), and for a block its index in the chunk: a chunk or block moved, reordered, or
-//!   swapped between segments fails to decrypt.
+//!   ([`chunk_aad`]), for a block its index in the chunk, and for a frame its index in the chunk and its
+//!   original position and length: a chunk, block or frame moved, reordered, or swapped between segments
+//!   fails to decrypt.
 //!   The KEK id is bound by the data key's wrap, not by each chunk, so that a key rotation
 //!   ([`KeyEnvelope::rewrap`]) rewrites the manifest only.
 //! - **Keys in memory.** [`KeyBytes`] prints `[redacted]` and is zeroed when dropped; no error names key
@@ -498,6 +501,92 @@ impl DataKey {
             at += n as u64;
         }
         Ok(out)
+    }
+}
+
+/// The associated data of frame `frame` of chunk `index` (entry `c`), the frame holding the chunk's original
+/// bytes `original` (positions in the `.log`): the chunk's ([`chunk_aad`]), then the frame's index in the
+/// chunk and its original position and length.
+fn frame_aad(c: &ChunkBinding, index: usize, frame: usize, original: &std::ops::Range<u64>) -> Vec<u8> {
+    let mut a = chunk_aad(c, index);
+    a.extend_from_slice(b"frame\0\0\0");
+    a.extend_from_slice(&(frame as u64).to_be_bytes());
+    a.extend_from_slice(&original.start.to_be_bytes());
+    a.extend_from_slice(&(original.end - original.start).to_be_bytes());
+    a
+}
+
+impl DataKey {
+    /// Encrypts `plain`, frame `frame` of chunk `index` (entry `c`, transform included) holding the chunk's
+    /// original bytes `original` (positions in the `.log`), appending `nonce ‖ ciphertext ‖ tag` to `out`:
+    /// bound to its place, so a frame moved to another place, chunk or segment does not open.
+    pub fn seal_frame(
+        &self,
+        c: impl Into<ChunkBinding>,
+        index: usize,
+        frame: usize,
+        original: std::ops::Range<u64>,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let c = &c.into();
+        let nonce = random::<NONCE_BYTES>("frame nonce")?;
+        out.reserve(plain.len() + CHUNK_OVERHEAD);
+        out.extend_from_slice(&nonce);
+        let at = out.len();
+        out.extend_from_slice(plain);
+        let tag = self
+            .0
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(frame_aad(c, index, frame, &original)),
+                &mut out[at..],
+            )
+            .map_err(|_| Error::invalid(format!("chunk at position {}: cannot encrypt", c.original_position)))?;
+        out.extend_from_slice(tag.as_ref());
+        Ok(())
+    }
+
+    /// Decrypts `stored`, the sealed frame `frame` ([`DataKey::seal_frame`]) of chunk `index` (entry `c`)
+    /// holding the original bytes `original`, into `out` (replacing what it held); an error (never other
+    /// bytes) when it was damaged or belongs to another frame, chunk, position or segment. `what` names the
+    /// object.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_frame(
+        &self,
+        c: impl Into<ChunkBinding>,
+        index: usize,
+        frame: usize,
+        original: std::ops::Range<u64>,
+        stored: &[u8],
+        what: &str,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let c = &c.into();
+        let fail = |why: String| corrupt_chunk(c, index, what, &why);
+        if stored.len() < CHUNK_OVERHEAD {
+            return Err(fail(format!(
+                "frame {frame}: {} stored bytes, fewer than an encrypted frame's {CHUNK_OVERHEAD}",
+                stored.len()
+            )));
+        }
+        let (nonce, body) = stored.split_at(NONCE_BYTES);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| fail(format!("frame {frame}: bad nonce")))?;
+        out.clear();
+        out.extend_from_slice(body);
+        let plain_len = self
+            .0
+            .open_in_place(nonce, Aad::from(frame_aad(c, index, frame, &original)), out)
+            .map_err(|_| {
+                fail(format!(
+                    "frame {frame} (original bytes {}..{}) does not decrypt under the segment's data key (damaged, \
+                     or moved from another frame, chunk or segment)",
+                    original.start, original.end
+                ))
+            })?
+            .len();
+        out.truncate(plain_len);
+        Ok(())
     }
 }
 

@@ -104,17 +104,27 @@ fn config(compression: Option<CompressionConfig>) -> TieredConfig {
     TieredConfig { chunk_size: 64 << 10, block_size: 4 << 10, compression, ..TieredConfig::default() }
 }
 
+/// Frames of 16 KiB: four blocks, about four frames a chunk.
+const FRAME: u32 = 16 << 10;
 const OFF: Option<CompressionConfig> = None;
-const ON: Option<CompressionConfig> = Some(CompressionConfig { level: 3, heuristic: true, min_saving_percent: 10 });
+const ON: Option<CompressionConfig> =
+    Some(CompressionConfig { level: 3, heuristic: true, min_saving_percent: 10, frame_size: FRAME });
 const ALWAYS: Option<CompressionConfig> =
-    Some(CompressionConfig { level: 3, heuristic: false, min_saving_percent: 10 });
+    Some(CompressionConfig { level: 3, heuristic: false, min_saving_percent: 10, frame_size: FRAME });
+/// One zstd frame per chunk (`compression.frame.size=0`): the format before frames.
+const ON_ONE_FRAME: Option<CompressionConfig> =
+    Some(CompressionConfig { level: 3, heuristic: true, min_saving_percent: 10, frame_size: 0 });
+const ALWAYS_ONE_FRAME: Option<CompressionConfig> =
+    Some(CompressionConfig { level: 3, heuristic: false, min_saving_percent: 10, frame_size: 0 });
 
 /// Checks the manifest against the stored object: chunks tile the log, stored ranges tile the object in
-/// order; returns how many chunks are compressed.
+/// order, compressed chunks are in frames of `frame_size` (one frame when 0), each an independent zstd frame
+/// of its original bytes; returns how many chunks are compressed.
 async fn check_manifest(
     backend: &Arc<dyn StorageBackend>,
     rsm: &TieredStorage,
     s: &LogSegment,
+    frame_size: u32,
 ) -> (Arc<Manifest>, usize) {
     let m = rsm.manifest(&s.md).await.unwrap();
     let object = backend.get_range(&rsm.keys(&s.md).log, 0..u64::MAX).await.unwrap();
@@ -125,8 +135,23 @@ async fn check_manifest(
         let stored = &object[c.stored_range().start as usize..c.stored_range().end as usize];
         assert_eq!(rsm_core::checksum::crc32c(stored), c.rdi.stored_crc32c, "the stored CRC is the stored bytes'");
         assert_eq!(rsm_core::checksum::crc32c(&s.log[c.original_position() as usize..c.end() as usize]), c.rdi.crc32c);
+        let original = &s.log[c.original_position() as usize..c.end() as usize];
         if c.rdi.transform == Transform::None {
-            assert!(stored == &s.log[c.original_position() as usize..c.end() as usize], "stored as is");
+            assert!(stored == original, "stored as is");
+        }
+        let want = if frame_size > 0 { Transform::ZstdFrames } else { Transform::Zstd };
+        assert!(matches!(c.rdi.transform, Transform::None) || c.rdi.transform == want, "{:?}", c.rdi.transform);
+        if let Some((size, frames)) = m.frames_of(m.chunk_at_position(c.original_position()).unwrap()) {
+            // Each frame decodes alone (by zstd itself) to its frame of the original bytes.
+            assert_eq!((size, frames.len()), (frame_size, original.len().div_ceil(frame_size as usize)));
+            let mut at = 0;
+            for (f, want) in frames.iter().zip(original.chunks(frame_size as usize)) {
+                let bytes = &stored[at..at + f.stored_length as usize];
+                assert_eq!(rsm_core::checksum::crc32c(bytes), f.stored_crc32c);
+                assert!(zstd::bulk::decompress(bytes, want.len()).unwrap() == want, "an independent frame");
+                at += bytes.len();
+            }
+            assert_eq!(at, stored.len(), "the frames are the chunk's stored bytes");
         }
     }
     assert_eq!(stored_at, object.len() as u64);
@@ -134,7 +159,12 @@ async fn check_manifest(
     let compressed = m.chunks.iter().filter(|c| c.is_transformed()).count();
     let bytes = backend.get_range(&rsm.keys(&s.md).manifest, 0..u64::MAX).await.unwrap();
     let version = u16::from_be_bytes([bytes[4], bytes[5]]);
-    assert_eq!(version, if compressed > 0 { 3 } else { 2 }, "version 3 only with a compressed chunk");
+    let want = match (compressed, frame_size) {
+        (0, _) => 2,
+        (_, 0) => 3,
+        _ => 5,
+    };
+    assert_eq!(version, want, "version 3 (one frame) or 5 (frames) only with a compressed chunk");
     (m, compressed)
 }
 
@@ -155,6 +185,8 @@ async fn every_read_path_returns_the_original_bytes_for_every_setting_data_and_c
         ("heuristic on", ON, Data::Gzip, false),
         ("heuristic off", ALWAYS, Data::Json, true),
         ("heuristic off", ALWAYS, Data::Gzip, true),
+        ("heuristic on, one frame a chunk", ON_ONE_FRAME, Data::Json, true),
+        ("heuristic off, one frame a chunk", ALWAYS_ONE_FRAME, Data::Gzip, true),
     ];
     let tp = partition();
     for (i, (settings, compression, data, all_compressed)) in cases.into_iter().enumerate() {
@@ -162,7 +194,7 @@ async fn every_read_path_returns_the_original_bytes_for_every_setting_data_and_c
         let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
         let writer = TieredStorage::new(backend.clone(), config(compression));
         writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
-        let (m, compressed) = check_manifest(&backend, &writer, &s).await;
+        let (m, compressed) = check_manifest(&backend, &writer, &s, compression.map_or(0, |c| c.frame_size)).await;
         let case = format!("{settings}, {data:?}");
         assert_eq!(compressed, if all_compressed { m.chunks.len() } else { 0 }, "{case}: chunks compressed");
         let object = backend.get_range(&writer.keys(&s.md).log, 0..u64::MAX).await.unwrap();
@@ -195,14 +227,14 @@ async fn every_read_path_returns_the_original_bytes_for_every_setting_data_and_c
     }
 }
 
-/// A fetch of a few bytes inside a compressed chunk reads its whole stored range, once.
+/// A fetch of a few bytes inside a chunk compressed as one frame reads its whole stored range, once.
 #[tokio::test]
-async fn a_small_read_of_a_compressed_chunk_reads_its_whole_stored_range() {
+async fn a_small_read_of_a_chunk_of_one_frame_reads_its_whole_stored_range() {
     let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
     let counts = counting.counts();
     let backend: Arc<dyn StorageBackend> = counting;
     let s = segment(&partition(), Data::Json, 0, 900_000);
-    let rsm = TieredStorage::new(backend.clone(), config(ON));
+    let rsm = TieredStorage::new(backend.clone(), config(ON_ONE_FRAME));
     rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
     let m = rsm.manifest(&s.md).await.unwrap();
     let c = m.chunks[2];
@@ -222,8 +254,15 @@ async fn a_small_read_of_a_compressed_chunk_reads_its_whole_stored_range() {
 async fn a_store_mixing_settings_reads_back() {
     let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
     let tp = partition();
-    let level_19 = Some(CompressionConfig { level: 19, heuristic: false, min_saving_percent: 0 });
-    let written = [(OFF, Data::Json), (ON, Data::Json), (level_19, Data::Gzip), (ON, Data::Gzip), (OFF, Data::Gzip)];
+    let level_19 = Some(CompressionConfig { level: 19, heuristic: false, min_saving_percent: 0, frame_size: FRAME });
+    let written = [
+        (OFF, Data::Json),
+        (ON, Data::Json),
+        (level_19, Data::Gzip),
+        (ON, Data::Gzip),
+        (OFF, Data::Gzip),
+        (ON_ONE_FRAME, Data::Json),
+    ];
     let mut segments = Vec::new();
     for (i, (compression, data)) in written.into_iter().enumerate() {
         let s = segment(&tp, data, i as i64 * 100_000, 400_000);
@@ -235,7 +274,7 @@ async fn a_store_mixing_settings_reads_back() {
         let reader = TieredStorage::new(backend.clone(), config(reader_compression));
         let listed = reader.list_segments(Some(&tp)).await.unwrap();
         let compressed: Vec<bool> = listed.iter().map(|m| m.chunks.iter().any(|c| c.is_transformed())).collect();
-        assert_eq!(compressed, [false, true, true, false, false], "by key, that is by start offset");
+        assert_eq!(compressed, [false, true, true, false, false, true], "by key, that is by start offset");
         for (i, s) in segments.iter().enumerate() {
             let m = reader.manifest(&s.md).await.unwrap();
             s.assert_reads_back(&reader, &m, &format!("segment {i}, reader compression {reader_compression:?}")).await;
@@ -249,7 +288,7 @@ async fn a_store_mixing_settings_reads_back() {
 async fn damaged_compressed_bytes_read_as_corrupt() {
     let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
     let s = segment(&partition(), Data::Json, 0, 900_000);
-    let writer = TieredStorage::new(backend.clone(), config(ON));
+    let writer = TieredStorage::new(backend.clone(), config(ON_ONE_FRAME));
     writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
     let m = writer.manifest(&s.md).await.unwrap();
     let c = m.chunks[1];
@@ -315,7 +354,7 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
 async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_block() {
     let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
     let s = segment(&partition(), Data::Json, 0, 900_000);
-    let writer = TieredStorage::new(backend.clone(), config(ALWAYS));
+    let writer = TieredStorage::new(backend.clone(), config(ALWAYS_ONE_FRAME));
     writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
     let mut m = (*writer.manifest(&s.md).await.unwrap()).clone();
     let last = m.chunks.len() - 1;

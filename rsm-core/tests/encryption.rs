@@ -62,9 +62,20 @@ impl Keys {
         Keys { dir }
     }
 
-    /// Settings with small chunks and blocks, `compression`, and the keyring `keys` as `(id, key file)`,
-    /// encrypting under `active` when given.
+    /// Settings with small chunks and blocks, `compression` (in frames of 64 KiB, at most a chunk), and the
+    /// keyring `keys` as `(id, key file)`, encrypting under `active` when given.
     fn config(&self, compression: bool, active: Option<&str>, keys: &[(&str, &str)]) -> TieredConfig {
+        self.config_with(compression, active, keys, &[])
+    }
+
+    /// [`Keys::config`] with `extra` settings.
+    fn config_with(
+        &self,
+        compression: bool,
+        active: Option<&str>,
+        keys: &[(&str, &str)],
+        extra: &[(&str, &str)],
+    ) -> TieredConfig {
         let mut pairs: Vec<(String, String)> = vec![
             ("chunk.size".into(), (64 << 10).to_string()),
             ("chunk.block.size".into(), (4 << 10).to_string()),
@@ -81,6 +92,7 @@ impl Keys {
             pairs.push(("encryption.enabled".into(), "true".into()));
             pairs.push(("encryption.key.id".into(), a.into()));
         }
+        pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let p = props(pairs);
         let mut r = ConfigReader::new(&p);
         let c = TieredConfig::read(&mut r).unwrap();
@@ -93,18 +105,21 @@ impl Keys {
 async fn every_read_path_round_trips_for_none_compression_encryption_and_both() {
     let keys = Keys::new();
     let tp = partition();
-    // (case, compression, encryption, the transform of every chunk, manifest version)
+    const ONE_FRAME: &[(&str, &str)] = &[("compression.frame.size", "0")];
+    // (case, compression, encryption, extra settings, the transform of every chunk, manifest version)
     let cases = [
-        ("none", false, false, Transform::None, 2),
-        ("compression", true, false, Transform::Zstd, 3),
-        ("encryption", false, true, Transform::Aes256Gcm, 4),
-        ("both", true, true, Transform::ZstdAes256Gcm, 4),
+        ("none", false, false, &[][..], Transform::None, 2),
+        ("compression", true, false, &[], Transform::ZstdFrames, 5),
+        ("compression, one frame a chunk", true, false, ONE_FRAME, Transform::Zstd, 3),
+        ("encryption", false, true, &[], Transform::Aes256Gcm, 4),
+        ("both", true, true, &[], Transform::ZstdFramesAes256Gcm, 5),
+        ("both, one frame a chunk", true, true, ONE_FRAME, Transform::ZstdAes256Gcm, 4),
     ];
-    for (i, (case, compression, encryption, transform, version)) in cases.into_iter().enumerate() {
+    for (i, (case, compression, encryption, extra, transform, version)) in cases.into_iter().enumerate() {
         let s = segment(&tp, i as i64 * 100_000, 400_000);
         let backend: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
         let active = encryption.then_some("k1");
-        let writer = TieredStorage::new(backend.clone(), keys.config(compression, active, &[("k1", "k1")]));
+        let writer = TieredStorage::new(backend.clone(), keys.config_with(compression, active, &[("k1", "k1")], extra));
         writer.copy_log_segment_data(&s.md, &s.data).await.unwrap();
         let keys_of = writer.keys(&s.md);
         let manifest = backend.get_range(&keys_of.manifest, 0..u64::MAX).await.unwrap();
@@ -253,6 +268,10 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
             stored_crc32c: e1.stored_crc32c,
             ..e2
         };
+        if let Some(t) = m.frames.as_mut() {
+            // Chunks of one frame each (64 KiB frames): their frame tables swap as well.
+            t.chunks.swap(1, 2);
+        }
         put_manifest(&backend, &writer, &a, &m).await;
         every_read_fails(&fresh(), &a, ErrorKind::Corrupt, "does not decrypt", &case("reordered")).await;
         restore().await;
@@ -267,6 +286,9 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
         let mut m = mb.clone();
         m.chunks[1].rdi.stored_length = a1.len() as u32;
         m.chunks[1].rdi.stored_crc32c = rsm_core::checksum::crc32c(&a1);
+        if let (Some(t), Some(ta)) = (m.frames.as_mut(), ma.frames.as_ref()) {
+            t.chunks[1] = ta.chunks[1].clone();
+        }
         for c in m.chunks.iter_mut().skip(2) {
             c.rdi.stored_position = (c.rdi.stored_position as i64 + shift) as u64;
         }
@@ -284,6 +306,15 @@ async fn tampered_chunks_and_keys_read_as_corrupt_never_as_other_bytes() {
             every_read_fails(&fresh(), &a, ErrorKind::Corrupt, "chunk", &case(&format!("bit at {at}"))).await;
             let mut m = ma.clone();
             m.chunks[1].rdi.stored_crc32c = rsm_core::checksum::crc32c(&bad[r.start as usize..r.end as usize]);
+            if let Some(t) = m.frames.as_mut() {
+                // The frame holding the flipped bit gets its CRC fixed too.
+                let mut start = r.start;
+                for f in t.chunks[1].iter_mut() {
+                    let end = start + f.stored_length as u64;
+                    f.stored_crc32c = rsm_core::checksum::crc32c(&bad[start as usize..end as usize]);
+                    start = end;
+                }
+            }
             put_manifest(&backend, &writer, &a, &m).await;
             every_read_fails(
                 &fresh(),

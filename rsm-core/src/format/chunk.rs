@@ -7,13 +7,17 @@
 //!
 //! Our RDI names the object, where the chunk is stored and where it belongs, apart: a transform (compression,
 //! encryption) changes the stored position and length, never the original ones.
-//! - version 2 (56 bytes, written by manifest version 3 for a transformed chunk only): version 1's fields,
-//!   then the CRC-32C u32 of the chunk's stored (transformed) bytes, so that damage to them is caught before
-//!   they are undone, and every stored byte is covered by a check even where the transform would not notice
-//!   (a zstd frame header field that does not change the output);
+//! - version 2 (56 bytes, written by manifest versions 3 to 5 for a transformed chunk only): version 1's
+//!   fields, then the CRC-32C u32 of the chunk's stored (transformed) bytes, so that damage to them is caught
+//!   before they are undone, and every stored byte is covered by a check even where the transform would not
+//!   notice (a zstd frame header field that does not change the output). For a chunk stored in frames it
+//!   covers all its frames, so a read of the whole chunk is checked as any other's; a read of some frames
+//!   checks each against its own CRC in the manifest's frame table;
 //! - version 1 (52 bytes, written by manifest version 2, and by version 3 for a chunk stored as is):
 //!   version u8 (1), object u8 (0 = a segment's `.log` object), transform u8 (0 = none; version 2 only:
-//!   1 = zstd, 2 = AES-256-GCM, 3 = zstd then AES-256-GCM), reserved u8, the segment's start offset i64 and id (16 bytes) (which with the partition
+//!   1 = zstd, 2 = AES-256-GCM, 3 = zstd then AES-256-GCM, 4 = zstd frames, 5 = zstd frames each then
+//!   AES-256-GCM; 4 and 5 only in a manifest of version 5, whose frame table says where each frame is
+//!   stored, see [`crate::format::manifest`]), reserved u8, the segment's start offset i64 and id (16 bytes) (which with the partition
 //!   give the object key), stored position u64 (in the object), stored length u32, CRC-32C u32 of the
 //!   chunk's original bytes, original position u64 (in the segment's `.log` file);
 //! - version 0 (44 bytes, manifest version 1): the same without the original position, which then equals
@@ -59,18 +63,52 @@ pub enum Transform {
     /// One zstd frame of the original bytes, then encrypted with AES-256-GCM as one piece, `nonce ‖
     /// ciphertext ‖ tag` (compress, then encrypt; the frame is read whole anyway); manifest version 4 only.
     ZstdAes256Gcm = 3,
+    /// The original bytes cut into frames of the manifest's frame size (whole blocks; the last one may be
+    /// shorter), each compressed as an independent zstd frame, the frames back to back in order; the
+    /// manifest's frame table gives each frame's stored length and CRC-32C, so a read of part of the chunk
+    /// reads and decompresses only the frames holding it; manifest version 5 only.
+    ZstdFrames = 4,
+    /// [`Transform::ZstdFrames`] with each frame then encrypted with AES-256-GCM on its own, `nonce ‖
+    /// ciphertext ‖ tag`, bound to its chunk, index and original position (see [`crate::crypto`]); manifest
+    /// version 5 only.
+    ZstdFramesAes256Gcm = 5,
 }
 
 impl Transform {
     /// Whether the stored bytes are encrypted.
     pub fn is_encrypted(self) -> bool {
-        matches!(self, Transform::Aes256Gcm | Transform::ZstdAes256Gcm)
+        matches!(self, Transform::Aes256Gcm | Transform::ZstdAes256Gcm | Transform::ZstdFramesAes256Gcm)
     }
 
-    /// Whether the (decrypted) bytes are a zstd frame.
+    /// Whether the (decrypted) bytes are zstd: one frame, or with [`Transform::is_framed`] one frame per
+    /// frame of the manifest's frame size.
     pub fn is_compressed(self) -> bool {
-        matches!(self, Transform::Zstd | Transform::ZstdAes256Gcm)
+        matches!(
+            self,
+            Transform::Zstd | Transform::ZstdAes256Gcm | Transform::ZstdFrames | Transform::ZstdFramesAes256Gcm
+        )
     }
+
+    /// Whether the chunk is stored as independent frames, each described by the manifest's frame table
+    /// (manifest version 5).
+    pub fn is_framed(self) -> bool {
+        matches!(self, Transform::ZstdFrames | Transform::ZstdFramesAes256Gcm)
+    }
+}
+
+/// One frame of a chunk stored in frames ([`Transform::is_framed`]), as the manifest's frame table keeps it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct StoredFrame {
+    /// Length of the frame's stored bytes (its zstd frame, sealed when encrypted).
+    pub stored_length: u32,
+    /// CRC-32C of the frame's stored bytes.
+    pub stored_crc32c: u32,
+}
+
+/// How many frames of `frame_size` bytes a chunk of `data_length` original bytes is cut into (0 when
+/// `frame_size` is 0).
+pub fn frame_count(data_length: u32, frame_size: u32) -> usize {
+    if frame_size == 0 { 0 } else { (data_length as usize).div_ceil(frame_size as usize) }
 }
 
 /// Where a chunk lives, and its checksum.
@@ -138,6 +176,8 @@ impl Rdi {
             1 if version >= 2 => Transform::Zstd,
             2 if version >= 2 => Transform::Aes256Gcm,
             3 if version >= 2 => Transform::ZstdAes256Gcm,
+            4 if version >= 2 => Transform::ZstdFrames,
+            5 if version >= 2 => Transform::ZstdFramesAes256Gcm,
             t => return Err(Error::corrupt(format!("chunk RDI: unknown transform {t} (RDI version {version})"))),
         };
         if version == 2 && transform == Transform::None {
@@ -200,8 +240,9 @@ impl ChunkEntry {
         self.rdi.stored_position..self.rdi.stored_position + self.rdi.stored_length as u64
     }
 
-    /// Whether the chunk is stored transformed (compressed): a read of any of its bytes then reads, checks
-    /// and undoes its whole stored range.
+    /// Whether the chunk is stored transformed (compressed, encrypted): a read of any of its bytes then reads,
+    /// checks and undoes its stored bytes (all of them for one zstd frame; for frames or an encrypted chunk
+    /// not compressed, those of the frames or blocks holding the bytes).
     pub fn is_transformed(&self) -> bool {
         self.rdi.transform != Transform::None
     }

@@ -1,7 +1,7 @@
 //! The segment manifest: the commit point of a copy. Written last; a segment without one does not exist.
 //!
 //! Versioned binary, big-endian, ending in a CRC-32C of everything before it:
-//! magic `RSMM`, version u16 (3 or 2, see below; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
+//! magic `RSMM`, version u16 (2 to 5, see below; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
 //! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty; the pieces it writes as
 //! the wire encoding does are [`crate::format::segment_metadata`]'s); the log object's
 //! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
@@ -20,7 +20,8 @@
 //! byte for byte what earlier builds wrote, and a build that predates transforms refuses a version-3 manifest
 //! by its version rather than by a chunk it cannot undo. The block CRCs of a transformed chunk cover its
 //! original bytes, like every chunk's, and a read checks them block by block as it does a plain chunk's: a
-//! compressed chunk is read whole but decompressed only up to the last block a read wants. `log_length` is always the original `.log` file's length (the object is shorter when chunks
+//! compressed chunk (of one zstd frame, as version 3 holds) is read whole but decompressed only up to the last
+//! block a read wants. `log_length` is always the original `.log` file's length (the object is shorter when chunks
 //! are compressed; the stored ranges say where each chunk is).
 //!
 //! Version 4 is version 3 with an encryption block after the block CRCs: the id of the key-encryption key
@@ -28,10 +29,25 @@
 //! bytes: the key and its tag), see [`crate::crypto`]. It is written only for an encrypted segment, whose
 //! chunks are all encrypted (transforms 2 and 3); older versions cannot hold an encrypted chunk. The
 //! manifest's CRC covers the block; the wrap's tag authenticates the key, the segment and the KEK id.
+//!
+//! Version 5 is written when at least one chunk is stored in frames (`compression.frame.size`, transforms 4
+//! and 5: the chunk's original bytes cut into frames of the frame size, whole blocks, each compressed as an
+//! independent zstd frame and, with encryption, sealed on its own; see [`crate::format::transform`]), and
+//! only then: a segment without such a chunk keeps versions 2 to 4, so older readers of it are not broken.
+//! It is version 4's layout up to the block CRCs, then the frame size u32 (a non-zero multiple of the block
+//! size), then the frame table: for each chunk whose transform is 4 or 5, in chunk order, for each of its
+//! frames the stored length u32 and the CRC-32C u32 of the frame's stored bytes; then an encryption flag u8
+//! (0 or 1) and, when 1, version 4's encryption block. A chunk's frame count is not stored: it is its
+//! original length divided by the frame size, rounded up, and the decoder checks the whole table against the
+//! bytes left before it allocates anything for it; each chunk's frames' stored lengths add up to exactly its
+//! stored length. With the flag every chunk is encrypted (transforms 2, 3, 5), without it none is; transforms
+//! 4 and 5 appear in no other version. A read of part of a chunk in frames reads the stored bytes of the
+//! frames holding it only, checks each frame against its CRC before it is opened or decompressed, and what
+//! it serves against the block CRCs.
 
-use crate::crypto::{KeyEnvelope, MAX_KEY_ID_LEN, NONCE_BYTES, WRAPPED_LEN};
+use crate::crypto::{CHUNK_OVERHEAD, KeyEnvelope, MAX_KEY_ID_LEN, NONCE_BYTES, WRAPPED_LEN};
 use crate::error::{Error, Result};
-use crate::format::chunk::ChunkEntry;
+use crate::format::chunk::{ChunkEntry, StoredFrame, frame_count};
 use crate::format::codec::{Reader, Writer};
 use crate::format::segment_metadata::{
     read_leader_epoch, read_segment_fields, read_topic_partition, read_uuid, write_leader_epochs, write_segment_fields,
@@ -41,9 +57,14 @@ use crate::model::{CustomMetadata, IndexType, RemoteLogSegmentMetadata, RemoteLo
 
 /// The manifest magic.
 pub const MAGIC: &[u8; 4] = b"RSMM";
-/// The newest version this code writes (for an encrypted segment).
-pub const VERSION: u16 = 4;
-/// The version this code writes for a manifest with a transformed chunk and no encryption.
+/// The newest version this code writes and reads ([`FRAMED_VERSION`]).
+pub const VERSION: u16 = FRAMED_VERSION;
+/// The version this code writes for a segment with a chunk stored in frames (transforms 4 and 5), encrypted
+/// or not.
+pub const FRAMED_VERSION: u16 = 5;
+/// The version this code writes for an encrypted segment with no chunk stored in frames.
+pub const ENCRYPTED_VERSION: u16 = 4;
+/// The version this code writes for a manifest with a transformed chunk, none in frames, and no encryption.
 pub const TRANSFORMED_VERSION: u16 = 3;
 /// The version this code writes for a manifest whose chunks are all stored as is.
 pub const UNTRANSFORMED_VERSION: u16 = 2;
@@ -59,6 +80,16 @@ pub struct IndexLocation {
     pub length: u64,
     /// CRC-32C of the index bytes.
     pub crc32c: u32,
+}
+
+/// The frame table of a version-5 manifest: where each frame of the chunks stored in frames is.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FrameTable {
+    /// The original bytes of each frame (a chunk's last frame may be shorter): a non-zero multiple of the
+    /// block size.
+    pub frame_size: u32,
+    /// For each chunk, in order: its frames ([`frame_count`] of them) when it is stored in frames, else none.
+    pub chunks: Vec<Vec<StoredFrame>>,
 }
 
 /// Everything a reader needs to serve a segment, from this object alone.
@@ -80,8 +111,11 @@ pub struct Manifest {
     pub block_size: u32,
     /// The CRC-32C of every block, chunk after chunk.
     pub block_crcs: Vec<u32>,
-    /// The segment's data key, wrapped (version 4: an encrypted segment); `None` when not encrypted.
+    /// The segment's data key, wrapped (version 4, or 5 with its flag: an encrypted segment); `None` when not
+    /// encrypted.
     pub encryption: Option<KeyEnvelope>,
+    /// The frame table (version 5: some chunk is stored in frames); `None` before version 5.
+    pub frames: Option<FrameTable>,
 }
 
 /// How many blocks of `block_size` a chunk of `len` bytes has.
@@ -95,11 +129,14 @@ impl Manifest {
         self.indexes[index.ordinal()]
     }
 
-    /// The version [`Manifest::encode`] writes: [`VERSION`] for an encrypted segment, else
-    /// [`TRANSFORMED_VERSION`] when a chunk is transformed, else [`UNTRANSFORMED_VERSION`].
+    /// The version [`Manifest::encode`] writes: [`FRAMED_VERSION`] when a chunk is stored in frames, else
+    /// [`ENCRYPTED_VERSION`] for an encrypted segment, else [`TRANSFORMED_VERSION`] when a chunk is
+    /// transformed, else [`UNTRANSFORMED_VERSION`].
     pub fn version(&self) -> u16 {
-        if self.encryption.is_some() {
-            VERSION
+        if self.chunks.iter().any(|c| c.rdi.transform.is_framed()) {
+            FRAMED_VERSION
+        } else if self.encryption.is_some() {
+            ENCRYPTED_VERSION
         } else if self.chunks.iter().any(ChunkEntry::is_transformed) {
             TRANSFORMED_VERSION
         } else {
@@ -107,9 +144,17 @@ impl Manifest {
         }
     }
 
+    /// The frame size and the frames of chunk `i`, when it is stored in frames (and the table has it).
+    pub fn frames_of(&self, i: usize) -> Option<(u32, &[StoredFrame])> {
+        let c = self.chunks.get(i)?;
+        let t = self.frames.as_ref().filter(|_| c.rdi.transform.is_framed())?;
+        Some((t.frame_size, t.chunks.get(i)?.as_slice()))
+    }
+
     /// The original range of the block holding byte `position` (its chunk when there are no block CRCs).
-    /// A compressed chunk has its blocks too: it is read whole but decompressed only up to the last block a
-    /// read wants, and what is served is checked block by block.
+    /// A compressed chunk has its blocks too: only as many of its frames as a read wants are read and
+    /// decompressed (for one frame, it is read whole and decompressed up to the last block the read wants),
+    /// and what is served is checked block by block.
     fn block_at(&self, position: u64) -> Option<std::ops::Range<u64>> {
         let c = self.chunks.get(self.chunk_at_position(position)?)?;
         if self.block_size == 0 {
@@ -267,6 +312,19 @@ impl Manifest {
         for &crc in &self.block_crcs {
             w.u32(crc);
         }
+        if self.version() >= FRAMED_VERSION {
+            // What the table holds is written as it is: a table that does not match the chunks (only a
+            // test writes one) does not decode.
+            let table = self.frames.as_ref();
+            w.u32(table.map_or(0, |t| t.frame_size));
+            for (i, _) in self.chunks.iter().enumerate().filter(|(_, c)| c.rdi.transform.is_framed()) {
+                for f in table.and_then(|t| t.chunks.get(i)).into_iter().flatten() {
+                    w.u32(f.stored_length);
+                    w.u32(f.stored_crc32c);
+                }
+            }
+            w.u8(self.encryption.is_some() as u8);
+        }
         if let Some(e) = &self.encryption {
             // Ids are validated when read from the settings; an id past 255 bytes is cut rather than
             // written with a wrong length (it would then not unwrap, never read as another id's).
@@ -345,13 +403,19 @@ impl Manifest {
             if c.rdi.segment_id != seg_id || c.rdi.segment_start_offset != start_offset {
                 return Err(Error::corrupt(format!("chunk {i} names another segment ({})", c.rdi.segment_id)));
             }
-            if c.rdi.transform.is_encrypted() && version < VERSION {
+            if c.rdi.transform.is_encrypted() && version < ENCRYPTED_VERSION {
                 return Err(Error::corrupt(format!(
                     "chunk {i} is encrypted ({:?}), which manifest version {version} cannot hold",
                     c.rdi.transform
                 )));
             }
-            if version == VERSION && !c.rdi.transform.is_encrypted() {
+            if c.rdi.transform.is_framed() && version < FRAMED_VERSION {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} is stored in frames ({:?}), which manifest version {version} cannot hold",
+                    c.rdi.transform
+                )));
+            }
+            if version == ENCRYPTED_VERSION && !c.rdi.transform.is_encrypted() {
                 return Err(Error::corrupt(format!(
                     "chunk {i} of an encrypted segment (manifest version {version}) is not encrypted ({:?})",
                     c.rdi.transform
@@ -392,7 +456,28 @@ impl Manifest {
             }
             (block_size, (0..count).map(|_| r.u32()).collect::<Result<Vec<u32>>>()?)
         };
-        let encryption = if version == VERSION {
+        let frames =
+            if version >= FRAMED_VERSION { Some(read_frame_table(&mut r, &chunks, block_size)?) } else { None };
+        let encrypted = match version {
+            ENCRYPTED_VERSION => true,
+            v if v >= FRAMED_VERSION => match r.u8()? {
+                0 => false,
+                1 => true,
+                f => return Err(Error::corrupt(format!("encryption flag {f}, neither 0 nor 1"))),
+            },
+            _ => false,
+        };
+        if version >= FRAMED_VERSION
+            && let Some((i, c)) = chunks.iter().enumerate().find(|(_, c)| c.rdi.transform.is_encrypted() != encrypted)
+        {
+            return Err(Error::corrupt(format!(
+                "chunk {i} is {} ({:?}) in a segment that is {} (manifest version {version})",
+                if encrypted { "not encrypted" } else { "encrypted" },
+                c.rdi.transform,
+                if encrypted { "encrypted" } else { "not encrypted" }
+            )));
+        }
+        let encryption = if encrypted {
             let len = r.u8()? as usize;
             if len == 0 {
                 return Err(Error::corrupt("encryption block: an empty key encryption key id"));
@@ -412,8 +497,69 @@ impl Manifest {
                 r.remaining()
             )));
         }
-        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs, encryption })
+        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs, encryption, frames })
     }
+}
+
+/// Reads a version-5 manifest's frame size and frame table for `chunks` (blocks of `block_size`), checking
+/// every bound before anything is allocated by it: the frame size a non-zero multiple of the block size, at
+/// least one chunk in frames, the whole table (its frame counts derived from the chunks, never read) within
+/// the bytes left, no frame without stored bytes (nor, sealed, shorter than a nonce and a tag), and each
+/// chunk's frames adding up to exactly its stored length.
+fn read_frame_table(r: &mut Reader<'_>, chunks: &[ChunkEntry], block_size: u32) -> Result<FrameTable> {
+    let frame_size = r.u32()?;
+    if block_size == 0 || frame_size == 0 || !frame_size.is_multiple_of(block_size) {
+        return Err(Error::corrupt(format!(
+            "frame size {frame_size} is not a non-zero multiple of the block size {block_size}"
+        )));
+    }
+    let framed = |c: &&ChunkEntry| c.rdi.transform.is_framed();
+    if !chunks.iter().any(|c| framed(&c)) {
+        return Err(Error::corrupt(format!("version {FRAMED_VERSION} with no chunk stored in frames")));
+    }
+    let total = chunks
+        .iter()
+        .filter(framed)
+        .try_fold(0usize, |n, c| n.checked_add(frame_count(c.data_length, frame_size)))
+        .unwrap_or(usize::MAX);
+    if total > r.remaining() / 8 {
+        return Err(Error::corrupt(format!(
+            "a frame table of {total} frames of {frame_size} bytes (8 bytes each) exceeds the {} bytes left",
+            r.remaining()
+        )));
+    }
+    let mut table = Vec::with_capacity(chunks.len());
+    for (i, c) in chunks.iter().enumerate() {
+        if !c.rdi.transform.is_framed() {
+            table.push(Vec::new());
+            continue;
+        }
+        let n = frame_count(c.data_length, frame_size);
+        let least = if c.rdi.transform.is_encrypted() { CHUNK_OVERHEAD as u32 + 1 } else { 1 };
+        let mut frames = Vec::with_capacity(n);
+        let mut sum = 0u64;
+        for k in 0..n {
+            let f = StoredFrame { stored_length: r.u32()?, stored_crc32c: r.u32()? };
+            if f.stored_length < least {
+                return Err(Error::corrupt(format!(
+                    "chunk {i} at position {}: frame {k} has {} stored bytes, fewer than {least}",
+                    c.original_position(),
+                    f.stored_length
+                )));
+            }
+            sum += f.stored_length as u64;
+            frames.push(f);
+        }
+        if sum != c.rdi.stored_length as u64 {
+            return Err(Error::corrupt(format!(
+                "chunk {i} at position {}: its {n} frames hold {sum} stored bytes, its entry says {}",
+                c.original_position(),
+                c.rdi.stored_length
+            )));
+        }
+        table.push(frames);
+    }
+    Ok(FrameTable { frame_size, chunks: table })
 }
 
 #[cfg(test)]
@@ -465,6 +611,7 @@ pub(crate) mod tests {
             block_size: 300,
             block_crcs: (11..19).collect(),
             encryption: None,
+            frames: None,
         }
     }
 
@@ -602,8 +749,177 @@ pub(crate) mod tests {
 
     #[test]
     fn every_corruption_is_detected() {
-        for m in [sample(), compressed_sample(), encrypted_sample()] {
+        for m in [sample(), compressed_sample(), encrypted_sample(), framed_sample(false), framed_sample(true)] {
             every_corruption_is_detected_in(m);
+        }
+    }
+
+    /// `sample()` with its second chunk stored in frames of 600 bytes (two blocks of 300): two frames, of 150
+    /// and 250 stored bytes (with `encrypted`, sealed: 28 bytes more each, and the first chunk encrypted block
+    /// by block, under a wrapped key).
+    fn framed_sample(encrypted: bool) -> Manifest {
+        let mut m = sample();
+        let overhead = if encrypted { CHUNK_OVERHEAD as u32 } else { 0 };
+        let frames = vec![
+            StoredFrame { stored_length: 150 + overhead, stored_crc32c: 0x1111 },
+            StoredFrame { stored_length: 250 + overhead, stored_crc32c: 0x2222 },
+        ];
+        let c = &mut m.chunks[1].rdi;
+        c.transform = if encrypted { Transform::ZstdFramesAes256Gcm } else { Transform::ZstdFrames };
+        (c.stored_length, c.stored_crc32c) = (400 + 2 * overhead, 77);
+        m.frames = Some(FrameTable { frame_size: 600, chunks: vec![Vec::new(), frames] });
+        if encrypted {
+            m.chunks[0].rdi.transform = Transform::Aes256Gcm;
+            m.encryption = Some(KeyEnvelope { kek_id: "kek-1".into(), nonce: [7; 12], wrapped: [9; 48] });
+        }
+        m
+    }
+
+    /// `bytes` with its CRC made right again (a test's edit, which the CRC no longer tells).
+    fn resealed(mut bytes: Vec<u8>) -> Vec<u8> {
+        let body = bytes.len() - 4;
+        let crc = crate::checksum::crc32c(&bytes[..body]);
+        bytes[body..].copy_from_slice(&crc.to_be_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_chunk_in_frames_makes_version_5_with_its_frame_table() {
+        for encrypted in [false, true] {
+            let m = framed_sample(encrypted);
+            let bytes = m.encode();
+            assert_eq!(&bytes[..6], b"RSMM\0\x05", "encrypted {encrypted}");
+            // Version 2's bytes, a version-2 RDI (4 bytes), the frame size (4), two frames (8 each), the flag
+            // (1); encrypted, a version-2 RDI more and the key block (1 + 5 + 12 + 48).
+            let more = if encrypted { 4 + 66 } else { 0 };
+            assert_eq!(bytes.len(), sample().encode().len() + 4 + 4 + 16 + 1 + more, "encrypted {encrypted}");
+            // The frame table as written: frame size 600, then (150, 0x1111), (250, 0x2222), then the flag.
+            let at = sample().encode().len() - 4 + 4 + if encrypted { 4 } else { 0 };
+            let overhead = if encrypted { 28u32 } else { 0 };
+            let mut want = 600u32.to_be_bytes().to_vec();
+            for (len, crc) in [(150 + overhead, 0x1111u32), (250 + overhead, 0x2222)] {
+                want.extend_from_slice(&len.to_be_bytes());
+                want.extend_from_slice(&crc.to_be_bytes());
+            }
+            want.push(encrypted as u8);
+            assert_eq!(&bytes[at..at + want.len()], &want[..], "encrypted {encrypted}");
+            let d = Manifest::decode(&bytes, "k").unwrap();
+            assert_eq!(d, m);
+            assert_eq!(d.frames_of(1).map(|(s, f)| (s, f.len())), Some((600, 2)));
+            assert_eq!(d.frames_of(0), None, "chunk 0 is not in frames");
+        }
+        // Without a chunk in frames the manifest stays what it was: versions 2 to 4, no frame table.
+        for (m, version) in [(sample(), 2), (compressed_sample(), 3), (encrypted_sample(), 4)] {
+            let with_table = Manifest { frames: framed_sample(false).frames, ..m.clone() };
+            assert_eq!((with_table.version(), with_table.encode()), (version, m.encode()));
+        }
+    }
+
+    #[test]
+    fn a_frame_table_that_does_not_fit_its_chunks_is_corrupt() {
+        type Edit = fn(&mut Manifest);
+        fn table(m: &mut Manifest) -> &mut FrameTable {
+            m.frames.as_mut().unwrap()
+        }
+        // (case, encrypted, the edit, a piece of the error)
+        let cases: [(&str, bool, Edit, &str); 10] = [
+            (
+                "a frame size not a multiple of the block size",
+                false,
+                |m| table(m).frame_size = 500,
+                "not a non-zero multiple",
+            ),
+            ("a frame size of 0", false, |m| table(m).frame_size = 0, "not a non-zero multiple"),
+            (
+                "a frame one byte longer",
+                false,
+                |m| table(m).chunks[1][0].stored_length += 1,
+                "frames hold 401 stored bytes",
+            ),
+            ("a frame one byte shorter", false, |m| table(m).chunks[1][1].stored_length -= 1, "frames hold 399"),
+            (
+                "a frame more than the chunk holds",
+                false,
+                |m| table(m).chunks[1].push(StoredFrame { stored_length: 10, stored_crc32c: 0 }),
+                "trailing bytes",
+            ),
+            (
+                "a frame fewer",
+                false,
+                |m| {
+                    table(m).chunks[1].pop();
+                },
+                "",
+            ),
+            (
+                "frames of half the size: four frames, the table holds two",
+                false,
+                |m| table(m).frame_size = 300,
+                "exceeds",
+            ),
+            (
+                "a frame of no bytes",
+                false,
+                |m| {
+                    let f = &mut table(m).chunks[1];
+                    (f[0].stored_length, f[1].stored_length) = (0, 400);
+                },
+                "frame 0 has 0 stored bytes",
+            ),
+            (
+                "a sealed frame shorter than its nonce and tag",
+                true,
+                |m| {
+                    let f = &mut table(m).chunks[1];
+                    (f[0].stored_length, f[1].stored_length) = (28, 428);
+                },
+                "frame 0 has 28 stored bytes, fewer than 29",
+            ),
+            ("an encrypted chunk in a segment not encrypted", true, |m| m.encryption = None, "is encrypted"),
+        ];
+        for (case, encrypted, edit, says) in cases {
+            let mut m = framed_sample(encrypted);
+            edit(&mut m);
+            let e = Manifest::decode(&m.encode(), "t/0/seg.manifest").unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}: {e}");
+            assert!(e.to_string().contains("manifest t/0/seg.manifest") && e.to_string().contains(says), "{case}: {e}");
+        }
+        // Edits of the bytes: a chunk in frames under an older version; version 5 with no chunk in frames;
+        // an encryption flag neither 0 nor 1.
+        let bytes = framed_sample(false).encode();
+        let mut v3 = bytes[..bytes.len() - 4 - 4 - 16 - 1].to_vec();
+        v3[5] = 3;
+        v3.extend_from_slice(&[0; 4]);
+        let e = Manifest::decode(&resealed(v3), "k").unwrap_err();
+        assert!(e.to_string().contains("chunk 1 is stored in frames (ZstdFrames), which manifest version 3"), "{e}");
+        let mut v5 = compressed_sample().encode();
+        v5.truncate(v5.len() - 4);
+        v5[5] = 5;
+        v5.extend_from_slice(&600u32.to_be_bytes());
+        v5.extend_from_slice(&[0, 0, 0, 0, 0]);
+        let e = Manifest::decode(&resealed(v5), "k").unwrap_err();
+        assert!(e.to_string().contains("version 5 with no chunk stored in frames"), "{e}");
+        let mut flag = bytes.clone();
+        let at = flag.len() - 5;
+        flag[at] = 2;
+        let e = Manifest::decode(&resealed(flag), "k").unwrap_err();
+        assert!(e.to_string().contains("encryption flag 2"), "{e}");
+    }
+
+    #[test]
+    fn a_manifest_cut_anywhere_in_its_frame_section_is_corrupt() {
+        for encrypted in [false, true] {
+            let bytes = framed_sample(encrypted).encode();
+            // The section: frame size, two frames, the flag, and the key block when encrypted.
+            let section = 4 + 16 + 1 + if encrypted { 66 } else { 0 };
+            let body = bytes.len() - 4;
+            for cut in body - section..body {
+                let mut b = bytes[..cut].to_vec();
+                b.extend_from_slice(&[0; 4]);
+                let e = Manifest::decode(&resealed(b), "t/0/seg.manifest").unwrap_err();
+                assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "cut at {cut}: {e}");
+                assert!(e.to_string().contains("manifest t/0/seg.manifest"), "cut at {cut}: {e}");
+            }
         }
     }
 

@@ -2,10 +2,12 @@
 //!
 //! The planner works in original positions of the segment's `.log` file only; a [`ChunkSource`] turns a
 //! range of those into bytes. [`BackendChunks`] reads the stored object: a run of chunks stored as they are
-//! is one ranged read; a transformed (compressed) chunk is read whole at its stored position and length,
-//! which the chunk entries keep apart from the original ones, and undone there
-//! ([`crate::format::transform`]). A chunk cache wraps a source, so it keeps original (decompressed),
-//! checked chunks.
+//! is one ranged read; of a chunk compressed in frames (manifest version 5) only the frames holding the
+//! range are read, in one ranged read, and undone (checked, opened, decompressed) frame by frame; of a
+//! chunk only encrypted only the blocks holding the range; any other transformed chunk (one zstd frame) is
+//! read whole at its stored position and length, which the chunk entries keep apart from the original ones,
+//! and undone there ([`crate::format::transform`]). A chunk cache wraps a source, so it keeps original
+//! (decompressed), checked chunks.
 
 use super::layout::segment_keys;
 use crate::backend::StorageBackend;
@@ -40,11 +42,15 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
 }
 
 /// Chunks read from the backend: a range over chunks stored as they are is one ranged read of the
-/// segment's `.log` object, at the stored positions the chunk entries give; a transformed chunk the range
-/// touches is one ranged read of its whole stored range, checked and undone ([`transform::undo_chunk_prefix`]:
-/// a compressed chunk only as far as the range wants, the caller checking the blocks) before the part the
-/// range wants is cut from it, except a chunk encrypted and not compressed, which is sealed
-/// block by block: of it only the blocks the range touches are read and decrypted.
+/// segment's `.log` object, at the stored positions the chunk entries give. Of a chunk stored in frames
+/// (compressed, and encrypted frame by frame or not) the range touches, one ranged read of the stored bytes
+/// of the frames holding the range ([`transform::stored_frames`]), each frame checked against the frame
+/// table before it is opened and decompressed, the last only up to the range's end
+/// ([`transform::undo_frames`]); a whole chunk is also checked against its entry. Of a chunk encrypted and
+/// not compressed, which is sealed block by block, only the blocks the range touches are read and
+/// decrypted. Any other transformed chunk (one zstd frame) is one ranged read of its whole stored range,
+/// checked and undone ([`transform::undo_chunk_prefix`]: only as far as the range wants). The part the range
+/// wants is cut from what is undone; the caller checks it against the manifest's block CRCs.
 #[derive(Debug)]
 pub struct BackendChunks {
     backend: Arc<dyn StorageBackend>,
@@ -59,10 +65,13 @@ struct StoredRead {
     /// The transformed chunk whose stored range this is, with the part of the original bytes it gives that
     /// is wanted.
     undo: Option<(usize, Range<usize>)>,
-    /// For a chunk sealed block by block ([`transform::undoes_by_block`]): the original bytes (whole
-    /// blocks, relative to the chunk's start) of the blocks this read covers, then decrypted alone; `None`:
-    /// the read is the chunk's whole stored range.
+    /// For a chunk sealed block by block ([`transform::undoes_by_block`]) or stored in frames: the original
+    /// bytes (whole blocks or frames, relative to the chunk's start) of the blocks or frames this read
+    /// covers, then undone alone (the wanted part is relative to their start); `None`: the read is the
+    /// chunk's whole stored range.
     blocks: Option<Range<u64>>,
+    /// For a chunk stored in frames: the frames this read covers.
+    frames: Option<Range<usize>>,
 }
 
 impl BackendChunks {
@@ -104,6 +113,13 @@ impl BackendChunks {
             manifest.chunks.iter().enumerate().skip(first).take_while(|(_, c)| c.original_position() < range.end)
         {
             let (from, to) = (range.start.max(c.original_position()), range.end.min(c.end()));
+            if let Some((frame_size, table)) = manifest.frames_of(i) {
+                let part = from - c.original_position()..to - c.original_position();
+                let (frames, within, stored) = transform::stored_frames(c, table, frame_size, &part);
+                let wanted = (part.start - within.start) as usize..(part.end - within.start) as usize;
+                reads.push(StoredRead { stored, undo: Some((i, wanted)), blocks: Some(within), frames: Some(frames) });
+                continue;
+            }
             if c.is_transformed() && transform::undoes_by_block(c) {
                 let (within, stored) = transform::stored_blocks(
                     c,
@@ -112,12 +128,17 @@ impl BackendChunks {
                 );
                 let wanted = (from - c.original_position() - within.start) as usize
                     ..(to - c.original_position() - within.start) as usize;
-                reads.push(StoredRead { stored, undo: Some((i, wanted)), blocks: Some(within) });
+                reads.push(StoredRead { stored, undo: Some((i, wanted)), blocks: Some(within), frames: None });
                 continue;
             }
             if c.is_transformed() {
                 let wanted = (from - c.original_position()) as usize..(to - c.original_position()) as usize;
-                reads.push(StoredRead { stored: c.stored_range(), undo: Some((i, wanted)), blocks: None });
+                reads.push(StoredRead {
+                    stored: c.stored_range(),
+                    undo: Some((i, wanted)),
+                    blocks: None,
+                    frames: None,
+                });
                 continue;
             }
             let stored = c.stored_range().start + (from - c.original_position())
@@ -132,7 +153,7 @@ impl BackendChunks {
                     }
                     r.stored.end = stored.end;
                 }
-                _ => reads.push(StoredRead { stored, undo: None, blocks: None }),
+                _ => reads.push(StoredRead { stored, undo: None, blocks: None, frames: None }),
             }
         }
         Ok(reads)
@@ -170,11 +191,22 @@ impl ChunkSource for BackendChunks {
                     let original = tokio::task::spawn_blocking({
                         let key = key.clone();
                         let data_key = data_key.clone();
-                        move || match r.blocks {
-                            Some(within) => {
+                        let manifest = manifest.clone();
+                        let wanted_end = wanted.end as u64;
+                        move || match (r.frames, r.blocks) {
+                            (Some(frames), Some(within)) => transform::undo_frames(
+                                &manifest,
+                                i,
+                                frames,
+                                &bytes,
+                                within.start + wanted_end,
+                                &key,
+                                data_key.as_deref(),
+                            ),
+                            (_, Some(within)) => {
                                 transform::undo_blocks(&c, i, within, &bytes, &key, data_key.as_deref(), block)
                             }
-                            None => {
+                            (_, None) => {
                                 transform::undo_chunk_prefix(&c, i, bytes, &key, data_key.as_deref(), block, wanted.end)
                             }
                         }
@@ -226,7 +258,12 @@ mod tests {
             })
             .collect();
         m.log_length = 4000;
-        let read = |stored: Range<u64>, undo: Option<(usize, Range<usize>)>| StoredRead { stored, undo, blocks: None };
+        let read = |stored: Range<u64>, undo: Option<(usize, Range<usize>)>| StoredRead {
+            stored,
+            undo,
+            blocks: None,
+            frames: None,
+        };
         // (case, original range, the reads)
         let cases = [
             ("inside a chunk stored as is", 10..20, vec![read(10..20, None)]),

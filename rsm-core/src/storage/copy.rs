@@ -4,8 +4,9 @@
 //! Without chunk transforms the `.log` is uploaded as it is while it is scanned. With them (compression,
 //! `compression.enabled`, or encryption, `encryption.enabled`) the `.log` object is the chunks' stored bytes back
 //! to back, known only once the chunk table is: the scan (with the index upload) comes first, then one pass
-//! over the file a few chunks at a time transforms each (compresses it or leaves it as it is,
-//! [`ChunkCompressor`], then encrypts it when the store encrypts),
+//! over the file a few chunks at a time transforms each (compresses it, frame by frame of
+//! `compression.frame.size` or as one frame, or leaves it as it is, [`ChunkCompressor`], then encrypts it,
+//! each frame on its own, when the store encrypts),
 //! the chunks of a window in parallel, and streams the stored bytes to the upload in order, a few chunks in
 //! memory at a time; each chunk read again is checked against its CRC from the scan.
 
@@ -14,9 +15,10 @@ use super::layout::SegmentKeys;
 use crate::crypto::DataKey;
 use crate::error::{Error, Result};
 use crate::format::batch::scan_file;
+use crate::format::chunk::StoredFrame;
 use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker, Transform};
 use crate::format::index::{read_offset_index, read_time_index};
-use crate::format::manifest::{IndexLocation, Manifest};
+use crate::format::manifest::{FrameTable, IndexLocation, Manifest};
 use crate::format::transform::{self, ChunkCompressor, CompressionConfig};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
 use bytes::Bytes;
@@ -122,6 +124,7 @@ impl TieredStorage {
             )));
         }
         let mut encryption = None;
+        let mut frames = None;
         if transformed {
             let data_key = match encrypt {
                 Some(e) => {
@@ -131,9 +134,17 @@ impl TieredStorage {
                 }
                 None => None,
             };
-            chunks = self
+            let table;
+            (chunks, table) = self
                 .upload_transformed(&keys.log, &log_path, chunks, block_size, self.config.compression, data_key)
                 .await?;
+            // A frame table only when a chunk is stored in frames: otherwise the manifest is what a copy
+            // without frames writes (versions 2 to 4).
+            if let Some(frame_size) = self.config.compression.map(|c| c.frame_size_for(block_size))
+                && chunks.iter().any(|c| c.rdi.transform.is_framed())
+            {
+                frames = Some(FrameTable { frame_size, chunks: table });
+            }
         }
         let manifest = Manifest {
             metadata: md.clone(),
@@ -144,6 +155,7 @@ impl TieredStorage {
             block_size,
             block_crcs,
             encryption,
+            frames,
         };
         self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
         self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
@@ -158,8 +170,8 @@ impl TieredStorage {
     /// Uploads the `.log` object of the chunks `chunks` (the scan's, tiling the file at `path`) with each
     /// chunk transformed: compressed or left as it is (with `compression`), then encrypted under `data_key`
     /// (when given),
-    /// returning the chunks with their stored ranges, transforms and stored CRCs. A failure fails the
-    /// upload's stream, so no object is left.
+    /// returning the chunks with their stored ranges, transforms and stored CRCs, and each chunk's frames
+    /// (none for a chunk not stored in frames). A failure fails the upload's stream, so no object is left.
     async fn upload_transformed(
         &self,
         key: &str,
@@ -168,7 +180,7 @@ impl TieredStorage {
         block_size: u32,
         compression: Option<CompressionConfig>,
         data_key: Option<DataKey>,
-    ) -> Result<Vec<ChunkEntry>> {
+    ) -> Result<(Vec<ChunkEntry>, Vec<Vec<StoredFrame>>)> {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(TRANSFORMED_IN_FLIGHT);
         let path = path.to_path_buf();
         let pass = tokio::task::spawn_blocking(move || {
@@ -190,8 +202,9 @@ impl TieredStorage {
 const MAX_TRANSFORM_THREADS: usize = 4;
 
 /// The transforming pass of [`TieredStorage::upload_transformed`]: reads each chunk of the file at `path`,
-/// checks it against its scanned CRC, decides its transform (compressed or not, then encrypted when
-/// `data_key` is given), sends its stored bytes to `tx` in order, and records where they are stored.
+/// checks it against its scanned CRC, decides its transform (compressed or not, in frames of the
+/// compression's frame size or as one, then encrypted when `data_key` is given), sends its stored bytes to
+/// `tx` in order, and records where they are stored and, for a chunk in frames, its frames.
 /// Chunks are read a window at a time and the window's chunks transformed in parallel, one thread (and one
 /// zstd context) each, up to the machine's cores and [`MAX_TRANSFORM_THREADS`].
 fn transform_chunks(
@@ -201,9 +214,11 @@ fn transform_chunks(
     compression: Option<CompressionConfig>,
     data_key: Option<&DataKey>,
     tx: &tokio::sync::mpsc::Sender<Result<Bytes>>,
-) -> Result<Vec<ChunkEntry>> {
+) -> Result<(Vec<ChunkEntry>, Vec<Vec<StoredFrame>>)> {
     use std::io::Read;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_TRANSFORM_THREADS);
+    let frame_size = compression.map_or(0, |c| c.frame_size_for(block_size));
+    let mut frames = Vec::with_capacity(chunks.len());
     let mut compressors = (0..threads)
         .map(|_| compression.map(ChunkCompressor::new).transpose())
         .collect::<Result<Vec<Option<ChunkCompressor>>>>()?;
@@ -219,9 +234,10 @@ fn transform_chunks(
             c.verify(&original, &what).map_err(|e| Error::invalid(format!("changed since it was scanned: {e}")))?;
             originals.push(original);
         }
-        let results: Vec<Result<(ChunkEntry, Vec<u8>)>> = if window.len() == 1 {
+        let sizes = Sizes { block: block_size, frame: frame_size };
+        let results: Vec<Result<Transformed>> = if window.len() == 1 {
             let original = originals.pop().expect("one chunk");
-            vec![transform_chunk(&window[0], first_index, original, compressors[0].as_mut(), data_key, block_size)]
+            vec![transform_chunk(&window[0], first_index, original, compressors[0].as_mut(), data_key, sizes)]
         } else {
             std::thread::scope(|s| {
                 let handles: Vec<_> = window
@@ -230,7 +246,7 @@ fn transform_chunks(
                     .zip(compressors.iter_mut())
                     .enumerate()
                     .map(|(k, ((c, original), z))| {
-                        s.spawn(move || transform_chunk(c, first_index + k, original, z.as_mut(), data_key, block_size))
+                        s.spawn(move || transform_chunk(c, first_index + k, original, z.as_mut(), data_key, sizes))
                     })
                     .collect();
                 handles
@@ -243,12 +259,13 @@ fn transform_chunks(
         };
         first_index += window.len();
         for (c, result) in window.iter_mut().zip(results) {
-            let (mut entry, stored) = result?;
+            let (mut entry, stored, chunk_frames) = result?;
             entry.rdi.stored_position = stored_at;
-            if matches!(entry.rdi.transform, Transform::Zstd | Transform::ZstdAes256Gcm) {
+            if entry.rdi.transform.is_compressed() {
                 compressed += 1;
             }
             *c = entry;
+            frames.push(chunk_frames);
             original_bytes += c.data_length as u64;
             stored_at += stored.len() as u64;
             if tx.blocking_send(Ok(Bytes::from(stored))).is_err() {
@@ -258,22 +275,50 @@ fn transform_chunks(
         }
     }
     tracing::debug!(file = %what, chunks = chunks.len(), compressed, original_bytes, stored_bytes = stored_at,
-        encrypted = data_key.is_some(), threads, "copied with chunk transforms");
-    Ok(chunks)
+        encrypted = data_key.is_some(), frame_size, threads, "copied with chunk transforms");
+    Ok((chunks, frames))
 }
 
+/// The block size and the frame size (0: one frame per compressed chunk) of a copy.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    block: u32,
+    frame: u32,
+}
+
+/// A chunk transformed: its entry, its stored bytes, and its frames when stored in frames.
+type Transformed = (ChunkEntry, Vec<u8>, Vec<StoredFrame>);
+
 /// Chunk `c` (the `index`-th of its segment, `original` its bytes) through the transforms: compressed or
-/// left as it is (with `compressor`), then sealed under `data_key` when given (block by block, blocks of
-/// `block_size`, when left uncompressed). Returns its entry, with the
-/// transform, stored length and stored CRC set but not its position in the object, and its stored bytes.
+/// left as it is (with `compressor`; in frames of `sizes.frame` original bytes unless 0), then sealed under
+/// `data_key` when given (frame by frame when in frames, else as one piece when compressed, else block by
+/// block, blocks of `sizes.block`). Returns its entry, with the transform, stored length and stored CRC set
+/// but not its position in the object, its stored bytes, and its frames (none unless in frames).
 fn transform_chunk(
     c: &ChunkEntry,
     index: usize,
     original: Vec<u8>,
-    compressor: Option<&mut ChunkCompressor>,
+    mut compressor: Option<&mut ChunkCompressor>,
     data_key: Option<&DataKey>,
-    block_size: u32,
-) -> Result<(ChunkEntry, Vec<u8>)> {
+    sizes: Sizes,
+) -> Result<Transformed> {
+    let block_size = sizes.block;
+    if let Some(z) = compressor.as_deref_mut().filter(|_| sizes.frame > 0) {
+        let (decision, framed) = z.apply_frames(&original, c.original_position(), sizes.frame)?;
+        if let Some(f) = framed {
+            tracing::trace!(
+                chunk_at = c.original_position(),
+                ?decision,
+                original = c.data_length,
+                stored = f.bytes.len(),
+                frames = f.lengths.len()
+            );
+            return seal_frames(c, index, f, data_key, sizes.frame);
+        }
+        // Left as it is: encrypted block by block below, as a chunk compression leaves.
+        tracing::trace!(chunk_at = c.original_position(), ?decision, original = c.data_length);
+        return transform_chunk(c, index, original, None, data_key, sizes);
+    }
     let (decision, stored) = match compressor {
         Some(z) => {
             let (d, s) = z.apply(&original, c.original_position())?;
@@ -298,11 +343,43 @@ fn transform_chunk(
                 Transform::Aes256Gcm => key.seal_blocks(&sealed_as, index, &stored, block_size)?,
                 _ => key.seal_chunk(&sealed_as, index, &stored)?,
             };
-            (transform::transformed_entry(c, transform, 0, &sealed), sealed)
+            (transform::transformed_entry(c, transform, 0, &sealed), sealed, Vec::new())
         }
-        None if transform == Transform::Zstd => (transform::compressed_entry(c, 0, &stored), stored),
-        None => (*c, stored),
+        None if transform == Transform::Zstd => (transform::compressed_entry(c, 0, &stored), stored, Vec::new()),
+        None => (*c, stored, Vec::new()),
     })
+}
+
+/// Chunk `c` (the `index`-th of its segment) compressed in `frames` of `frame_size` original bytes: as they
+/// are ([`Transform::ZstdFrames`]), or each sealed on its own under `data_key` when given
+/// ([`Transform::ZstdFramesAes256Gcm`], bound to the frame's index and original position).
+fn seal_frames(
+    c: &ChunkEntry,
+    index: usize,
+    frames: transform::Frames,
+    data_key: Option<&DataKey>,
+    frame_size: u32,
+) -> Result<Transformed> {
+    let Some(key) = data_key else {
+        let (entry, table) = transform::framed_entry(c, Transform::ZstdFrames, 0, &frames.bytes, &frames.lengths);
+        return Ok((entry, frames.bytes, table));
+    };
+    // The associated data binds the entry's transform, so it is set before sealing.
+    let mut sealed_as = *c;
+    sealed_as.rdi.transform = Transform::ZstdFramesAes256Gcm;
+    let overhead = crate::crypto::CHUNK_OVERHEAD;
+    let mut sealed = Vec::with_capacity(frames.bytes.len() + frames.lengths.len() * overhead);
+    let mut lengths = Vec::with_capacity(frames.lengths.len());
+    let (mut at, step) = (0usize, frame_size as u64);
+    for (k, &n) in frames.lengths.iter().enumerate() {
+        let start = c.original_position() + k as u64 * step;
+        let original = start..(start + step).min(c.end());
+        key.seal_frame(&sealed_as, index, k, original, &frames.bytes[at..at + n as usize], &mut sealed)?;
+        lengths.push(n + overhead as u32);
+        at += n as usize;
+    }
+    let (entry, table) = transform::framed_entry(c, Transform::ZstdFramesAes256Gcm, 0, &sealed, &lengths);
+    Ok((entry, sealed, table))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::{ConfigReader, Kind, Setting, Unit};
 use crate::crypto::{self, FileKeyRing};
 use crate::error::{Error, Result};
-use crate::format::transform::CompressionConfig;
+use crate::format::transform::{CompressionConfig, DEFAULT_FRAME_SIZE};
 
 /// The encryption settings (`encryption.*`, see [`crate::crypto`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,9 +18,10 @@ pub struct EncryptionConfig {
 
 /// `compression.enabled`.
 pub const COMPRESSION_ENABLED: Setting = Setting::bool("compression.enabled", false).with_doc(
-    "store each chunk of a new copy as one zstd frame, read back through every path (chunk cache included) and \
-     checked before and after decompression (a read of part of a chunk decompresses it only up to the last block \
-     it wants, and checks those blocks); segments copied before, or with other settings, read as they are",
+    "compress each chunk of a new copy with zstd, in independent frames of `compression.frame.size`, read back \
+     through every path (chunk cache included) and checked before and after decompression (a read of part of a \
+     chunk reads and decompresses only the frames holding it, and checks its blocks); segments copied before, or \
+     with other settings, read as they are",
 );
 /// `compression.heuristic.enabled`.
 pub const COMPRESSION_HEURISTIC: Setting = Setting::bool("compression.heuristic.enabled", true).with_doc(
@@ -36,6 +37,20 @@ pub const COMPRESSION_MIN_SAVING: Setting = Setting::int("compression.min.saving
     .with_default(10)
     .with_doc("with the heuristic on: the least saving, in percent of a chunk's bytes, for it to be stored compressed");
 
+/// `compression.frame.size`.
+pub const COMPRESSION_FRAME_SIZE: Setting = Setting::int("compression.frame.size", 0, 256 << 20)
+    .with_default(DEFAULT_FRAME_SIZE as i128)
+    .with_unit(Unit::Bytes)
+    .with_checks("0, or a multiple of `chunk.block.size` of at most `chunk.size`")
+    .with_doc(
+        "with compression on: the original bytes of each independent zstd frame of a chunk (the last may be \
+         shorter), compressed (and with encryption sealed) on its own, so a read of part of a chunk reads and \
+         decompresses only the frames holding it (about 4% more stored bytes than one frame per chunk); when not \
+         set, 256 KiB rounded down to whole blocks and to at most `chunk.size`; 0 stores each chunk as one zstd \
+         frame (read whole, decompressed up to the last block a read wants), the format builds before frames \
+         read",
+    );
+
 /// The setting that turns chunk compression on.
 pub const COMPRESSION_ENABLED_KEY: &str = COMPRESSION_ENABLED.key;
 /// The setting of the compression heuristic.
@@ -44,15 +59,38 @@ pub const COMPRESSION_HEURISTIC_KEY: &str = COMPRESSION_HEURISTIC.key;
 pub const COMPRESSION_LEVEL_KEY: &str = COMPRESSION_LEVEL.key;
 /// The setting of the heuristic's least saving.
 pub const COMPRESSION_MIN_SAVING_KEY: &str = COMPRESSION_MIN_SAVING.key;
+/// The setting of the frame size.
+pub const COMPRESSION_FRAME_SIZE_KEY: &str = COMPRESSION_FRAME_SIZE.key;
+
+/// The frame size when `compression.frame.size` is not set: [`DEFAULT_FRAME_SIZE`] rounded down to whole
+/// blocks of `block_size` and to at most `chunk_size` (at least one block), so that a smaller `chunk.size` or
+/// an odd `chunk.block.size` set alone is not an error about a setting the operator never wrote.
+fn default_frame_size(chunk_size: u32, block_size: u32) -> u32 {
+    let block = block_size.max(1);
+    (DEFAULT_FRAME_SIZE.min(chunk_size) / block).max(1) * block
+}
 
 /// The compression settings; every key is validated whether or not compression is on (so a typo surfaces
-/// before it is turned on), and the result is `None` unless `compression.enabled` is true.
-fn read_compression(r: &mut ConfigReader<'_>) -> Result<Option<CompressionConfig>> {
+/// before it is turned on), and the result is `None` unless `compression.enabled` is true. A frame size
+/// that is set must be 0 or a multiple of `block_size` of at most `chunk_size`.
+fn read_compression(r: &mut ConfigReader<'_>, chunk_size: u32, block_size: u32) -> Result<Option<CompressionConfig>> {
     let enabled = r.get_bool(&COMPRESSION_ENABLED)?;
+    let frame_size: u32 = r.get_int_or(&COMPRESSION_FRAME_SIZE, default_frame_size(chunk_size, block_size))?;
+    let set = r.get_string(&COMPRESSION_FRAME_SIZE).is_some();
+    if set && frame_size != 0 && (!frame_size.is_multiple_of(block_size.max(1)) || frame_size > chunk_size) {
+        return Err(Error::config(
+            COMPRESSION_FRAME_SIZE_KEY,
+            format!(
+                "{frame_size} is neither 0 nor a multiple of `{}` ({block_size}) of at most `{}` ({chunk_size})",
+                CHUNK_BLOCK_SIZE.key, CHUNK_SIZE.key
+            ),
+        ));
+    }
     let c = CompressionConfig {
         heuristic: r.get_bool(&COMPRESSION_HEURISTIC)?,
         level: r.get_int(&COMPRESSION_LEVEL)?,
         min_saving_percent: r.get_int(&COMPRESSION_MIN_SAVING)?,
+        frame_size,
     };
     Ok(enabled.then_some(c))
 }
@@ -149,6 +187,7 @@ pub const SETTINGS: &[&Setting] = &[
     &COMPRESSION_HEURISTIC,
     &COMPRESSION_LEVEL,
     &COMPRESSION_MIN_SAVING,
+    &COMPRESSION_FRAME_SIZE,
     &crypto::ENCRYPTION_ENABLED,
     &crypto::ENCRYPTION_KEY_ID,
     &crypto::ENCRYPTION_KEYS,
@@ -197,10 +236,11 @@ pub struct TieredConfig {
     /// [`INDEX_CACHE_BYTES`]: remote indexes kept in memory (SR-34), least recently used evicted first (0 is
     /// off).
     pub index_cache_bytes: u64,
-    /// Chunk compression of new copies: [`COMPRESSION_ENABLED`] turns it on; then each chunk is stored as one
-    /// zstd frame at [`COMPRESSION_LEVEL`], unless, with [`COMPRESSION_HEURISTIC`], the producer compressed
-    /// most of its batches or compressing saves less than [`COMPRESSION_MIN_SAVING`] of it. Segments copied
-    /// with other settings, or before, read the same ([`crate::format::transform`]).
+    /// Chunk compression of new copies: [`COMPRESSION_ENABLED`] turns it on; then each chunk is stored as
+    /// independent zstd frames of [`COMPRESSION_FRAME_SIZE`] original bytes (one frame when 0) at
+    /// [`COMPRESSION_LEVEL`], unless, with [`COMPRESSION_HEURISTIC`], the producer compressed most of its
+    /// batches or compressing saves less than [`COMPRESSION_MIN_SAVING`] of it. Segments copied with other
+    /// settings, or before, read the same ([`crate::format::transform`]).
     pub compression: Option<CompressionConfig>,
     /// Envelope encryption ([`crypto::ENCRYPTION_ENABLED`] and the others): `encryption.enabled` encrypts every chunk of new
     /// copies with AES-256-GCM under a fresh data key per segment, wrapped under the KEK `encryption.key.id`;
@@ -238,10 +278,12 @@ impl TieredConfig {
             crate::backend::validate_key(&format!("{key_prefix}x"))
                 .map_err(|e| Error::config(KEY_PREFIX.key, e.to_string()))?;
         }
+        let chunk_size = r.get_int(&CHUNK_SIZE)?;
+        let block_size = r.get_int(&CHUNK_BLOCK_SIZE)?;
         Ok(TieredConfig {
             key_prefix,
-            chunk_size: r.get_int(&CHUNK_SIZE)?,
-            block_size: r.get_int(&CHUNK_BLOCK_SIZE)?,
+            chunk_size,
+            block_size,
             fetch_concurrency: r.get_int(&FETCH_CONCURRENCY)?,
             verify_checksums: r.get_bool(&COPY_VERIFY_CHECKSUMS)?,
             manifest_cache_entries: r.get_int(&MANIFEST_CACHE_ENTRIES)?,
@@ -250,7 +292,7 @@ impl TieredConfig {
             fetch_prefetch_chunks: r.get_int(&FETCH_PREFETCH_CHUNKS)?,
             fetch_cache_disk: read_disk_cache(r)?,
             index_cache_bytes: r.get_int(&INDEX_CACHE_BYTES)?,
-            compression: read_compression(r)?,
+            compression: read_compression(r, chunk_size, block_size)?,
             encryption: FileKeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
         })
     }
@@ -306,6 +348,50 @@ mod tests {
             assert_eq!(e.config_key(), Some(key), "{settings:?}: {e}");
             assert!(e.to_string().contains(says), "{settings:?}: {e}");
         }
+    }
+
+    #[test]
+    fn the_frame_size_is_whole_blocks_of_at_most_a_chunk() {
+        let read = |pairs: &[(&str, &str)]| {
+            let mut p = props(pairs.iter().copied());
+            p.insert("compression.enabled".into(), "true".into());
+            TieredConfig::read(&mut ConfigReader::new(&p)).map(|c| c.compression.unwrap().frame_size)
+        };
+        // (settings, the frame size)
+        let good: [(&[(&str, &str)], u32); 8] = [
+            (&[], 262_144),
+            (&[("compression.frame.size", "0")], 0),
+            (&[("compression.frame.size", "1048576")], 1 << 20),
+            (&[("compression.frame.size", "4194304")], 4 << 20),
+            // Not set: 256 KiB cut to the chunk, or rounded down to whole blocks (at least one).
+            (&[("chunk.size", "65536")], 65_536),
+            (&[("chunk.size", "100000"), ("chunk.block.size", "4096")], 98_304),
+            (&[("chunk.block.size", "49152")], 245_760),
+            (&[("chunk.block.size", "1048576")], 1 << 20),
+        ];
+        for (settings, want) in good {
+            assert_eq!(read(settings).unwrap(), want, "{settings:?}");
+        }
+        // (settings, pieces of the message)
+        type Bad = (&'static [(&'static str, &'static str)], &'static [&'static str]);
+        let bad: [Bad; 5] = [
+            (&[("compression.frame.size", "100000")], &["100000", "`chunk.block.size` (65536)"]),
+            (&[("compression.frame.size", "8388608")], &["8388608", "`chunk.size` (4194304)"]),
+            (&[("chunk.size", "131072"), ("compression.frame.size", "262144")], &["262144", "(131072)"]),
+            (&[("compression.frame.size", "-1")], &["range"]),
+            (&[("compression.frame.size", " ")], &["is empty"]),
+        ];
+        for (settings, says) in bad {
+            let e = read(settings).unwrap_err();
+            assert_eq!(e.config_key(), Some("compression.frame.size"), "{settings:?}: {e}");
+            for piece in says {
+                assert!(e.to_string().contains(piece), "{settings:?}: {e}");
+            }
+        }
+        // Checked with compression off too, so a mistake surfaces before compression is turned on.
+        let p = props([("compression.frame.size", "1000")]);
+        let e = TieredConfig::read(&mut ConfigReader::new(&p)).unwrap_err();
+        assert_eq!(e.config_key(), Some("compression.frame.size"), "{e}");
     }
 
     #[test]

@@ -398,20 +398,23 @@ pub async fn another_segments_objects_are_refused(b: B) {
     assert_eq!(r.unwrap_err().kind(), ErrorKind::Corrupt, "another segment's .log under A's manifest");
 }
 
-/// Every transform (none, compression, encryption, both) round trips on the store: each chunk stored as
-/// its settings say (the compression heuristic off, so even chunks that would not shrink are compressed),
+/// Every transform (none, compression in frames and as one frame a chunk, encryption, both in frames and as
+/// one frame) round trips on the store: each chunk stored as its settings say (the compression heuristic
+/// off, so even chunks that would not shrink are compressed),
 /// no plaintext in an encrypted object, and the log read back byte for byte whole, in ranges across chunks,
 /// by offset and by timestamp, by `verify`, and through the chunk cache, by a manager that only holds the
 /// keys; the indexes byte-identical.
 pub async fn transforms_round_trip(b: B) {
-    // (case, compression, encryption, the transform of every chunk)
+    // (case, compression, encryption, `compression.frame.size`, the transform of every chunk)
     let cases = [
-        ("none", false, false, Transform::None),
-        ("compression", true, false, Transform::Zstd),
-        ("encryption", false, true, Transform::Aes256Gcm),
-        ("both", true, true, Transform::ZstdAes256Gcm),
+        ("none", false, false, None, Transform::None),
+        ("compression", true, false, None, Transform::ZstdFrames),
+        ("compression-one-frame", true, false, Some("0"), Transform::Zstd),
+        ("encryption", false, true, None, Transform::Aes256Gcm),
+        ("both", true, true, None, Transform::ZstdFramesAes256Gcm),
+        ("both-one-frame", true, true, Some("0"), Transform::ZstdAes256Gcm),
     ];
-    for (case, compression, encryption, transform) in cases {
+    for (case, compression, encryption, frame_size, transform) in cases {
         // The writer's settings transform new copies; a reader's only hold the key.
         let settings = |dir: &std::path::Path, writer: bool, cache: u64| {
             let key_file = dir.join("kek-a");
@@ -423,6 +426,9 @@ pub async fn transforms_round_trip(b: B) {
                 ("encryption.key.kek-a.file".into(), key_file.display().to_string()),
                 ("fetch.cache.bytes".into(), cache.to_string()),
             ];
+            if let Some(f) = frame_size {
+                v.push(("compression.frame.size".into(), f.into()));
+            }
             if encryption && writer {
                 v.push(("encryption.enabled".into(), "true".into()));
                 v.push(("encryption.key.id".into(), "kek-a".into()));
