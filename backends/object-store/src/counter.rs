@@ -72,7 +72,7 @@ struct CountingService {
 impl HttpService for CountingService {
     async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let op = op_of(&req);
-        let counter = self.counter.for_key(&subject(req.uri()));
+        let counter = self.counter.for_key(&subject(req.uri().path(), req.uri().query()));
         counter.start(op, req.body().content_length() as u64);
         let r = self.inner.execute(req).await;
         match &r {
@@ -98,11 +98,11 @@ impl HttpService for CountingService {
 
 /// What a request is about, for its topic ([`RequestCounts::for_key`]): its path (`/bucket/key` or
 /// `/key`), or for a listing, whose path is the bucket's, its `prefix` (the `/`s in it percent-encoded).
-fn subject(uri: &http::Uri) -> String {
-    let prefix = uri.query().into_iter().flat_map(|q| q.split('&')).find_map(|kv| kv.strip_prefix("prefix="));
+fn subject(path: &str, query: Option<&str>) -> String {
+    let prefix = query.into_iter().flat_map(|q| q.split('&')).find_map(|kv| kv.strip_prefix("prefix="));
     match prefix {
         Some(p) => p.replace("%2F", "/").replace("%2f", "/"),
-        None => uri.path().to_string(),
+        None => path.to_string(),
     }
 }
 
@@ -194,7 +194,8 @@ mod tests {
         ];
         for (uri, want) in cases {
             let uri: http::Uri = uri.parse().unwrap();
-            assert_eq!(rsm_core::storage::layout::topic_of_key(&subject(&uri)), want, "{uri}");
+            let subject = subject(uri.path(), uri.query());
+            assert_eq!(rsm_core::storage::layout::topic_of_key(&subject), want, "{uri}");
         }
     }
 
