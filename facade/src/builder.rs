@@ -86,6 +86,7 @@ impl<'a> StoreBuilder<'a> {
         let (backend, counts, url_prefix) = open_layered(registry, url, &mut r, &self.layers)?;
         let mut config = TieredConfig::read(&mut r)?;
         config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
+        let prices = crate::cost::PriceTable::read(&mut r)?;
         r.finish()?;
         // A memory store is one per opening: its cache entries must not meet another's.
         static MEMORY_STORES: AtomicU64 = AtomicU64::new(0);
@@ -93,7 +94,7 @@ impl<'a> StoreBuilder<'a> {
             "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, Ordering::Relaxed)),
             _ => url.to_string(),
         };
-        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts })
+        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts, prices })
     }
 }
 

@@ -8,7 +8,9 @@
 //! - [`SegmentReader`]: the stream adapter (short reads, skips, pieces without copying);
 //! - [`Store::fetch_records`]: the records of one segment a consumer at an isolation level is given;
 //! - [`wire`]: the compact metadata encoding a face passes as bytes;
-//! - [`ResultCode`]: the code of an error, from its kind and status.
+//! - [`ResultCode`]: the code of an error, from its kind and status;
+//! - requests and bytes by topic ([`Store::requests_by_topic`]) and what they cost ([`cost`]: the optional
+//!   price table of the `cost.*` settings).
 //!
 //! Store URLs: `file:///absolute/path` (the embedded default), `s3://bucket/prefix`, `az://container/prefix`,
 //! `gs://bucket/prefix`, `hdfs://namenode:port/path` and `memory:` (tests). Settings are the
@@ -24,6 +26,7 @@
 
 pub mod builder;
 mod code;
+pub mod cost;
 pub mod handles;
 mod partition;
 mod reader;
@@ -41,7 +44,7 @@ pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 use bytes::Bytes;
 #[cfg(doc)]
 use rsm_core::backend::layers::{CountingLayer, Layer, RetryConfig, RetryLayer, TracingLayer};
-use rsm_core::backend::{CountSnapshot, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
+use rsm_core::backend::{CountSnapshot, IncompleteUpload, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
 use rsm_core::config::ConfigReader;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::storage::{ListedSegment, VerifyReport};
@@ -84,6 +87,28 @@ pub fn open_backend(
 pub struct Store {
     storage: Arc<TieredStorage>,
     counts: Arc<RequestCounts>,
+    prices: Option<cost::PriceTable>,
+}
+
+/// Which counter request counts come from ([`Store::requests_by_topic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountLevel {
+    /// The store's own client: every HTTP request it sent (each retry, multipart part and batch), what a
+    /// cloud bill counts (S3, Azure, GCS).
+    Store,
+    /// The contract's level: one request per storage call (stores whose client counts nothing: filesystem,
+    /// HDFS, memory).
+    Contract,
+}
+
+impl CountLevel {
+    /// A few words saying what is counted, for a report's heading.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CountLevel::Store => "HTTP requests the store's client sent",
+            CountLevel::Contract => "calls on the store",
+        }
+    }
 }
 
 impl Store {
@@ -134,6 +159,33 @@ impl Store {
     /// the stores that count them (S3, Azure, GCS).
     pub fn store_requests(&self) -> Option<CountSnapshot> {
         self.storage.backend().store_requests().map(|c| c.snapshot())
+    }
+
+    /// [`Store::counts`] by topic: each topic that had a request, by name (requests about no topic, such as
+    /// a listing of the whole store, count in the totals only; topics beyond
+    /// [`rsm_core::backend::MAX_TOPICS`] count together under [`rsm_core::backend::OTHER_TOPICS`]).
+    pub fn counts_by_topic(&self) -> BTreeMap<String, CountSnapshot> {
+        self.counts.topics()
+    }
+
+    /// [`Store::store_requests`] by topic (by each request's path, or a listing's prefix), for the stores
+    /// that count them.
+    pub fn store_requests_by_topic(&self) -> Option<BTreeMap<String, CountSnapshot>> {
+        self.storage.backend().store_requests().map(|c| c.topics())
+    }
+
+    /// What a bill counts, by topic: the store's own requests when its client counts them
+    /// ([`Store::store_requests_by_topic`]), else the contract's ([`Store::counts_by_topic`]); with which.
+    pub fn requests_by_topic(&self) -> (CountLevel, BTreeMap<String, CountSnapshot>) {
+        match self.store_requests_by_topic() {
+            Some(t) => (CountLevel::Store, t),
+            None => (CountLevel::Contract, self.counts_by_topic()),
+        }
+    }
+
+    /// The price table of the `cost.*` settings, when any is set ([`cost`]).
+    pub fn prices(&self) -> Option<&cost::PriceTable> {
+        self.prices.as_ref()
     }
 
     /// Copies a segment (see [`RemoteStorageManager::copy_log_segment_data`]): [`Store::copy_async`] run to
@@ -190,9 +242,10 @@ impl Store {
     }
 
     /// Deletes what failed or interrupted copies left under the partition `tp` (or the whole store): the
-    /// objects of segments without a manifest and the store's temporary upload objects, each only when last
-    /// written `min_age` ago or more ([`rsm_core::storage::ORPHAN_MIN_AGE`], one hour, unless the caller
-    /// knows better). Returns the deleted keys; see [`TieredStorage::sweep_orphans`].
+    /// objects of segments without a manifest and the store's temporary upload objects, and aborts the
+    /// incomplete multipart uploads to segments' keys, each only when last written `min_age` ago or more
+    /// ([`rsm_core::storage::ORPHAN_MIN_AGE`], one hour, unless the caller knows better). Returns the deleted
+    /// keys and the aborted uploads' keys; see [`TieredStorage::sweep_orphans`].
     pub fn sweep_orphans(&self, tp: Option<&TopicIdPartition>, min_age: std::time::Duration) -> Result<Vec<String>> {
         runtime().block_on(self.storage.sweep_orphans(tp, min_age))
     }
@@ -234,6 +287,20 @@ impl Store {
     /// Deletes objects by key (what [`Store::list_objects`] listed); deleting what is gone succeeds.
     pub fn delete_objects(&self, keys: &[String]) -> Result<()> {
         runtime().block_on(self.storage.backend().delete_many(keys))
+    }
+
+    /// The multipart uploads under the store's key prefix never completed nor aborted (in flight, or cut
+    /// short by a crash: invisible to [`Store::list_objects`], billed), with their parts' bytes; none on a
+    /// store without multipart uploads. See [`StorageBackend::list_incomplete_uploads`].
+    pub fn list_incomplete_uploads(&self) -> Result<Vec<IncompleteUpload>> {
+        let prefix = &self.storage.config().key_prefix;
+        runtime().block_on(self.storage.backend().list_incomplete_uploads(prefix))
+    }
+
+    /// Aborts `uploads` (what [`Store::list_incomplete_uploads`] or [`Store::orphans`] listed), one request
+    /// each; an upload already gone is no error.
+    pub fn abort_uploads(&self, uploads: &[IncompleteUpload]) -> Result<()> {
+        runtime().block_on(self.storage.abort_uploads(uploads))
     }
 
     /// Byte position of the batch holding `offset`.

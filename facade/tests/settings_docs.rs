@@ -20,6 +20,7 @@ fn store_settings() -> Vec<&'static Setting> {
     all.extend(RetryConfig::SETTINGS);
     all.extend(ParallelReads::SETTINGS);
     all.extend(UploadRateLimit::SETTINGS);
+    all.extend(rsm_facade::cost::SETTINGS);
     all.push(&STORE_MEMORY_ALLOWED);
     all
 }
