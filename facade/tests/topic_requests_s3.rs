@@ -1,0 +1,235 @@
+//! Requests by topic on S3 (moto), checked against an independent count: the store talks to moto through a
+//! small HTTP proxy in this test that logs every request it passes on (method and target), and each topic's
+//! requests in that log (the targets naming `{topic}-{topicId}`, a listing's prefix included) must be what
+//! [`Store::store_requests_by_topic`] counted, method by method (a GET that lists is a GET to the proxy);
+//! the totals too. The contract-level counts are checked against what the operations must send.
+//!
+//! Needs moto (`eval "$(tools/servers/moto.sh start)"`); without it the test fails, unless `RSM_SKIP_S3=1`
+//! outside CI.
+
+use rsm_core::backend::{CountSnapshot, Op};
+use rsm_core::format::partition::LocalPartition;
+use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::model::{TopicIdPartition, Uuid};
+use rsm_core::testkit::test_server_vars;
+use rsm_core::{IndexType, RemoteLogSegmentMetadata};
+use rsm_facade::{CountLevel, Store};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+/// One request the proxy passed on: its method and target (path and query, as sent).
+type Logged = (String, String);
+
+/// An HTTP/1.1 proxy to `upstream` that logs every request: each connection's requests are read one by
+/// one (head, then the body by `Content-Length` or chunked), logged and passed on; answers flow back as they
+/// come.
+struct CountingProxy {
+    port: u16,
+    log: Arc<Mutex<Vec<Logged>>>,
+}
+
+impl CountingProxy {
+    fn start(upstream: String) -> CountingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        std::thread::spawn(move || {
+            for down in listener.incoming().map_while(Result::ok) {
+                let (l, upstream) = (l.clone(), upstream.clone());
+                std::thread::spawn(move || {
+                    let _ = relay(down, &upstream, &l);
+                });
+            }
+        });
+        CountingProxy { port, log }
+    }
+
+    fn log(&self) -> Vec<Logged> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+fn relay(down: TcpStream, upstream: &str, log: &Mutex<Vec<Logged>>) -> std::io::Result<()> {
+    let mut up = TcpStream::connect(upstream)?;
+    let (mut up_read, mut down_write) = (up.try_clone()?, down.try_clone()?);
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut up_read, &mut down_write);
+        let _ = down_write.shutdown(Shutdown::Both);
+    });
+    let mut reader = BufReader::new(down);
+    loop {
+        let mut head = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                let _ = up.shutdown(Shutdown::Write);
+                return Ok(());
+            }
+            head.extend_from_slice(&line);
+            if line == b"\r\n" {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&head).to_string();
+        let mut first = text.lines().next().unwrap_or("").split(' ');
+        let (method, target) = (first.next().unwrap_or("").to_string(), first.next().unwrap_or("").to_string());
+        let header = |name: &str| {
+            text.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+        };
+        let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+        let length: u64 = header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        log.lock().unwrap().push((method, target));
+        up.write_all(&head)?;
+        if chunked {
+            loop {
+                let mut size_line = Vec::new();
+                reader.read_until(b'\n', &mut size_line)?;
+                up.write_all(&size_line)?;
+                let size_text = String::from_utf8_lossy(&size_line);
+                let size = u64::from_str_radix(size_text.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+                // The chunk and its CRLF (the last, empty chunk: its trailer's CRLF).
+                std::io::copy(&mut (&mut reader).take(size + 2), &mut up)?;
+                if size == 0 {
+                    break;
+                }
+            }
+        } else {
+            std::io::copy(&mut (&mut reader).take(length), &mut up)?;
+        }
+    }
+}
+
+/// A partition of `topic` with a few closed segments, written under `dir`.
+fn partition(dir: &std::path::Path, topic: &str, seed: u64) -> LocalPartition {
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: 16 * 1024,
+        records: 600,
+        records_per_batch: 10,
+        value_bytes: 60,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 0,
+        seed,
+        compression: None,
+    };
+    LocalPartition::open(&generate_partition(&dir.join(format!("{topic}-0")), &spec).unwrap()).unwrap()
+}
+
+/// The proxy's log as counts by method, of the requests whose target names `{topic}-{topicId}`.
+fn by_method(log: &[Logged], name: Option<&str>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (m, target) in log {
+        if name.is_none_or(|n| target.contains(n)) {
+            *out.entry(m.clone()).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Our counts as the proxy sees them: by HTTP method (a listing is a GET).
+fn as_methods(c: &CountSnapshot) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for op in Op::ALL {
+        let n = c.get(op).requests;
+        if n > 0 {
+            let method = if op == Op::List { "GET" } else { op.name() };
+            *out.entry(method.to_string()).or_default() += n;
+        }
+    }
+    out
+}
+
+#[test]
+fn each_topics_http_requests_are_what_the_server_was_sent() {
+    let vars = [
+        "RSM_TEST_S3_ENDPOINT",
+        "RSM_TEST_S3_BUCKET",
+        "RSM_TEST_S3_REGION",
+        "RSM_TEST_S3_ACCESS_KEY",
+        "RSM_TEST_S3_SECRET_KEY",
+    ];
+    let Some(v) = test_server_vars(&vars, "RSM_SKIP_S3", "eval \"$(tools/servers/moto.sh start)\"") else {
+        return;
+    };
+    let endpoint = v["RSM_TEST_S3_ENDPOINT"].trim_end_matches('/');
+    let upstream = endpoint.strip_prefix("http://").expect("moto serves plain HTTP").to_string();
+    let proxy = CountingProxy::start(upstream);
+    let settings: BTreeMap<String, String> = [
+        ("s3.endpoint.url", format!("http://127.0.0.1:{}", proxy.port)),
+        ("s3.region", v["RSM_TEST_S3_REGION"].clone()),
+        ("aws.access.key.id", v["RSM_TEST_S3_ACCESS_KEY"].clone()),
+        ("aws.secret.access.key", v["RSM_TEST_S3_SECRET_KEY"].clone()),
+        ("cost.per.1000.put", "0.005".to_string()),
+        ("cost.per.1000.get", "0.0004".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let url = format!("s3://{}/topic-requests-{}/", v["RSM_TEST_S3_BUCKET"], Uuid::random());
+    let store = Store::open(&url, &settings).unwrap();
+
+    let t = tempfile::tempdir().unwrap();
+    let orders = partition(t.path(), "orders", 1);
+    let clicks = partition(t.path(), "clicks", 2);
+    let copy_all = |p: &LocalPartition| -> Vec<RemoteLogSegmentMetadata> {
+        let closed = p.closed_segments();
+        assert!(closed.len() >= 2, "{} closed segments", closed.len());
+        closed
+            .iter()
+            .map(|s| {
+                let md = p.segment_metadata(s, 1, 1_700_000_000_000).unwrap();
+                store.copy(&md, &p.segment_data(s).unwrap()).unwrap();
+                md
+            })
+            .collect()
+    };
+    let orders_copied = copy_all(&orders);
+    let clicks_copied = copy_all(&clicks);
+    // Reads and a delete of `orders`, a listing of `clicks`.
+    let mut first = store.fetch(&orders_copied[0], 0, Some(99)).unwrap();
+    let mut bytes = Vec::new();
+    first.read_to_end(&mut bytes).unwrap();
+    assert_eq!(bytes.len(), 100);
+    store.fetch_index(&orders_copied[0], IndexType::Offset).unwrap();
+    store.delete(&orders_copied[1]).unwrap();
+    let tp: &TopicIdPartition = &clicks.topic_id_partition;
+    assert_eq!(store.list_segments(Some(tp)).unwrap().len(), clicks_copied.len());
+
+    // The contract's level: what the operations must send.
+    let contract = store.counts_by_topic();
+    let put = |c: &CountSnapshot| c.get(Op::Put).requests;
+    assert_eq!(put(&contract["orders"]), 3 * orders_copied.len() as u64);
+    assert_eq!(put(&contract["clicks"]), 3 * clicks_copied.len() as u64);
+    assert_eq!(contract["orders"].get(Op::Delete).requests, 2, "the manifest, then the other two objects at once");
+    assert_eq!(contract["clicks"].get(Op::List).requests, 1);
+
+    // The HTTP level against the proxy's log, topic by topic, method by method, and in all.
+    let (level, http) = store.requests_by_topic();
+    assert_eq!(level, CountLevel::Store);
+    assert_eq!(store.store_requests_by_topic().as_ref(), Some(&http));
+    let log = proxy.log();
+    for (topic, p) in [("orders", &orders), ("clicks", &clicks)] {
+        // In a path `{topic}-{topicId}/`, in a listing's prefix `{topic}-{topicId}%2F`.
+        let name = format!("{topic}-{}", p.topic_id_partition.topic_id);
+        let seen = by_method(&log, Some(&name));
+        println!("{topic}: ours {} (contract level {}), the proxy's {seen:?}", http[topic], contract[topic]);
+        assert_eq!(as_methods(&http[topic]), seen, "{topic}: ours {} against the proxy's {seen:?}", http[topic]);
+        assert!(seen["PUT"] >= 3 * 2, "{topic}: {seen:?}");
+    }
+    assert_eq!(http.len(), 2, "{:?}", http.keys().collect::<Vec<_>>());
+    let all = store.store_requests().unwrap();
+    assert_eq!(as_methods(&all), by_method(&log, None), "in all: ours {all}");
+    // A price table turns a topic's counts into money.
+    let c = &http["clicks"];
+    let e = store.prices().unwrap().estimate(c, None);
+    let n = |op| c.get(op).requests as f64 / 1000.0;
+    let want = (n(Op::Put) + n(Op::Post)) * 0.005 + (n(Op::Get) + n(Op::Head)) * 0.0004;
+    assert!((e.requests - want).abs() < 1e-12, "{e:?}");
+    assert_eq!(e.unpriced, [(Op::List, c.get(Op::List).requests)], "no price for listings was set");
+}
