@@ -28,7 +28,7 @@ pub mod log;
 use bytes::Bytes;
 use handles::Registry;
 use jni::errors::ErrorPolicy;
-use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString, JThrowable, JValue, ReleaseMode};
+use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString, JThrowable, JValue, ReleaseMode};
 use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned, jni_sig};
 use rsm_core::{Error, ErrorKind, IndexType, LogSegmentData, RemoteLogSegmentMetadata, Result};
@@ -298,6 +298,74 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_cacheMetrics<'l>(
         let values = STORES.get(store)?.cache_metrics().map(|v| jlong::try_from(v).unwrap_or(jlong::MAX));
         let out = JLongArray::new(env, values.len())?;
         out.set_region(env, 0, &values)?;
+        Ok(out)
+    })
+}
+
+/// The values of one operation in `topicRequests`' counts: requests, failed, bytes sent, bytes received.
+const TOPIC_VALUES: usize = 4;
+
+/// `static native String[] requestOps()`: the names of the kinds of request (`PUT`, `POST`, `GET`, `HEAD`,
+/// `DELETE`, `LIST`, `OTHER`), in the order of each topic's counts in `topicRequests`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_rsm_kafka_NativeBridge_requestOps<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, |env| {
+        let ops = rsm_core::backend::Op::ALL;
+        let names = JObjectArray::<JString>::new(env, ops.len(), JString::default())?;
+        for (i, op) in ops.iter().enumerate() {
+            env.with_local_frame(2, |env| -> Outcome<()> {
+                let s = env.new_string(op.name())?;
+                Ok(names.set_element(env, i, &s)?)
+            })?;
+        }
+        Ok(names)
+    })
+}
+
+/// `static native Object[] topicRequests(long store)`: every topic's requests so far, in one call:
+/// `{String[] topics, long[] counts, String level}`, where `counts` holds, for each topic in order and each
+/// kind of request in the order of `requestOps`, its requests, failed requests, bytes sent and bytes
+/// received. The counts are what a bill counts ([`Store::requests_by_topic`]): the HTTP requests of a cloud
+/// store's client (level `store`), else the calls on the store (level `contract`). A value above
+/// `Long.MAX_VALUE` reads as `Long.MAX_VALUE`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_rsm_kafka_NativeBridge_topicRequests<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+) -> JObjectArray<'l, JObject<'l>> {
+    entry(&mut env, |env| {
+        let (level, topics) = STORES.get(store)?.requests_by_topic();
+        let ops = rsm_core::backend::Op::ALL;
+        let mut values = Vec::with_capacity(topics.len() * ops.len() * TOPIC_VALUES);
+        for counts in topics.values() {
+            for op in ops {
+                let c = counts.get(op);
+                for v in [c.requests, c.failed, c.bytes_sent, c.bytes_received] {
+                    values.push(jlong::try_from(v).unwrap_or(jlong::MAX));
+                }
+            }
+        }
+        let names = JObjectArray::<JString>::new(env, topics.len(), JString::default())?;
+        for (i, topic) in topics.keys().enumerate() {
+            env.with_local_frame(2, |env| -> Outcome<()> {
+                let s = env.new_string(topic)?;
+                Ok(names.set_element(env, i, &s)?)
+            })?;
+        }
+        let counts = JLongArray::new(env, values.len())?;
+        counts.set_region(env, 0, &values)?;
+        let level = env.new_string(match level {
+            rsm_facade::CountLevel::Store => "store",
+            rsm_facade::CountLevel::Contract => "contract",
+        })?;
+        let out = JObjectArray::<JObject>::new(env, 3, JObject::null())?;
+        out.set_element(env, 0, &names)?;
+        out.set_element(env, 1, &counts)?;
+        out.set_element(env, 2, &level)?;
         Ok(out)
     })
 }

@@ -50,6 +50,18 @@ final class NativeBridge {
      */
     static native long[] cacheMetrics(long store);
 
+    /** The kinds of request ({@code PUT}, {@code GET}, ...), in the order of each topic's {@link #topicRequests}. */
+    static native String[] requestOps();
+
+    /**
+     * Every topic's requests so far, in one call: {@code {String[] topics, long[] counts, String level}}, where
+     * {@code counts} holds, for each topic in order and each kind of request of {@link #requestOps} in order, its
+     * requests, failed requests, bytes sent and bytes received; {@code level} is {@code store} (a cloud store's
+     * HTTP requests) or {@code contract} (calls on the store). A count beyond {@code Long.MAX_VALUE} reads as
+     * {@code Long.MAX_VALUE}.
+     */
+    static native Object[] topicRequests(long store);
+
     static native byte[] copy(long store, byte[] metadata, String log, String offsetIndex, String timeIndex,
                               String transactionIndex, String producerSnapshot, byte[] leaderEpochCheckpoint);
 

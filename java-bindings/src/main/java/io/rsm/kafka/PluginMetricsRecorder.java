@@ -2,10 +2,14 @@ package io.rsm.kafka;
 
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
@@ -33,7 +37,9 @@ import org.apache.kafka.common.utils.Time;
  * The plugin's metrics, per operation (tag {@code operation}): calls, failed calls, bytes and call latency,
  * recorded with Kafka's own {@code org.apache.kafka.common.metrics} (in the 3.9 API); and, without that tag, the
  * store's cache counters ({@code chunk-cache-hits}, ..., named by the native side), read from it when a metric
- * is read ({@link CacheCounters}).
+ * is read ({@link CacheCounters}); and per topic (tag {@code topic}, with tag {@code op} the kind of request),
+ * the requests and bytes sent to the remote store for the topic's objects ({@link TopicRequests}), registered
+ * when the plugin first works on the topic.
  *
  * <p>They go either to the broker's registry, through KIP-877's {@code PluginMetrics} (see
  * {@code MonitorableRustRemoteStorageManager}), or to a registry of the plugin's own with a {@link JmxReporter}
@@ -136,6 +142,95 @@ final class PluginMetricsRecorder implements AutoCloseable {
         }
     }
 
+    /**
+     * The most topics given request metrics of their own: the native side counts that many apart
+     * ({@code rsm_core::backend::MAX_TOPICS}) and the rest together under {@link #OTHER_TOPICS}, which is
+     * registered instead once the bound is reached.
+     */
+    static final int MAX_TOPICS = 10_000;
+    /** The topic the native side counts the requests of topics beyond its bound under. */
+    static final String OTHER_TOPICS = "(other topics)";
+
+    /**
+     * Every topic's request counts of the store open now, read through {@link NativeBridge#topicRequests} (one
+     * call for every topic) at most once per {@link CacheCounters#MAX_AGE_NANOS} whatever the number of metrics
+     * read. With no store open, or when the read fails, the last values read (zeros before the first): reading a
+     * metric never throws.
+     */
+    static final class TopicRequests {
+        /** The values of one kind of request, in the native side's order. */
+        static final int REQUESTS = 0;
+        static final int FAILED = 1;
+        static final int SENT = 2;
+        static final int RECEIVED = 3;
+        private static final int FIELDS = 4;
+
+        private final LongSupplier store;
+        private final int ops;
+        private Map<String, long[]> values = Map.of();
+        private long readAt;
+        private boolean fresh;
+
+        /**
+         * @param store the handle of the store open now, 0 when none
+         * @param ops how many kinds of request each topic has ({@link NativeBridge#requestOps})
+         */
+        TopicRequests(LongSupplier store, int ops) {
+            this.store = store;
+            this.ops = ops;
+        }
+
+        /** The value {@code field} of the kind of request at {@code op} of {@link NativeBridge#requestOps}. */
+        synchronized long value(String topic, int op, int field) {
+            long[] v = current().get(topic);
+            int i = op * FIELDS + field;
+            return v != null && i < v.length ? v[i] : 0;
+        }
+
+        /** The value {@code field} summed over every kind of request. */
+        synchronized long sum(String topic, int field) {
+            long[] v = current().get(topic);
+            long n = 0;
+            for (int i = field; v != null && i < v.length; i += FIELDS) {
+                n += v[i];
+            }
+            return n;
+        }
+
+        private Map<String, long[]> current() {
+            long now = System.nanoTime();
+            if (!fresh || now - readAt >= CacheCounters.MAX_AGE_NANOS) {
+                long s = store.getAsLong();
+                if (s != 0) {
+                    try {
+                        values = parse(NativeBridge.topicRequests(s), ops);
+                    } catch (RuntimeException | LinkageError e) {
+                        // Closed meanwhile, or a library without the method: the last values stand.
+                    }
+                }
+                readAt = now;
+                fresh = true;
+            }
+            return values;
+        }
+
+        /** {@code {String[] topics, long[] counts, String level}} as each topic's counts. */
+        static Map<String, long[]> parse(Object[] answer, int ops) {
+            String[] topics = (String[]) answer[0];
+            long[] counts = (long[]) answer[1];
+            int per = ops * FIELDS;
+            if (counts.length != topics.length * per) {
+                throw new IllegalStateException("topicRequests: " + counts.length + " counts for " + topics.length
+                        + " topics of " + ops + " kinds of request");
+            }
+            Map<String, long[]> out = new HashMap<>();
+            for (int t = 0; t < topics.length; t++) {
+                out.put(topics[t], Arrays.copyOfRange(counts, t * per, (t + 1) * per));
+            }
+            return out;
+        }
+    }
+
     /** What each cache counter counts, by name; a name the native side adds later gets a generic text. */
     private static final Map<String, String> CACHE_METRIC_DESCRIPTIONS = Map.ofEntries(
             Map.entry("chunk-cache-hits", "Chunk reads served from the chunk cache's memory"),
@@ -180,12 +275,18 @@ final class PluginMetricsRecorder implements AutoCloseable {
     private final Map<Operation, Sensors> sensors = new EnumMap<>(Operation.class);
     private final List<String> sensorNames = new ArrayList<>();
     private final List<MetricName> metricNames = new ArrayList<>();
+    /** The kinds of request of {@link NativeBridge#requestOps}; none from a library that lacks them. */
+    private final String[] requestOps = requestOps();
+    private final TopicRequests topicRequests;
+    /** The topics whose request metrics are registered. */
+    private final Set<String> topics = ConcurrentHashMap.newKeySet();
     private boolean closed;
 
     /** @param store the handle of the store open now (0 when none), whose cache counters are published */
     PluginMetricsRecorder(SensorRegistry registry, String description, LongSupplier store) {
         this.registry = registry;
         this.description = description;
+        this.topicRequests = new TopicRequests(store, requestOps.length);
         // Sensor names are global in a registry: unique per recorder, so that two never share one.
         String prefix = "io.rsm.kafka." + INSTANCES.incrementAndGet() + ".";
         try {
@@ -237,6 +338,77 @@ final class PluginMetricsRecorder implements AutoCloseable {
         } catch (LinkageError e) {
             return new String[0];
         }
+    }
+
+    /** The kinds of request; none from a library that lacks them (a stale override of the jar's own). */
+    private static String[] requestOps() {
+        try {
+            return NativeBridge.requestOps();
+        } catch (LinkageError e) {
+            return new String[0];
+        }
+    }
+
+    /**
+     * Registers the request metrics of {@code topic} the first time the plugin works on it (after that, one
+     * look-up): {@code remote-requests-total} and {@code remote-requests-failed-total} per kind of request (tag
+     * {@code op}), {@code remote-bytes-sent-total} and {@code remote-bytes-received-total}, all tagged
+     * {@code topic}. Beyond {@link #MAX_TOPICS} topics, {@link #OTHER_TOPICS} is registered instead. Never throws:
+     * a registry that refuses the metrics leaves the topic without them.
+     */
+    void topic(String topic) {
+        if (topic == null || topics.contains(topic)) {
+            return;
+        }
+        synchronized (sensorNames) {
+            if (closed || requestOps.length == 0 || topics.contains(topic) || topics.contains(OTHER_TOPICS)) {
+                return;
+            }
+            String name = topics.size() < MAX_TOPICS ? topic : OTHER_TOPICS;
+            List<MetricName> added = new ArrayList<>();
+            try {
+                for (int i = 0; i < requestOps.length; i++) {
+                    int op = i;
+                    LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+                    tags.put("topic", name);
+                    tags.put("op", requestOps[i]);
+                    added.add(gauge("remote-requests-total", "Requests of this kind sent to the remote store about"
+                            + " the topic's objects, failed ones included (for a cloud store every HTTP request its"
+                            + " client sent: retries, multipart parts, batches)", tags,
+                            () -> topicRequests.value(name, op, TopicRequests.REQUESTS)));
+                    added.add(gauge("remote-requests-failed-total", "Requests of this kind about the topic's"
+                            + " objects that failed (an error, or an HTTP status of 400 or above)", tags,
+                            () -> topicRequests.value(name, op, TopicRequests.FAILED)));
+                }
+                LinkedHashMap<String, String> tags = new LinkedHashMap<>();
+                tags.put("topic", name);
+                added.add(gauge("remote-bytes-sent-total", "Bytes sent to the remote store about the topic's"
+                        + " objects (uploads)", tags, () -> topicRequests.sum(name, TopicRequests.SENT)));
+                added.add(gauge("remote-bytes-received-total", "Bytes received from the remote store about the"
+                        + " topic's objects (reads)", tags, () -> topicRequests.sum(name, TopicRequests.RECEIVED)));
+            } catch (RuntimeException e) {
+                for (MetricName m : added) {
+                    try {
+                        registry.removeMetric(m);
+                    } catch (RuntimeException ignored) {
+                        // Gone already.
+                    }
+                }
+                metricNames.removeAll(added);
+                topics.add(topic);
+                return;
+            }
+            topics.add(name);
+            topics.add(topic);
+        }
+    }
+
+    private MetricName gauge(String name, String description, LinkedHashMap<String, String> tags,
+                             LongSupplier value) {
+        MetricName m = registry.metricName(name, description, tags);
+        registry.addMetric(m, (Measurable) (config, now) -> value.getAsLong());
+        metricNames.add(m);
+        return m;
     }
 
     private Sensor sensor(String name) {

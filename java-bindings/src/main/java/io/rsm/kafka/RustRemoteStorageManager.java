@@ -39,10 +39,10 @@ import org.slf4j.LoggerFactory;
  * {@link OutOfMemoryError} included, as a {@code RemoteStorageException} with the cause attached. No
  * {@link Error} escapes a storage call.
  *
- * <p>Metrics (calls, failures, bytes and latency per operation, and the store's cache counters, see
- * {@link PluginMetricsRecorder}) go to a registry of the plugin's own, reported over JMX;
- * {@code MonitorableRustRemoteStorageManager}, for brokers 4.1 and later, hands them to the broker's registry
- * instead (KIP-877).
+ * <p>Metrics (calls, failures, bytes and latency per operation, the store's cache counters, and per topic the
+ * requests and bytes sent to the store, see {@link PluginMetricsRecorder}) go to a registry of the plugin's own,
+ * reported over JMX; {@code MonitorableRustRemoteStorageManager}, for brokers 4.1 and later, hands them to the
+ * broker's registry instead (KIP-877).
  */
 public class RustRemoteStorageManager implements RemoteStorageManager {
     /** The setting (under {@code rsm.config.}) that names the store. */
@@ -209,6 +209,7 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         boolean ok = false;
         try {
             what = "copy of segment " + segmentId(metadata, what);
+            topicSeen(m, metadata);
             argument(data, "logSegmentData", what);
             byte[] epochs = bytes(argument(data.leaderEpochIndex(), "logSegmentData.leaderEpochIndex", what));
             Optional<Path> txn = argument(data.transactionIndex(), "logSegmentData.transactionIndex", what);
@@ -273,6 +274,7 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         boolean ok = false;
         try {
             what = "segment " + segmentId(metadata, what) + " from position " + start;
+            topicSeen(m, metadata);
             if (start < 0) {
                 throw new RemoteStorageException(what + ": argument startPosition " + start + " is negative");
             }
@@ -302,6 +304,7 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         boolean ok = false;
         try {
             what = "index of segment " + segmentId(metadata, what);
+            topicSeen(m, metadata);
             argument(indexType, "indexType", what);
             what = indexType + " " + what;
             long h = NativeBridge.fetchIndex(store(), MetadataCodec.encode(metadata), indexCode(indexType));
@@ -341,6 +344,7 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         boolean ok = false;
         try {
             what = "delete of segment " + segmentId(metadata, what);
+            topicSeen(m, metadata);
             NativeBridge.delete(store(), MetadataCodec.encode(metadata));
             ok = true;
         } catch (Throwable t) {
@@ -377,6 +381,13 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
             throw new RemoteStorageException(what + ": argument " + name + " is null");
         }
         return value;
+    }
+
+    /** Registers the request metrics of the segment's topic the first time the plugin works on it. */
+    private static void topicSeen(PluginMetricsRecorder m, RemoteLogSegmentMetadata metadata) {
+        if (m != null && metadata.remoteLogSegmentId().topicIdPartition() != null) {
+            m.topic(metadata.remoteLogSegmentId().topicIdPartition().topic());
+        }
     }
 
     /** The segment id of {@code metadata}, checked: neither may be null. */

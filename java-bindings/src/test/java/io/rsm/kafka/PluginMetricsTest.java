@@ -423,8 +423,14 @@ class PluginMetricsTest {
                 assertEquals(0.0, value(registry, "chunk-cache-hits", noOp));
                 assertTrue(value(registry, "manifest-cache-misses", noOp) >= 1, "the fetches read the manifest");
                 assertTrue(value(registry, "index-cache-misses", noOp) >= 1, "the index fetch reads the index");
+                // The topic's requests, per kind of request and in bytes: two copies of three uploads each.
+                Map<String, String> put = new LinkedHashMap<>(pluginTags);
+                put.put("topic", TP.topic());
+                put.put("op", "PUT");
+                assertEquals(6.0, value(registry, "remote-requests-total", put));
                 Set<String> names = pluginMetricNames(registry);
-                assertEquals(4 * 6 + 3 * 2 + NativeBridge.cacheMetricNames().length, names.size(),
+                int perTopic = 2 * NativeBridge.requestOps().length + 2;
+                assertEquals(4 * 6 + 3 * 2 + NativeBridge.cacheMetricNames().length + perTopic, names.size(),
                         names.toString());
             } finally {
                 rsm.close();
