@@ -8,6 +8,7 @@
 
 mod cmd;
 mod exit;
+mod metrics;
 mod output;
 mod settings;
 
@@ -171,6 +172,11 @@ enum Command {
         /// and the setting that makes each due), and change nothing.
         #[arg(long, conflicts_with = "watch")]
         dry_run: bool,
+        /// With --watch: serve the requests and bytes of each topic (and with the cost.* prices set, what
+        /// the requests cost) in Prometheus's text format on GET /metrics at HOST:PORT (port 0: a free
+        /// one, printed at the start).
+        #[arg(long, value_name = "HOST:PORT", requires = "watch")]
+        metrics_addr: Option<String>,
         /// Run even when it would copy segments and delete them by retention in the same run (a first run
         /// over records older than retention.ms); without it, or retention.ms set explicitly, such a run
         /// prints its plan and stops.
@@ -327,7 +333,9 @@ fn run(cli: Cli) -> CmdResult {
             cmd::fetch::run(&store.open()?, &segment, offset, timestamp, position, bytes, index, output.as_deref())
         }
         Command::Verify { store, dir } => cmd::verify::run(o, &store.open()?, dir.as_deref()),
-        Command::Tier { dirs, engine, watch, dry_run, yes } => cmd::tier::run(o, &dirs, &engine, watch, dry_run, yes),
+        Command::Tier { dirs, engine, watch, dry_run, yes, metrics_addr } => {
+            cmd::tier::run(o, &dirs, &engine, watch, dry_run, yes, metrics_addr.as_deref())
+        }
         Command::Offsets { dirs, engine } => cmd::offsets::run(o, &dirs, &engine),
         Command::Read {
             dir,

@@ -165,7 +165,7 @@ impl EngineArgs {
                 }
             }
         };
-        Ok(Engine { manager: Arc::new(manager), metadata_dir: dir, store })
+        Ok(Engine { manager: Arc::new(manager), metadata_dir: dir, store: Arc::new(store) })
     }
 }
 
@@ -186,7 +186,7 @@ pub struct Engine {
     pub manager: Arc<RemoteLogManager>,
     /// Where its metadata (or its snapshots) are.
     pub metadata_dir: PathBuf,
-    store: Store,
+    store: Arc<Store>,
 }
 
 impl Engine {
@@ -199,6 +199,11 @@ impl Engine {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store, shared (the metrics responder of `rsm tier --watch` keeps one).
+    pub fn shared_store(&self) -> Arc<Store> {
+        Arc::clone(&self.store)
     }
 
     /// Closes the manager (the metadata is flushed and closed).

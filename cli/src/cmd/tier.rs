@@ -1,19 +1,30 @@
 //! `rsm tier`: the tiering engine run over partition directories, once or (`--watch`) until stopped, or
 //! (`--dry-run`) its plan printed; a run that would copy segments and expire them at once is refused
-//! without `--yes` or an explicit retention.
+//! without `--yes` or an explicit retention. A run ends with the requests and bytes of each topic (and what
+//! they cost, with the `cost.*` prices set); `--watch --metrics-addr` serves them to Prometheus.
 
+use super::engine::Engine;
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
 use indicatif::{ProgressBar, ProgressStyle};
-use rsm_core::{Error, TopicIdPartition};
+use rsm_core::{Error, RemoteLogSegmentState, TopicIdPartition};
 use rsm_engine::{RunReport, Totals};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Runs `rsm tier` over `dirs`: with `dry_run` the plan only; else the plan first unless `yes` or the
 /// retention is set explicitly, refused when the run would copy segments and delete them by retention.
-pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, watch: bool, dry_run: bool, yes: bool) -> CmdResult {
+pub fn run(
+    o: &mut Out,
+    dirs: &[PathBuf],
+    engine: &EngineArgs,
+    watch: bool,
+    dry_run: bool,
+    yes: bool,
+    metrics_addr: Option<&str>,
+) -> CmdResult {
     if dry_run || !(yes || engine.retention_explicit()?) {
         let refused = tier_plan(o, dirs, engine, dry_run)?;
         if dry_run {
@@ -29,7 +40,36 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, watch: bool, dry_
             .into());
         }
     }
-    tier_command(o, dirs, engine, watch)
+    tier_command(o, dirs, engine, watch, metrics_addr)
+}
+
+/// The bytes of the segments copied and not deleted, by topic, of the partitions `e` serves, as their
+/// metadata gives them (Kafka's segment sizes: what the store holds besides, indexes and manifests, is
+/// small; compression is not accounted). No request to the store.
+fn stored_by_topic(e: &Engine) -> BTreeMap<String, u64> {
+    let rt = rsm_facade::runtime();
+    let mut out = BTreeMap::new();
+    for (tp, _, _) in e.manager.partitions() {
+        let Ok(segments) = rt.block_on(e.manager.metadata().list_remote_log_segments(&tp)) else { continue };
+        let bytes: u64 = segments
+            .iter()
+            .filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished)
+            .map(|m| m.segment_size_in_bytes.max(0) as u64)
+            .sum();
+        *out.entry(tp.topic_partition.topic.clone()).or_default() += bytes;
+    }
+    out
+}
+
+/// Prints the requests and bytes of each topic so far, and with a price table what they cost.
+fn print_topic_costs(o: &mut Out, e: &Engine) -> CmdResult {
+    let store = e.store();
+    let (level, topics) = store.requests_by_topic();
+    let stored = if store.prices().is_some() { stored_by_topic(e) } else { BTreeMap::new() };
+    for line in crate::metrics::topic_lines(level, &topics, store.prices(), &stored) {
+        out!(o, "{line}");
+    }
+    Ok(())
 }
 
 /// One line of a run's summary.
@@ -153,11 +193,15 @@ fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, all: bool) -> Cmd
 }
 
 /// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
-fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool) -> CmdResult {
+fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool, metrics: Option<&str>) -> CmdResult {
     let e = args.open(dirs)?;
     let tps = e.add(dirs)?;
     let rt = rsm_facade::runtime();
     out!(o, "tiering {} partitions to {} (metadata in {})", tps.len(), args.store, e.metadata_dir.display());
+    if let Some(addr) = metrics {
+        let bound = crate::metrics::serve(addr, e.shared_store())?;
+        out!(o, "serving the requests and bytes of each topic on http://{bound}/metrics");
+    }
     if !watch {
         let mut failures = 0;
         let pb = ProgressBar::new_spinner();
@@ -198,6 +242,7 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool) -
             t.iter().map(|(_, t)| t.remote_deleted).sum::<u64>(),
             t.iter().map(|(_, t)| t.local_deleted).sum::<u64>(),
         );
+        print_topic_costs(o, &e)?;
         e.close()?;
         return match (failures, permanent) {
             (0, _) => Ok(()),
