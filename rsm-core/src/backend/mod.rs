@@ -8,6 +8,10 @@
 //! hidden `.rsm-tmp-*` file beside the key and rename it over the key) leaves them behind when the process
 //! dies mid-upload. [`StorageBackend::list`] never shows them; [`StorageBackend::list_temporary`] does, so
 //! that the orphan sweep and a segment's delete can remove them with [`StorageBackend::delete`].
+//!
+//! A store with multipart uploads (S3) keeps the parts of an upload a crash cut short, invisible to
+//! [`StorageBackend::list`] and billed, until the upload is aborted:
+//! [`StorageBackend::list_incomplete_uploads`] lists them and [`StorageBackend::abort_upload`] aborts one.
 
 mod counts;
 pub mod layers;
@@ -27,6 +31,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// A stream of bytes, pulled in order; memory is bounded by what the consumer holds.
 pub type ByteStream = BoxStream<'static, Result<Bytes>>;
@@ -49,6 +54,34 @@ pub struct TemporaryObject {
     pub meta: ObjectMeta,
     /// The key the upload was writing.
     pub target: String,
+}
+
+/// A multipart upload started and never completed nor aborted (one in flight, or one a crash cut short),
+/// listed by [`StorageBackend::list_incomplete_uploads`]: its parts are in the store, invisible to
+/// [`StorageBackend::list`], until [`StorageBackend::abort_upload`] removes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IncompleteUpload {
+    /// The key the upload was writing.
+    pub key: String,
+    /// The store's id of the upload, for [`StorageBackend::abort_upload`].
+    pub upload_id: String,
+    /// When the upload was started, if the store says.
+    pub initiated: Option<SystemTime>,
+    /// When its latest part was uploaded, if it has parts and the store says.
+    pub last_part: Option<SystemTime>,
+    /// Parts uploaded so far.
+    pub parts: u64,
+    /// Bytes of the parts uploaded so far; `None` when the store could not be asked (a key its client
+    /// cannot address).
+    pub bytes: Option<u64>,
+}
+
+impl IncompleteUpload {
+    /// The upload's last sign of life: the later of its start and its latest part (an upload still sending
+    /// parts looks young, however long ago it started); `None` when the store says neither.
+    pub fn last_written(&self) -> Option<SystemTime> {
+        self.initiated.max(self.last_part)
+    }
 }
 
 /// The contract of a store. Async on tokio; every method may be called concurrently.
@@ -89,6 +122,24 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
     async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
         let _ = prefix;
         Ok(Vec::new())
+    }
+
+    /// The multipart uploads to keys that start with `prefix` that were started and never completed nor
+    /// aborted (uploads in flight, and those a crash interrupted), sorted by key and then by their start,
+    /// each with the bytes of its parts so far. Stores without multipart uploads, or whose unfinished
+    /// uploads are temporary objects ([`StorageBackend::list_temporary`]), have none: the default lists
+    /// nothing and sends no request.
+    async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<IncompleteUpload>> {
+        let _ = prefix;
+        Ok(Vec::new())
+    }
+
+    /// Aborts the multipart upload `upload_id` to `key` (as listed by
+    /// [`StorageBackend::list_incomplete_uploads`]): its parts are removed and it can no longer complete.
+    /// Aborting an upload that is gone (completed or aborted) succeeds. The default has nothing to abort.
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
+        let _ = (key, upload_id);
+        Ok(())
     }
 
     /// Uploads `bytes` as `key` (a convenience over [`StorageBackend::put_stream`]).

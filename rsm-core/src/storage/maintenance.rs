@@ -57,41 +57,52 @@ impl TieredStorage {
     }
 
     /// The leftovers of interrupted uploads under the partition `tp` (or the whole prefix when `None`): the
-    /// objects of segments that have no manifest (failed copies whose cleanup did not finish) and the store's
+    /// objects of segments that have no manifest (failed copies whose cleanup did not finish), the store's
     /// temporary upload objects
     /// ([`StorageBackend::list_temporary`](crate::backend::StorageBackend::list_temporary): the `.rsm-tmp-*`
-    /// files of the filesystem and HDFS stores that a crash mid-upload leaves), each only when last written
-    /// at least `min_age` ago, so copies still in flight are left alone
+    /// files of the filesystem and HDFS stores that a crash mid-upload leaves) and the multipart uploads to
+    /// segments' keys never completed nor aborted
+    /// ([`StorageBackend::list_incomplete_uploads`](crate::backend::StorageBackend::list_incomplete_uploads):
+    /// S3's, which a crash mid-upload leaves invisible and billed), each only when last written at least
+    /// `min_age` ago (an upload: started, or its latest part sent), so copies still in flight are left alone
     /// ([`ORPHAN_MIN_AGE`](super::ORPHAN_MIN_AGE) is the safety age to use unless the caller knows better).
-    /// Two listings; nothing is changed.
+    /// Three listings (and, on S3, one listing of parts per incomplete upload); nothing is changed.
     pub async fn orphans(&self, tp: Option<&TopicIdPartition>, min_age: std::time::Duration) -> Result<Orphans> {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
         let temporary = self.backend.list_temporary(&prefix).await?;
+        let uploads = self.backend.list_incomplete_uploads(&prefix).await?;
         let committed: std::collections::HashSet<&str> = objects
             .iter()
             .filter_map(|o| layout::split_object_key(&o.key))
             .filter_map(|(stem, s)| (s == Suffix::Manifest).then_some(stem))
             .collect();
         let now = std::time::SystemTime::now();
-        let old = |o: &crate::backend::ObjectMeta| {
-            o.last_modified.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age)
-        };
+        let old =
+            |t: Option<std::time::SystemTime>| t.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= min_age);
         let mut out = Orphans::default();
-        for o in objects.iter().filter(|o| old(o)) {
+        for o in objects.iter().filter(|o| old(o.last_modified)) {
             if let Some((stem, Suffix::Log | Suffix::Indexes)) = layout::split_object_key(&o.key)
                 && !committed.contains(stem)
             {
                 out.uncommitted.push((o.key.clone(), o.size));
             }
         }
-        out.temporary = temporary.iter().filter(|t| old(&t.meta)).map(|t| (t.meta.key.clone(), t.meta.size)).collect();
+        out.temporary =
+            temporary.iter().filter(|t| old(t.meta.last_modified)).map(|t| (t.meta.key.clone(), t.meta.size)).collect();
+        // Only uploads to a segment's keys are the SDK's own: another writer's under the prefix is left alone.
+        out.uploads = uploads
+            .into_iter()
+            .filter(|u| old(u.last_written()) && layout::parse_segment_key(&self.config.key_prefix, &u.key).is_some())
+            .collect();
         out.uncommitted.sort();
         out.temporary.sort();
+        out.uploads.sort_by(|a, b| (&a.key, a.initiated).cmp(&(&b.key, b.initiated)));
         Ok(out)
     }
 
-    /// Deletes what [`TieredStorage::orphans`] lists. Returns the deleted keys, sorted.
+    /// Deletes what [`TieredStorage::orphans`] lists and aborts the incomplete uploads it lists. Returns
+    /// the deleted keys and the keys of the aborted uploads, sorted.
     pub async fn sweep_orphans(
         &self,
         tp: Option<&TopicIdPartition>,
@@ -99,17 +110,33 @@ impl TieredStorage {
     ) -> Result<Vec<String>> {
         let found = self.orphans(tp, min_age).await?;
         let mut keys = found.keys();
-        if !keys.is_empty() {
+        if !keys.is_empty() || !found.uploads.is_empty() {
             tracing::info!(
                 segment_objects = found.uncommitted.len(),
                 temporary = found.temporary.len(),
+                incomplete_uploads = found.uploads.len(),
                 min_age_s = min_age.as_secs(),
-                "deleting objects of uncommitted segments and temporary objects of interrupted uploads"
+                "deleting objects of uncommitted segments and temporary objects of interrupted uploads, aborting \
+                 incomplete multipart uploads"
             );
+        }
+        self.abort_uploads(&found.uploads).await?;
+        if !keys.is_empty() {
             self.backend.delete_many(&keys).await?;
         }
+        keys.extend(found.uploads.iter().map(|u| u.key.clone()));
         keys.sort();
         Ok(keys)
+    }
+
+    /// Aborts each of `uploads` (as [`TieredStorage::orphans`] or
+    /// [`StorageBackend::list_incomplete_uploads`](crate::backend::StorageBackend::list_incomplete_uploads)
+    /// listed them), one request each; an upload already gone is no error. Stops at the first failure.
+    pub async fn abort_uploads(&self, uploads: &[crate::backend::IncompleteUpload]) -> Result<()> {
+        for u in uploads {
+            self.backend.abort_upload(&u.key, &u.upload_id).await?;
+        }
+        Ok(())
     }
 
     /// Reads every chunk and index of a segment and checks them against the manifest: each chunk's blocks

@@ -87,29 +87,40 @@ pub struct ListedSegment {
     pub missing: Vec<&'static str>,
 }
 
-/// What [`TieredStorage::orphans`] found: (key, bytes) each, sorted by key.
+/// What [`TieredStorage::orphans`] found: (key, bytes) each, sorted by key, and the incomplete multipart
+/// uploads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Orphans {
     /// Objects of segments without a manifest (an upload cut short before its commit point).
     pub uncommitted: Vec<(String, u64)>,
     /// Temporary objects of interrupted uploads.
     pub temporary: Vec<(String, u64)>,
+    /// Multipart uploads to segments' keys never completed nor aborted (a crash mid-upload), sorted by key:
+    /// invisible in listings, billed until aborted
+    /// ([`StorageBackend::list_incomplete_uploads`]).
+    pub uploads: Vec<crate::backend::IncompleteUpload>,
 }
 
 impl Orphans {
-    /// Every key.
+    /// Every object key (the uploads are aborted, not deleted: [`TieredStorage::abort_uploads`]).
     pub fn keys(&self) -> Vec<String> {
         self.uncommitted.iter().chain(&self.temporary).map(|(k, _)| k.clone()).collect()
     }
 
-    /// Bytes in all.
+    /// Bytes in all, the uploads' parts included.
     pub fn bytes(&self) -> u64 {
-        self.uncommitted.iter().chain(&self.temporary).map(|(_, b)| b).sum()
+        let objects: u64 = self.uncommitted.iter().chain(&self.temporary).map(|(_, b)| b).sum();
+        objects + self.upload_bytes()
+    }
+
+    /// Bytes of the uploads' parts (those the store told).
+    pub fn upload_bytes(&self) -> u64 {
+        self.uploads.iter().filter_map(|u| u.bytes).sum()
     }
 
     /// Whether nothing was found.
     pub fn is_empty(&self) -> bool {
-        self.uncommitted.is_empty() && self.temporary.is_empty()
+        self.uncommitted.is_empty() && self.temporary.is_empty() && self.uploads.is_empty()
     }
 }
 

@@ -120,6 +120,88 @@ async fn sweep_removes_only_old_uncommitted_objects() {
     assert!(collect(f.fresh_rsm().fetch_log_segment(&md0, 0, None).await.unwrap()).await.is_ok());
 }
 
+/// A store with incomplete multipart uploads (as S3 lists them): the uploads given, minus those aborted.
+#[derive(Debug)]
+struct Uploads {
+    inner: Arc<dyn StorageBackend>,
+    uploads: std::sync::Mutex<Vec<crate::backend::IncompleteUpload>>,
+}
+
+#[async_trait]
+impl LayeredBackend for Uploads {
+    fn inner(&self) -> &Arc<dyn StorageBackend> {
+        &self.inner
+    }
+    async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<crate::backend::IncompleteUpload>> {
+        Ok(self.uploads.lock().unwrap().iter().filter(|u| u.key.starts_with(prefix)).cloned().collect())
+    }
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.uploads.lock().unwrap().retain(|u| (u.key.as_str(), u.upload_id.as_str()) != (key, upload_id));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn incomplete_uploads_to_segments_keys_past_the_safety_age_are_orphans_aborted_by_the_sweep() {
+    let now = std::time::SystemTime::now();
+    let ago = |s: u64| Some(now - std::time::Duration::from_secs(s));
+    let memory: Arc<dyn StorageBackend> = Arc::new(MemoryBackend::new());
+    let f = Fixture::new(memory.clone(), "uploads");
+    let (_, md0, data0) = f.segment(0);
+    let (_, md1, _) = f.segment(1);
+    let (_, md2, _) = f.segment(2);
+    let upload = |key: &str, id: &str, initiated, last_part| crate::backend::IncompleteUpload {
+        key: key.to_string(),
+        upload_id: id.to_string(),
+        initiated,
+        last_part,
+        parts: 1,
+        bytes: Some(5 << 20),
+    };
+    let (k1, k2) = (f.rsm.keys(&md1).log, f.rsm.keys(&md2).log);
+    let stranger = format!("{}notes.bin", f.config.key_prefix);
+    let uploads = Uploads {
+        inner: memory.clone(),
+        uploads: std::sync::Mutex::new(vec![
+            // A crash two hours ago.
+            upload(&k1, "old", ago(7200), ago(7000)),
+            // Started two hours ago, a part sent a minute ago: still writing.
+            upload(&k2, "writing", ago(7200), ago(60)),
+            // Someone else's upload under the prefix, and one with no time at all: left alone.
+            upload(&stranger, "other", ago(7200), None),
+            upload(&k2, "timeless", None, None),
+        ]),
+    };
+    let counting = Arc::new(CountingLayer::new(Arc::new(uploads)));
+    let rsm = TieredStorage::new(counting.clone(), f.config.clone());
+    rsm.copy_log_segment_data(&md0, &data0).await.unwrap();
+    let tp = md0.remote_log_segment_id.topic_id_partition.clone();
+
+    let found = rsm.orphans(Some(&tp), std::time::Duration::from_secs(3600)).await.unwrap();
+    let ids: Vec<&str> = found.uploads.iter().map(|u| u.upload_id.as_str()).collect();
+    assert_eq!(ids, ["old"], "{found:?}");
+    assert_eq!((found.upload_bytes(), found.bytes(), found.is_empty()), (5 << 20, 5 << 20, false));
+    let ids = |o: &Orphans| o.uploads.iter().map(|u| u.upload_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&rsm.orphans(Some(&tp), std::time::Duration::from_secs(30)).await.unwrap()), ["old", "writing"]);
+
+    let before = counting.counts().snapshot();
+    let swept = rsm.sweep_orphans(Some(&tp), std::time::Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(swept, std::slice::from_ref(&k1), "the aborted upload's key");
+    let counted = counting.counts().snapshot().since(&before);
+    assert_eq!((counted.get(Op::List).requests, counted.get(Op::Delete).requests), (2, 1), "{counted}");
+    let left = StorageBackend::list_incomplete_uploads(counting.as_ref(), &f.config.key_prefix).await.unwrap();
+    let left: Vec<&str> = left.iter().map(|u| u.upload_id.as_str()).collect();
+    assert_eq!(left, ["writing", "other", "timeless"], "only the old upload to a segment's key was aborted");
+    assert!(collect(rsm.fetch_log_segment(&md0, 0, None).await.unwrap()).await.is_ok(), "the segment stays whole");
+}
+
+#[tokio::test]
+async fn a_store_without_multipart_uploads_lists_none_and_aborts_nothing() {
+    let counting: Arc<dyn StorageBackend> = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    assert!(counting.list_incomplete_uploads("").await.unwrap().is_empty());
+    counting.abort_upload("a/b", "id").await.unwrap();
+}
+
 #[tokio::test]
 async fn a_fetch_inside_a_chunk_reads_at_most_a_fetch_first() {
     let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));

@@ -1,7 +1,7 @@
 //! Counts requests, failures and bytes by operation at the contract's level.
 
 use super::{Layer, LayeredBackend};
-use crate::backend::{ByteStream, LocalObject, ObjectMeta, Op, RequestCounts, StorageBackend};
+use crate::backend::{ByteStream, IncompleteUpload, LocalObject, ObjectMeta, Op, RequestCounts, StorageBackend};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -14,6 +14,9 @@ use std::sync::Arc;
 /// here, whatever the store does underneath), the bytes sent and received, and the calls that failed.
 /// [`StorageBackend::list_temporary`] passes through uncounted: it sends no request to a cloud store, and on
 /// the stores that stage uploads it is a walk of their own directories, not an object request.
+/// [`StorageBackend::list_incomplete_uploads`] counts as one [`Op::List`] and
+/// [`StorageBackend::abort_upload`] as one [`Op::Delete`] (the store's client counts the real requests:
+/// [`StorageBackend::store_requests`]).
 #[derive(Debug)]
 pub struct CountingLayer {
     inner: Arc<dyn StorageBackend>,
@@ -146,5 +149,15 @@ impl LayeredBackend for CountingLayer {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
         self.counts.start(Op::List, 0);
         self.judge(Op::List, self.inner.list(prefix).await)
+    }
+
+    async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<IncompleteUpload>> {
+        self.counts.start(Op::List, 0);
+        self.judge(Op::List, self.inner.list_incomplete_uploads(prefix).await)
+    }
+
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.counts.start(Op::Delete, 0);
+        self.judge(Op::Delete, self.inner.abort_upload(key, upload_id).await)
     }
 }

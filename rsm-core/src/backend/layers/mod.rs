@@ -33,7 +33,7 @@ pub use parallel::{MAX_SPLIT_BYTES, ParallelReadLayer, ParallelReads};
 pub use rate_limit::{RateLimitLayer, UploadRateLimit};
 pub use retry::{RetryConfig, RetryLayer};
 
-use super::{ByteStream, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
+use super::{ByteStream, IncompleteUpload, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -106,6 +106,16 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
         self.inner().list_temporary(prefix).await
     }
 
+    /// See [`StorageBackend::list_incomplete_uploads`].
+    async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<IncompleteUpload>> {
+        self.inner().list_incomplete_uploads(prefix).await
+    }
+
+    /// See [`StorageBackend::abort_upload`].
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
+        self.inner().abort_upload(key, upload_id).await
+    }
+
     /// See [`StorageBackend::store_requests`].
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         self.inner().store_requests()
@@ -142,6 +152,12 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     async fn list_temporary(&self, prefix: &str) -> Result<Vec<TemporaryObject>> {
         LayeredBackend::list_temporary(self, prefix).await
+    }
+    async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<IncompleteUpload>> {
+        LayeredBackend::list_incomplete_uploads(self, prefix).await
+    }
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
+        LayeredBackend::abort_upload(self, key, upload_id).await
     }
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {
         LayeredBackend::store_requests(self)
