@@ -174,7 +174,8 @@ impl CloudStore for GcsConfig {
             matches!(self.credentials, GcsCredentials::Anonymous),
             self.client,
         );
-        Ok(CloudStores { objects: Arc::new(uploads), lister: gcs })
+        // Resumable sessions are not listable (GCS expires an unfinished one after a week): no uploads to list.
+        Ok(CloudStores { objects: Arc::new(uploads), lister: gcs, uploads: None })
     }
 }
 

@@ -5,7 +5,9 @@
 //! A cloud crate keeps only what is really its own: its settings keys, its credentials and its builder
 //! calls.
 
-use crate::{CountingConnector, ObjectStoreBackend, Redactor, RequestCounts, UploadSettings, split_store_url};
+use crate::{
+    CountingConnector, MultipartUploads, ObjectStoreBackend, Redactor, RequestCounts, UploadSettings, split_store_url,
+};
 use object_store::list::PaginatedListStore;
 use object_store::{Attributes, ObjectStore};
 use rsm_core::backend::StorageBackend;
@@ -83,13 +85,22 @@ pub struct CloudStores {
     pub objects: Arc<dyn ObjectStore>,
     /// Listings go here, one request per page.
     pub lister: Arc<dyn PaginatedListStore>,
+    /// Incomplete multipart uploads are listed and aborted here, for a store that has them and lists them
+    /// (S3); `None`: the backend lists none.
+    pub uploads: Option<Arc<dyn MultipartUploads>>,
 }
 
 impl CloudStores {
-    /// One store for everything.
+    /// One store for everything (and no listing of incomplete uploads).
     pub fn one<S: ObjectStore + PaginatedListStore>(store: S) -> Self {
         let store = Arc::new(store);
-        CloudStores { objects: store.clone(), lister: store }
+        CloudStores { objects: store.clone(), lister: store, uploads: None }
+    }
+
+    /// Lists and aborts incomplete multipart uploads through `uploads`.
+    pub fn with_uploads(mut self, uploads: Arc<dyn MultipartUploads>) -> Self {
+        self.uploads = Some(uploads);
+        self
     }
 }
 
@@ -126,12 +137,16 @@ pub trait CloudStore: Sized {
             let message = redactor.scrub(&format!("cannot build the {} client: {e}", kind.label));
             Error::config(kind.container_setting(), message)
         })?;
-        Ok(ObjectStoreBackend::new(kind.name, stores.objects)
+        let backend = ObjectStoreBackend::new(kind.name, stores.objects)
             .with_paginated_list(stores.lister)
             .with_upload(self.upload())
             .with_attributes(self.attributes())
             .with_redactor(redactor)
-            .with_counter(counter))
+            .with_counter(counter);
+        Ok(match stores.uploads {
+            Some(u) => backend.with_multipart_uploads(u),
+            None => backend,
+        })
     }
 }
 

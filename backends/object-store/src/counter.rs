@@ -16,14 +16,14 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The operation an HTTP request counts as: by method, with a GET that lists (S3 and GCS `list-type=2`, Azure
-/// `comp=list`) counted as [`Op::List`].
+/// `comp=list`, S3's multipart uploads `uploads` and their parts `uploadId`) counted as [`Op::List`].
 fn op_of(req: &HttpRequest) -> Op {
     match req.method().as_str() {
         "GET" => {
             let q = req.uri().query().unwrap_or("");
             let lists = q.split('&').any(|kv| {
                 let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                k == "list-type" || (k == "comp" && v == "list")
+                matches!(k, "list-type" | "uploads" | "uploadId") || (k == "comp" && v == "list")
             });
             if lists { Op::List } else { Op::Get }
         }
@@ -206,6 +206,8 @@ mod tests {
             ("GET", "http://h/acc/c?restype=container&comp=list", Op::List),
             ("GET", "http://h/acc/c/blob?comp=blocklist", Op::Get),
             ("GET", "http://h/b/k", Op::Get),
+            ("GET", "http://h/b/?uploads=&prefix=p%2F", Op::List),
+            ("GET", "http://h/b/k?uploadId=1&part-number-marker=2", Op::List),
             ("PUT", "http://h/acc/c/blob?comp=blocklist", Op::Put),
             ("POST", "http://h/b?delete", Op::Post),
             ("HEAD", "http://h/b/k", Op::Head),

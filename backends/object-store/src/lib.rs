@@ -5,7 +5,11 @@
 //! - **Uploads with bounded memory.** An object of at most the multipart threshold goes in one PUT;
 //!   a larger one goes multipart, read part by part with at most [`UploadSettings::parts_in_flight`] parts
 //!   in flight (memory is parts in flight x part size). Any failure aborts the multipart upload, so a
-//!   failed upload never leaves an object, and never clobbers an earlier one.
+//!   failed upload never leaves an object, and never clobbers an earlier one; so does an upload dropped
+//!   before it completed (its future cancelled by a timeout, or by the failure of an upload beside it):
+//!   the abort is sent in the background.
+//! - **Incomplete multipart uploads** listed and aborted, for a store whose crate supplies
+//!   [`MultipartUploads`] (object_store lists none): what a crash mid-upload leaves, invisible and billed.
 //! - **Our range contract.** A range past the end is cut; a range starting at the end is empty; one
 //!   starting past it is an invalid argument; a missing key is not found. A read that asks for bytes costs
 //!   one GET; a HEAD is added only for empty ranges and for reads the server answered with 416.
@@ -52,7 +56,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{
     Attributes, GetOptions, GetRange, MultipartUpload, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
 };
-use rsm_core::backend::{ByteStream, ObjectMeta, StorageBackend, clamp_range, validate_key};
+use rsm_core::backend::{ByteStream, IncompleteUpload, ObjectMeta, StorageBackend, clamp_range, validate_key};
 use rsm_core::{Error, Result};
 use std::fmt;
 use std::ops::Range;
@@ -84,11 +88,25 @@ impl UploadSettings {
     }
 }
 
+/// The incomplete multipart uploads of a store, which object_store does not list: a cloud crate whose store
+/// has multipart uploads supplies this ([`CloudStores::with_uploads`]), and the backend's
+/// [`StorageBackend::list_incomplete_uploads`] and [`StorageBackend::abort_upload`] go through it.
+#[async_trait]
+pub trait MultipartUploads: Send + Sync + fmt::Debug {
+    /// The uploads to keys starting with `prefix` never completed nor aborted, each with its parts' bytes;
+    /// see [`StorageBackend::list_incomplete_uploads`].
+    async fn list(&self, prefix: &str) -> Result<Vec<IncompleteUpload>>;
+
+    /// Aborts upload `upload_id` to `key`; one that is gone is no error.
+    async fn abort(&self, key: &str, upload_id: &str) -> Result<()>;
+}
+
 /// A [`StorageBackend`] over an object_store store.
 pub struct ObjectStoreBackend {
     name: &'static str,
     store: Arc<dyn ObjectStore>,
     lister: Option<Arc<dyn PaginatedListStore>>,
+    uploads: Option<Arc<dyn MultipartUploads>>,
     upload: UploadSettings,
     attributes: Attributes,
     redactor: Redactor,
@@ -115,6 +133,7 @@ impl ObjectStoreBackend {
             name,
             store,
             lister: None,
+            uploads: None,
             upload: UploadSettings::default(),
             attributes: Attributes::new(),
             redactor: Redactor::default(),
@@ -126,6 +145,13 @@ impl ObjectStoreBackend {
     /// Without it, listing reads the enclosing "directory" and filters.
     pub fn with_paginated_list(mut self, lister: Arc<dyn PaginatedListStore>) -> Self {
         self.lister = Some(lister);
+        self
+    }
+
+    /// Lists and aborts incomplete multipart uploads through `uploads` (the same store); without it the
+    /// backend lists none.
+    pub fn with_multipart_uploads(mut self, uploads: Arc<dyn MultipartUploads>) -> Self {
+        self.uploads = Some(uploads);
         self
     }
 
@@ -207,7 +233,9 @@ impl ObjectStoreBackend {
 struct PartSender<'a> {
     backend: &'a ObjectStoreBackend,
     key: &'a str,
-    upload: Box<dyn MultipartUpload>,
+    /// The upload until it is completed or aborted; dropped before either (the caller's future dropped
+    /// mid-upload), it is aborted in the background ([`Drop`]).
+    upload: Option<Box<dyn MultipartUpload>>,
     /// Parts run as tasks, so they progress while the next part is read; dropping the set aborts them.
     in_flight: tokio::task::JoinSet<object_store::Result<()>>,
 }
@@ -215,7 +243,11 @@ struct PartSender<'a> {
 impl<'a> PartSender<'a> {
     async fn start(backend: &'a ObjectStoreBackend, key: &'a str, path: &ObjectPath) -> Result<Self> {
         let upload = backend.start_multipart(key, path).await?;
-        Ok(PartSender { backend, key, upload, in_flight: tokio::task::JoinSet::new() })
+        Ok(PartSender { backend, key, upload: Some(upload), in_flight: tokio::task::JoinSet::new() })
+    }
+
+    fn upload(&mut self) -> &mut Box<dyn MultipartUpload> {
+        self.upload.as_mut().expect("the upload is held until completed or aborted")
     }
 
     /// Queues one part, first waiting for room.
@@ -223,7 +255,8 @@ impl<'a> PartSender<'a> {
         while self.in_flight.len() >= self.backend.upload.parts_in_flight {
             self.wait_one().await?;
         }
-        self.in_flight.spawn(self.upload.put_part(part));
+        let part = self.upload().put_part(part);
+        self.in_flight.spawn(part);
         Ok(())
     }
 
@@ -240,14 +273,17 @@ impl<'a> PartSender<'a> {
             while !self.in_flight.is_empty() {
                 self.wait_one().await?;
             }
-            self.upload
+            self.upload()
                 .complete()
                 .await
                 .map_err(|e| self.backend.err("completing the multipart upload of", self.key, e))
         }
         .await;
         match r {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.upload = None;
+                Ok(())
+            }
             Err(e) => {
                 self.fail(&e).await;
                 Err(e)
@@ -256,12 +292,36 @@ impl<'a> PartSender<'a> {
     }
 
     /// Drops the parts in flight and aborts the upload.
-    async fn fail(self, cause: &Error) {
-        let PartSender { backend, key, upload, mut in_flight } = self;
+    async fn fail(mut self, cause: &Error) {
         // Stops the part uploads still running before the upload itself is aborted.
-        in_flight.abort_all();
-        while in_flight.join_next().await.is_some() {}
-        backend.abort(key, upload, cause).await;
+        self.in_flight.abort_all();
+        while self.in_flight.join_next().await.is_some() {}
+        if let Some(upload) = self.upload.take() {
+            self.backend.abort(self.key, upload, cause).await;
+        }
+    }
+}
+
+impl Drop for PartSender<'_> {
+    /// An upload neither completed nor aborted (its future was dropped mid-upload: a timeout, or the
+    /// failure of an upload beside it) is aborted by a task of its own, so its parts do not stay in the
+    /// store, invisible and billed; without a runtime to run it, it stays for the orphan sweep.
+    fn drop(&mut self) {
+        let Some(mut upload) = self.upload.take() else { return };
+        self.in_flight.abort_all();
+        let (name, key, redactor) = (self.backend.name, self.key.to_string(), self.backend.redactor.clone());
+        tracing::warn!(backend = name, key, "upload dropped before it completed; aborting the multipart upload");
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(backend = name, key, "no runtime to abort the multipart upload; `rsm sweep` removes it");
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = upload.abort().await {
+                let e = map_error(name, "aborting the multipart upload of", &key, e, &redactor);
+                tracing::warn!(backend = name, key, error = %e.full_message(),
+                    "abort failed; `rsm sweep` or the store's lifecycle rules must remove the parts");
+            }
+        });
     }
 }
 
@@ -479,6 +539,21 @@ impl StorageBackend for ObjectStoreBackend {
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out.dedup_by(|a, b| a.key == b.key);
         Ok(out)
+    }
+
+    async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<IncompleteUpload>> {
+        match &self.uploads {
+            Some(u) => u.list(prefix).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
+        validate_key(key)?;
+        match &self.uploads {
+            Some(u) => u.abort(key, upload_id).await,
+            None => Ok(()),
+        }
     }
 
     fn store_requests(&self) -> Option<Arc<RequestCounts>> {

@@ -24,12 +24,18 @@
 //! `<p>` is `s3` in the cloud client's settings ([`ClientSettings`]).
 //!
 //! Deletes of many keys go in batches of at most 1000 keys a request (S3's `DeleteObjects`).
+//!
+//! Incomplete multipart uploads (what a crash mid-upload leaves: invisible, billed) are listed with
+//! ListMultipartUploads and ListParts and aborted with AbortMultipartUpload ([`uploads`]), for `rsm audit`
+//! and `rsm sweep`.
 
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod uploads;
 
 use object_store::aws::AmazonS3Builder;
+use object_store::client::HttpConnector;
 use object_store::{Attribute, Attributes};
 use rsm_backend_object_store::{CloudKind, CloudStores, CountingConnector, Redactor, UploadSettings};
 use rsm_core::config::{ConfigReader, Secret};
@@ -136,7 +142,7 @@ impl CloudStore for S3Config {
             .with_virtual_hosted_style_request(!self.path_style)
             .with_client_options(self.client.client_options(allow_http))
             .with_retry(self.client.retry_config())
-            .with_http_connector(http);
+            .with_http_connector(http.clone());
         if let Some(e) = &self.endpoint {
             b = b.with_endpoint(e).with_allow_http(allow_http);
         }
@@ -146,7 +152,11 @@ impl CloudStore for S3Config {
                 b = b.with_token(t.expose());
             }
         }
-        Ok(CloudStores::one(b.build()?))
+        let s3 = b.build()?;
+        // The listings object_store lacks go through the same connector (counted) and client options.
+        let client = http.connect(&self.client.client_options(allow_http))?;
+        let uploads = uploads::S3Uploads::new(s3.clone(), client, self.client, self.redactor());
+        Ok(CloudStores::one(s3).with_uploads(std::sync::Arc::new(uploads)))
     }
 }
 

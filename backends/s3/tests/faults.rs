@@ -6,7 +6,8 @@
 //!   nothing of the failed attempt is visible after a sweep, and the retry succeeds;
 //! - cut off during a copy (through a TCP proxy this test cuts, so the failed copy's cleanup cannot reach
 //!   the server either, while the server keeps what it had): retriable error, no manifest, the index
-//!   bundle written before the cut is left; `sweep_orphans` removes it, and the retry succeeds;
+//!   bundle written before the cut is left, and the log's multipart upload, which could not be aborted;
+//!   `sweep_orphans` removes the one and aborts the other, and the retry succeeds;
 //! - ranged reads of a key that vanished are "not found" (on the shared server).
 
 mod common;
@@ -248,9 +249,14 @@ async fn frozen_during_copy_then_sweep_and_retry() {
     let left = objects(&s, b.as_ref()).await;
     println!("left by the failed copy: {left:?}");
     assert!(left.iter().all(|n| n.ends_with(".log") || n.ends_with(".indexes")), "{left:?}");
+    // The log's upload, if its abort timed out while the server was frozen.
+    let prefix = partition_prefix(&s.config.key_prefix, &s.partition.topic_id_partition);
+    let uploads = b.list_incomplete_uploads(&prefix).await.unwrap();
+    println!("incomplete uploads left by the failed copy: {uploads:?}");
     let swept = s.rsm.sweep_orphans(Some(&s.partition.topic_id_partition), Duration::ZERO).await.unwrap();
-    assert_eq!(swept.len(), left.len(), "{swept:?} vs {left:?}");
+    assert_eq!(swept.len(), left.len() + uploads.len(), "{swept:?} vs {left:?} and {uploads:?}");
     assert!(objects(&s, b.as_ref()).await.is_empty(), "the sweep left objects");
+    assert_eq!(b.list_incomplete_uploads(&prefix).await.unwrap(), [], "the sweep left uploads");
 
     s.rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
     assert_committed(&s, b.as_ref()).await;
@@ -348,13 +354,18 @@ async fn cut_off_during_copy_then_sweep_and_retry() {
     println!("left by the failed copy, whose cleanup could not reach the server: {left:?}");
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].ends_with(".indexes"), "{left:?}");
+    // The log's multipart upload could not be aborted either: its parts are in the bucket, invisible to the
+    // listing (and billed), until the sweep aborts it.
+    let prefix = partition_prefix(&s.config.key_prefix, &s.partition.topic_id_partition);
+    let uploads = b.list_incomplete_uploads(&prefix).await.unwrap();
+    assert_eq!(uploads.len(), 1, "{uploads:?}");
+    assert!(uploads[0].key.ends_with(".log"), "{uploads:?}");
+    assert_eq!(http_body(moto.port, &format!("/{BUCKET}?uploads")).matches("<Upload>").count(), 1);
     let swept = s.rsm.sweep_orphans(Some(&s.partition.topic_id_partition), Duration::ZERO).await.unwrap();
-    assert_eq!(swept.len(), 1, "{swept:?}");
+    assert_eq!(swept, [prefix.clone() + &left[0], uploads[0].key.clone()], "{swept:?}");
     assert!(objects(&s, b.as_ref()).await.is_empty());
-    // The log's multipart upload could not be aborted either: its parts stay invisible (and billed)
-    // until the bucket's AbortIncompleteMultipartUpload lifecycle rule removes them.
-    let uploads = http_body(moto.port, &format!("/{BUCKET}?uploads"));
-    println!("incomplete multipart uploads on the server: {}", uploads.matches("<Upload>").count());
+    assert_eq!(b.list_incomplete_uploads(&prefix).await.unwrap(), [], "the sweep aborted the upload");
+    assert_eq!(http_body(moto.port, &format!("/{BUCKET}?uploads")).matches("<Upload>").count(), 0);
 
     s.rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
     assert_committed(&s, b.as_ref()).await;
