@@ -121,8 +121,8 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Compare a cluster's remote log metadata with its store: copied segments missing or damaged (data
-    /// loss), objects no metadata references (orphans), segments stuck in copy or delete. Exits 1 on data
-    /// loss.
+    /// loss), objects no metadata references (orphans), incomplete multipart uploads (a crash mid-upload:
+    /// invisible, billed), segments stuck in copy or delete. Exits 1 on data loss.
     Audit {
         /// A Kafka broker to read the metadata topic from (HOST:PORT).
         #[arg(long, required_unless_present = "metadata_dir")]
@@ -141,11 +141,12 @@ enum Command {
         /// Check that objects are there and manifests read, without reading the data.
         #[arg(long)]
         quick: bool,
-        /// Safety age: younger objects are never deleted and younger copies or deletes are not stuck
-        /// (0s, 90s, 10m, 1h, 7d).
+        /// Safety age: younger objects are never deleted, younger uploads never aborted, and younger copies
+        /// or deletes are not stuck (0s, 90s, 10m, 1h, 7d).
         #[arg(long, default_value = "1h", value_parser = audit::parse_age)]
         min_age: std::time::Duration,
-        /// Delete the orphans older than the safety age (needs --yes).
+        /// Delete the orphans older than the safety age, and abort the incomplete multipart uploads to
+        /// segments' keys last written before it (needs --yes).
         #[arg(long)]
         delete_orphans: bool,
         /// Confirms --delete-orphans.
@@ -263,15 +264,17 @@ enum Command {
         engine: EngineArgs,
     },
     /// Remove what interrupted uploads left in the store, without any metadata: the objects of segments
-    /// that have no manifest (never committed) and temporary upload files, each last written at least the
-    /// safety age ago. Without --yes it lists them and deletes nothing.
+    /// that have no manifest (never committed) and temporary upload files are deleted, and incomplete
+    /// multipart uploads to segments' keys (S3) aborted, each last written at least the safety age ago.
+    /// Without --yes it lists them and changes nothing.
     Sweep {
         #[command(flatten)]
         store: StoreArgs,
-        /// Objects written more recently are left alone (an upload may still be writing them): 30s, 10m, 1h, 2d.
+        /// Objects and uploads written more recently are left alone (an upload may still be writing them):
+        /// 30s, 10m, 1h, 2d.
         #[arg(long, default_value = "1h", value_parser = audit::parse_age)]
         min_age: std::time::Duration,
-        /// Delete them.
+        /// Delete them (and abort the uploads).
         #[arg(long)]
         yes: bool,
     },

@@ -109,6 +109,30 @@ pub fn utc(ms: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// An age, coarse: `45s`, `12m`, `3h 5m`, `2d 4h`.
+pub fn age(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+/// A time as ms since the epoch (-1 when unknown), for [`utc`] and JSON.
+pub fn epoch_ms(t: Option<SystemTime>) -> i64 {
+    t.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(-1, |d| d.as_millis() as i64)
+}
+
+/// An incomplete multipart upload as the tab-separated fields `rsm audit` and `rsm sweep` print: its key,
+/// bytes, parts, when it started and how long ago it last wrote (`now`).
+pub fn upload_fields(u: &rsm_core::backend::IncompleteUpload, now: SystemTime) -> String {
+    let bytes = u.bytes.map_or("? bytes".to_string(), |b| format!("{b} bytes"));
+    let ago = u.last_written().map_or("-".to_string(), |t| age(now.duration_since(t).unwrap_or_default()));
+    format!("{}	{bytes}	{} parts	started {}, last written {ago} ago", u.key, u.parts, utc(epoch_ms(u.initiated)))
+}
+
 /// A progress bar of `total` bytes, named `what`.
 pub fn progress(total: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(total);

@@ -265,3 +265,178 @@ fn an_audit_over_an_empty_metadata_log_cannot_wipe_the_store() {
     assert!(err.contains("refused") && err.contains("nothing was deleted"), "{err}");
     assert_eq!(common::files(store_dir), before, "the store changed");
 }
+
+/// The S3 store of the moto server the test command started (`RSM_TEST_S3_*`, from `tools/servers/moto.sh
+/// start`; a missing one fails the test unless skipped locally with `RSM_SKIP_S3=1`), under a prefix of its
+/// own: its URL and settings.
+fn s3_store(name: &str) -> Option<(String, std::collections::BTreeMap<String, String>)> {
+    let how = "eval \"$(tools/servers/moto.sh start)\"";
+    let vars = ["ENDPOINT", "BUCKET", "REGION", "ACCESS_KEY", "SECRET_KEY"].map(|v| format!("RSM_TEST_S3_{v}"));
+    let v = rsm_core::testkit::test_server_vars(&vars.each_ref().map(String::as_str), "RSM_SKIP_S3", how)?;
+    let settings = [
+        ("s3.endpoint.url", v["RSM_TEST_S3_ENDPOINT"].clone()),
+        ("s3.region", v["RSM_TEST_S3_REGION"].clone()),
+        ("aws.access.key.id", v["RSM_TEST_S3_ACCESS_KEY"].clone()),
+        ("aws.secret.access.key", v["RSM_TEST_S3_SECRET_KEY"].clone()),
+        // 5 MiB parts, so a segment of a few MiB goes multipart.
+        ("s3.multipart.upload.part.size", "5242880".to_string()),
+    ];
+    let url = format!("s3://{}/{name}-{}/", v["RSM_TEST_S3_BUCKET"], Uuid::random());
+    Some((url, settings.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
+}
+
+/// `--set k=v` for each setting.
+fn set_flags(settings: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+    settings.iter().flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")]).collect()
+}
+
+/// `rsm copy` of `dir` killed with SIGKILL once its log's multipart upload has a part in the store (the
+/// copy paced by the upload rate limit, so it is still uploading): the crash leaves that upload incomplete.
+/// Returns it.
+fn copy_killed_mid_upload(
+    dir: &Path,
+    url: &str,
+    settings: &std::collections::BTreeMap<String, String>,
+    store: &rsm_facade::Store,
+) -> rsm_core::backend::IncompleteUpload {
+    let before: Vec<String> = store.list_incomplete_uploads().unwrap().into_iter().map(|u| u.upload_id).collect();
+    let mut args = vec!["copy".to_string(), "--dir".into(), dir.to_str().unwrap().into(), "--store".into(), url.into()];
+    args.extend(set_flags(settings));
+    args.extend(["--set".to_string(), "upload.rate.limit.bytes.per.second=2097152".to_string()]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rsm"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let upload = loop {
+        let found = store.list_incomplete_uploads().unwrap().into_iter().find(|u| !before.contains(&u.upload_id));
+        if let Some(u) = found.filter(|u| u.parts >= 1) {
+            break u;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the copy ended before it was killed");
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "no part uploaded");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    upload
+}
+
+/// Incomplete multipart uploads on S3 (moto): `rsm copy` killed mid-upload leaves its log's upload in the
+/// bucket, invisible to listings. `rsm audit` reports each with its key, bytes and age; with
+/// `--delete-orphans --yes` it aborts those past the safety age (gone from ListMultipartUploads) and keeps the
+/// younger one, and the segments copied before read back byte for byte; `rsm sweep` lists the rest and
+/// aborts it with `--yes`.
+#[test]
+fn incomplete_multipart_uploads_are_reported_and_aborted_on_s3() {
+    let Some((url, settings)) = s3_store("audit-uploads") else { return };
+    let root = tempfile::tempdir().unwrap();
+    let spec = |segment_bytes: usize, records: u64, value_bytes: usize| PartitionSpec {
+        topic_id: Uuid::for_topic_name("orders"),
+        segment_bytes,
+        records,
+        records_per_batch: 10,
+        value_bytes,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 0,
+        seed: 7,
+        compression: None,
+    };
+    // Segments copied whole, and what the metadata says of them.
+    let small = generate_partition(&root.path().join("a/orders-0"), &spec(64 * 1024, 3_000, 100)).unwrap();
+    let mut copy = vec!["copy", "--dir", small.to_str().unwrap(), "--store", &url];
+    let flags = set_flags(&settings);
+    copy.extend(flags.iter().map(String::as_str));
+    let out = rsm(&copy);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let store = rsm_facade::Store::open(&url, &settings).unwrap();
+    let segments: Vec<_> = store.list_segments(None).unwrap().into_iter().map(|m| m.metadata).collect();
+    assert!(segments.len() >= 3, "{} segments", segments.len());
+    let meta_dir = root.path().join("metadata");
+    let manager = LocalMetadataManager::open(LocalMetadataConfig::new(&meta_dir)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        for m in &segments {
+            let mut started = m.clone();
+            started.state = RemoteLogSegmentState::CopySegmentStarted;
+            manager.add_remote_log_segment_metadata(&started).await.unwrap();
+            let done = RemoteLogSegmentMetadataUpdate::of(m, RemoteLogSegmentState::CopySegmentFinished, 1, 0);
+            manager.update_remote_log_segment_metadata(&done).await.unwrap();
+        }
+        manager.close().await.unwrap();
+    });
+    let meta = meta_dir.to_str().unwrap();
+
+    // The same partition, a segment of about 12 MiB: two copies of it killed mid-upload, 12 s apart.
+    let big = generate_partition(&root.path().join("b/orders-0"), &spec(12 << 20, 16_000, 1000)).unwrap();
+    let old = copy_killed_mid_upload(&big, &url, &settings, &store);
+    std::thread::sleep(std::time::Duration::from_secs(12));
+    let young = copy_killed_mid_upload(&big, &url, &settings, &store);
+    let listed = store.list_incomplete_uploads().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for u in [&old, &young] {
+        assert!(u.key.ends_with(".log") && u.bytes.is_some_and(|b| b >= 5 << 20), "{u:?}");
+        assert!(!store.list_objects().unwrap().0.iter().any(|o| o.key == u.key), "an upload is not an object");
+    }
+
+    let audit = |extra: &[&str]| {
+        let mut args = vec!["audit", "--metadata-dir", meta, "--store", &url];
+        args.extend(flags.iter().map(String::as_str));
+        args.extend_from_slice(extra);
+        rsm(&args)
+    };
+    // Past an 8 s safety age: the older upload is aborted, the younger one reported and kept.
+    let out = audit(&["--delete-orphans", "--yes", "--min-age", "8s"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = |u: &rsm_core::backend::IncompleteUpload| {
+        text.lines().find(|l| l.starts_with("UPLOAD\torders-0\t") && l.contains(&u.key)).map(str::to_string)
+    };
+    let old_line = line(&old).unwrap_or_else(|| panic!("no UPLOAD line for {}: {text}", old.key));
+    assert!(old_line.contains(&format!("\t{} bytes\t", old.bytes.unwrap())), "{old_line}");
+    assert!(!old_line.contains("younger than the safety age"), "{old_line}");
+    let young_line = line(&young).unwrap_or_else(|| panic!("no UPLOAD line for {}: {text}", young.key));
+    assert!(young_line.ends_with("(younger than the safety age: kept)"), "{young_line}");
+    assert!(text.contains(&format!("ABORTED\t{}\tupload {}", old.key, old.upload_id)), "{text}");
+    assert!(text.contains("0 lost,") && text.contains("2 incomplete uploads") && text.contains("1 aborted"), "{text}");
+    let left: Vec<String> = store.list_incomplete_uploads().unwrap().into_iter().map(|u| u.upload_id).collect();
+    assert_eq!(left, std::slice::from_ref(&young.upload_id), "only the older upload was aborted");
+
+    // The segments copied before are untouched: every one reads back byte for byte.
+    let local = rsm_core::format::partition::LocalPartition::open(&small).unwrap();
+    for m in &segments {
+        let seg = local.closed_segments().iter().find(|s| s.base_offset == m.start_offset).unwrap();
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut store.fetch(m, 0, None).unwrap(), &mut got).unwrap();
+        assert!(got == std::fs::read(&seg.log).unwrap(), "segment at {} differs", m.start_offset);
+    }
+
+    // As JSON, with the default safety age: the younger upload, its bytes and age, nothing aborted.
+    let out = audit(&["--json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["totals"]["incomplete_uploads"], 1, "{json}");
+    let u = &json["incomplete_uploads"][0];
+    assert_eq!(
+        (u["key"].as_str(), u["upload_id"].as_str()),
+        (Some(young.key.as_str()), Some(young.upload_id.as_str()))
+    );
+    assert_eq!(u["bytes"], young.bytes.unwrap(), "{json}");
+    assert_eq!((u["partition"].as_str(), u["older_than_min_age"].as_bool()), (Some("orders-0"), Some(false)), "{json}");
+    assert!(u["age_s"].as_u64().is_some_and(|a| a < 3600), "{json}");
+    assert_eq!(json["aborted_uploads"], serde_json::json!([]), "{json}");
+
+    // `rsm sweep`: without --yes it says what it would abort; with it, aborts it.
+    let mut sweep = vec!["sweep", "--store", &url, "--min-age", "0s"];
+    sweep.extend(flags.iter().map(String::as_str));
+    let plan = common::ok(&sweep);
+    assert!(plan.contains(&format!("WOULD ABORT\t{}\t", young.key)), "{plan}");
+    assert_eq!(store.list_incomplete_uploads().unwrap().len(), 1, "nothing aborted without --yes");
+    sweep.push("--yes");
+    let done = common::ok(&sweep);
+    assert!(done.contains(&format!("ABORT\t{}\t", young.key)), "{done}");
+    assert!(store.list_incomplete_uploads().unwrap().is_empty());
+    let reopened = rsm_facade::Store::open(&url, &settings).unwrap();
+    assert_eq!(reopened.list_segments(None).unwrap().len(), segments.len(), "the sweep left every whole segment");
+}

@@ -6,18 +6,21 @@
 //!   manifest does not read, or (unless `--quick`) whose data fails verification is **data loss**;
 //! - an object whose segment no metadata references (never known, or deletion finished), and a temporary
 //!   object of an interrupted upload, is an **orphan**, with its bytes;
+//! - a multipart upload never completed nor aborted (a crash mid-upload; S3) is an **incomplete upload**,
+//!   with its parts' bytes and age: invisible in listings, billed until aborted;
 //! - a segment in copy started or delete started for longer than the safety age is **stuck**, unless it
 //!   is a copy started and never finished whose offsets finished copies hold: a copy **abandoned** by a
 //!   leader that died (Kafka keeps its copy-started record until retention passes it, and never finishes
 //!   it), whose objects, if it left any, are orphans.
 //!
-//! `--delete-orphans --yes` deletes the orphans last written at least the safety age ago, and nothing
-//! else; without `--yes` nothing is deleted.
+//! `--delete-orphans --yes` deletes the orphans last written at least the safety age ago and aborts the
+//! incomplete uploads to segments' keys last written (started, or a part sent) at least the safety age
+//! ago, and nothing else; without `--yes` nothing is deleted or aborted.
 
 use crate::exit::{CmdResult, Failure};
-use crate::output::{Out, out, utc};
+use crate::output::{Out, epoch_ms, out, upload_fields, utc};
 use crate::settings::StoreArgs;
-use rsm_core::backend::ObjectMeta;
+use rsm_core::backend::{IncompleteUpload, ObjectMeta};
 use rsm_core::storage::{Suffix, parse_segment_key};
 use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
 use rsm_facade::Store;
@@ -70,6 +73,18 @@ pub struct PartitionReport {
     pub abandoned: Vec<(String, i64, i64)>,
 }
 
+/// An incomplete multipart upload under the store's prefix.
+#[derive(Debug)]
+pub struct UploadFinding {
+    /// The upload, as the store lists it.
+    pub upload: IncompleteUpload,
+    /// The partition (`topic-partition`) of its key when named like a segment's object; `None`: someone
+    /// else's upload, left alone.
+    pub partition: Option<String>,
+    /// Last written (started, or a part sent) at least the safety age ago.
+    pub old: bool,
+}
+
 /// The audit of a whole store.
 #[derive(Default, Debug)]
 pub struct Report {
@@ -79,6 +94,10 @@ pub struct Report {
     pub left_alone: Vec<(String, u64)>,
     /// Orphans deleted.
     pub deleted: Vec<String>,
+    /// Incomplete multipart uploads under the prefix, by key.
+    pub uploads: Vec<UploadFinding>,
+    /// Uploads aborted: (key, upload id).
+    pub aborted: Vec<(String, String)>,
 }
 
 impl Report {
@@ -114,6 +133,7 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
     // An object's partition key is `topic-partition`: its topic is what comes before the last `-`.
     let object_in_scope = |partition: &(String, String)| in_scope(partition.0.rsplit_once('-').map_or("", |(t, _)| t));
     let (objects, temporary) = store.list_objects()?;
+    let uploads = store.list_incomplete_uploads()?;
     let now = SystemTime::now();
     let now_ms = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
     let mut report = Report::default();
@@ -234,6 +254,19 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         part.orphans.push((t.meta.key.clone(), t.meta.size, old(&t.meta, opts.min_age, now)));
     }
 
+    for upload in uploads {
+        let partition = object_owner(&upload.key, &prefix).map(|(p, _)| p);
+        let in_scope = match &partition {
+            Some(p) => object_in_scope(p),
+            None => opts.topic.is_none(),
+        };
+        if !in_scope {
+            continue;
+        }
+        let old = upload.last_written().is_some_and(|t| now.duration_since(t).unwrap_or_default() >= opts.min_age);
+        report.uploads.push(UploadFinding { upload, partition: partition.map(|p| p.0), old });
+    }
+
     if opts.delete_orphans {
         let old_orphans = |known: bool| -> Vec<String> {
             report
@@ -255,6 +288,14 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         if !strangers.is_empty() {
             tracing::warn!(kept = strangers.len(), "orphans in partitions the metadata does not know are kept");
         }
+        // An incomplete upload is never data anyone can read, whatever the metadata says: those to segments'
+        // keys past the safety age are aborted.
+        let doomed_uploads: Vec<IncompleteUpload> =
+            report.uploads.iter().filter(|f| f.old && f.partition.is_some()).map(|f| f.upload.clone()).collect();
+        if !doomed_uploads.is_empty() {
+            store.abort_uploads(&doomed_uploads)?;
+        }
+        report.aborted = doomed_uploads.into_iter().map(|u| (u.key, u.upload_id)).collect();
         if !doomed.is_empty() {
             store.delete_objects(&doomed)?;
         }
@@ -392,6 +433,25 @@ pub fn to_json(report: &Report) -> serde_json::Value {
         })
         .collect();
     let orphan_bytes: u64 = report.partitions.values().flat_map(|p| p.orphans.iter().map(|o| o.1)).sum();
+    let now = SystemTime::now();
+    let uploads: Vec<_> = report
+        .uploads
+        .iter()
+        .map(|f| {
+            let u = &f.upload;
+            serde_json::json!({
+                "key": u.key,
+                "upload_id": u.upload_id,
+                "partition": f.partition,
+                "bytes": u.bytes,
+                "parts": u.parts,
+                "initiated_ms": (u.initiated.is_some()).then(|| epoch_ms(u.initiated)),
+                "last_written_ms": (u.last_written().is_some()).then(|| epoch_ms(u.last_written())),
+                "age_s": u.last_written().map(|t| now.duration_since(t).unwrap_or_default().as_secs()),
+                "older_than_min_age": f.old,
+            })
+        })
+        .collect();
     serde_json::json!({
         "partitions": partitions,
         "totals": {
@@ -405,11 +465,21 @@ pub fn to_json(report: &Report) -> serde_json::Value {
             "gaps": report.count(|p| p.gaps.len()),
             "unreferenced": report.count(|p| p.unreferenced.len()),
             "left_alone": report.left_alone.len(),
+            "incomplete_uploads": report.uploads.len(),
+            "incomplete_upload_bytes": upload_bytes(report),
         },
         "left_alone": report.left_alone.iter().map(|(k, b)| serde_json::json!({"key": k, "bytes": b}))
             .collect::<Vec<_>>(),
         "deleted": report.deleted,
+        "incomplete_uploads": uploads,
+        "aborted_uploads": report.aborted.iter().map(|(k, id)| serde_json::json!({"key": k, "upload_id": id}))
+            .collect::<Vec<_>>(),
     })
+}
+
+/// Bytes of the incomplete uploads' parts (those the store told).
+fn upload_bytes(report: &Report) -> u64 {
+    report.uploads.iter().filter_map(|f| f.upload.bytes).sum()
 }
 
 /// The exit status `rsm audit` gives a run that found no loss but segments it could not check (a missing
@@ -525,15 +595,33 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
     for (key, bytes) in &report.left_alone {
         out!(o, "LEFT ALONE\t{key}\t{bytes} bytes\tnot named like a segment's object");
     }
+    let now = SystemTime::now();
+    for f in &report.uploads {
+        let fields = upload_fields(&f.upload, now);
+        match &f.partition {
+            None => out!(
+                o,
+                "UPLOAD\t-\t{fields}\tan incomplete multipart upload not named like a segment's object: left alone"
+            ),
+            Some(tp) if f.old => out!(o, "UPLOAD\t{tp}\t{fields}\tan incomplete multipart upload (never completed)"),
+            Some(tp) => out!(
+                o,
+                "UPLOAD\t{tp}\t{fields}\tan incomplete multipart upload (never completed)\t(younger than the safety age: kept)"
+            ),
+        }
+    }
     for key in &report.deleted {
         out!(o, "DELETED\t{key}");
+    }
+    for (key, id) in &report.aborted {
+        out!(o, "ABORTED\t{key}\tupload {id}");
     }
     let orphans: usize = report.partitions.values().map(|p| p.orphans.len()).sum();
     let stuck: usize = report.partitions.values().map(|p| p.stuck.len()).sum();
     out!(
         o,
         "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} abandoned copies, {} deleted, {} gaps, \
-         {} unverified, {} unreferenced segments, {} objects left alone",
+         {} unverified, {} unreferenced segments, {} objects left alone, {} incomplete uploads ({} bytes), {} aborted",
         report.partitions.len(),
         report.lost(),
         report.count(|p| p.abandoned.len()),
@@ -542,6 +630,9 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
         report.partitions.values().map(|p| p.unverified.len()).sum::<usize>(),
         report.partitions.values().map(|p| p.unreferenced.len()).sum::<usize>(),
         report.left_alone.len(),
+        report.uploads.len(),
+        upload_bytes(report),
+        report.aborted.len(),
     );
     outcome(report)
 }

@@ -30,10 +30,11 @@ pub fn leftovers(o: &mut Out, store: &Store) -> CmdResult {
     if !found.is_empty() {
         out!(
             o,
-            "leftovers of interrupted uploads: {} objects of uncommitted segments, {} temporary files ({}); `rsm sweep` \
-             removes those older than an hour",
+            "leftovers of interrupted uploads: {} objects of uncommitted segments, {} temporary files, {} incomplete \
+             multipart uploads ({}); `rsm sweep` removes those older than an hour",
             found.uncommitted.len(),
             found.temporary.len(),
+            found.uploads.len(),
             human(found.bytes())
         );
     }

@@ -1,23 +1,28 @@
-//! `rsm sweep`: what interrupted uploads left in the store, without any metadata, listed or deleted.
+//! `rsm sweep`: what interrupted uploads left in the store, without any metadata, listed or deleted (and
+//! incomplete multipart uploads listed or aborted).
 
 use crate::exit::CmdResult;
-use crate::output::{Out, human, out};
+use crate::output::{Out, human, out, upload_fields};
 use crate::settings::StoreArgs;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-/// Lists the objects of never-committed segments and the temporary upload files last written at least
-/// `min_age` ago; deletes them with `yes`.
+/// Lists the objects of never-committed segments, the temporary upload files and the incomplete multipart
+/// uploads to segments' keys last written at least `min_age` ago; deletes (and aborts) them with `yes`.
 pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool) -> CmdResult {
     let store = store.open()?;
     let found = store.orphans(None, min_age)?;
-    let verb = if yes { "DELETE" } else { "WOULD DELETE" };
+    let (verb, abort) = if yes { ("DELETE", "ABORT") } else { ("WOULD DELETE", "WOULD ABORT") };
     for (key, bytes) in &found.uncommitted {
         out!(o, "{verb}\t{key}\t{bytes} bytes\tan object of a segment with no manifest (never committed)");
     }
     for (key, bytes) in &found.temporary {
         out!(o, "{verb}\t{key}\t{bytes} bytes\ta temporary file of an interrupted upload");
     }
-    let n = found.uncommitted.len() + found.temporary.len();
+    let now = SystemTime::now();
+    for u in &found.uploads {
+        out!(o, "{abort}\t{}\tan incomplete multipart upload (never completed)", upload_fields(u, now));
+    }
+    let n = found.uncommitted.len() + found.temporary.len() + found.uploads.len();
     if !yes {
         out!(
             o,
@@ -26,6 +31,7 @@ pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool) -> CmdR
         );
         return Ok(());
     }
+    store.abort_uploads(&found.uploads)?;
     store.delete_objects(&found.keys())?;
     out!(o, "deleted {n} leftovers ({})", human(found.bytes()));
     Ok(())
