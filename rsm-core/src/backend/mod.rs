@@ -18,7 +18,7 @@ pub mod layers;
 mod memory;
 mod pool;
 
-pub use counts::{CountSnapshot, Op, OpCount, RequestCounts};
+pub use counts::{CountSnapshot, KeyCounts, MAX_TOPICS, OTHER_TOPICS, Op, OpCount, RequestCounts};
 pub use layers::{CountingLayer, LayeredBackend};
 pub use memory::MemoryBackend;
 pub use pool::BufferPool;

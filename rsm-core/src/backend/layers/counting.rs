@@ -1,7 +1,9 @@
 //! Counts requests, failures and bytes by operation at the contract's level.
 
 use super::{Layer, LayeredBackend};
-use crate::backend::{ByteStream, IncompleteUpload, LocalObject, ObjectMeta, Op, RequestCounts, StorageBackend};
+use crate::backend::{
+    ByteStream, IncompleteUpload, KeyCounts, LocalObject, ObjectMeta, Op, RequestCounts, StorageBackend,
+};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -38,20 +40,21 @@ impl CountingLayer {
     pub fn counts(&self) -> Arc<RequestCounts> {
         self.counts.clone()
     }
+}
 
-    fn judge<T>(&self, op: Op, r: Result<T>) -> Result<T> {
-        if r.is_err() {
-            self.counts.fail(op);
-        }
-        r
+/// Counts `r` as a failure of `op` when it is one, and passes it on.
+fn judge<T>(counts: &KeyCounts, op: Op, r: Result<T>) -> Result<T> {
+    if r.is_err() {
+        counts.fail(op);
     }
+    r
 }
 
 /// A local object whose every positional read counts as one get of its bytes.
 #[derive(Debug)]
 struct CountedLocal {
     inner: Box<dyn LocalObject>,
-    counts: Arc<RequestCounts>,
+    counts: KeyCounts,
 }
 
 impl LocalObject for CountedLocal {
@@ -102,62 +105,73 @@ impl LayeredBackend for CountingLayer {
     }
 
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
-        self.counts.start(Op::Put, len);
-        self.judge(Op::Put, self.inner.put_file(key, path, len).await)
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Put, len);
+        judge(&counts, Op::Put, self.inner.put_file(key, path, len).await)
     }
 
     async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
-        self.counts.start(Op::Put, 0);
-        let counts = self.counts.clone();
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Put, 0);
+        let each = counts.clone();
         let counted = data.inspect(move |b| {
             if let Ok(b) = b {
-                counts.add_sent(Op::Put, b.len() as u64);
+                each.add_sent(Op::Put, b.len() as u64);
             }
         });
-        self.judge(Op::Put, self.inner.put_stream(key, Box::pin(counted)).await)
+        judge(&counts, Op::Put, self.inner.put_stream(key, Box::pin(counted)).await)
     }
 
     async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
-        self.counts.start(Op::Put, bytes.len() as u64);
-        self.judge(Op::Put, self.inner.put_bytes(key, bytes).await)
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Put, bytes.len() as u64);
+        judge(&counts, Op::Put, self.inner.put_bytes(key, bytes).await)
     }
 
     fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
-        let opened = self.judge(Op::Get, self.inner.open_local(key))?;
-        Ok(opened.map(|inner| Box::new(CountedLocal { inner, counts: self.counts.clone() }) as Box<dyn LocalObject>))
+        let counts = self.counts.for_key(key);
+        let opened = judge(&counts, Op::Get, self.inner.open_local(key))?;
+        Ok(opened.map(|inner| Box::new(CountedLocal { inner, counts }) as Box<dyn LocalObject>))
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
-        self.counts.start(Op::Get, 0);
-        let r = self.judge(Op::Get, self.inner.get_range(key, range).await);
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Get, 0);
+        let r = judge(&counts, Op::Get, self.inner.get_range(key, range).await);
         if let Ok(b) = &r {
-            self.counts.add_received(Op::Get, b.len() as u64);
+            counts.add_received(Op::Get, b.len() as u64);
         }
         r
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
-        self.counts.start(Op::Delete, 0);
-        self.judge(Op::Delete, self.inner.delete(key).await)
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Delete, 0);
+        judge(&counts, Op::Delete, self.inner.delete(key).await)
     }
 
+    /// One request, counted for the topic of its first key (a segment's objects share theirs).
     async fn delete_many(&self, keys: &[String]) -> Result<()> {
-        self.counts.start(Op::Delete, 0);
-        self.judge(Op::Delete, self.inner.delete_many(keys).await)
+        let counts = self.counts.for_key(keys.first().map_or("", String::as_str));
+        counts.start(Op::Delete, 0);
+        judge(&counts, Op::Delete, self.inner.delete_many(keys).await)
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>> {
-        self.counts.start(Op::List, 0);
-        self.judge(Op::List, self.inner.list(prefix).await)
+        let counts = self.counts.for_key(prefix);
+        counts.start(Op::List, 0);
+        judge(&counts, Op::List, self.inner.list(prefix).await)
     }
 
     async fn list_incomplete_uploads(&self, prefix: &str) -> Result<Vec<IncompleteUpload>> {
-        self.counts.start(Op::List, 0);
-        self.judge(Op::List, self.inner.list_incomplete_uploads(prefix).await)
+        let counts = self.counts.for_key(prefix);
+        counts.start(Op::List, 0);
+        judge(&counts, Op::List, self.inner.list_incomplete_uploads(prefix).await)
     }
 
     async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<()> {
-        self.counts.start(Op::Delete, 0);
-        self.judge(Op::Delete, self.inner.abort_upload(key, upload_id).await)
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Delete, 0);
+        judge(&counts, Op::Delete, self.inner.abort_upload(key, upload_id).await)
     }
 }
