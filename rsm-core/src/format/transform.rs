@@ -368,7 +368,9 @@ pub fn undo_chunk_prefix(
         false => stored,
         true if !whole => {
             let mut out = Vec::with_capacity(len);
-            with_dctx(|d| decompress_prefix(d, &stored, len, c.data_length as usize, &mut out))
+            // A context of its own: the window of a whole chunk is not kept in the thread's.
+            let mut dctx = zstd::zstd_safe::DCtx::create();
+            decompress_prefix(&mut dctx, &stored, len, c.data_length as usize, &mut out)
                 .map_err(|e| Error::corrupt(format!("{}: its first {len} bytes do not decompress: {e}", chunk())))?;
             return Ok(Bytes::from(out));
         }
@@ -518,8 +520,11 @@ pub fn undo_frames(
             let from = out.len();
             let done = if n == frame_len {
                 decompress_frame(dctx, frame, frame_len, &mut out)
-            } else {
+            } else if frame_len <= KEPT_WINDOW {
                 decompress_prefix(dctx, frame, n, frame_len, &mut out)
+            } else {
+                // A window this large is not kept in the thread's context after the read.
+                decompress_prefix(&mut zstd::zstd_safe::DCtx::create(), frame, n, frame_len, &mut out)
             };
             done.and_then(|()| match out.len() - from {
                 got if got == n => Ok(()),
@@ -542,9 +547,14 @@ pub fn undo_frames(
     Ok(Bytes::from(out))
 }
 
+/// The largest frame whose streaming decode's window buffer the thread's context keeps for the next read
+/// ([`DCTX`]): a default frame's (256 KiB) is, one of a frame size of many MiB is not.
+const KEPT_WINDOW: usize = 1 << 20;
+
 thread_local! {
     /// Each thread's zstd decompression context, kept between reads (a context costs about 100 KiB to make,
-    /// and a streaming decode's window buffer is kept in it for the next).
+    /// and a streaming decode's window buffer, at most [`KEPT_WINDOW`] and its block, is kept in it for the
+    /// next).
     static DCTX: std::cell::RefCell<zstd::zstd_safe::DCtx<'static>> =
         std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
 }
