@@ -101,6 +101,61 @@ pub fn batch_buffer(target_bytes: usize, shape: DataShape) -> Vec<u8> {
     out
 }
 
+const EVENTS: [&str; 8] = ["page_view", "add_to_cart", "checkout", "login", "logout", "search", "click", "purchase"];
+const COUNTRIES: [&str; 10] = ["FI", "DE", "FR", "US", "GB", "SE", "JP", "BR", "IN", "ES"];
+const PLANS: [&str; 4] = ["free", "basic", "pro", "enterprise"];
+const PAGES: [&str; 7] = ["products", "cart", "search", "account", "help", "blog", "home"];
+const AGENTS: [&str; 4] = [
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
+];
+
+/// A JSON-like event of about 400 bytes for offset `offset`, the shape `TransformsBench` (Java) writes:
+/// compressible about 6 to 1 by zstd.
+pub fn json_value(r: &mut Rng, offset: i64) -> Vec<u8> {
+    let mut pick = |a: &[&'static str]| a[r.below(a.len() as u64) as usize];
+    let (event, country, plan, page) = (pick(&EVENTS), pick(&COUNTRIES), pick(&PLANS), pick(&PAGES));
+    let (referrer, agent, tag_plan, tag_event) = (pick(&PAGES), pick(&AGENTS), pick(&PLANS), pick(&EVENTS));
+    format!(
+        r#"{{"event_id":{offset},"ts":{},"type":"{event}","user":{{"id":"user-{}","country":"{country}","plan":"{plan}"}},"session":"{:x}","page":"/{page}/{}","referrer":"https://www.example.com/{referrer}","ua":"{agent}","amount":{}.{},"items":{},"tags":["{tag_plan}","{tag_event}"],"ok":{}}}"#,
+        1_700_000_000_000 + offset * 7 + r.below(7) as i64,
+        10_000 + r.below(90_000),
+        r.next_u64(),
+        r.below(5000),
+        r.below(500),
+        10 + r.below(90),
+        r.below(10),
+        r.below(2) == 1
+    )
+    .into_bytes()
+}
+
+/// The records of a batch of 40 JSON-like events ([`json_value`], about 16 KiB) from `base`, keyed by user.
+pub fn json_records(r: &mut Rng, base: i64) -> Vec<Record> {
+    (0..40)
+        .map(|i| Record {
+            key: Some(format!("user-{}", (base + i) % 1000).into_bytes()),
+            value: Some(json_value(r, base + i)),
+            headers: vec![],
+            timestamp: 1_700_000_000_000 + base + i,
+        })
+        .collect()
+}
+
+/// Whole v2 batches of JSON-like events ([`json_records`]) back to back, at least `target_bytes` of them.
+pub fn json_batch_buffer(target_bytes: usize) -> Vec<u8> {
+    let mut rng = Rng::new(42);
+    let mut out = Vec::with_capacity(target_bytes + 64 * 1024);
+    let mut offset = 0i64;
+    while out.len() < target_bytes {
+        out.extend_from_slice(&encode_batch(offset, 0, &json_records(&mut rng, offset)));
+        offset += 40;
+    }
+    out
+}
+
 /// Writes the Kafka partition directory `dir` (named `topic-partition`) with a first, closed segment of
 /// just under `segment_bytes` (the next batch would not have fitted) and a small active one after it,
 /// with its `.index`, `.timeindex`, producer snapshot and leader-epoch checkpoint.

@@ -14,11 +14,11 @@
 
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
-use rsm_benches::{batch_positions, quantile};
+use rsm_benches::{batch_positions, json_records, quantile};
 use rsm_core::backend::StorageBackend;
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionWriter, Record, Rng};
+use rsm_core::format::writer::{PartitionWriter, Rng};
 use rsm_core::{RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -64,44 +64,6 @@ fn parse_args() -> BoxResult<Args> {
     Ok(a)
 }
 
-const EVENTS: [&str; 8] = ["page_view", "add_to_cart", "checkout", "login", "logout", "search", "click", "purchase"];
-const COUNTRIES: [&str; 10] = ["FI", "DE", "FR", "US", "GB", "SE", "JP", "BR", "IN", "ES"];
-const PLANS: [&str; 4] = ["free", "basic", "pro", "enterprise"];
-const PAGES: [&str; 7] = ["products", "cart", "search", "account", "help", "blog", "home"];
-const AGENTS: [&str; 4] = [
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
-];
-
-/// A JSON-like event of about 400 bytes, the shape `TransformsBench` (Java) writes.
-fn json_value(r: &mut Rng, offset: i64) -> Vec<u8> {
-    let mut pick = |a: &[&'static str]| a[r.below(a.len() as u64) as usize];
-    let (event, country, plan, page, referrer, agent, tag_plan, tag_event) = (
-        pick(&EVENTS),
-        pick(&COUNTRIES),
-        pick(&PLANS),
-        pick(&PAGES),
-        pick(&PAGES),
-        pick(&AGENTS),
-        pick(&PLANS),
-        pick(&EVENTS),
-    );
-    format!(
-        r#"{{"event_id":{offset},"ts":{},"type":"{event}","user":{{"id":"user-{}","country":"{country}","plan":"{plan}"}},"session":"{:x}","page":"/{page}/{}","referrer":"https://www.example.com/{referrer}","ua":"{agent}","amount":{}.{},"items":{},"tags":["{tag_plan}","{tag_event}"],"ok":{}}}"#,
-        1_700_000_000_000 + offset * 7 + r.below(7) as i64,
-        10_000 + r.below(90_000),
-        r.next_u64(),
-        r.below(5000),
-        r.below(500),
-        10 + r.below(90),
-        r.below(10),
-        r.below(2) == 1
-    )
-    .into_bytes()
-}
-
 /// A partition directory whose first segment (closed) holds about `bytes` of JSON-like records in
 /// uncompressed batches of 40 records (about 16 KiB).
 fn write_json_partition(dir: &std::path::Path, bytes: usize) -> rsm_core::Result<std::path::PathBuf> {
@@ -109,19 +71,8 @@ fn write_json_partition(dir: &std::path::Path, bytes: usize) -> rsm_core::Result
     let mut rng = Rng::new(42);
     let mut appended = 0;
     while appended < bytes + (1 << 20) {
-        let base = w.next_offset();
-        let records: Vec<Record> = (0..40)
-            .map(|i| {
-                let value = json_value(&mut rng, base + i);
-                appended += value.len() + 20;
-                Record {
-                    key: Some(format!("user-{}", (base + i) % 1000).into_bytes()),
-                    value: Some(value),
-                    headers: vec![],
-                    timestamp: 1_700_000_000_000 + base + i,
-                }
-            })
-            .collect();
+        let records = json_records(&mut rng, w.next_offset());
+        appended += records.iter().map(|r| r.value.as_ref().map_or(0, Vec::len) + 20).sum::<usize>();
         w.append(&records)?;
     }
     w.finish()
