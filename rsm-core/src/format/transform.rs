@@ -565,15 +565,27 @@ fn with_dctx<T>(f: impl FnOnce(&mut zstd::zstd_safe::DCtx<'static>) -> T) -> T {
 }
 
 /// Decompresses the one zstd `frame` of `len` original bytes onto the end of `out`, which must have room for
-/// them (a one-shot decode writes straight into it, no window allocated; it is bounded by `out`'s capacity,
-/// which the caller sized from the frame table, and the caller checks that exactly `len` bytes came out).
+/// them: a one-shot decode writes straight into `out`, no window allocated. It writes exactly `len` bytes
+/// or fails: the bytes are first checked to be exactly one zstd frame that declares `len` bytes of content
+/// (ours always do), and the decoder then refuses output that differs from what the frame declares; `out`'s
+/// capacity, sized by the caller from the frame table, bounds it in any case.
 fn decompress_frame(
     dctx: &mut zstd::zstd_safe::DCtx<'static>,
     frame: &[u8],
     len: usize,
     out: &mut Vec<u8>,
 ) -> std::result::Result<(), String> {
-    use zstd::zstd_safe::get_error_name;
+    use zstd::zstd_safe::{find_frame_compressed_size, get_error_name, get_frame_content_size};
+    match find_frame_compressed_size(frame) {
+        Ok(n) if n == frame.len() => {}
+        Ok(n) => return Err(format!("is not one zstd frame (one of {n} of its {} bytes)", frame.len())),
+        Err(c) => return Err(get_error_name(c).to_string()),
+    }
+    match get_frame_content_size(frame) {
+        Ok(Some(n)) if n == len as u64 => {}
+        Ok(Some(n)) => return Err(format!("its zstd frame declares {n} bytes, not {len}")),
+        Ok(None) | Err(_) => return Err(format!("its zstd frame does not declare its {len} bytes")),
+    }
     if out.capacity() - out.len() < len {
         return Err(format!("no room for {len} bytes"));
     }
@@ -851,6 +863,14 @@ mod tests {
         short.chunks[1].data_length -= 1;
         let e = undo_frames(&short, 1, n - 1..n, stored_of(n - 1..n), json.len() as u64, "k", None).unwrap_err();
         assert!(e.to_string().contains(&format!("frame {}", n - 1)), "{e}");
+        // Two zstd frames in one frame's place (its table entry written for it): refused before decoding.
+        let mut two = m.clone();
+        let mut doubled = stored_of(n - 1..n).to_vec();
+        doubled.extend_from_slice(&zstd::bulk::compress(b"more", 3).unwrap());
+        let t = &mut two.frames.as_mut().unwrap().chunks[1][n - 1];
+        (t.stored_length, t.stored_crc32c) = (doubled.len() as u32, crate::checksum::crc32c(&doubled));
+        let e = undo_frames(&two, 1, n - 1..n, &doubled, json.len() as u64, "k", None).unwrap_err();
+        assert!(e.to_string().contains("is not one zstd frame"), "{e}");
         // A chunk not in frames is not undone as frames, and a framed one not as one frame.
         assert!(undo_frames(&m, 0, 0..1, &[], 10, "k", None).is_err());
         assert!(undo(&m.chunks[1], Bytes::from(bytes.clone()), "k").is_err());
