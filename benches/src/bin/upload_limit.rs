@@ -34,9 +34,10 @@ fn main() -> BoxResult<()> {
             "--limit-mib" => limit_mib = value.parse()?,
             "--dir" => dir = Some(std::path::PathBuf::from(value)),
             _ => {
-                return Err(
-                    format!("unknown option {flag} (--segments N, --segment-mib N, --limit-mib N, --dir PATH)").into()
-                );
+                return Err(format!(
+                    "unknown option {flag} (--segments N, --segment-mib N, --limit-mib N, --dir PATH)"
+                )
+                .into());
             }
         }
     }
