@@ -734,7 +734,8 @@ class BrokerEndToEndIT {
     /**
      * What the first segment's objects hold, read from the store without our SDK: a record value the first
      * producer sent uncompressed ({@code plain}) is in the stored log as it was sent, unless the plugin
-     * encrypts, when the manifest is of version 4 (encrypted) and the value is nowhere in the log object.
+     * compresses (every chunk: the heuristic is off) and encrypts, when the manifest is of version 5 (chunks
+     * compressed in frames, each sealed) and the value is nowhere in the log object.
      */
     static void checkStoredForm(TestStore store, String remoteDir, byte[] plain) throws IOException {
         assertTrue(plain.length >= 64, "a value long enough to look for: " + plain.length);
@@ -755,7 +756,7 @@ class BrokerEndToEndIT {
         int version = ((m[4] & 0xff) << 8) | (m[5] & 0xff);
         boolean found = indexOf(store.read(log), probe) >= 0;
         if (store.transformed()) {
-            assertEquals(4, version, "an encrypted segment's manifest version");
+            assertEquals(5, version, "a segment compressed in frames and encrypted: its manifest version");
             assertFalse(found, "a record value in plain text in the encrypted log object " + log);
         } else {
             assertEquals(2, version, "a plain segment's manifest version");
