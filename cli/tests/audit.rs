@@ -16,6 +16,22 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Writes to the metadata log in `meta_dir` that each of `segments` was copied: copy started, then finished.
+fn record_copied(meta_dir: &Path, segments: &[rsm_core::RemoteLogSegmentMetadata]) {
+    let manager = LocalMetadataManager::open(LocalMetadataConfig::new(meta_dir)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        for m in segments {
+            let mut started = m.clone();
+            started.state = RemoteLogSegmentState::CopySegmentStarted;
+            manager.add_remote_log_segment_metadata(&started).await.unwrap();
+            let done = RemoteLogSegmentMetadataUpdate::of(m, RemoteLogSegmentState::CopySegmentFinished, 1, 0);
+            manager.update_remote_log_segment_metadata(&done).await.unwrap();
+        }
+        manager.close().await.unwrap();
+    });
+}
+
 /// Copies a generated partition with `rsm copy` and writes what a broker's metadata would hold for it:
 /// every segment copy started, then copy finished. Returns the store URL and the metadata log directory.
 fn tiered(root: &Path) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadata>) {
@@ -40,18 +56,7 @@ fn tiered(root: &Path) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadat
     let segments: Vec<_> = store.list_segments(None).unwrap().into_iter().map(|m| m.metadata).collect();
     assert!(segments.len() >= 3, "{} segments", segments.len());
     let meta_dir = root.join("metadata");
-    let manager = LocalMetadataManager::open(LocalMetadataConfig::new(&meta_dir)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(async {
-        for m in &segments {
-            let mut started = m.clone();
-            started.state = RemoteLogSegmentState::CopySegmentStarted;
-            manager.add_remote_log_segment_metadata(&started).await.unwrap();
-            let done = RemoteLogSegmentMetadataUpdate::of(m, RemoteLogSegmentState::CopySegmentFinished, 1, 0);
-            manager.update_remote_log_segment_metadata(&done).await.unwrap();
-        }
-        manager.close().await.unwrap();
-    });
+    record_copied(&meta_dir, &segments);
     (url, meta_dir.to_str().unwrap().to_string(), segments)
 }
 
@@ -355,18 +360,7 @@ fn incomplete_multipart_uploads_are_reported_and_aborted_on_s3() {
     let segments: Vec<_> = store.list_segments(None).unwrap().into_iter().map(|m| m.metadata).collect();
     assert!(segments.len() >= 3, "{} segments", segments.len());
     let meta_dir = root.path().join("metadata");
-    let manager = LocalMetadataManager::open(LocalMetadataConfig::new(&meta_dir)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(async {
-        for m in &segments {
-            let mut started = m.clone();
-            started.state = RemoteLogSegmentState::CopySegmentStarted;
-            manager.add_remote_log_segment_metadata(&started).await.unwrap();
-            let done = RemoteLogSegmentMetadataUpdate::of(m, RemoteLogSegmentState::CopySegmentFinished, 1, 0);
-            manager.update_remote_log_segment_metadata(&done).await.unwrap();
-        }
-        manager.close().await.unwrap();
-    });
+    record_copied(&meta_dir, &segments);
     let meta = meta_dir.to_str().unwrap();
 
     // The same partition, a segment of about 12 MiB: two copies of it killed mid-upload, 12 s apart.

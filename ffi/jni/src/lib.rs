@@ -149,6 +149,27 @@ fn metadata(env: &Env<'_>, a: &JByteArray<'_>) -> Outcome<RemoteLogSegmentMetada
     Ok(wire::decode_metadata(&bytes(env, a, "segment metadata")?)?)
 }
 
+/// A Java `String[]` of `items`, each made in a local frame of its own (a long array holds no more local
+/// references than one at a time).
+fn string_array<'l, 'a>(
+    env: &mut Env<'l>,
+    items: impl ExactSizeIterator<Item = &'a str>,
+) -> Outcome<JObjectArray<'l, JString<'l>>> {
+    let array = JObjectArray::<JString>::new(env, items.len(), JString::default())?;
+    for (i, item) in items.enumerate() {
+        env.with_local_frame(2, |env| -> Outcome<()> {
+            let s = env.new_string(item)?;
+            Ok(array.set_element(env, i, &s)?)
+        })?;
+    }
+    Ok(array)
+}
+
+/// A count as a Java `long`: one above `Long.MAX_VALUE` reads as `Long.MAX_VALUE`.
+fn saturating_jlong(v: u64) -> jlong {
+    jlong::try_from(v).unwrap_or(jlong::MAX)
+}
+
 fn to_bool(b: bool) -> jboolean {
     b
 }
@@ -273,16 +294,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_cacheMetricNames<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JObjectArray<'l, JString<'l>> {
-    entry(&mut env, |env| {
-        let names = JObjectArray::<JString>::new(env, rsm_facade::CACHE_METRICS.len(), JString::default())?;
-        for (i, name) in rsm_facade::CACHE_METRICS.iter().enumerate() {
-            env.with_local_frame(2, |env| -> Outcome<()> {
-                let s = env.new_string(name)?;
-                Ok(names.set_element(env, i, &s)?)
-            })?;
-        }
-        Ok(names)
-    })
+    entry(&mut env, |env| string_array(env, rsm_facade::CACHE_METRICS.iter().copied()))
 }
 
 /// `static native long[] cacheMetrics(long store)`: the store's cache counters
@@ -295,7 +307,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_cacheMetrics<'l>(
     store: jlong,
 ) -> JLongArray<'l> {
     entry(&mut env, |env| {
-        let values = STORES.get(store)?.cache_metrics().map(|v| jlong::try_from(v).unwrap_or(jlong::MAX));
+        let values = STORES.get(store)?.cache_metrics().map(saturating_jlong);
         let out = JLongArray::new(env, values.len())?;
         out.set_region(env, 0, &values)?;
         Ok(out)
@@ -312,17 +324,7 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_requestOps<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
 ) -> JObjectArray<'l, JString<'l>> {
-    entry(&mut env, |env| {
-        let ops = rsm_core::backend::Op::ALL;
-        let names = JObjectArray::<JString>::new(env, ops.len(), JString::default())?;
-        for (i, op) in ops.iter().enumerate() {
-            env.with_local_frame(2, |env| -> Outcome<()> {
-                let s = env.new_string(op.name())?;
-                Ok(names.set_element(env, i, &s)?)
-            })?;
-        }
-        Ok(names)
-    })
+    entry(&mut env, |env| string_array(env, rsm_core::backend::Op::ALL.iter().map(|op| op.name())))
 }
 
 /// `static native Object[] topicRequests(long store)`: every topic's requests so far, in one call:
@@ -344,18 +346,10 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_topicRequests<'l>(
         for counts in topics.values() {
             for op in ops {
                 let c = counts.get(op);
-                for v in [c.requests, c.failed, c.bytes_sent, c.bytes_received] {
-                    values.push(jlong::try_from(v).unwrap_or(jlong::MAX));
-                }
+                values.extend([c.requests, c.failed, c.bytes_sent, c.bytes_received].map(saturating_jlong));
             }
         }
-        let names = JObjectArray::<JString>::new(env, topics.len(), JString::default())?;
-        for (i, topic) in topics.keys().enumerate() {
-            env.with_local_frame(2, |env| -> Outcome<()> {
-                let s = env.new_string(topic)?;
-                Ok(names.set_element(env, i, &s)?)
-            })?;
-        }
+        let names = string_array(env, topics.keys().map(String::as_str))?;
         let counts = JLongArray::new(env, values.len())?;
         counts.set_region(env, 0, &values)?;
         let level = env.new_string(match level {
