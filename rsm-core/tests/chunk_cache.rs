@@ -2,7 +2,8 @@
 //! opens stores: a restart keeps the disk tier and reads from it without a request; a damaged cache file,
 //! whatever byte is damaged, is dropped and the chunk fetched again, never served; storage managers with the
 //! same settings share one cache, and different stores never meet in it; a random read that misses costs
-//! what it would without a cache, and a disk hit reads only the blocks asked for and writes nothing.
+//! what it would without a cache (the second miss too: the chunk is loaded behind it), and a disk hit reads
+//! only the blocks asked for and writes nothing.
 //!
 //! A chunk enters the cache on its second miss (or for a sequential reader): a whole-segment fetch reads its
 //! first piece around the cache, so the tests below fetch twice to fill it.
@@ -242,8 +243,9 @@ async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_segment_ahead(
     assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "no cold read at the segment boundary");
 }
 
-/// A random read that misses reads only the blocks it asked for, as it would without a cache; the chunks
-/// it touched are loaded whole when missed again, then served from memory; with only a disk tier, a hit
+/// A random read that misses reads only the blocks it asked for, as it would without a cache; when missed
+/// again, the chunks it touched are loaded whole in the background while it reads its blocks, then served
+/// from memory; with only a disk tier, a hit
 /// reads the blocks it serves from the file and writes nothing to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_nothing() {
@@ -254,8 +256,8 @@ async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_not
     let rsm = TieredStorage::open(counting.clone(), config(8 << 20, disk.path()), "memory:random").unwrap();
     rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
     let manifest = rsm.manifest(&seg.md).await.unwrap();
-    // 100 KiB from the middle of a chunk: two chunks touched.
-    let (start, end) = (manifest.chunks[3].original_position() + 1000, manifest.chunks[3].end() + 40_000);
+    // About 100 KiB from the middle of a chunk (past its first block): two chunks touched, neither whole.
+    let (start, end) = (manifest.chunks[3].original_position() + 5000, manifest.chunks[3].end() + 40_000);
     let blocks = manifest.align(start..end);
     let fetch = || async {
         let got = collect(rsm.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
@@ -270,12 +272,15 @@ async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_not
     let s = rsm.chunk_cache_stats().unwrap();
     assert_eq!((s.bypassed, s.loads, s.memory.entries), (1, 0, 0), "{s:?}");
 
-    let before = received();
+    // Missed again: the reader reads its blocks as before, and both chunks are loaded whole behind it.
+    let (before, gets) = (received(), log_gets(&counts));
     fetch().await;
+    rsm.chunk_cache().unwrap().flush().await;
     let whole = manifest.chunks[3].data_length as u64 + manifest.chunks[4].data_length as u64;
-    assert_eq!(received() - before, whole, "missed again: both chunks loaded whole");
+    assert_eq!(received() - before, blocks.end - blocks.start + whole, "its blocks, then both chunks whole");
+    assert_eq!(log_gets(&counts) - gets, 3, "one ranged read for the reader, one per chunk loaded");
     let (gets, s) = (log_gets(&counts), rsm.chunk_cache_stats().unwrap());
-    assert_eq!((s.loads, s.memory.entries), (2, 2), "{s:?}");
+    assert_eq!((s.bypassed, s.loads, s.memory.entries), (2, 2, 2), "{s:?}");
     fetch().await;
     assert_eq!(log_gets(&counts), gets, "then from memory");
 

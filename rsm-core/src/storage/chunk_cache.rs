@@ -13,16 +13,18 @@
 //! mebibyte, close) is. Then the next `prefetch_chunks` chunks are loaded in the background, with at most a
 //! quarter of the memory tier's bytes in flight in all; a random reader gets none.
 //!
-//! A cache never makes a read slower than no cache would: a random read of a chunk missed for the first
-//! time reads only the blocks it asked for, around the cache, and the chunk is loaded whole only when it is
-//! missed again (a doorkeeper, as TinyLFU admits), or by a sequential reader; a disk-tier hit reads and
-//! checks only the blocks asked for, and writes nothing.
+//! A cache never makes a read slower than no cache would: a random reader that misses reads only the blocks
+//! it asked for, around the cache. The first miss of a chunk only marks it (a doorkeeper, as TinyLFU
+//! admits); the second also loads the chunk whole in the background, within the same bound on bytes in
+//! flight as the read-ahead, while its reader goes on with its own blocks; readers meeting that load wait
+//! for it, together. A sequential reader loads its chunks whole. A disk-tier hit reads and checks only the
+//! blocks asked for, and writes nothing.
 
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
 use super::disk_cache::{ChunkKey, DiskTier};
 use super::layout::segment_keys;
-use super::single_flight::SingleFlight;
+use super::single_flight::{Flight, SingleFlight};
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::model::Uuid;
@@ -34,13 +36,17 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 /// How many segments' last read positions are remembered for sequential detection.
 const TRACKED_SEGMENTS: usize = 4096;
 
 /// How many chunks missed once are remembered (the doorkeeper): the next miss of one loads it whole.
 const SEEN_CHUNKS: usize = 65536;
+
+/// The most bytes of chunks loaded in the background (read ahead, or filled after a second random miss) at
+/// once for a cache with only a disk tier (with a memory tier: a quarter of it).
+const DISK_ONLY_BACKGROUND_BYTES: u64 = 64 << 20;
 
 /// Disk writes in flight at once (each holds its chunk until written); a chunk loaded while they are all
 /// busy, behind a disk slower than the store, is not written to disk.
@@ -90,8 +96,8 @@ pub struct ChunkCacheStats {
     pub prefetched_bytes_used: u64,
     /// Bytes of prefetched chunks evicted from memory before any reader used them.
     pub prefetched_bytes_wasted: u64,
-    /// Reads of a chunk missed for the first time, served from the store around the cache (only the
-    /// blocks asked for).
+    /// Reads by a random reader that missed, served from the store around the cache (only the blocks asked
+    /// for; on a chunk's second miss its whole load runs in the background, counted in `loads`).
     pub bypassed: u64,
     /// Their bytes.
     pub bypassed_bytes: u64,
@@ -111,7 +117,11 @@ struct Shared {
     bypassed_bytes: AtomicU64,
     /// Prefetched chunks no reader has used yet, with their lengths (0 while loading).
     prefetched: Mutex<HashMap<ChunkKey, u64>>,
+    /// Bytes of chunks being loaded in the background (read ahead or filled).
     prefetch_in_flight: AtomicU64,
+    /// Background loads running, and the signal of each one's end ([`ChunkCache::flush`]).
+    background: AtomicU64,
+    background_done: Notify,
     config: ChunkCacheConfig,
     loads: AtomicU64,
     loaded_bytes: AtomicU64,
@@ -172,6 +182,8 @@ impl ChunkCache {
                 bypassed_bytes: AtomicU64::new(0),
                 prefetched: Mutex::new(HashMap::new()),
                 prefetch_in_flight: AtomicU64::new(0),
+                background: AtomicU64::new(0),
+                background_done: Notify::new(),
                 config,
                 loads: AtomicU64::new(0),
                 loaded_bytes: AtomicU64::new(0),
@@ -232,8 +244,19 @@ impl ChunkCache {
         self.shared.prefetch_in_flight.load(Ordering::Relaxed)
     }
 
-    /// Waits for the disk writes in flight to end (at shutdown, or before looking at the directory).
+    /// Waits for the background loads and then the disk writes in flight to end (at shutdown, or before
+    /// looking at the cache or its directory).
     pub async fn flush(&self) {
+        let s = &self.shared;
+        loop {
+            let done = s.background_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if s.background.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            done.await;
+        }
         let all = DISK_WRITES_IN_FLIGHT as u32;
         if let Ok(permits) = self.shared.disk_writes.acquire_many(all).await {
             drop(permits);
@@ -303,25 +326,25 @@ fn check_chunk(m: &Manifest, i: usize, bytes: &[u8], what: &str) -> Result<()> {
 }
 
 impl Shared {
-    /// Chunk `i` of the segment, whole and checked: from memory, from a load in flight, from disk, or read
-    /// from `src` now; for a reader (whose use of a prefetched chunk is counted), or for the read-ahead.
-    async fn chunk(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, reader: bool) -> Result<Bytes> {
-        let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
-        if let Some(b) = self.memory.get(&key) {
-            if reader {
-                self.used(&key);
-            }
-            return Ok(b);
-        }
-        self.load(src, m, i, reader).await
-    }
-
     /// Chunk `i` after a miss in memory: from a load in flight, from disk, or read from `src` now.
     async fn load(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, reader: bool) -> Result<Bytes> {
         let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
+        self.load_claimed(src, m, i, reader, self.loading.claim(key)).await
+    }
+
+    /// [`Self::load`] with its part in the load claimed already.
+    async fn load_claimed(
+        self: &Arc<Self>,
+        src: &CachedChunks,
+        m: &Arc<Manifest>,
+        i: usize,
+        reader: bool,
+        flight: Flight<ChunkKey, Bytes>,
+    ) -> Result<Bytes> {
+        let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
         let loaded = self
             .loading
-            .run(key, || async {
+            .finish(flight, || async {
                 // A load that ended between this reader's miss and its taking the cell left the chunk in
                 // memory (it is inserted before its cell is dropped): use it rather than read it again.
                 if let Some(b) = self.memory.peek(&key) {
@@ -438,6 +461,29 @@ impl Shared {
         Ok(bytes.slice((want.start - blocks.start) as usize..(want.end - blocks.start) as usize))
     }
 
+    /// For a random reader's miss of chunk `i` asking for `want`, whether to read around the cache
+    /// (`false`: load the chunk, joining its load in flight if there is one). Its first miss marks it; a
+    /// later one also starts its whole load in the background, or, when the reader wants its every block
+    /// anyway, loads it. Decided under the doorkeeper's lock, so that of the readers missing a chunk at once,
+    /// one starts the load and those after it wait for it.
+    fn admit_around(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, want: &Range<u64>) -> bool {
+        let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
+        let mut seen = lock(&self.seen);
+        if self.loading.running(&key) {
+            return false;
+        }
+        if seen.put(key, ()).is_none() {
+            return true;
+        }
+        let c = m.chunks[i];
+        let blocks = m.align(want.clone());
+        if blocks.start <= c.original_position() && blocks.end >= c.end() {
+            return false;
+        }
+        self.spawn_load(src, m, i, false);
+        true
+    }
+
     /// Whether a read of `range` continues the segment's previous read; records it either way.
     fn sequential(&self, key: (u64, Uuid), range: &Range<u64>) -> bool {
         let mut last = lock(&self.last_read);
@@ -447,32 +493,58 @@ impl Shared {
     }
 
     /// Loads chunks `ahead` of the segment in the background, skipping those held or loading, while the
-    /// bytes in flight stay within a quarter of the memory tier.
+    /// bytes in flight stay within their bound.
     fn prefetch(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, ahead: Range<usize>) {
-        let budget = self.config.capacity_bytes / 4;
         let id = m.metadata.remote_log_segment_id.id;
         for i in ahead {
             let key = (src.scope, id, i as u32);
-            let len = m.chunks[i].data_length as u64;
             if self.loading.running(&key) || self.memory.get_quiet(&key) {
                 continue;
             }
-            if self.prefetch_in_flight.fetch_add(len, Ordering::Relaxed) + len > budget {
-                self.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
+            if !self.spawn_load(src, m, i, true) {
                 break;
             }
+        }
+    }
+
+    /// The most bytes of chunks loaded in the background at once: a quarter of the memory tier, or with only
+    /// a disk tier a quarter of it up to [`DISK_ONLY_BACKGROUND_BYTES`].
+    fn background_budget(&self) -> u64 {
+        match &self.config.disk {
+            Some(d) if self.config.capacity_bytes == 0 => (d.capacity_bytes / 4).min(DISK_ONLY_BACKGROUND_BYTES),
+            _ => self.config.capacity_bytes / 4,
+        }
+    }
+
+    /// Claims the load of chunk `i` and runs it in the background (read ahead when `ahead`, else filled
+    /// after a second random miss), unless the bytes in flight would pass their bound: then `false`.
+    fn spawn_load(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, ahead: bool) -> bool {
+        let id = m.metadata.remote_log_segment_id.id;
+        let key = (src.scope, id, i as u32);
+        let len = m.chunks[i].data_length as u64;
+        if self.prefetch_in_flight.fetch_add(len, Ordering::Relaxed) + len > self.background_budget() {
+            self.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
+            return false;
+        }
+        if ahead {
             lock(&self.prefetched).insert(key, len);
             self.prefetches.fetch_add(1, Ordering::Relaxed);
-            let (shared, src, m) = (self.clone(), src.clone(), m.clone());
-            tokio::spawn(async move {
-                let got = shared.chunk(&src, &m, i, false).await;
-                shared.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
-                if let Err(e) = got {
-                    lock(&shared.prefetched).remove(&key);
-                    tracing::debug!(segment = %id, chunk = i, error = %e, "read-ahead failed; a reader will load it");
-                }
-            });
         }
+        let flight = self.loading.claim(key);
+        self.background.fetch_add(1, Ordering::AcqRel);
+        let (shared, src, m) = (self.clone(), src.clone(), m.clone());
+        tokio::spawn(async move {
+            let got = shared.load_claimed(&src, &m, i, false, flight).await;
+            shared.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
+            if let Err(e) = got {
+                lock(&shared.prefetched).remove(&key);
+                tracing::debug!(segment = %id, chunk = i, error = %e, "background load failed; a reader will load it");
+            }
+            if shared.background.fetch_sub(1, Ordering::AcqRel) == 1 {
+                shared.background_done.notify_waiters();
+            }
+        });
+        true
     }
 }
 
@@ -510,10 +582,13 @@ impl ChunkSource for CachedChunks {
                 Part::Load(i, within)
             } else if let Some(b) = s.read_disk_range(key, manifest, i, want.clone(), &what).await {
                 Part::Ready(b)
-            } else if !sequential && manifest.block_size > 0 && lock(&s.seen).put(key, ()).is_none() {
-                // Missed for the first time by a random reader: only what it asked for (a chunk without block
-                // CRCs can only be checked whole, so it is loaded whole). Marked at once: readers of the
-                // chunk meanwhile load it whole, together (single-flight).
+            } else if !sequential && manifest.block_size > 0 && !s.admit_around(src, manifest, i, &want) {
+                // A load began since the check above, or the chunk is missed again and asked for whole: load
+                // it (with its other readers).
+                Part::Load(i, within)
+            } else if !sequential && manifest.block_size > 0 {
+                // Missed by a random reader: only what it asked for (a chunk without block CRCs can only be
+                // checked whole, so it is loaded whole).
                 match plan.last_mut() {
                     Some(Part::Around(r)) if r.end == want.start => {
                         r.end = want.end;

@@ -32,7 +32,25 @@ impl<K: Eq + Hash + Clone, V: Clone> SingleFlight<K, V> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V>>,
     {
+        let flight = self.claim(key);
+        self.finish(flight, load).await
+    }
+
+    /// Takes part in the load of `key` now, before running it ([`Self::finish`]): from this call on,
+    /// [`Self::running`] says so and other tasks asking for `key` wait for this load (a load started in the
+    /// background is claimed before it is spawned).
+    pub(crate) fn claim(&self, key: K) -> Flight<K, V> {
         let cell = self.cells().entry(key.clone()).or_insert_with(|| Arc::new(OnceCell::new())).clone();
+        Flight { key, cell }
+    }
+
+    /// Runs or waits for the claimed load, as [`Self::run`].
+    pub(crate) async fn finish<F, Fut>(&self, flight: Flight<K, V>, load: F) -> Result<V>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V>>,
+    {
+        let Flight { key, cell } = flight;
         let got = cell.get_or_try_init(load).await.cloned();
         let mut cells = self.cells();
         if cells.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
@@ -45,6 +63,12 @@ impl<K: Eq + Hash + Clone, V: Clone> SingleFlight<K, V> {
     pub(crate) fn running(&self, key: &K) -> bool {
         self.cells().contains_key(key)
     }
+}
+
+/// A task's part in the load of one key ([`SingleFlight::claim`]).
+pub(crate) struct Flight<K, V> {
+    key: K,
+    cell: Arc<OnceCell<V>>,
 }
 
 impl<K, V> std::fmt::Debug for SingleFlight<K, V> {
