@@ -1,7 +1,7 @@
 //! `rsm rewrap`: segments copied encrypted under key k1 are rewrapped under k2 by rewriting manifests only;
 //! afterwards k1 can leave the keyring and everything reads; a rerun rewraps nothing; a key the keyring lacks
 //! is an error naming it; a rewrap killed with SIGKILL halfway leaves every manifest whole under one key or
-//! the other, and a rerun finishes it.
+//! the other, and a rerun finishes it; a rewrap moves segments between a key file and an AWS KMS key (moto) both ways.
 
 mod common;
 use common::{files, ok, rsm};
@@ -205,4 +205,43 @@ fn rewrap_killed_halfway_leaves_whole_manifests_and_a_rerun_finishes() {
         String::from_utf8_lossy(&verify.stdout),
         String::from_utf8_lossy(&verify.stderr)
     );
+}
+
+/// Between providers: segments under the key file k1 are rewrapped under an AWS KMS key (moto's KMS), k1
+/// leaves and everything verifies; then back under the key file k2, the KMS key leaves and everything
+/// verifies again. Needs moto (`eval "$(tools/servers/moto.sh start)"`), unless `RSM_SKIP_S3=1` outside CI.
+#[test]
+fn rewrap_moves_segments_from_a_key_file_to_a_kms_key_and_back() {
+    let vars = ["RSM_TEST_S3_ENDPOINT", "RSM_TEST_S3_REGION"];
+    let how = "eval \"$(tools/servers/moto.sh start)\"";
+    let Some(v) = rsm_core::testkit::test_server_vars(&vars, "RSM_SKIP_S3", how) else { return };
+    let endpoint = v["RSM_TEST_S3_ENDPOINT"].trim_end_matches('/').to_string();
+    let kms_key = rsm_core::testkit::kms_test_key(&endpoint);
+    let kms = [
+        format!("encryption.key.kv.kms.key.id={kms_key}"),
+        format!("encryption.kms.endpoint={endpoint}"),
+        format!("encryption.kms.region={}", v["RSM_TEST_S3_REGION"]),
+        "encryption.kms.access.key.id=rsm-test".to_string(),
+        "encryption.kms.secret.access.key=rsm-test-secret".to_string(),
+    ];
+    let su = Setup::new(64 * 1024, 4_000);
+    let n = su.segments;
+    assert!(n >= 3);
+    let with = |extra: &[&str]| -> Vec<String> { extra.iter().map(|s| s.to_string()).chain(kms.clone()).collect() };
+    let run = |cmd: &[&str], settings: &[String]| {
+        let out = su.run(cmd, &settings.iter().map(String::as_str).collect::<Vec<_>>());
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "rsm {cmd:?}: {text}");
+        text
+    };
+
+    let text = run(&["rewrap", "--key", "kv"], &with(&["encryption.keys=k1,kv", &su.k1]));
+    assert!(text.contains(&format!("rewrapped {n} segments under kv; 0 were under it already")), "{text}");
+    assert_eq!(su.key_ids(), BTreeMap::from([("kv".to_string(), n)]));
+    run(&["verify", "--dir", &su.dir], &with(&["encryption.keys=kv"]));
+
+    let text = run(&["rewrap", "--key", "k2"], &with(&["encryption.keys=kv,k2", &su.k2]));
+    assert!(text.contains(&format!("rewrapped {n} segments under k2; 0 were under it already")), "{text}");
+    assert_eq!(su.key_ids(), BTreeMap::from([("k2".to_string(), n)]));
+    run(&["verify", "--dir", &su.dir], &["encryption.keys=k2".to_string(), su.k2.clone()]);
 }

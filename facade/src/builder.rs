@@ -84,6 +84,9 @@ impl<'a> StoreBuilder<'a> {
         r.ignore("broker.id");
         r.ignore(STORE_URL_KEY);
         let (backend, counts, url_prefix) = open_layered(registry, url, &mut r, &self.layers)?;
+        // KMS keys (`encryption.key.<id>.kms.key.id`) are AWS KMS keys: the S3 backend's crate has the client.
+        #[cfg(feature = "s3")]
+        rsm_backend_s3::kms::install();
         let mut config = TieredConfig::read(&mut r)?;
         config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
         let prices = crate::cost::PriceTable::read(&mut r)?;

@@ -2,7 +2,7 @@
 //! `rsm-core/tests/data/legacy`), so that the fuzzer starts from bytes that get past every header. The
 //! corpus replay runs them too; `rsm-fuzz-seeds DIR` writes them as `DIR/<target>/seed-<n>`.
 
-use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN, sealed_blocks_len};
+use rsm_core::crypto::{CHUNK_OVERHEAD, KeyEnvelope, NONCE_BYTES, WRAPPED_LEN, Wrapped, sealed_blocks_len};
 use rsm_core::format::batch::{BatchIter, V2_HEADER_LEN};
 use rsm_core::format::chunk::{Chunker, StoredFrame, Transform, frame_count};
 use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter};
@@ -178,8 +178,10 @@ fn transformed(log: &[u8], encrypted: bool) -> Manifest {
         at += stored as u64;
     }
     if encrypted {
-        m.encryption =
-            Some(KeyEnvelope { kek_id: "kek-2026".into(), nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] });
+        m.encryption = Some(KeyEnvelope {
+            kek_id: "kek-2026".into(),
+            wrapped: Wrapped::Local { nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] },
+        });
     }
     m
 }
@@ -221,8 +223,10 @@ fn framed(log: &[u8], encrypted: bool) -> Manifest {
     }
     m.frames = Some(FrameTable { frame_size: FRAME, chunks: table });
     if encrypted {
-        m.encryption =
-            Some(KeyEnvelope { kek_id: "kek-2026".into(), nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] });
+        m.encryption = Some(KeyEnvelope {
+            kek_id: "kek-2026".into(),
+            wrapped: Wrapped::Local { nonce: [7; NONCE_BYTES], wrapped: [9; WRAPPED_LEN] },
+        });
     }
     m
 }
@@ -275,12 +279,24 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         out.push(("manifest", [&range.to_be_bytes()[..], &bytes].concat()));
     }
 
-    // Manifests of version 5 (chunks in frames, and in frames each sealed), so the fuzzer starts past the
-    // frame table and the encryption flag.
-    for (range, m) in [(0x0000_0000_0000_0300u64, framed(&log, false)), (0x0000_0100_0000_0200, framed(&log, true))] {
+    // Manifests of version 5 (chunks in frames, and in frames each sealed) and 6 (a KMS's blob), so the fuzzer
+    // starts past the frame table and the encryption flag.
+    // Version 6: a data key a KMS wrapped (a blob of the length AWS's have), with frames and without.
+    let kms = |mut m: Manifest| {
+        m.encryption = Some(KeyEnvelope { kek_id: "kms".into(), wrapped: Wrapped::Provider(vec![0xb1; 184]) });
+        m
+    };
+    for (range, m) in [
+        (0x0000_0000_0000_0300u64, framed(&log, false)),
+        (0x0000_0100_0000_0200, framed(&log, true)),
+        (0x0000_0100_0000_0200, kms(framed(&log, true))),
+        (0x0000_0000_0000_0300, kms(transformed(&log, true))),
+    ] {
         let bytes = m.encode();
         let back = Manifest::decode(&bytes, "seed").expect("a framed manifest seed decodes");
-        assert_eq!((m.version(), back), (5, m), "framed manifest seed");
+        let version =
+            if m.encryption.as_ref().is_some_and(|e| matches!(e.wrapped, Wrapped::Provider(_))) { 6 } else { 5 };
+        assert_eq!((m.version(), back), (version, m), "framed manifest seed");
         out.push(("manifest", [&range.to_be_bytes()[..], &bytes].concat()));
     }
 

@@ -26,14 +26,27 @@
 //!   ([`KeyEnvelope::rewrap`]) rewrites the manifest only.
 //! - **Keys in memory.** [`KeyBytes`] prints `[redacted]` and is zeroed when dropped; no error names key
 //!   bytes, only key ids and settings.
+//! - **Where KEKs live.** A KEK is anything that wraps and unwraps data keys ([`KeyEncryptionKey`], async,
+//!   so a remote one does not block a runtime thread): a key file ([`LocalKek`], wrapping with AES-256-GCM
+//!   here, [`Wrapped::Local`]), or an AWS KMS key (`encryption.key.<id>.kms.key.id`), whose bytes never
+//!   leave KMS: KMS generates each data key (GenerateDataKey) and unwraps it (Decrypt), the manifest keeps
+//!   its ciphertext blob ([`Wrapped::Provider`], at most [`MAX_PROVIDER_BLOB_LEN`] bytes) with an
+//!   encryption context binding the segment and the KEK id as the local wrap's associated data does. The
+//!   core holds only the trait and the settings; the KMS client lives beside the S3 backend
+//!   (`rsm_backend_s3::kms`) and is installed with [`set_kms_connector`] by the host (the facade does).
+//!   [`KeyRing`] holds the KEKs by id, the active one, and the per-topic ones
+//!   (`encryption.topic.<topic>.key.id`); a reader keeps each segment's unwrapped data key in memory, so a
+//!   KMS is asked once per segment, not once per fetch.
 
-use crate::config::{ConfigReader, Kind, Setting};
+use crate::config::{ConfigReader, Kind, Secret, Setting};
 use crate::error::{Error, Result};
 use crate::model::Uuid;
+use async_trait::async_trait;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 /// Length of a key (KEK or data key): 256 bits.
 pub const KEY_LEN: usize = 32;
@@ -47,6 +60,9 @@ pub const CHUNK_OVERHEAD: usize = NONCE_BYTES + TAG_BYTES;
 pub const WRAPPED_LEN: usize = KEY_LEN + TAG_BYTES;
 /// The longest KEK id.
 pub const MAX_KEY_ID_LEN: usize = 255;
+/// The longest wrapped data key of a KEK provider ([`Wrapped::Provider`]: an AWS KMS ciphertext blob is
+/// about 150 to 200 bytes).
+pub const MAX_PROVIDER_BLOB_LEN: usize = 1024;
 
 /// What the encryption of a chunk binds it to ([`chunk_aad`]) and names it by in errors: the chunk as its
 /// entry in the manifest describes it. A chunk entry (`format::chunk::ChunkEntry`) converts into it, so
@@ -98,6 +114,55 @@ pub const ENCRYPTION_KEY_FILE: Setting =
          name the id and the setting, never the key",
     );
 
+/// `encryption.key.<id>.kms.key.id`: KEK `<id>` is an AWS KMS key (a family, see [`kms_key_setting`]).
+pub const ENCRYPTION_KEY_KMS: Setting = Setting::of("encryption.key.<id>.kms.key.id", Kind::String)
+    .with_checks("a KMS key id, key ARN, alias (`alias/…`) or alias ARN; instead of `encryption.key.<id>.file`")
+    .with_doc(
+        "key `<id>` is this AWS KMS key, whose bytes never leave KMS: a copy asks KMS for a fresh data key \
+         (GenerateDataKey, AES_256) and keeps its ciphertext blob in the manifest, a reader asks KMS to decrypt it \
+         (Decrypt, naming this key) once per segment and keeps the data key in memory only; the encryption context \
+         binds the segment and the key id; a key that is disabled, pending deletion or not found fails with a \
+         config error naming this setting and the KMS key",
+    );
+/// `encryption.kms.key.id`: the short form for one active KMS key.
+pub const ENCRYPTION_KMS_KEY_ID: Setting = Setting::of("encryption.kms.key.id", Kind::String)
+    .with_checks("the id `kms` must not be listed in `encryption.keys` too")
+    .with_doc(
+        "short for one AWS KMS key under the key id `kms`: adds `kms` to `encryption.keys` with \
+         `encryption.key.kms.kms.key.id` set to this, and makes it `encryption.key.id` unless that names another",
+    );
+/// `encryption.kms.region`.
+pub const ENCRYPTION_KMS_REGION: Setting = Setting::of("encryption.kms.region", Kind::String)
+    .with_checks("required with a KMS key unless `AWS_REGION` or `AWS_DEFAULT_REGION` is set")
+    .with_doc("the AWS region of the KMS keys");
+/// `encryption.kms.endpoint`.
+pub const ENCRYPTION_KMS_ENDPOINT: Setting = Setting::of("encryption.kms.endpoint", Kind::String)
+    .with_checks("an http(s) URL")
+    .with_doc("the KMS endpoint (tests, VPC endpoints); when not set, `https://kms.<region>.amazonaws.com`");
+/// `encryption.kms.access.key.id`.
+pub const ENCRYPTION_KMS_ACCESS_KEY_ID: Setting = Setting::of("encryption.kms.access.key.id", Kind::Secret)
+    .with_checks("with `encryption.kms.secret.access.key`")
+    .with_doc(
+        "the access key id KMS requests are signed with (SigV4); when not set, the default AWS chain \
+         (environment, web identity, ECS, instance metadata)",
+    );
+/// `encryption.kms.secret.access.key`.
+pub const ENCRYPTION_KMS_SECRET_ACCESS_KEY: Setting = Setting::of("encryption.kms.secret.access.key", Kind::Secret)
+    .with_checks("with `encryption.kms.access.key.id`")
+    .with_doc("its secret access key, never logged");
+/// `encryption.kms.session.token`.
+pub const ENCRYPTION_KMS_SESSION_TOKEN: Setting = Setting::of("encryption.kms.session.token", Kind::Secret)
+    .with_doc("with static keys: a session token of temporary credentials, never logged");
+/// `encryption.topic.<topic>.key.id`: the KEK of one topic's new copies (a family, see [`topic_key_setting`]).
+pub const ENCRYPTION_TOPIC_KEY_ID: Setting = Setting::of("encryption.topic.<topic>.key.id", Kind::String)
+    .with_checks(
+        "must be listed in `encryption.keys`; the topic is what lies between `encryption.topic.` and `.key.id`",
+    )
+    .with_doc(
+        "the key-encryption key id new copies of topic `<topic>` (which may hold dots) are wrapped under, instead \
+         of `encryption.key.id`",
+    );
+
 /// The setting that turns encryption of new copies on.
 pub const ENCRYPTION_ENABLED_KEY: &str = ENCRYPTION_ENABLED.key;
 /// The setting naming the active KEK (new copies are wrapped under it).
@@ -109,6 +174,19 @@ pub const ENCRYPTION_KEYS_KEY: &str = ENCRYPTION_KEYS.key;
 pub fn key_file_setting(id: &str) -> String {
     ENCRYPTION_KEY_FILE.key.replace("<id>", id)
 }
+
+/// The setting naming the KMS key of KEK `id` ([`ENCRYPTION_KEY_KMS`] with `<id>` filled in).
+pub fn kms_key_setting(id: &str) -> String {
+    ENCRYPTION_KEY_KMS.key.replace("<id>", id)
+}
+
+/// The setting naming the KEK of topic `topic` ([`ENCRYPTION_TOPIC_KEY_ID`] with `<topic>` filled in).
+pub fn topic_key_setting(topic: &str) -> String {
+    ENCRYPTION_TOPIC_KEY_ID.key.replace("<topic>", topic)
+}
+
+/// The KEK id the short form `encryption.kms.key.id` gives its key.
+pub const SHORT_KMS_KEK_ID: &str = "kms";
 
 /// 256 bits of key material. `Debug` prints `[redacted]`; the bytes are zeroed on drop.
 #[derive(Clone, PartialEq, Eq)]
@@ -142,20 +220,180 @@ impl Drop for KeyBytes {
     }
 }
 
-/// Key-encryption keys by id.
-pub trait KeyRing: Send + Sync + fmt::Debug {
-    /// The active KEK (new data keys are wrapped under it), with its id; a config error when there is none.
-    fn active(&self) -> Result<(&str, &KeyBytes)>;
-    /// The KEK `id`; a [`crate::ErrorKind::Config`] error naming it when the keyring does not hold it.
-    fn get(&self, id: &str) -> Result<&KeyBytes>;
+/// What a data key's wrap is bound to: the KEK id and the segment (id and start offset). A local wrap
+/// binds it as associated data, a KMS as the encryption context, so a wrapped key moved to another
+/// segment's manifest, or relabelled with another KEK id, does not unwrap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrapContext<'a> {
+    /// The id of the KEK (as `encryption.keys` lists it, and the manifest names it).
+    pub kek_id: &'a str,
+    /// The segment's id.
+    pub segment_id: Uuid,
+    /// The segment's start offset.
+    pub start_offset: i64,
 }
 
-/// KEKs read from files (`encryption.keys`, `encryption.key.<id>.file`): each file holds one 256-bit key
-/// as 64 hexadecimal characters (surrounding whitespace ignored).
+impl WrapContext<'_> {
+    /// The encryption context a KMS binds the wrap to: the segment, its start offset and the KEK id.
+    pub fn encryption_context(&self) -> [(&'static str, String); 3] {
+        [
+            ("rsm:segment", self.segment_id.to_string()),
+            ("rsm:start-offset", self.start_offset.to_string()),
+            ("rsm:kek", self.kek_id.to_string()),
+        ]
+    }
+}
+
+/// A data key as its KEK wrapped it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Wrapped {
+    /// AES-256-GCM under a KEK whose bytes this process holds ([`LocalKek`]; manifest versions 4 and 5).
+    Local {
+        /// The nonce of the wrap.
+        nonce: [u8; NONCE_BYTES],
+        /// The wrapped key and its tag.
+        wrapped: [u8; WRAPPED_LEN],
+    },
+    /// What a KEK whose bytes never leave its provider returned (an AWS KMS ciphertext blob), 1 to
+    /// [`MAX_PROVIDER_BLOB_LEN`] bytes (manifest version 6).
+    Provider(Vec<u8>),
+}
+
+/// A key-encryption key: wraps and unwraps data keys, each bound to a [`WrapContext`]. Async, so that a KEK
+/// in a remote service (a KMS) is asked without blocking a runtime thread. Errors name the KEK id and its
+/// setting, never key bytes or credentials: a KEK that cannot be used (disabled, deleted, not allowed) is a
+/// [`crate::ErrorKind::Config`] error, a wrap that does not open is [`crate::ErrorKind::Corrupt`].
+#[async_trait]
+pub trait KeyEncryptionKey: Send + Sync + fmt::Debug {
+    /// A fresh random data key and its wrap. By default drawn here and wrapped with [`Self::wrap`]; a KMS
+    /// generates it (one request).
+    async fn generate(&self, ctx: WrapContext<'_>) -> Result<(KeyBytes, Wrapped)> {
+        let key = KeyBytes(random::<KEY_LEN>("data key")?);
+        let wrapped = self.wrap(&key, ctx).await?;
+        Ok((key, wrapped))
+    }
+
+    /// `key` wrapped, bound to `ctx` (a key rotation wraps an unwrapped key again).
+    async fn wrap(&self, key: &KeyBytes, ctx: WrapContext<'_>) -> Result<Wrapped>;
+
+    /// The data key `wrapped` holds, when it was wrapped bound to `ctx`.
+    async fn unwrap(&self, wrapped: &Wrapped, ctx: WrapContext<'_>) -> Result<KeyBytes>;
+}
+
+/// A KEK whose bytes this process holds (a key file): AES-256-GCM wraps ([`Wrapped::Local`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct FileKeyRing {
+pub struct LocalKek(pub KeyBytes);
+
+#[async_trait]
+impl KeyEncryptionKey for LocalKek {
+    async fn wrap(&self, key: &KeyBytes, ctx: WrapContext<'_>) -> Result<Wrapped> {
+        local_wrap(key, &self.0, ctx)
+    }
+
+    async fn unwrap(&self, wrapped: &Wrapped, ctx: WrapContext<'_>) -> Result<KeyBytes> {
+        match wrapped {
+            Wrapped::Local { nonce, wrapped } => local_unwrap(&self.0, nonce, wrapped, ctx),
+            Wrapped::Provider(_) => Err(Error::corrupt(format!(
+                "segment {}: its data key was wrapped by a key provider (a KMS), and key encryption key `{}` is a \
+                 key file",
+                ctx.segment_id, ctx.kek_id
+            ))),
+        }
+    }
+}
+
+/// How KMS requests are sent (`encryption.kms.*`): region, endpoint and credentials, each falling back to
+/// the standard AWS environment variables when not set. `Debug` never shows a secret.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct KmsSettings {
+    /// `encryption.kms.region`.
+    pub region: Option<String>,
+    /// `encryption.kms.endpoint`.
+    pub endpoint: Option<String>,
+    /// `encryption.kms.access.key.id`.
+    pub access_key_id: Option<Secret>,
+    /// `encryption.kms.secret.access.key`.
+    pub secret_access_key: Option<Secret>,
+    /// `encryption.kms.session.token`.
+    pub session_token: Option<Secret>,
+}
+
+impl KmsSettings {
+    fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
+        let s = KmsSettings {
+            region: r.get_string(&ENCRYPTION_KMS_REGION).map(str::to_string),
+            endpoint: r.get_string(&ENCRYPTION_KMS_ENDPOINT).map(str::to_string),
+            access_key_id: r.get_secret(&ENCRYPTION_KMS_ACCESS_KEY_ID),
+            secret_access_key: r.get_secret(&ENCRYPTION_KMS_SECRET_ACCESS_KEY),
+            session_token: r.get_secret(&ENCRYPTION_KMS_SESSION_TOKEN),
+        };
+        match (&s.access_key_id, &s.secret_access_key) {
+            (Some(_), None) => Err(Error::config(
+                ENCRYPTION_KMS_SECRET_ACCESS_KEY.key,
+                format!("is required with `{}`", ENCRYPTION_KMS_ACCESS_KEY_ID.key),
+            )),
+            (None, Some(_)) => Err(Error::config(
+                ENCRYPTION_KMS_ACCESS_KEY_ID.key,
+                format!("is required with `{}`", ENCRYPTION_KMS_SECRET_ACCESS_KEY.key),
+            )),
+            _ => Ok(s),
+        }
+    }
+}
+
+/// What turns a KMS key's settings into a [`KeyEncryptionKey`]: the core speaks no HTTP, so the host
+/// installs one ([`set_kms_connector`]; the facade installs `rsm_backend_s3::kms`'s).
+pub trait KmsConnector: Send + Sync {
+    /// The KEK of the KMS key `key_id`, which the setting `setting` names, sent with `settings`. Errors name
+    /// the setting, never a secret.
+    fn connect(&self, settings: &KmsSettings, setting: &str, key_id: &str) -> Result<Arc<dyn KeyEncryptionKey>>;
+}
+
+static KMS_CONNECTOR: OnceLock<Arc<dyn KmsConnector>> = OnceLock::new();
+
+/// Installs the process's KMS client; the first one installed stays (`false` for a later one).
+pub fn set_kms_connector(connector: Arc<dyn KmsConnector>) -> bool {
+    KMS_CONNECTOR.set(connector).is_ok()
+}
+
+/// Where a KEK's key is, as the settings say (what [`KeyRing`]s compare).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum KekSource {
+    /// The bytes of its key file (`encryption.key.<id>.file`).
+    File(KeyBytes),
+    /// An AWS KMS key (`encryption.key.<id>.kms.key.id`): its id, ARN or alias.
+    Kms(String),
+}
+
+/// Key-encryption keys by id (`encryption.keys`), each a key file or a KMS key ([`KekSource`]), with the
+/// active one (`encryption.key.id`) and the per-topic ones (`encryption.topic.<topic>.key.id`). Two key
+/// rings are equal when their settings are. `Debug` shows ids and KMS key ids, never key bytes or secrets.
+#[derive(Clone)]
+pub struct KeyRing {
     active: Option<String>,
-    keys: BTreeMap<String, KeyBytes>,
+    topics: BTreeMap<String, String>,
+    sources: BTreeMap<String, KekSource>,
+    kms: Option<KmsSettings>,
+    keks: BTreeMap<String, Arc<dyn KeyEncryptionKey>>,
+}
+
+impl PartialEq for KeyRing {
+    fn eq(&self, o: &Self) -> bool {
+        (&self.active, &self.topics, &self.sources, &self.kms) == (&o.active, &o.topics, &o.sources, &o.kms)
+    }
+}
+
+impl Eq for KeyRing {}
+
+impl fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRing")
+            .field("active", &self.active)
+            .field("topics", &self.topics)
+            .field("keys", &self.sources)
+            .field("kms", &self.kms)
+            .finish()
+    }
 }
 
 /// Parses a key file's text: 64 hex characters once trimmed. The error never quotes the text.
@@ -190,41 +428,125 @@ fn valid_id(id: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-impl FileKeyRing {
-    /// A keyring of these keys, `active` among them (tests, and callers that hold keys already).
+/// Whether `key_id` may be a KMS key id, ARN or alias: 1 to 2048 printable ASCII characters, no space.
+fn valid_kms_key_id(key_id: &str) -> bool {
+    !key_id.is_empty() && key_id.len() <= 2048 && key_id.bytes().all(|b| b.is_ascii_graphic())
+}
+
+impl KeyRing {
+    /// A keyring of these key-file keys, `active` among them (tests, and callers that hold keys already).
     pub fn from_keys(active: Option<&str>, keys: impl IntoIterator<Item = (String, KeyBytes)>) -> Result<Self> {
-        let keys: BTreeMap<String, KeyBytes> = keys.into_iter().collect();
+        let sources: BTreeMap<String, KekSource> = keys.into_iter().map(|(id, k)| (id, KekSource::File(k))).collect();
         if let Some(a) = active
-            && !keys.contains_key(a)
+            && !sources.contains_key(a)
         {
             return Err(Error::config(ENCRYPTION_KEYS_KEY, format!("does not list the active key `{a}`")));
         }
-        Ok(FileKeyRing { active: active.map(str::to_string), keys })
+        Self::build(active.map(str::to_string), BTreeMap::new(), sources, None)
+    }
+
+    /// The same keyring with KEK `id` (replacing one of that id): a host's own [`KeyEncryptionKey`], or a
+    /// test's. `source` is what equality compares it by.
+    pub fn with_kek(mut self, id: &str, source: KekSource, kek: Arc<dyn KeyEncryptionKey>) -> Self {
+        self.sources.insert(id.to_string(), source);
+        self.keks.insert(id.to_string(), kek);
+        self
+    }
+
+    fn build(
+        active: Option<String>,
+        topics: BTreeMap<String, String>,
+        sources: BTreeMap<String, KekSource>,
+        kms: Option<KmsSettings>,
+    ) -> Result<Self> {
+        let mut keks = BTreeMap::new();
+        for (id, source) in &sources {
+            let kek: Arc<dyn KeyEncryptionKey> = match source {
+                KekSource::File(k) => Arc::new(LocalKek(k.clone())),
+                KekSource::Kms(key_id) => {
+                    let setting = kms_key_setting(id);
+                    let connector = KMS_CONNECTOR.get().ok_or_else(|| {
+                        Error::config(
+                            &setting,
+                            format!(
+                                "names AWS KMS key `{key_id}`, and this build has no KMS client installed (hosts \
+                                 built with the S3 backend have one: rsm_backend_s3::kms::install)"
+                            ),
+                        )
+                    })?;
+                    connector.connect(kms.as_ref().unwrap_or(&KmsSettings::default()), &setting, key_id)?
+                }
+            };
+            keks.insert(id.clone(), kek);
+        }
+        Ok(KeyRing { active, topics, sources, kms, keks })
     }
 
     /// The ids it holds.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.keys.keys().map(String::as_str)
+        self.sources.keys().map(String::as_str)
+    }
+
+    /// Where KEK `id` is, when the keyring holds it.
+    pub fn source(&self, id: &str) -> Option<&KekSource> {
+        self.sources.get(id)
+    }
+
+    /// The per-topic KEK ids (`encryption.topic.<topic>.key.id`), by topic.
+    pub fn topic_keys(&self) -> &BTreeMap<String, String> {
+        &self.topics
+    }
+
+    /// The KEK id new copies of `topic` are wrapped under: the topic's own, else the active one; a config
+    /// error when there is none.
+    pub fn active_id(&self, topic: &str) -> Result<&str> {
+        if let Some(id) = self.topics.get(topic) {
+            return Ok(id);
+        }
+        self.active.as_deref().ok_or_else(|| Error::config(ENCRYPTION_KEY_ID_KEY, "names no active key encryption key"))
+    }
+
+    /// The KEK `id`; a [`crate::ErrorKind::Config`] error naming it when the keyring does not hold it.
+    pub fn kek(&self, id: &str) -> Result<&Arc<dyn KeyEncryptionKey>> {
+        self.keks.get(id).ok_or_else(|| {
+            Error::config(
+                ENCRYPTION_KEYS_KEY,
+                format!("key encryption key `{id}` is not in the keyring (add it to `{ENCRYPTION_KEYS_KEY}`)"),
+            )
+        })
     }
 
     /// Reads the `encryption.*` settings: `Ok(None)` when no keys are listed (then `encryption.enabled`
     /// must be false). A keyring is read whenever keys are listed, so a reader with encryption off still
-    /// reads encrypted segments. Errors name the setting and the key id, never key bytes.
+    /// reads encrypted segments. Errors name the setting and the key id, never key bytes or secrets.
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Option<(Self, bool)>> {
         let enabled = r.get_bool(&ENCRYPTION_ENABLED)?;
-        let active = r.get_string(&ENCRYPTION_KEY_ID).map(str::to_string);
+        let mut active = r.get_string(&ENCRYPTION_KEY_ID).map(str::to_string);
         let listed = r.get_string(&ENCRYPTION_KEYS);
-        let Some(listed) = listed else {
+        let short_kms = r.get_string(&ENCRYPTION_KMS_KEY_ID);
+        let kms = KmsSettings::read(r)?;
+        let mut topics = BTreeMap::new();
+        for (rest, id) in r.with_prefix("encryption.topic.") {
+            let key = format!("encryption.topic.{rest}");
+            let topic = rest.strip_suffix(".key.id").filter(|t| !t.is_empty()).ok_or_else(|| {
+                Error::config(&key, "unknown setting (a topic's key is `encryption.topic.<topic>.key.id`)")
+            })?;
+            topics.insert(topic.to_string(), id.trim().to_string());
+        }
+        if listed.is_none() && short_kms.is_none() {
             if enabled {
                 return Err(Error::config(ENCRYPTION_KEYS_KEY, format!("is required with `{ENCRYPTION_ENABLED_KEY}`")));
             }
             if active.is_some() {
                 return Err(Error::config(ENCRYPTION_KEYS_KEY, format!("is required with `{ENCRYPTION_KEY_ID_KEY}`")));
             }
+            if let Some(topic) = topics.keys().next() {
+                return Err(Error::config(topic_key_setting(topic), format!("needs `{ENCRYPTION_KEYS_KEY}`")));
+            }
             return Ok(None);
-        };
-        let mut keys = BTreeMap::new();
-        for id in listed.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        }
+        let mut sources = BTreeMap::new();
+        for id in listed.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
             if !valid_id(id) {
                 return Err(Error::config(
                     ENCRYPTION_KEYS_KEY,
@@ -232,18 +554,60 @@ impl FileKeyRing {
                 ));
             }
             let setting = key_file_setting(id);
-            let path = r.string(&setting).ok_or_else(|| {
-                Error::config(&setting, format!("is required: key `{id}` is listed in `{ENCRYPTION_KEYS_KEY}`"))
-            })?;
-            let text = std::fs::read(path)
-                .map_err(|e| Error::config(&setting, format!("key `{id}`: cannot read the key file {path}: {e}")))?;
-            let key = parse_hex_key(&text);
-            let mut text = text;
-            text.fill(0);
-            let key = key.map_err(|m| Error::config(&setting, format!("key `{id}`: the key file {path} {m}")))?;
-            keys.insert(id.to_string(), key);
+            let kms_setting = kms_key_setting(id);
+            let source = match (r.string(&setting), r.string(&kms_setting)) {
+                (Some(_), Some(_)) => {
+                    return Err(Error::config(
+                        &setting,
+                        format!("key `{id}` is a key file or a KMS key: not both (`{kms_setting}`)"),
+                    ));
+                }
+                (None, None) => {
+                    return Err(Error::config(
+                        &setting,
+                        format!("is required (or `{kms_setting}`): key `{id}` is listed in `{ENCRYPTION_KEYS_KEY}`"),
+                    ));
+                }
+                (None, Some(key_id)) => {
+                    if !valid_kms_key_id(key_id) {
+                        return Err(Error::config(
+                            &kms_setting,
+                            format!("key `{id}`: `{key_id}` is not a KMS key id, ARN or alias"),
+                        ));
+                    }
+                    KekSource::Kms(key_id.to_string())
+                }
+                (Some(path), None) => {
+                    let text = std::fs::read(path).map_err(|e| {
+                        Error::config(&setting, format!("key `{id}`: cannot read the key file {path}: {e}"))
+                    })?;
+                    let key = parse_hex_key(&text);
+                    let mut text = text;
+                    text.fill(0);
+                    KekSource::File(
+                        key.map_err(|m| Error::config(&setting, format!("key `{id}`: the key file {path} {m}")))?,
+                    )
+                }
+            };
+            sources.insert(id.to_string(), source);
         }
-        if keys.is_empty() {
+        if let Some(key_id) = short_kms {
+            if sources.contains_key(SHORT_KMS_KEK_ID) {
+                return Err(Error::config(
+                    ENCRYPTION_KMS_KEY_ID.key,
+                    format!("gives its key the id `{SHORT_KMS_KEK_ID}`, which `{ENCRYPTION_KEYS_KEY}` lists too"),
+                ));
+            }
+            if !valid_kms_key_id(key_id) {
+                return Err(Error::config(
+                    ENCRYPTION_KMS_KEY_ID.key,
+                    format!("`{key_id}` is not a KMS key id, ARN or alias"),
+                ));
+            }
+            sources.insert(SHORT_KMS_KEK_ID.to_string(), KekSource::Kms(key_id.to_string()));
+            active.get_or_insert_with(|| SHORT_KMS_KEK_ID.to_string());
+        }
+        if sources.is_empty() {
             return Err(Error::config(ENCRYPTION_KEYS_KEY, "lists no key id"));
         }
         match &active {
@@ -253,7 +617,7 @@ impl FileKeyRing {
                     format!("is required with `{ENCRYPTION_ENABLED_KEY}`"),
                 ));
             }
-            Some(a) if !keys.contains_key(a) => {
+            Some(a) if !sources.contains_key(a) => {
                 return Err(Error::config(
                     ENCRYPTION_KEY_ID_KEY,
                     format!("names key `{a}`, which `{ENCRYPTION_KEYS_KEY}` does not list"),
@@ -261,26 +625,16 @@ impl FileKeyRing {
             }
             _ => {}
         }
-        Ok(Some((FileKeyRing { active, keys }, enabled)))
-    }
-}
-
-impl KeyRing for FileKeyRing {
-    fn active(&self) -> Result<(&str, &KeyBytes)> {
-        let id = self
-            .active
-            .as_deref()
-            .ok_or_else(|| Error::config(ENCRYPTION_KEY_ID_KEY, "names no active key encryption key"))?;
-        Ok((id, self.get(id)?))
-    }
-
-    fn get(&self, id: &str) -> Result<&KeyBytes> {
-        self.keys.get(id).ok_or_else(|| {
-            Error::config(
-                ENCRYPTION_KEYS_KEY,
-                format!("key encryption key `{id}` is not in the keyring (add it to `{ENCRYPTION_KEYS_KEY}`)"),
-            )
-        })
+        for (topic, id) in &topics {
+            if !sources.contains_key(id) {
+                return Err(Error::config(
+                    topic_key_setting(topic),
+                    format!("names key `{id}`, which `{ENCRYPTION_KEYS_KEY}` does not list"),
+                ));
+            }
+        }
+        let kms = sources.values().any(|s| matches!(s, KekSource::Kms(_))).then_some(kms);
+        Ok(Some((Self::build(active, topics, sources, kms)?, enabled)))
     }
 }
 
@@ -307,50 +661,75 @@ impl fmt::Debug for DataKey {
 }
 
 /// A segment's data key as the manifest keeps it: wrapped under the KEK `kek_id`.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct KeyEnvelope {
     /// The id of the KEK it is wrapped under.
     pub kek_id: String,
-    /// The nonce of the wrap.
-    pub nonce: [u8; NONCE_BYTES],
-    /// The wrapped key and its tag.
-    pub wrapped: [u8; WRAPPED_LEN],
+    /// The wrapped key: a local AES-GCM wrap or a KMS ciphertext blob.
+    pub wrapped: Wrapped,
 }
 
-/// The associated data of a data key's wrap: the segment and the KEK id.
-fn wrap_aad(segment_id: Uuid, start_offset: i64, kek_id: &str) -> Vec<u8> {
-    let mut a = Vec::with_capacity(48 + kek_id.len());
+/// The associated data of a data key's local wrap: the segment and the KEK id.
+fn wrap_aad(ctx: WrapContext<'_>) -> Vec<u8> {
+    let mut a = Vec::with_capacity(48 + ctx.kek_id.len());
     a.extend_from_slice(b"rsm-dek-wrap-v1\0");
-    a.extend_from_slice(&segment_id.to_bytes());
-    a.extend_from_slice(&start_offset.to_be_bytes());
-    a.extend_from_slice(&(kek_id.len() as u16).to_be_bytes());
-    a.extend_from_slice(kek_id.as_bytes());
+    a.extend_from_slice(&ctx.segment_id.to_bytes());
+    a.extend_from_slice(&ctx.start_offset.to_be_bytes());
+    a.extend_from_slice(&(ctx.kek_id.len() as u16).to_be_bytes());
+    a.extend_from_slice(ctx.kek_id.as_bytes());
     a
 }
 
-fn wrap(key: &KeyBytes, kek_id: &str, kek: &KeyBytes, segment_id: Uuid, start_offset: i64) -> Result<KeyEnvelope> {
+fn local_wrap(key: &KeyBytes, kek: &KeyBytes, ctx: WrapContext<'_>) -> Result<Wrapped> {
     let nonce = random::<NONCE_BYTES>("data key wrap nonce")?;
     let mut buf = key.expose().to_vec();
     cipher(kek.expose())
-        .seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(wrap_aad(segment_id, start_offset, kek_id)),
-            &mut buf,
-        )
-        .map_err(|_| Error::invalid(format!("segment {segment_id}: cannot wrap its data key")))?;
+        .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(wrap_aad(ctx)), &mut buf)
+        .map_err(|_| Error::invalid(format!("segment {}: cannot wrap its data key", ctx.segment_id)))?;
     let mut wrapped = [0u8; WRAPPED_LEN];
     wrapped.copy_from_slice(&buf);
-    Ok(KeyEnvelope { kek_id: kek_id.to_string(), nonce, wrapped })
+    buf.fill(0);
+    Ok(Wrapped::Local { nonce, wrapped })
+}
+
+fn local_unwrap(
+    kek: &KeyBytes,
+    nonce: &[u8; NONCE_BYTES],
+    wrapped: &[u8; WRAPPED_LEN],
+    ctx: WrapContext<'_>,
+) -> Result<KeyBytes> {
+    let mut buf = wrapped.to_vec();
+    let opened = cipher(kek.expose())
+        .open_in_place(Nonce::assume_unique_for_key(*nonce), Aad::from(wrap_aad(ctx)), &mut buf)
+        .map_err(|_| {
+            Error::corrupt(format!(
+                "segment {}: its data key does not unwrap with key encryption key `{}` (the key's bytes are not \
+                 those it was wrapped with, or the manifest holds another segment's key)",
+                ctx.segment_id, ctx.kek_id
+            ))
+        })?;
+    let mut key = [0u8; KEY_LEN];
+    key.copy_from_slice(opened);
+    buf.fill(0);
+    let k = KeyBytes(key);
+    key.fill(0);
+    Ok(k)
 }
 
 impl DataKey {
-    /// A fresh random data key for the segment (`segment_id`, `start_offset`), wrapped under the keyring's
-    /// active KEK.
-    pub fn generate(keyring: &dyn KeyRing, segment_id: Uuid, start_offset: i64) -> Result<(DataKey, KeyEnvelope)> {
-        let (kek_id, kek) = keyring.active()?;
-        let key = KeyBytes(random::<KEY_LEN>("data key")?);
-        let envelope = wrap(&key, kek_id, kek, segment_id, start_offset)?;
-        Ok((DataKey(cipher(key.expose())), envelope))
+    /// A fresh data key for the segment (`segment_id`, `start_offset`) of topic `topic`, wrapped under the
+    /// keyring's KEK for the topic ([`KeyRing::active_id`]): drawn here for a key file, generated by the KMS
+    /// for a KMS key.
+    pub async fn generate(
+        keyring: &KeyRing,
+        topic: &str,
+        segment_id: Uuid,
+        start_offset: i64,
+    ) -> Result<(DataKey, KeyEnvelope)> {
+        let kek_id = keyring.active_id(topic)?;
+        let ctx = WrapContext { kek_id, segment_id, start_offset };
+        let (key, wrapped) = keyring.kek(kek_id)?.generate(ctx).await?;
+        Ok((DataKey(cipher(key.expose())), KeyEnvelope { kek_id: kek_id.to_string(), wrapped }))
     }
 
     /// Encrypts `plain` as chunk `index` (whose entry, transform included, is `c`): `nonce ‖ ciphertext ‖ tag`.
@@ -591,43 +970,83 @@ impl DataKey {
 }
 
 impl KeyEnvelope {
-    /// The data key, unwrapped with the keyring's KEK of this envelope's id, for the segment
-    /// (`segment_id`, `start_offset`). A KEK id the keyring does not hold is a config error naming it; a
-    /// wrap that does not open (another key under the same id, or a wrapped key from another segment) is
-    /// corrupt.
-    pub fn unwrap(&self, keyring: &dyn KeyRing, segment_id: Uuid, start_offset: i64) -> Result<DataKey> {
-        let key = self.unwrap_bytes(keyring, segment_id, start_offset)?;
+    /// The data key, unwrapped by the keyring's KEK of this envelope's id, for the segment (`segment_id`,
+    /// `start_offset`). A KEK id the keyring does not hold, or a KEK that cannot be used (a KMS key disabled
+    /// or deleted), is a config error naming it; a wrap that does not open (another key under the same id, or
+    /// a wrapped key from another segment) is corrupt.
+    pub async fn unwrap(&self, keyring: &KeyRing, segment_id: Uuid, start_offset: i64) -> Result<DataKey> {
+        let key = self.unwrap_bytes(keyring, segment_id, start_offset).await?;
         Ok(DataKey(cipher(key.expose())))
     }
 
-    fn unwrap_bytes(&self, keyring: &dyn KeyRing, segment_id: Uuid, start_offset: i64) -> Result<KeyBytes> {
-        let kek = keyring.get(&self.kek_id).map_err(|e| e.context(format!("segment {segment_id}")))?;
-        let mut buf = self.wrapped.to_vec();
-        let opened = cipher(kek.expose())
-            .open_in_place(
-                Nonce::assume_unique_for_key(self.nonce),
-                Aad::from(wrap_aad(segment_id, start_offset, &self.kek_id)),
-                &mut buf,
-            )
-            .map_err(|_| {
-                Error::corrupt(format!(
-                    "segment {segment_id}: its data key does not unwrap with key encryption key `{}` (the key's \
-                     bytes are not those it was wrapped with, or the manifest holds another segment's key)",
-                    self.kek_id
-                ))
-            })?;
-        let mut key = [0u8; KEY_LEN];
-        key.copy_from_slice(opened);
-        buf.fill(0);
-        let k = KeyBytes(key);
-        key.fill(0);
-        Ok(k)
+    async fn unwrap_bytes(&self, keyring: &KeyRing, segment_id: Uuid, start_offset: i64) -> Result<KeyBytes> {
+        let kek = keyring.kek(&self.kek_id).map_err(|e| e.context(format!("segment {segment_id}")))?;
+        kek.unwrap(&self.wrapped, WrapContext { kek_id: &self.kek_id, segment_id, start_offset }).await
     }
 
-    /// The same data key wrapped under the keyring's KEK `new_id` (key rotation: the chunks are untouched).
-    pub fn rewrap(&self, keyring: &dyn KeyRing, new_id: &str, segment_id: Uuid, start_offset: i64) -> Result<Self> {
-        let key = self.unwrap_bytes(keyring, segment_id, start_offset)?;
-        wrap(&key, new_id, keyring.get(new_id)?, segment_id, start_offset)
+    /// The same data key wrapped under the keyring's KEK `new_id` (key rotation, between key files and KMS
+    /// keys alike: the chunks are untouched).
+    pub async fn rewrap(&self, keyring: &KeyRing, new_id: &str, segment_id: Uuid, start_offset: i64) -> Result<Self> {
+        let new = keyring.kek(new_id)?;
+        let key = self.unwrap_bytes(keyring, segment_id, start_offset).await?;
+        let wrapped = new.wrap(&key, WrapContext { kek_id: new_id, segment_id, start_offset }).await?;
+        Ok(KeyEnvelope { kek_id: new_id.to_string(), wrapped })
+    }
+}
+
+/// Segments' data keys, unwrapped once and kept in memory only (never written anywhere), so that a reader
+/// asks a KMS once per segment, not once per fetch. An entry is found by the segment and its envelope as
+/// the manifest holds it, so a manifest rewritten (rewrapped, or replaced by another's) is unwrapped anew;
+/// concurrent first reads of a segment share one unwrap; a failed unwrap is not kept (the next read asks
+/// again). At most `capacity` entries (an arbitrary one leaves when full).
+#[derive(Debug)]
+pub struct DataKeyCache {
+    keyring: Arc<KeyRing>,
+    capacity: usize,
+    #[allow(clippy::type_complexity)]
+    entries:
+        std::sync::Mutex<std::collections::HashMap<(Uuid, i64, KeyEnvelope), Arc<tokio::sync::OnceCell<Arc<DataKey>>>>>,
+}
+
+impl DataKeyCache {
+    /// Data keys of the segments whose KEKs `keyring` holds, at most `capacity` of them.
+    pub fn new(keyring: Arc<KeyRing>, capacity: usize) -> Self {
+        DataKeyCache { keyring, capacity: capacity.max(1), entries: Default::default() }
+    }
+
+    /// The keyring.
+    pub fn keyring(&self) -> &KeyRing {
+        &self.keyring
+    }
+
+    /// The data key `envelope` wraps for the segment (`segment_id`, `start_offset`): kept, or unwrapped
+    /// ([`KeyEnvelope::unwrap`]) and kept.
+    pub async fn get(&self, envelope: &KeyEnvelope, segment_id: Uuid, start_offset: i64) -> Result<Arc<DataKey>> {
+        let cell = {
+            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let key = (segment_id, start_offset, envelope.clone());
+            match entries.get(&key) {
+                Some(c) => c.clone(),
+                None => {
+                    if entries.len() >= self.capacity
+                        && let Some(k) = entries.keys().next().cloned()
+                    {
+                        entries.remove(&k);
+                    }
+                    let c = Arc::new(tokio::sync::OnceCell::new());
+                    entries.insert(key, c.clone());
+                    c
+                }
+            }
+        };
+        cell.get_or_try_init(|| async { envelope.unwrap(&self.keyring, segment_id, start_offset).await.map(Arc::new) })
+            .await
+            .cloned()
+    }
+
+    /// Drops the data keys of segment `segment` (deleted).
+    pub fn forget(&self, segment: &Uuid) {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _, _), _| id != segment);
     }
 }
 
@@ -667,7 +1086,7 @@ mod tests {
         let missing = dir.path().join("none").display().to_string();
         let read = |pairs: &[(&str, &str)]| {
             let p = props(pairs.iter().copied());
-            FileKeyRing::read(&mut ConfigReader::new(&p))
+            KeyRing::read(&mut ConfigReader::new(&p))
         };
         let (ring, enabled) = read(&[
             ("encryption.enabled", "true"),
@@ -679,8 +1098,8 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(enabled);
-        assert_eq!(ring.active().unwrap().0, "k1");
-        assert_eq!(ring.get("k2").unwrap().expose()[0], 0xff);
+        assert_eq!(ring.active_id("any").unwrap(), "k1");
+        assert!(matches!(ring.source("k2"), Some(KekSource::File(k)) if k.expose()[0] == 0xff));
         let debug = format!("{ring:?}");
         assert!(debug.contains("[redacted]") && !debug.contains("00112233") && !debug.contains("ffeedd"), "{debug}");
         assert!(read(&[]).unwrap().is_none());
@@ -690,6 +1109,40 @@ mod tests {
             (vec![("encryption.enabled", "true")], "encryption.keys", "required"),
             (vec![("encryption.key.id", "k1")], "encryption.keys", "required"),
             (vec![("encryption.keys", "k1")], "encryption.key.k1.file", "key `k1` is listed"),
+            (
+                vec![("encryption.keys", "k1"), ("encryption.key.k1.file", &k1), ("encryption.key.k1.kms.key.id", "x")],
+                "encryption.key.k1.file",
+                "not both",
+            ),
+            (
+                vec![
+                    ("encryption.keys", "k1"),
+                    ("encryption.key.k1.file", &k1),
+                    ("encryption.topic.orders.v2.key.id", "k2"),
+                ],
+                "encryption.topic.orders.v2.key.id",
+                "names key `k2`",
+            ),
+            (
+                vec![("encryption.keys", "k1"), ("encryption.key.k1.file", &k1), ("encryption.topic.orders", "k1")],
+                "encryption.topic.orders",
+                "unknown setting",
+            ),
+            (vec![("encryption.topic.t.key.id", "k1")], "encryption.topic.t.key.id", "needs"),
+            (
+                vec![("encryption.kms.key.id", "k"), ("encryption.keys", "kms"), ("encryption.key.kms.file", &k1)],
+                "encryption.kms.key.id",
+                "lists too",
+            ),
+            (
+                vec![
+                    ("encryption.keys", "k1"),
+                    ("encryption.key.k1.file", &k1),
+                    ("encryption.kms.access.key.id", "AKIDSECRETLY"),
+                ],
+                "encryption.kms.secret.access.key",
+                "required",
+            ),
             (
                 vec![("encryption.keys", "k1"), ("encryption.key.k1.file", &missing)],
                 "encryption.key.k1.file",
@@ -723,34 +1176,69 @@ mod tests {
             assert!(e.to_string().contains(says), "{settings:?}: {e}");
             assert!(!e.full_message().contains("00112233"), "{e}");
         }
-        let e = ring.get("k9").unwrap_err();
+        let e = ring.kek("k9").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Config);
         assert!(e.to_string().contains("`k9`"), "{e}");
+        // A topic's own key; topic names hold dots.
+        let (ring, _) = read(&[
+            ("encryption.key.id", "k1"),
+            ("encryption.keys", "k1,k2"),
+            ("encryption.key.k1.file", &k1),
+            ("encryption.key.k2.file", &k2),
+            ("encryption.topic.orders.eu.key.id", "k2"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(ring.active_id("orders.eu").unwrap(), "k2");
+        assert_eq!(ring.active_id("orders").unwrap(), "k1");
     }
 
-    #[test]
-    fn wraps_bind_the_segment_and_the_key_id() {
+    #[tokio::test]
+    async fn wraps_bind_the_segment_and_the_key_id() {
         let k = |b: u8| KeyBytes::new([b; KEY_LEN]);
-        let ring = FileKeyRing::from_keys(Some("a"), [("a".to_string(), k(1)), ("b".to_string(), k(2))]).unwrap();
+        let ring = KeyRing::from_keys(Some("a"), [("a".to_string(), k(1)), ("b".to_string(), k(2))]).unwrap();
         let seg = Uuid::new(1, 2);
-        let (_, env) = DataKey::generate(&ring, seg, 100).unwrap();
-        env.unwrap(&ring, seg, 100).unwrap();
-        let wrong = FileKeyRing::from_keys(Some("a"), [("a".to_string(), k(9))]).unwrap();
+        let (_, env) = DataKey::generate(&ring, "t", seg, 100).await.unwrap();
+        env.unwrap(&ring, seg, 100).await.unwrap();
+        let wrong = KeyRing::from_keys(Some("a"), [("a".to_string(), k(9))]).unwrap();
         let cases = [
-            ("another segment", env.unwrap(&ring, Uuid::new(1, 3), 100).unwrap_err()),
-            ("another start offset", env.unwrap(&ring, seg, 101).unwrap_err()),
-            ("relabelled", KeyEnvelope { kek_id: "b".into(), ..env.clone() }.unwrap(&ring, seg, 100).unwrap_err()),
-            ("other bytes under the same id", env.unwrap(&wrong, seg, 100).unwrap_err()),
+            ("another segment", env.unwrap(&ring, Uuid::new(1, 3), 100).await.unwrap_err()),
+            ("another start offset", env.unwrap(&ring, seg, 101).await.unwrap_err()),
+            (
+                "relabelled",
+                KeyEnvelope { kek_id: "b".into(), ..env.clone() }.unwrap(&ring, seg, 100).await.unwrap_err(),
+            ),
+            ("other bytes under the same id", env.unwrap(&wrong, seg, 100).await.unwrap_err()),
+            (
+                "a provider's blob under a key file",
+                KeyEnvelope { kek_id: "a".into(), wrapped: Wrapped::Provider(vec![1; 150]) }
+                    .unwrap(&ring, seg, 100)
+                    .await
+                    .unwrap_err(),
+            ),
         ];
         for (case, e) in cases {
             assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}: {e}");
         }
-        let b = env.rewrap(&ring, "b", seg, 100).unwrap();
+        let b = env.rewrap(&ring, "b", seg, 100).await.unwrap();
         assert_eq!(b.kek_id, "b");
-        let only_b = FileKeyRing::from_keys(None, [("b".to_string(), k(2))]).unwrap();
-        b.unwrap(&only_b, seg, 100).unwrap();
-        let e = env.unwrap(&only_b, seg, 100).unwrap_err();
+        let only_b = KeyRing::from_keys(None, [("b".to_string(), k(2))]).unwrap();
+        b.unwrap(&only_b, seg, 100).await.unwrap();
+        let e = env.unwrap(&only_b, seg, 100).await.unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Config);
         assert!(e.to_string().contains("`a` is not in the keyring"), "{e}");
+    }
+
+    #[test]
+    fn a_kms_key_without_a_kms_client_is_a_config_error_naming_it() {
+        // No connector is installed in the core's own tests.
+        let p = props([
+            ("encryption.kms.key.id", "alias/rsm"),
+            ("encryption.kms.access.key.id", "AKIDEXAMPLE"),
+            ("encryption.kms.secret.access.key", "s3cr3t"),
+        ]);
+        let e = KeyRing::read(&mut ConfigReader::new(&p)).unwrap_err();
+        assert_eq!(e.config_key(), Some("encryption.key.kms.kms.key.id"), "{e}");
+        assert!(e.to_string().contains("`alias/rsm`") && !e.full_message().contains("s3cr3t"), "{e}");
     }
 }

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod kms;
 pub mod uploads;
 
 use object_store::aws::AmazonS3Builder;

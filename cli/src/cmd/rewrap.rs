@@ -37,7 +37,7 @@ pub fn rewrap(
     let keyring = store.storage().config().encryption.as_ref().map(|e| &e.keyring).ok_or_else(|| {
         Error::config("encryption.keys", format!("no key-encryption keys are set: list {new_id} (and the old keys)"))
     })?;
-    rsm_core::crypto::KeyRing::get(keyring, new_id)?;
+    keyring.kek(new_id)?;
     let mut out = Rewrapped::default();
     let segments = store.scan_segments(None)?;
     let total = segments.len();

@@ -44,8 +44,17 @@
 //! 4 and 5 appear in no other version. A read of part of a chunk in frames reads the stored bytes of the
 //! frames holding it only, checks each frame against its CRC before it is opened or decompressed, and what
 //! it serves against the block CRCs.
+//!
+//! Version 6 is written for a segment whose data key a KEK provider wrapped (an AWS KMS key,
+//! [`crate::crypto::Wrapped::Provider`]), and only then: segments under key files keep versions 4 and 5 byte for
+//! byte. It is version 5's layout with two differences: the frame size may be 0, when no chunk is stored in
+//! frames, and then no frame table follows; the encryption flag is 2, and the encryption block is the KEK id
+//! (length u8, 1 to 255, and its bytes), then the provider's blob as a length u16 (1 to
+//! [`MAX_PROVIDER_BLOB_LEN`]) and its bytes. Every chunk of a version-6 segment is encrypted.
 
-use crate::crypto::{CHUNK_OVERHEAD, KeyEnvelope, MAX_KEY_ID_LEN, NONCE_BYTES, WRAPPED_LEN};
+use crate::crypto::{
+    CHUNK_OVERHEAD, KeyEnvelope, MAX_KEY_ID_LEN, MAX_PROVIDER_BLOB_LEN, NONCE_BYTES, WRAPPED_LEN, Wrapped,
+};
 use crate::error::{Error, Result};
 use crate::format::chunk::{ChunkEntry, StoredFrame, frame_count};
 use crate::format::codec::{Reader, Writer};
@@ -57,8 +66,10 @@ use crate::model::{CustomMetadata, IndexType, RemoteLogSegmentMetadata, RemoteLo
 
 /// The manifest magic.
 pub const MAGIC: &[u8; 4] = b"RSMM";
-/// The newest version this code writes and reads ([`FRAMED_VERSION`]).
-pub const VERSION: u16 = FRAMED_VERSION;
+/// The newest version this code writes and reads ([`PROVIDER_KEY_VERSION`]).
+pub const VERSION: u16 = PROVIDER_KEY_VERSION;
+/// The version this code writes for a segment whose data key a KEK provider (a KMS) wrapped.
+pub const PROVIDER_KEY_VERSION: u16 = 6;
 /// The version this code writes for a segment with a chunk stored in frames (transforms 4 and 5), encrypted
 /// or not.
 pub const FRAMED_VERSION: u16 = 5;
@@ -133,7 +144,9 @@ impl Manifest {
     /// [`ENCRYPTED_VERSION`] for an encrypted segment, else [`TRANSFORMED_VERSION`] when a chunk is
     /// transformed, else [`UNTRANSFORMED_VERSION`].
     pub fn version(&self) -> u16 {
-        if self.chunks.iter().any(|c| c.rdi.transform.is_framed()) {
+        if self.encryption.as_ref().is_some_and(|e| matches!(e.wrapped, Wrapped::Provider(_))) {
+            PROVIDER_KEY_VERSION
+        } else if self.chunks.iter().any(|c| c.rdi.transform.is_framed()) {
             FRAMED_VERSION
         } else if self.encryption.is_some() {
             ENCRYPTED_VERSION
@@ -323,7 +336,11 @@ impl Manifest {
                     w.u32(f.stored_crc32c);
                 }
             }
-            w.u8(self.encryption.is_some() as u8);
+            w.u8(match self.encryption.as_ref().map(|e| &e.wrapped) {
+                None => 0,
+                Some(Wrapped::Local { .. }) => 1,
+                Some(Wrapped::Provider(_)) => 2,
+            });
         }
         if let Some(e) = &self.encryption {
             // Ids are validated when read from the settings; an id past 255 bytes is cut rather than
@@ -331,8 +348,19 @@ impl Manifest {
             let id = &e.kek_id.as_bytes()[..e.kek_id.len().min(MAX_KEY_ID_LEN)];
             w.u8(id.len() as u8);
             w.bytes(id);
-            w.bytes(&e.nonce);
-            w.bytes(&e.wrapped);
+            match &e.wrapped {
+                Wrapped::Local { nonce, wrapped } => {
+                    w.bytes(nonce);
+                    w.bytes(wrapped);
+                }
+                Wrapped::Provider(blob) => {
+                    // Blobs come from the provider, checked against the bound when wrapped; one past it is
+                    // cut likewise (it then does not unwrap).
+                    let blob = &blob[..blob.len().min(MAX_PROVIDER_BLOB_LEN)];
+                    w.u16(blob.len() as u16);
+                    w.bytes(blob);
+                }
+            }
         }
         let crc = crate::checksum::crc32c(&out);
         out.extend_from_slice(&crc.to_be_bytes());
@@ -456,10 +484,17 @@ impl Manifest {
             }
             (block_size, (0..count).map(|_| r.u32()).collect::<Result<Vec<u32>>>()?)
         };
-        let frames =
-            if version >= FRAMED_VERSION { Some(read_frame_table(&mut r, &chunks, block_size)?) } else { None };
+        let frames = if version >= FRAMED_VERSION {
+            read_frame_table(&mut r, &chunks, block_size, version == PROVIDER_KEY_VERSION)?
+        } else {
+            None
+        };
         let encrypted = match version {
             ENCRYPTED_VERSION => true,
+            PROVIDER_KEY_VERSION => match r.u8()? {
+                2 => true,
+                f => return Err(Error::corrupt(format!("encryption flag {f}, not 2 (manifest version {version})"))),
+            },
             v if v >= FRAMED_VERSION => match r.u8()? {
                 0 => false,
                 1 => true,
@@ -485,9 +520,20 @@ impl Manifest {
             let kek_id = std::str::from_utf8(r.bytes(len)?)
                 .map_err(|_| Error::corrupt("encryption block: the key encryption key id is not UTF-8"))?
                 .to_string();
-            let nonce: [u8; NONCE_BYTES] = r.bytes(NONCE_BYTES)?.try_into().expect("12 bytes");
-            let wrapped: [u8; WRAPPED_LEN] = r.bytes(WRAPPED_LEN)?.try_into().expect("48 bytes");
-            Some(KeyEnvelope { kek_id, nonce, wrapped })
+            let wrapped = if version == PROVIDER_KEY_VERSION {
+                let n = r.u16()? as usize;
+                if n == 0 || n > MAX_PROVIDER_BLOB_LEN {
+                    return Err(Error::corrupt(format!(
+                        "encryption block: a wrapped key of {n} bytes (1 to {MAX_PROVIDER_BLOB_LEN})"
+                    )));
+                }
+                Wrapped::Provider(r.bytes(n)?.to_vec())
+            } else {
+                let nonce: [u8; NONCE_BYTES] = r.bytes(NONCE_BYTES)?.try_into().expect("12 bytes");
+                let wrapped: [u8; WRAPPED_LEN] = r.bytes(WRAPPED_LEN)?.try_into().expect("48 bytes");
+                Wrapped::Local { nonce, wrapped }
+            };
+            Some(KeyEnvelope { kek_id, wrapped })
         } else {
             None
         };
@@ -506,14 +552,26 @@ impl Manifest {
 /// least one chunk in frames, the whole table (its frame counts derived from the chunks, never read) within
 /// the bytes left, no frame without stored bytes (nor, sealed, shorter than a nonce and a tag), and each
 /// chunk's frames adding up to exactly its stored length.
-fn read_frame_table(r: &mut Reader<'_>, chunks: &[ChunkEntry], block_size: u32) -> Result<FrameTable> {
+fn read_frame_table(
+    r: &mut Reader<'_>,
+    chunks: &[ChunkEntry],
+    block_size: u32,
+    may_be_absent: bool,
+) -> Result<Option<FrameTable>> {
+    let framed = |c: &&ChunkEntry| c.rdi.transform.is_framed();
     let frame_size = r.u32()?;
+    // Version 6: a frame size of 0 says no chunk is stored in frames, and no table follows.
+    if may_be_absent && frame_size == 0 {
+        if let Some((i, _)) = chunks.iter().enumerate().find(|(_, c)| framed(c)) {
+            return Err(Error::corrupt(format!("chunk {i} is stored in frames, and the frame size is 0")));
+        }
+        return Ok(None);
+    }
     if block_size == 0 || frame_size == 0 || !frame_size.is_multiple_of(block_size) {
         return Err(Error::corrupt(format!(
             "frame size {frame_size} is not a non-zero multiple of the block size {block_size}"
         )));
     }
-    let framed = |c: &&ChunkEntry| c.rdi.transform.is_framed();
     if !chunks.iter().any(|c| framed(&c)) {
         return Err(Error::corrupt(format!("version {FRAMED_VERSION} with no chunk stored in frames")));
     }
@@ -559,7 +617,7 @@ fn read_frame_table(r: &mut Reader<'_>, chunks: &[ChunkEntry], block_size: u32) 
         }
         table.push(frames);
     }
-    Ok(FrameTable { frame_size, chunks: table })
+    Ok(Some(FrameTable { frame_size, chunks: table }))
 }
 
 #[cfg(test)]
@@ -718,7 +776,8 @@ pub(crate) mod tests {
         let mut m = sample();
         m.chunks[0].rdi.transform = Transform::Aes256Gcm;
         m.chunks[1].rdi.transform = Transform::ZstdAes256Gcm;
-        m.encryption = Some(KeyEnvelope { kek_id: "kek-1".into(), nonce: [7; 12], wrapped: [9; 48] });
+        m.encryption =
+            Some(KeyEnvelope { kek_id: "kek-1".into(), wrapped: Wrapped::Local { nonce: [7; 12], wrapped: [9; 48] } });
         m
     }
 
@@ -770,7 +829,10 @@ pub(crate) mod tests {
         m.frames = Some(FrameTable { frame_size: 600, chunks: vec![Vec::new(), frames] });
         if encrypted {
             m.chunks[0].rdi.transform = Transform::Aes256Gcm;
-            m.encryption = Some(KeyEnvelope { kek_id: "kek-1".into(), nonce: [7; 12], wrapped: [9; 48] });
+            m.encryption = Some(KeyEnvelope {
+                kek_id: "kek-1".into(),
+                wrapped: Wrapped::Local { nonce: [7; 12], wrapped: [9; 48] },
+            });
         }
         m
     }
@@ -921,6 +983,58 @@ pub(crate) mod tests {
                 assert!(e.to_string().contains("manifest t/0/seg.manifest"), "cut at {cut}: {e}");
             }
         }
+    }
+
+    /// `m` with its data key wrapped by a KEK provider: a blob of `n` bytes.
+    fn provider_keyed(mut m: Manifest, n: usize) -> Manifest {
+        m.encryption = Some(KeyEnvelope { kek_id: "kms".into(), wrapped: Wrapped::Provider(vec![0xb1; n]) });
+        m
+    }
+
+    #[test]
+    fn a_key_wrapped_by_a_provider_makes_version_6_and_only_it() {
+        // Key files keep versions 4 and 5 byte for byte; a provider's blob is version 6, with frames or not.
+        assert_eq!(&encrypted_sample().encode()[..6], b"RSMM\0\x04");
+        assert_eq!(&framed_sample(true).encode()[..6], b"RSMM\0\x05");
+        for (m, section) in [
+            (provider_keyed(encrypted_sample(), 180), 4 + 1 + 1 + 3 + 2 + 180),
+            (provider_keyed(framed_sample(true), 1), 4 + 16 + 1 + 1 + 3 + 2 + 1),
+            (
+                provider_keyed(framed_sample(true), MAX_PROVIDER_BLOB_LEN),
+                4 + 16 + 1 + 1 + 3 + 2 + MAX_PROVIDER_BLOB_LEN,
+            ),
+        ] {
+            let bytes = m.encode();
+            assert_eq!(&bytes[..6], b"RSMM\0\x06");
+            assert_eq!(Manifest::decode(&bytes, "k").unwrap(), m);
+            every_corruption_is_detected_in(m.clone());
+            let body = bytes.len() - 4;
+            for cut in body - section..body {
+                let mut b = bytes[..cut].to_vec();
+                b.extend_from_slice(&[0; 4]);
+                let e = Manifest::decode(&resealed(b), "k").unwrap_err();
+                assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "cut at {cut}: {e}");
+            }
+        }
+        // A blob's length out of bounds, and a version-6 flag other than 2, are corrupt (nothing allocated).
+        for n in [0u16, MAX_PROVIDER_BLOB_LEN as u16 + 1, u16::MAX] {
+            let mut b = provider_keyed(encrypted_sample(), 1).encode();
+            let at = b.len() - 4 - 1 - 2;
+            b[at..at + 2].copy_from_slice(&n.to_be_bytes());
+            let e = Manifest::decode(&resealed(b), "k").unwrap_err();
+            assert!(e.to_string().contains(&format!("a wrapped key of {n} bytes")), "{e}");
+        }
+        let mut b = provider_keyed(encrypted_sample(), 1).encode();
+        let at = b.len() - 4 - 1 - 2 - 3 - 1 - 1;
+        b[at] = 1;
+        let e = Manifest::decode(&resealed(b), "k").unwrap_err();
+        assert!(e.to_string().contains("encryption flag 1, not 2"), "{e}");
+        // A chunk in frames with a frame size of 0.
+        let mut b = provider_keyed(framed_sample(true), 1).encode();
+        let at = b.len() - 4 - (4 + 16 + 1 + 1 + 3 + 2 + 1);
+        b[at..at + 4].copy_from_slice(&[0; 4]);
+        let e = Manifest::decode(&resealed(b), "k").unwrap_err();
+        assert!(e.to_string().contains("frame size is 0"), "{e}");
     }
 
     fn every_corruption_is_detected_in(m: Manifest) {

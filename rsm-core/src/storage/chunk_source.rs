@@ -11,7 +11,7 @@
 
 use super::layout::segment_keys;
 use crate::backend::StorageBackend;
-use crate::crypto::{DataKey, KeyRing};
+use crate::crypto::{DataKey, DataKeyCache, KeyRing};
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::format::transform;
@@ -55,8 +55,12 @@ pub trait ChunkSource: Send + Sync + fmt::Debug + 'static {
 pub struct BackendChunks {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
-    keyring: Option<Arc<dyn KeyRing>>,
+    /// Each segment's data key, unwrapped once (a KMS is asked once per segment).
+    keys: Option<DataKeyCache>,
 }
+
+/// Segments' data keys a [`BackendChunks`] keeps unwrapped (about 0.5 KiB each).
+const DATA_KEYS_KEPT: usize = 4096;
 
 /// One ranged read of a [`BackendChunks`] read: the stored range, and the chunk to undo when transformed.
 #[derive(Debug, PartialEq, Eq)]
@@ -77,20 +81,21 @@ struct StoredRead {
 impl BackendChunks {
     /// Chunks of the segments under `key_prefix` in `backend`.
     pub fn new(backend: Arc<dyn StorageBackend>, key_prefix: String) -> Self {
-        BackendChunks { backend, key_prefix, keyring: None }
+        BackendChunks { backend, key_prefix, keys: None }
     }
 
     /// The same source decrypting encrypted segments with the KEKs of `keyring` (`encryption.*`).
-    pub fn with_keyring(mut self, keyring: Option<Arc<dyn KeyRing>>) -> Self {
-        self.keyring = keyring;
+    pub fn with_keyring(mut self, keyring: Option<Arc<KeyRing>>) -> Self {
+        self.keys = keyring.map(|k| DataKeyCache::new(k, DATA_KEYS_KEPT));
         self
     }
 
-    /// The data key of the segment `manifest` describes, unwrapped, or `None` when it is not encrypted.
-    fn data_key(&self, manifest: &Manifest) -> Result<Option<Arc<DataKey>>> {
+    /// The data key of the segment `manifest` describes, unwrapped (once per segment), or `None` when it is
+    /// not encrypted.
+    async fn data_key(&self, manifest: &Manifest) -> Result<Option<Arc<DataKey>>> {
         let Some(envelope) = &manifest.encryption else { return Ok(None) };
         let id = &manifest.metadata.remote_log_segment_id;
-        let keyring = self.keyring.as_deref().ok_or_else(|| {
+        let keys = self.keys.as_ref().ok_or_else(|| {
             Error::config(
                 crate::crypto::ENCRYPTION_KEYS_KEY,
                 format!(
@@ -99,7 +104,7 @@ impl BackendChunks {
                 ),
             )
         })?;
-        Ok(Some(Arc::new(envelope.unwrap(keyring, id.id, manifest.metadata.start_offset)?)))
+        Ok(Some(keys.get(envelope, id.id, manifest.metadata.start_offset).await?))
     }
 
     /// The stored reads that give the original bytes `range`, in order: runs of chunks stored as they are,
@@ -176,11 +181,17 @@ impl BackendChunks {
 
 #[async_trait]
 impl ChunkSource for BackendChunks {
+    fn forget(&self, segment: &crate::model::Uuid) {
+        if let Some(keys) = &self.keys {
+            keys.forget(segment);
+        }
+    }
+
     async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes> {
         let key = segment_keys(&self.key_prefix, &manifest.metadata).log;
         let mut parts = Vec::new();
         let plan = Self::plan(manifest, &key, &range)?;
-        let data_key = if plan.iter().any(|r| r.undo.is_some()) { self.data_key(manifest)? } else { None };
+        let data_key = if plan.iter().any(|r| r.undo.is_some()) { self.data_key(manifest).await? } else { None };
         let block = manifest.block_size;
         for r in plan {
             let bytes = self.get(&key, r.stored).await?;

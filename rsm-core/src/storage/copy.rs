@@ -128,7 +128,9 @@ impl TieredStorage {
         if transformed {
             let data_key = match encrypt {
                 Some(e) => {
-                    let (key, envelope) = DataKey::generate(&e.keyring, md.remote_log_segment_id.id, md.start_offset)?;
+                    let id = &md.remote_log_segment_id;
+                    let topic = &id.topic_id_partition.topic_partition.topic;
+                    let (key, envelope) = DataKey::generate(&e.keyring, topic, id.id, md.start_offset).await?;
                     encryption = Some(envelope);
                     Some(key)
                 }

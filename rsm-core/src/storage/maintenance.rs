@@ -175,7 +175,7 @@ impl TieredStorage {
     pub async fn rewrap_segment(
         &self,
         manifest_key: &str,
-        keyring: &dyn crate::crypto::KeyRing,
+        keyring: &crate::crypto::KeyRing,
         new_id: &str,
     ) -> Result<bool> {
         let mut m = self.read_manifest(manifest_key).await?;
@@ -188,6 +188,7 @@ impl TieredStorage {
         let id = m.metadata.remote_log_segment_id.id;
         let rewrapped = envelope
             .rewrap(keyring, new_id, id, m.metadata.start_offset)
+            .await
             .map_err(|e| e.context(format!("manifest {manifest_key}")))?;
         m.encryption = Some(rewrapped);
         self.backend.put_bytes(manifest_key, Bytes::from(m.encode())).await?;

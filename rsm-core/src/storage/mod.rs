@@ -158,8 +158,7 @@ impl TieredStorage {
         chunk_cache: Option<ChunkCache>,
         store: &str,
     ) -> Self {
-        let keyring =
-            config.encryption.as_ref().map(|e| Arc::new(e.keyring.clone()) as Arc<dyn crate::crypto::KeyRing>);
+        let keyring = config.encryption.as_ref().map(|e| Arc::new(e.keyring.clone()));
         let direct: Arc<dyn ChunkSource> =
             Arc::new(BackendChunks::new(backend.clone(), config.key_prefix.clone()).with_keyring(keyring));
         let manifests = ManifestCache::new(

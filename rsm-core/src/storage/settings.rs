@@ -2,16 +2,17 @@
 
 use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::{ConfigReader, Kind, Setting, Unit};
-use crate::crypto::{self, FileKeyRing};
+use crate::crypto::{self, KeyRing};
 use crate::error::{Error, Result};
 use crate::format::transform::{CompressionConfig, DEFAULT_FRAME_SIZE};
 
 /// The encryption settings (`encryption.*`, see [`crate::crypto`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EncryptionConfig {
-    /// `encryption.keys`, `encryption.key.id` and `encryption.key.<id>.file`: the KEKs, read whenever keys
-    /// are listed, so encrypted segments read back with encryption of new copies off.
-    pub keyring: FileKeyRing,
+    /// `encryption.keys`, `encryption.key.id`, `encryption.key.<id>.file` or `.kms.key.id`,
+    /// `encryption.topic.<topic>.key.id` and `encryption.kms.*`: the KEKs, read whenever keys are listed, so
+    /// encrypted segments read back with encryption of new copies off.
+    pub keyring: KeyRing,
     /// `encryption.enabled`: encrypt new copies under the active KEK (default false).
     pub encrypt: bool,
 }
@@ -176,7 +177,7 @@ fn read_disk_cache(r: &mut ConfigReader<'_>) -> Result<Option<DiskCacheConfig>> 
     }
 }
 
-/// The settings [`TieredConfig::read`] reads (the encryption ones through [`FileKeyRing::read`]), in the order
+/// The settings [`TieredConfig::read`] reads (the encryption ones through [`KeyRing::read`]), in the order
 /// the documentation lists them.
 pub const SETTINGS: &[&Setting] = &[
     &CHUNK_SIZE,
@@ -192,6 +193,14 @@ pub const SETTINGS: &[&Setting] = &[
     &crypto::ENCRYPTION_KEY_ID,
     &crypto::ENCRYPTION_KEYS,
     &crypto::ENCRYPTION_KEY_FILE,
+    &crypto::ENCRYPTION_KEY_KMS,
+    &crypto::ENCRYPTION_KMS_KEY_ID,
+    &crypto::ENCRYPTION_TOPIC_KEY_ID,
+    &crypto::ENCRYPTION_KMS_REGION,
+    &crypto::ENCRYPTION_KMS_ENDPOINT,
+    &crypto::ENCRYPTION_KMS_ACCESS_KEY_ID,
+    &crypto::ENCRYPTION_KMS_SECRET_ACCESS_KEY,
+    &crypto::ENCRYPTION_KMS_SESSION_TOKEN,
     &MANIFEST_CACHE_ENTRIES,
     &MANIFEST_CACHE_TTL_MS,
     &FETCH_CACHE_BYTES,
@@ -245,7 +254,9 @@ pub struct TieredConfig {
     /// Envelope encryption ([`crypto::ENCRYPTION_ENABLED`] and the others): `encryption.enabled` encrypts every chunk of new
     /// copies with AES-256-GCM under a fresh data key per segment, wrapped under the KEK `encryption.key.id`;
     /// the KEKs are `encryption.keys` (comma-separated ids, the active one among them), each read from the
-    /// file `encryption.key.<id>.file` (64 hexadecimal characters). `None` when no keys are listed.
+    /// file `encryption.key.<id>.file` (64 hexadecimal characters) or an AWS KMS key
+    /// (`encryption.key.<id>.kms.key.id`); a topic's copies may use a key of their own
+    /// (`encryption.topic.<topic>.key.id`). `None` when no keys are listed.
     pub encryption: Option<EncryptionConfig>,
 }
 
@@ -293,7 +304,7 @@ impl TieredConfig {
             fetch_cache_disk: read_disk_cache(r)?,
             index_cache_bytes: r.get_int(&INDEX_CACHE_BYTES)?,
             compression: read_compression(r, chunk_size, block_size)?,
-            encryption: FileKeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
+            encryption: KeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
         })
     }
 }

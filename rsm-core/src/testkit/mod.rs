@@ -60,6 +60,39 @@ pub fn test_server_vars(
     panic!("{missing} not set: start the server with `{how}`, or skip locally with {skip_var}=1 (never in CI)");
 }
 
+/// One request of KMS's JSON protocol to a test server that checks no signature (moto at `endpoint`,
+/// `http://host:port`): operation `op` (`CreateKey`, `DisableKey`, …) with the JSON `body`, answered with
+/// the status and the answer's text. For tests' set-up (keys made, disabled), not for the code under test,
+/// which signs its requests.
+pub fn kms_test_call(endpoint: &str, op: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let host = endpoint.trim_end_matches('/').strip_prefix("http://").expect("a plain-HTTP test endpoint");
+    let mut s = std::net::TcpStream::connect(host).expect("the KMS test server answers");
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-amz-json-1.1\r\nX-Amz-Target: \
+         TrentService.{op}\r\nAuthorization: AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/kms/aws4_request, \
+         SignedHeaders=host, Signature=0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let text = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, text)
+}
+
+/// A new symmetric key on the KMS test server at `endpoint` (see [`kms_test_call`]): its key id.
+pub fn kms_test_key(endpoint: &str) -> String {
+    let (status, text) = kms_test_call(endpoint, "CreateKey", r#"{"Description":"rsm test"}"#);
+    assert_eq!(status, 200, "CreateKey: {text}");
+    let at = text.find(r#""KeyId": ""#).or_else(|| text.find(r#""KeyId":""#)).expect("a KeyId");
+    let rest = &text[at + 8..];
+    let start = rest.find('"').unwrap() + 1;
+    let len = rest[start..].find('"').unwrap();
+    rest[start..start + len].to_string()
+}
+
 /// Every file under `dir` (its subdirectories too), sorted: what a filesystem store holds, for tests that
 /// look at it without the SDK.
 pub fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
