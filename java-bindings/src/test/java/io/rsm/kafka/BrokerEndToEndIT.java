@@ -66,7 +66,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Runs for every {@code version=classpath-file} pair in the system property {@code rsm.brokers} (made by
  * tools/java-tests.sh) on the filesystem store, and once more on S3 with the first (newest) of them, on the
  * server the {@code rsm.s3.*} properties name (moto in the tests), with the plugin's compression and encryption
- * on; skipped when {@code rsm.brokers} is empty.
+ * on (the main topic's segments under an AWS KMS key of moto's KMS, by the per-topic key setting, the other
+ * topics' under a key file); skipped when {@code rsm.brokers} is empty.
  */
 class BrokerEndToEndIT {
     static final int SEGMENT_BYTES = 1 << 20;
@@ -124,7 +125,7 @@ class BrokerEndToEndIT {
         assertTrue(!s3 || s3Store != null, "no S3 server given for the S3 run (system property rsm.s3.endpoint; "
                 + "tools/java-tests.sh starts moto and passes it)");
         // The S3 run has the plugin's compression and encryption on, as on a shared cloud store.
-        TestStore store = s3 ? s3Store.compressedAndEncrypted(work.resolve("keys"))
+        TestStore store = s3 ? s3Store.compressedAndEncrypted(work.resolve("keys")).withKmsKeyFor("tiered")
                 : TestStore.filesystem(work.resolve("tiered-store"));
         summary.put("store", store.toString());
         log("=== Kafka " + version + " on the " + store + " store: work dir " + work);
@@ -262,7 +263,7 @@ class BrokerEndToEndIT {
             log(summary.get("segments in remote store"));
             assertTrue(remoteSegments.size() >= 10, "many segments remote: " + remoteSegments);
             assertEquals(0L, remoteSegments.get(0));
-            checkStoredForm(broker.store, remoteDir, expected.get(1L).value);
+            checkStoredForm(broker.store, remoteDir, topic, expected.get(1L).value);
             watching.set(false);
             watcher.join();
             List<Long> latencies = new ArrayList<>();
@@ -735,9 +736,10 @@ class BrokerEndToEndIT {
      * What the first segment's objects hold, read from the store without our SDK: a record value the first
      * producer sent uncompressed ({@code plain}) is in the stored log as it was sent, unless the plugin
      * compresses (every chunk: the heuristic is off) and encrypts, when the manifest is of version 5 (chunks
-     * compressed in frames, each sealed) and the value is nowhere in the log object.
+     * compressed in frames, each sealed), or 6 when {@code topic}'s data keys are wrapped by a KMS, and the
+     * value is nowhere in the log object.
      */
-    static void checkStoredForm(TestStore store, String remoteDir, byte[] plain) throws IOException {
+    static void checkStoredForm(TestStore store, String remoteDir, String topic, byte[] plain) throws IOException {
         assertTrue(plain.length >= 64, "a value long enough to look for: " + plain.length);
         byte[] probe = Arrays.copyOf(plain, 64);
         String log = null;
@@ -756,7 +758,9 @@ class BrokerEndToEndIT {
         int version = ((m[4] & 0xff) << 8) | (m[5] & 0xff);
         boolean found = indexOf(store.read(log), probe) >= 0;
         if (store.transformed()) {
-            assertEquals(5, version, "a segment compressed in frames and encrypted: its manifest version");
+            boolean kms = topic.equals(store.kmsTopic());
+            assertEquals(kms ? 6 : 5, version, "a segment compressed in frames and encrypted"
+                    + (kms ? " under a KMS key" : "") + ": its manifest version");
             assertFalse(found, "a record value in plain text in the encrypted log object " + log);
         } else {
             assertEquals(2, version, "a plain segment's manifest version");

@@ -101,6 +101,23 @@ abstract class TestStore {
         return this;
     }
 
+    /** The topic whose segments are wrapped under a KMS key ({@link #withKmsKeyFor}), or null. */
+    private String kmsTopic;
+
+    /**
+     * This store (encrypted already) with the segments of {@code topic} wrapped under an AWS KMS key of the
+     * store's server (moto's KMS, on the S3 endpoint), the other topics' under the key file: the plugin's
+     * per-topic key setting and its KMS client through the broker.
+     */
+    TestStore withKmsKeyFor(String topic) throws IOException {
+        throw new UnsupportedOperationException(name() + " has no KMS");
+    }
+
+    /** The topic {@link #withKmsKeyFor} named, or null. */
+    String kmsTopic() {
+        return kmsTopic;
+    }
+
     /** Whether {@link #compressedAndEncrypted} was asked for. */
     boolean transformed() {
         return !transforms.isEmpty();
@@ -238,6 +255,41 @@ abstract class TestStore {
         @Override
         List<String> storeSecrets() {
             return List.of(secretKey);
+        }
+
+        @Override
+        TestStore withKmsKeyFor(String topic) throws IOException {
+            // moto does not check signatures: an unsigned CreateKey that names the region makes the key.
+            String who = "AWS4-HMAC-SHA256 Credential=" + accessKey + "/20260101/" + region
+                    + "/kms/aws4_request, SignedHeaders=host, Signature=0";
+            HttpRequest request = HttpRequest.newBuilder(URI.create(endpoint + "/")).timeout(Duration.ofSeconds(30))
+                    .header("Authorization", who).header("Content-Type", "application/x-amz-json-1.1")
+                    .header("X-Amz-Target", "TrentService.CreateKey")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"Description\":\"rsm e2e\"}")).build();
+            String body;
+            try {
+                HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
+                if (response.statusCode() != 200) {
+                    throw new IOException("KMS CreateKey: HTTP " + response.statusCode() + " " + response.body());
+                }
+                body = response.body();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
+            Matcher m = Pattern.compile("\"KeyId\":\\s*\"([^\"]+)\"").matcher(body);
+            if (!m.find()) {
+                throw new IOException("KMS CreateKey: no KeyId in " + body);
+            }
+            super.kmsTopic = topic;
+            super.transforms.put("rsm.config.encryption.keys", "e2e-1,e2e-kms");
+            super.transforms.put("rsm.config.encryption.key.e2e-kms.kms.key.id", m.group(1));
+            super.transforms.put("rsm.config.encryption.topic." + topic + ".key.id", "e2e-kms");
+            super.transforms.put("rsm.config.encryption.kms.endpoint", endpoint);
+            super.transforms.put("rsm.config.encryption.kms.region", region);
+            super.transforms.put("rsm.config.encryption.kms.access.key.id", accessKey);
+            super.transforms.put("rsm.config.encryption.kms.secret.access.key", secretKey);
+            return this;
         }
 
         @Override
