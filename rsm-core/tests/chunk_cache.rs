@@ -8,6 +8,7 @@
 //! A chunk enters the cache on its second miss (or for a sequential reader): a whole-segment fetch reads its
 //! first piece around the cache, so the tests below fetch twice to fill it.
 
+use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
 use rsm_core::backend::{CountingLayer, MemoryBackend, Op, RequestCounts, StorageBackend};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
@@ -183,8 +184,30 @@ async fn managers_with_the_same_settings_share_one_cache_and_stores_stay_apart()
     assert!(log_gets(&counts) > before, "another store's chunks are not this one's");
 }
 
+/// How the storage manager reading the first segment knows of the second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Successor {
+    /// A fresh manager: it has met neither segment, so it lists the store to find the next one.
+    Listed,
+    /// A fresh manager told of the second segment by its host (as the engine does from its metadata).
+    Noted,
+    /// The manager that copied both: it knows the second segment and holds its manifest.
+    Copied,
+}
+
+/// A sequential reader nearing a segment's end gets the next segment's manifest and first chunks ahead,
+/// so its first fetch of the next segment reads nothing from the store; the next segment is found by a
+/// listing only when the manager has not met it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_segment_ahead() {
+    // (how, listings, reads of the second segment's manifest) during the first segment's read.
+    let cases = [(Successor::Listed, 1, 1), (Successor::Noted, 0, 1), (Successor::Copied, 0, 0)];
+    for (how, lists_expected, manifest_reads) in cases {
+        next_segment_ahead(how, lists_expected, manifest_reads).await;
+    }
+}
+
+async fn next_segment_ahead(how: Successor, lists_expected: u64, manifest_reads: u64) {
     let tmp = tempfile::tempdir().unwrap();
     let spec = PartitionSpec {
         topic_id: Uuid::random(),
@@ -202,45 +225,66 @@ async fn a_sequential_reader_nearing_a_segments_end_gets_the_next_segment_ahead(
     assert_eq!(segs.len(), 2, "two closed segments");
     let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
     let counts = counting.counts();
+    // Reads of manifests, counted by a rule that matches them and does nothing to them.
+    let manifests = Arc::new(FaultLayer::new(counting.clone()).with_rule(FaultRule {
+        op: Some(Op::Get),
+        key: "*.manifest".into(),
+        fault: Fault::Delay(std::time::Duration::ZERO),
+        times: None,
+    }));
     let disk = tempfile::tempdir().unwrap();
     let cfg = TieredConfig { fetch_prefetch_chunks: 2, ..config(8 << 20, disk.path()) };
-    let rsm = TieredStorage::open(counting.clone(), cfg, "memory:next").unwrap();
+    let store = format!("memory:next:{how:?}");
+    let rsm = TieredStorage::open(manifests.clone(), cfg, &store).unwrap();
     let mds: Vec<_> = segs.iter().map(|s| partition.segment_metadata(s, 1, 0).unwrap()).collect();
     for (s, md) in segs.iter().zip(&mds) {
         rsm.copy_log_segment_data(md, &partition.segment_data(s).unwrap()).await.unwrap();
     }
-    // A fresh manager: no manifest cached by the copies.
-    let cfg = rsm.config().clone();
-    drop(rsm);
-    let fresh = TieredStorage::open(counting.clone(), cfg, "memory:next").unwrap();
+    let reader = match how {
+        Successor::Copied => rsm,
+        Successor::Listed | Successor::Noted => {
+            // A fresh manager: no manifest cached by the copies, no segment met.
+            let cfg = rsm.config().clone();
+            drop(rsm);
+            let fresh = TieredStorage::open(manifests.clone(), cfg, &store).unwrap();
+            if how == Successor::Noted {
+                fresh.note_segment(&mds[1]);
+            }
+            fresh
+        }
+    };
+    let what = format!("{how:?}");
 
     // A random read of the first segment's last chunk: no look ahead.
     let len = std::fs::metadata(&partition.segment_data(&segs[0]).unwrap().log_segment).unwrap().len() as i32;
-    collect(fresh.fetch_log_segment(&mds[0], len - 100, None).await.unwrap()).await.unwrap();
+    collect(reader.fetch_log_segment(&mds[0], len - 100, None).await.unwrap()).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let lists = || counts.snapshot().get(Op::List).requests;
-    assert_eq!(lists(), 0, "a random reader is not read ahead");
+    let manifest_gets = || manifests.injected() as u64;
+    assert_eq!(lists(), 0, "{what}: a random reader is not read ahead");
+    let manifests_before = manifest_gets();
 
     // A catch-up reader: fetches one after another to the end.
     let mut pos = 0;
     while pos < len {
-        collect(fresh.fetch_log_segment(&mds[0], pos, Some(pos + 40_000)).await.unwrap()).await.unwrap();
+        collect(reader.fetch_log_segment(&mds[0], pos, Some(pos + 40_000)).await.unwrap()).await.unwrap();
         pos += 40_001;
     }
-    let before = fresh.manifest_cache_stats().hits;
+    let before = reader.manifest_cache_stats().hits;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(lists(), 1, "one listing for the next segment");
+    assert_eq!(lists(), lists_expected, "{what}: listings for the next segment");
+    assert_eq!(manifest_gets() - manifests_before, manifest_reads, "{what}: reads of the next segment's manifest");
     let gets = counts.snapshot().get(Op::Get).requests;
-    fresh.manifest(&mds[1]).await.unwrap();
-    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "the next segment's manifest was read ahead");
-    assert_eq!(fresh.manifest_cache_stats().hits, before + 1);
+    reader.manifest(&mds[1]).await.unwrap();
+    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "{what}: the next segment's manifest was read ahead");
+    assert_eq!(reader.manifest_cache_stats().hits, before + 1, "{what}");
     // And its first chunks: the reader's first fetch of the next segment reads nothing from the store.
-    let next = fresh.manifest(&mds[1]).await.unwrap();
+    let next = reader.manifest(&mds[1]).await.unwrap();
     let first = next.chunks[0].data_length as i32;
-    let got = collect(fresh.fetch_log_segment(&mds[1], 0, Some(first - 1)).await.unwrap()).await.unwrap();
+    let got = collect(reader.fetch_log_segment(&mds[1], 0, Some(first - 1)).await.unwrap()).await.unwrap();
     let log = std::fs::read(&partition.segment_data(&segs[1]).unwrap().log_segment).unwrap();
-    assert!(got == log[..first as usize]);
-    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "no cold read at the segment boundary");
+    assert!(got == log[..first as usize], "{what}");
+    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "{what}: no cold read at the segment boundary");
 }
 
 /// A random read that misses reads only the blocks it asked for, as it would without a cache; when missed

@@ -299,7 +299,11 @@ async fn read_with_retries(shared: &Shared, r: &ReadRequest) -> Result<ReadResul
 /// One attempt: the segment from the metadata, the position, the bytes. A store that no longer has the
 /// segment is told apart from a segment deleted meanwhile by asking the metadata again.
 async fn read_once(shared: &Shared, r: &ReadRequest) -> Result<ReadResult> {
-    let segment = find_segment(shared.metadata.as_ref(), &r.partition, r.offset).await?;
+    let (segment, next) = find_segment_and_next(shared.metadata.as_ref(), &r.partition, r.offset).await?;
+    // The segment after this one, so that a consumer reading on finds it read ahead without a listing.
+    if let Some(next) = &next {
+        shared.storage.note_segment(next);
+    }
     match read_segment(&shared.storage, &segment, r).await {
         Err(e) if e.kind() == ErrorKind::NotFound => Err(gone(shared, &segment, r, e).await),
         other => other,
@@ -349,6 +353,16 @@ pub async fn find_segment(
     partition: &TopicIdPartition,
     offset: i64,
 ) -> Result<RemoteLogSegmentMetadata> {
+    Ok(find_segment_and_next(metadata, partition, offset).await?.0)
+}
+
+/// [`find_segment`], and the copied segment a consumer reads after it: the one starting right after it
+/// ends (of several, the one whose epoch at that offset is highest), if any.
+pub async fn find_segment_and_next(
+    metadata: &dyn RemoteLogMetadataManager,
+    partition: &TopicIdPartition,
+    offset: i64,
+) -> Result<(RemoteLogSegmentMetadata, Option<RemoteLogSegmentMetadata>)> {
     let copied: Vec<RemoteLogSegmentMetadata> = metadata
         .list_remote_log_segments(partition)
         .await?
@@ -368,11 +382,17 @@ pub async fn find_segment(
     if offset < earliest || offset > highest {
         return Err(out_of_range(format!("the remote log holds offsets {earliest} to {highest}")));
     }
-    copied
-        .into_iter()
-        .filter(|s| s.start_offset <= offset && offset <= s.end_offset)
-        .max_by_key(|s| (epoch_of(s, offset), s.event_timestamp_ms))
-        .ok_or_else(|| out_of_range(format!("no copied segment holds it (a gap in {earliest} to {highest})")))
+    let holding = |at: i64| {
+        copied
+            .iter()
+            .filter(|s| s.start_offset <= at && at <= s.end_offset)
+            .max_by_key(|s| (epoch_of(s, at), s.event_timestamp_ms))
+    };
+    let segment = holding(offset)
+        .ok_or_else(|| out_of_range(format!("no copied segment holds it (a gap in {earliest} to {highest})")))?;
+    let after = segment.end_offset.saturating_add(1);
+    let next = holding(after).filter(|s| s.start_offset == after).cloned();
+    Ok((segment.clone(), next))
 }
 
 /// The position of the offset's batch, then up to `max_bytes` from it, widened to the whole first batch.

@@ -1,7 +1,8 @@
 //! The manifests of [`TieredStorage`](super::TieredStorage): read from the store and checked against the
 //! segment their key names ([`read_manifest`]), kept in a [`Cache`] (`manifest.cache.entries`,
 //! `manifest.cache.ttl.ms`) with concurrent cold readers of one segment sharing one read, and the next
-//! segment's manifest loaded ahead for a sequential reader ([`NextManifests`]).
+//! segment's manifest loaded ahead for a sequential reader ([`NextManifests`]), found by the segments it
+//! knows by their start offsets ([`KnownSegments`]) or else by a listing.
 
 use super::cache::{Cache, CacheStats};
 use super::layout::{self, Suffix};
@@ -9,8 +10,8 @@ use super::single_flight::SingleFlight;
 use crate::backend::StorageBackend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::manifest::Manifest;
-use crate::model::{RemoteLogSegmentMetadata, Uuid};
-use std::sync::Arc;
+use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Reads and decodes the manifest at `key` of `backend`, and checks that it is the manifest of the segment
@@ -35,12 +36,48 @@ pub(super) async fn read_manifest(backend: &dyn StorageBackend, key_prefix: &str
     }
 }
 
+/// How many segments [`KnownSegments`] remembers.
+const KNOWN_SEGMENTS: usize = 16384;
+
+/// The segments this storage manager has met (copied, read, or told of by its host: an engine knows each
+/// segment's successor from its metadata), by partition and start offset, the most recent first when
+/// several start at one offset: how the segment after another is found without listing the store.
+pub(super) struct KnownSegments(Mutex<lru::LruCache<(TopicIdPartition, i64), RemoteLogSegmentMetadata>>);
+
+impl KnownSegments {
+    fn new() -> Self {
+        KnownSegments(Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(KNOWN_SEGMENTS).expect("non-zero"))))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, lru::LruCache<(TopicIdPartition, i64), RemoteLogSegmentMetadata>> {
+        // Each critical section leaves the map consistent, so a poisoned lock is usable.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remembers `md` as the segment starting at its start offset.
+    pub(super) fn note(&self, md: &RemoteLogSegmentMetadata) {
+        self.lock().put((md.remote_log_segment_id.topic_id_partition.clone(), md.start_offset), md.clone());
+    }
+
+    /// The segment of partition `tp` known to start at `offset`.
+    fn starting_at(&self, tp: &TopicIdPartition, offset: i64) -> Option<RemoteLogSegmentMetadata> {
+        self.lock().get(&(tp.clone(), offset)).cloned()
+    }
+}
+
+impl std::fmt::Debug for KnownSegments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnownSegments").field("segments", &self.lock().len()).finish()
+    }
+}
+
 /// The manifests of the segments under `key_prefix` of a backend, by segment id, read once and kept.
 #[derive(Debug)]
 pub(super) struct ManifestCache {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
     entries: Arc<Cache<Uuid, Arc<Manifest>>>,
+    known: Arc<KnownSegments>,
     /// Manifest reads in flight: concurrent cold readers of one segment share one read.
     loads: SingleFlight<Uuid, Arc<Manifest>>,
 }
@@ -50,7 +87,13 @@ impl ManifestCache {
     /// at most `ttl` after it was read.
     pub(super) fn new(backend: Arc<dyn StorageBackend>, key_prefix: String, entries: usize, ttl: Duration) -> Self {
         let entries = Arc::new(Cache::with_entries(entries).with_ttl(ttl));
-        ManifestCache { backend, key_prefix, entries, loads: SingleFlight::new() }
+        ManifestCache {
+            backend,
+            key_prefix,
+            entries,
+            known: Arc::new(KnownSegments::new()),
+            loads: SingleFlight::new(),
+        }
     }
 
     /// [`read_manifest`] of `key`, not cached.
@@ -96,6 +139,7 @@ impl ManifestCache {
                     )));
                 }
                 let m = Arc::new(m);
+                self.known.note(&m.metadata);
                 self.entries.insert(id, m.clone());
                 Ok(m)
             })
@@ -104,7 +148,13 @@ impl ManifestCache {
 
     /// Keeps `manifest`, just written, as the manifest of segment `id`.
     pub(super) fn insert(&self, id: Uuid, manifest: Arc<Manifest>) {
+        self.known.note(&manifest.metadata);
         self.entries.insert(id, manifest);
+    }
+
+    /// The segments met so far, by start offset.
+    pub(super) fn known(&self) -> &KnownSegments {
+        &self.known
     }
 
     /// Forgets the manifest of segment `id`.
@@ -119,20 +169,22 @@ impl ManifestCache {
 
     /// The read-ahead of next segments' manifests into this cache.
     pub(super) fn next_manifests(&self) -> Arc<NextManifests> {
-        NextManifests::new(self.backend.clone(), self.key_prefix.clone(), self.entries.clone())
+        NextManifests::new(self.backend.clone(), self.key_prefix.clone(), self.entries.clone(), self.known.clone())
     }
 }
 
 /// Loads the manifest of the segment after one that a sequential reader is finishing, into the manifest
-/// cache, so that the reader's first fetch of it waits for no manifest: one listing of the keys that start
-/// at the next offset, then one read per manifest found (whose first chunks the chunk cache then reads
-/// ahead). One listing per segment; later calls for the same segment hand over the successors found again
+/// cache, so that the reader's first fetch of it waits for no manifest (whose first chunks the chunk cache
+/// then reads ahead). A successor already known ([`KnownSegments`]) is handed over from the cache, or its
+/// manifest read by its key; else one listing of the keys that start at the next offset, then one read per
+/// manifest found. One look per segment; later calls for the same segment hand over the successors found again
 /// (from the manifest cache), so a read-ahead refused while the cache's bytes in flight were at their bound
 /// is tried again as the reader goes on.
 pub(super) struct NextManifests {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
     manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+    known: Arc<KnownSegments>,
     /// The segments whose successor was looked for, with the successors found (empty until the listing
     /// and the manifests' reads are done).
     asked: std::sync::Mutex<lru::LruCache<Uuid, Vec<Uuid>>>,
@@ -143,9 +195,10 @@ impl NextManifests {
         backend: Arc<dyn StorageBackend>,
         key_prefix: String,
         manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
+        known: Arc<KnownSegments>,
     ) -> Arc<Self> {
         let asked = std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")));
-        Arc::new(NextManifests { backend, key_prefix, manifests, asked })
+        Arc::new(NextManifests { backend, key_prefix, manifests, known, asked })
     }
 
     /// Loads the manifests of the segments that start right after `m` ends, unless that was asked for `m`
@@ -170,30 +223,47 @@ impl NextManifests {
             }
             return;
         }
-        let prefix = layout::start_offset_prefix(
-            &self.key_prefix,
-            &md.remote_log_segment_id.topic_id_partition,
-            md.end_offset.saturating_add(1),
-        );
+        let tp = &md.remote_log_segment_id.topic_id_partition;
+        let next_start = md.end_offset.saturating_add(1);
+        let known = self.known.starting_at(tp, next_start);
+        if let Some(next) = known.as_ref().and_then(|k| self.manifests.peek(&k.remote_log_segment_id.id)) {
+            self.asked.lock().unwrap_or_else(|p| p.into_inner()).put(id, vec![next.metadata.remote_log_segment_id.id]);
+            return then(next);
+        }
+        let prefix = layout::start_offset_prefix(&self.key_prefix, tp, next_start);
         let this = self.clone();
         tokio::spawn(async move {
-            let found = match this.backend.list(&prefix).await {
-                Ok(found) => found,
-                Err(e) => {
-                    return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
-                }
-            };
+            // The known successor's manifest by its key; else (none known, or gone since) what a listing finds.
+            let mut keys = Vec::new();
+            if let Some(k) = known {
+                keys.push(layout::segment_keys(&this.key_prefix, &k).manifest);
+            }
             let mut ids = Vec::new();
-            for o in found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) {
-                match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
-                    Ok(next) => {
-                        let next = Arc::new(next);
-                        let next_id = next.metadata.remote_log_segment_id.id;
-                        let _ = this.manifests.insert(next_id, next.clone());
-                        ids.push(next_id);
-                        then(next);
+            let mut listed = false;
+            while ids.is_empty() && !listed {
+                if keys.is_empty() {
+                    listed = true;
+                    match this.backend.list(&prefix).await {
+                        Ok(found) => keys.extend(
+                            found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)).map(|o| o.key),
+                        ),
+                        Err(e) => {
+                            return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
+                        }
                     }
-                    Err(e) => tracing::debug!(key = o.key, error = %e, "cannot read the next segment's manifest ahead"),
+                }
+                for key in std::mem::take(&mut keys) {
+                    match read_manifest(this.backend.as_ref(), &this.key_prefix, &key).await {
+                        Ok(next) => {
+                            let next = Arc::new(next);
+                            let next_id = next.metadata.remote_log_segment_id.id;
+                            this.known.note(&next.metadata);
+                            let _ = this.manifests.insert(next_id, next.clone());
+                            ids.push(next_id);
+                            then(next);
+                        }
+                        Err(e) => tracing::debug!(key, error = %e, "cannot read the next segment's manifest ahead"),
+                    }
                 }
             }
             this.asked.lock().unwrap_or_else(|p| p.into_inner()).put(id, ids);

@@ -245,6 +245,14 @@ impl TieredStorage {
         metadata.validate()?;
         self.manifests.get(metadata).await
     }
+
+    /// Tells the storage manager of a copied segment, as a host that keeps the remote log's metadata knows
+    /// it (the engine, before reading the segment before it): a sequential reader nearing the end of the
+    /// segment before then has this one's manifest and first chunks read ahead without a listing of the
+    /// store. Segments copied or read through this storage manager are known already.
+    pub fn note_segment(&self, metadata: &RemoteLogSegmentMetadata) {
+        self.manifests.known().note(metadata);
+    }
 }
 
 #[async_trait]
