@@ -388,10 +388,59 @@ async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_b
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
 }
 
+/// Counts the `.log` uploads of a file ([`StorageBackend::put_file`]) and of a stream.
+#[derive(Debug)]
+struct LogUploads {
+    inner: Arc<dyn StorageBackend>,
+    files: std::sync::atomic::AtomicUsize,
+    streams: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl rsm_core::backend::LayeredBackend for LogUploads {
+    fn inner(&self) -> &Arc<dyn StorageBackend> {
+        &self.inner
+    }
+
+    async fn put_file(&self, key: &str, path: &std::path::Path, len: u64) -> rsm_core::Result<()> {
+        if key.ends_with(".log") {
+            self.files.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.put_file(key, path, len).await
+    }
+
+    async fn put_stream(&self, key: &str, data: rsm_core::backend::ByteStream) -> rsm_core::Result<()> {
+        if key.ends_with(".log") {
+            self.streams.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.put_stream(key, data).await
+    }
+}
+
 /// Compression on but no chunk compressed (the producer compressed them all) writes what compression off
-/// writes, byte for byte: the `.log` object and a version-2 manifest.
+/// writes, byte for byte: the `.log` object and a version-2 manifest; and like it, uploads the file as it
+/// is (the kernel's copy path on a filesystem store) rather than stream it through the transforming pass,
+/// which compressible batches still take.
 #[tokio::test]
 async fn nothing_compressed_writes_what_compression_off_writes() {
+    let uploads = |data, compression| async move {
+        let s = segment(&partition(), data, 0, 300_000);
+        let counted = Arc::new(LogUploads {
+            inner: Arc::new(MemoryBackend::new()),
+            files: Default::default(),
+            streams: Default::default(),
+        });
+        let rsm = TieredStorage::new(counted.clone(), config(compression));
+        rsm.copy_log_segment_data(&s.md, &s.data).await.unwrap();
+        (
+            counted.files.load(std::sync::atomic::Ordering::SeqCst),
+            counted.streams.load(std::sync::atomic::Ordering::SeqCst),
+        )
+    };
+    assert_eq!(uploads(Data::Gzip, ON).await, (1, 0), "producer-compressed: the file as it is");
+    assert_eq!(uploads(Data::Gzip, OFF).await, (1, 0), "compression off: the file as it is");
+    assert_eq!(uploads(Data::Json, ON).await, (0, 1), "compressible: through the transforming pass");
+
     let s = segment(&partition(), Data::Gzip, 0, 300_000);
     let mut written = Vec::new();
     for compression in [OFF, ON] {

@@ -8,7 +8,9 @@
 //! `compression.frame.size` or as one frame, or leaves it as it is, [`ChunkCompressor`], then encrypts it,
 //! each frame on its own, when the store encrypts),
 //! the chunks of a window in parallel, and streams the stored bytes to the upload in order, a few chunks in
-//! memory at a time; each chunk read again is checked against its CRC from the scan.
+//! memory at a time; each chunk read again is checked against its CRC from the scan. When compression alone
+//! would leave every chunk as it is because the producer compressed most of each (the scan notes where it
+//! did), the file is uploaded as it is after the scan instead, as without transforms.
 
 use super::TieredStorage;
 use super::layout::SegmentKeys;
@@ -91,14 +93,24 @@ impl TieredStorage {
             md.start_offset,
             md.remote_log_segment_id.id,
         );
+        let encrypt = self.config.encryption.as_ref().filter(|e| e.encrypt);
+        let transformed = self.config.compression.is_some() || encrypt.is_some();
+        // Compressed only: the scan also notes where the producer compressed, so that a segment every chunk of
+        // which compression's heuristic would leave as it is is uploaded as it is, without a transforming pass.
+        let note_compressed = encrypt.is_none() && self.config.compression.is_some_and(|c| c.heuristic);
         let scan_path = log_path.clone();
         let scan = tokio::task::spawn_blocking(move || {
-            scan_file(&scan_path, log_len, verify, |b| chunker.push(b)).map(|_| chunker.finish())
+            let mut compressed = CompressedRuns::default();
+            scan_file(&scan_path, log_len, verify, |b| {
+                if note_compressed && b.compression() != 0 {
+                    compressed.add(b.position()..b.position() + b.size() as u64);
+                }
+                chunker.push(b)
+            })
+            .map(|_| (chunker.finish(), compressed))
         });
         // The scan and both uploads run at once (with chunk transforms, the `.log`'s upload waits for the scan);
         // all three finish before any result is judged, so a cleanup never races an upload still in flight.
-        let encrypt = self.config.encryption.as_ref().filter(|e| e.encrypt);
-        let transformed = self.config.compression.is_some() || encrypt.is_some();
         let upload_as_is = async {
             match transformed {
                 false => self.backend.put_file(&keys.log, &log_path, log_len).await,
@@ -107,7 +119,7 @@ impl TieredStorage {
         };
         let (scan, log_up, idx_up) =
             tokio::join!(scan, upload_as_is, self.upload_indexes(&keys.indexes, data, md.start_offset, log_len));
-        let ChunkTable { mut chunks, block_size, block_crcs } =
+        let (ChunkTable { mut chunks, block_size, block_crcs }, compressed) =
             scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
         log_up?;
         let indexes = idx_up?;
@@ -125,7 +137,13 @@ impl TieredStorage {
         }
         let mut encryption = None;
         let mut frames = None;
-        if transformed {
+        if note_compressed
+            && chunks.iter().all(|c| compressed.within(c.original_position()..c.end()) * 2 > c.data_length as u64)
+        {
+            // What the transforming pass would store is the file as it is (each chunk left as it is, its
+            // entry unchanged, no frames): the kernel's copy path, as without transforms.
+            self.backend.put_file(&keys.log, &log_path, log_len).await?;
+        } else if transformed {
             let data_key = match encrypt {
                 Some(e) => {
                     let id = &md.remote_log_segment_id;
@@ -162,6 +180,31 @@ impl TieredStorage {
         self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
         self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
         Ok(())
+    }
+}
+
+/// The byte ranges of a `.log` in batches the producer compressed, adjacent batches merged (one range for a
+/// segment whose every batch is compressed), in order.
+#[derive(Default)]
+struct CompressedRuns(Vec<std::ops::Range<u64>>);
+
+impl CompressedRuns {
+    /// Adds the batch at `r`, after every batch added before.
+    fn add(&mut self, r: std::ops::Range<u64>) {
+        match self.0.last_mut() {
+            Some(last) if last.end == r.start => last.end = r.end,
+            _ => self.0.push(r),
+        }
+    }
+
+    /// How many bytes of `r` are in compressed batches.
+    fn within(&self, r: std::ops::Range<u64>) -> u64 {
+        let first = self.0.partition_point(|run| run.end <= r.start);
+        self.0[first..]
+            .iter()
+            .take_while(|run| run.start < r.end)
+            .map(|run| run.end.min(r.end) - run.start.max(r.start))
+            .sum()
     }
 }
 
@@ -388,6 +431,20 @@ fn seal_frames(
 mod tests {
     use super::*;
     use crate::format::writer::{Record, encode_batch};
+
+    #[test]
+    fn compressed_runs_merge_adjacent_batches_and_count_what_a_range_holds() {
+        let mut runs = CompressedRuns::default();
+        for r in [0..4, 4..10, 20..25, 25..30, 40..41] {
+            runs.add(r);
+        }
+        assert_eq!(runs.0, vec![0..10, 20..30, 40..41]);
+        let cases = [(0..100, 21), (5..25, 10), (10..20, 0), (29..40, 1), (30..40, 0), (0..1, 1), (41..50, 0)];
+        for (r, want) in cases {
+            assert_eq!(runs.within(r.clone()), want, "{r:?}");
+        }
+        assert_eq!(CompressedRuns::default().within(0..10), 0);
+    }
 
     #[test]
     fn a_batch_claiming_more_than_the_file_holds_fails_before_any_allocation() {
