@@ -32,11 +32,16 @@ struct Setup {
 
 /// A partition of about four 1 MiB segments, of which the closed ones from `first` on are copied.
 async fn setup(first: usize) -> Setup {
+    setup_with(first, &[]).await
+}
+
+/// [`setup`] with these settings added for both storage managers.
+async fn setup_with(first: usize, settings: &[(&str, &str)]) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let partition: LocalPartition = fixture_partition(tmp.path(), 1 << 20, 20_000);
     let tp = partition.topic_id_partition.clone();
     let faults = Arc::new(FaultLayer::new(Arc::new(MemoryBackend::new())));
-    let p = props([("chunk.size", "65536")]);
+    let p = props([("chunk.size", "65536")].into_iter().chain(settings.iter().copied()));
     let mut r = ConfigReader::new(&p);
     let config = TieredConfig::read(&mut r).unwrap();
     r.finish().unwrap();
@@ -122,6 +127,31 @@ async fn reads_by_offset_return_the_segment_bytes_from_the_batch_position() {
         }
     }
     assert_eq!(pool.queued(), 0);
+    pool.shutdown().await;
+}
+
+/// A consumer reading on through a segment's end: the pool tells the storage manager (a cold one, which
+/// copied nothing) each segment's successor from the metadata, so the chunk cache's read-ahead into the next
+/// segment reads its manifest by its key, lists nothing, and the consumer's first read there waits for no
+/// request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_reading_on_gets_the_next_segment_ahead_without_a_listing() {
+    let s = setup_with(0, &[("fetch.cache.bytes", "16777216"), ("fetch.prefetch.chunks", "2")]).await;
+    let pool = s.pool(1, 4);
+    let (first, next) = (&s.segments[0].0, &s.segments[1].0);
+    let mut offset = first.start_offset;
+    while offset <= first.end_offset {
+        let got = pool.read(s.request(offset, 100_000, Duration::from_secs(30))).await.unwrap();
+        let whole = BatchIter::new(&got.bytes, got.start_position as u64, false).map_while(|b| b.ok());
+        offset = whole.last().expect("a whole batch").last_offset() + 1;
+    }
+    assert_eq!(offset, next.start_offset, "the consumer read the first segment to its end");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.faults.calls(Op::List), 0, "no listing for the next segment");
+    let gets = s.faults.calls(Op::Get);
+    let got = pool.read(s.request(next.start_offset, 1000, Duration::from_secs(30))).await.unwrap();
+    assert_eq!(got.segment.remote_log_segment_id, next.remote_log_segment_id);
+    assert_eq!(s.faults.calls(Op::Get), gets, "the next segment's manifest and first chunk were read ahead");
     pool.shutdown().await;
 }
 
