@@ -11,7 +11,6 @@
 use rsm_backend_s3::kms::calls_for;
 use rsm_core::crypto::Wrapped;
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::Uuid;
 use rsm_core::testkit::{kms_test_call, kms_test_key, test_server_vars};
 use rsm_core::{ErrorKind, RemoteLogSegmentMetadata};
@@ -52,18 +51,7 @@ fn with(base: &BTreeMap<String, String>, extra: &[(&str, &str)]) -> BTreeMap<Str
 
 /// A partition of `topic` with a few closed segments, written under `dir`.
 fn partition(dir: &std::path::Path, topic: &str, seed: u64) -> LocalPartition {
-    let spec = PartitionSpec {
-        topic_id: Uuid::random(),
-        segment_bytes: 16 * 1024,
-        records: 600,
-        records_per_batch: 10,
-        value_bytes: 60,
-        first_timestamp: 1_700_000_000_000,
-        epoch_every_batches: 0,
-        seed,
-        compression: None,
-    };
-    LocalPartition::open(&generate_partition(&dir.join(format!("{topic}-0")), &spec).unwrap()).unwrap()
+    rsm_core::testkit::small_topic_partition(dir, topic, seed)
 }
 
 /// Copies every closed segment of `p`: their metadata and `.log` bytes.

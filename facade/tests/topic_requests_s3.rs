@@ -9,7 +9,6 @@
 
 use rsm_core::backend::{CountSnapshot, Op};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::{TopicIdPartition, Uuid};
 use rsm_core::testkit::test_server_vars;
 use rsm_core::{IndexType, RemoteLogSegmentMetadata};
@@ -107,18 +106,7 @@ fn relay(down: TcpStream, upstream: &str, log: &Mutex<Vec<Logged>>) -> std::io::
 
 /// A partition of `topic` with a few closed segments, written under `dir`.
 fn partition(dir: &std::path::Path, topic: &str, seed: u64) -> LocalPartition {
-    let spec = PartitionSpec {
-        topic_id: Uuid::random(),
-        segment_bytes: 16 * 1024,
-        records: 600,
-        records_per_batch: 10,
-        value_bytes: 60,
-        first_timestamp: 1_700_000_000_000,
-        epoch_every_batches: 0,
-        seed,
-        compression: None,
-    };
-    LocalPartition::open(&generate_partition(&dir.join(format!("{topic}-0")), &spec).unwrap()).unwrap()
+    rsm_core::testkit::small_topic_partition(dir, topic, seed)
 }
 
 /// The proxy's log as counts by method, of the requests whose target names `{topic}-{topicId}`.

@@ -218,6 +218,24 @@ pub fn fixture_partition(root: &Path, segment_bytes: usize, records: u64) -> Loc
     LocalPartition::open(&dir).expect("open fixture partition")
 }
 
+/// Writes a partition of `topic` (directory `<topic>-0` under `root`) with a few closed segments of 16 KiB
+/// (600 records in batches of 10, values of `seed`), and returns it opened.
+pub fn small_topic_partition(root: &Path, topic: &str, seed: u64) -> LocalPartition {
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: 16 * 1024,
+        records: 600,
+        records_per_batch: 10,
+        value_bytes: 60,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 0,
+        seed,
+        compression: None,
+    };
+    let dir = generate_partition(&root.join(format!("{topic}-0")), &spec).expect("generate the partition");
+    LocalPartition::open(&dir).expect("open the partition")
+}
+
 /// Generates the backend contract tests for a backend made by `$make` (an async expression giving an
 /// `Arc<dyn StorageBackend>`).
 #[macro_export]
