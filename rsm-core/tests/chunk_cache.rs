@@ -345,3 +345,45 @@ async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_not
     let after: Vec<_> = files.iter().map(|f| std::fs::metadata(f).unwrap().modified().unwrap()).collect();
     assert_eq!(times, after, "a hit writes nothing");
 }
+
+/// A load in the background (here read-ahead, hung in the store) that never ends because its runtime shut
+/// down gives back its share of the bounds: `flush` on another runtime returns rather than waiting for it
+/// forever, and the cache loads the chunk again for the next reader.
+#[test]
+fn a_background_load_dropped_by_a_runtime_shutting_down_is_not_waited_for() {
+    let seg = segment(300 << 10, 5);
+    let faults = Arc::new(FaultLayer::new(Arc::new(MemoryBackend::new())));
+    let disk = tempfile::tempdir().unwrap();
+    let cfg = TieredConfig { fetch_prefetch_chunks: 2, ..config(8 << 20, disk.path()) };
+    let first = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (rsm, manifest) = first.block_on(async {
+        let rsm = TieredStorage::open(faults.clone(), cfg, "memory:shutdown").unwrap();
+        rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+        let manifest = rsm.manifest(&seg.md).await.unwrap();
+        (rsm, manifest)
+    });
+    let cache = rsm.chunk_cache().unwrap().clone();
+    let hang = FaultRule { op: Some(Op::Get), key: "*.log".into(), fault: Fault::Hang, times: None };
+    faults.add_rule(hang);
+    let direct = Arc::new(rsm_core::storage::BackendChunks::new(faults.clone(), String::new()));
+    let ahead = cache.over(direct, "memory:shutdown", String::new());
+    let gets = faults.calls(Op::Get);
+    first.block_on(async {
+        ahead.read_ahead_from_start(&manifest);
+        // Let the loads start and hang in the store.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    });
+    assert!(faults.calls(Op::Get) > gets, "the read-ahead reached the store");
+    drop(first);
+
+    faults.clear();
+    let second = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    second.block_on(async {
+        let flushed = tokio::time::timeout(std::time::Duration::from_secs(10), cache.flush()).await;
+        assert!(flushed.is_ok(), "flush waited for loads that will never end");
+        let got = collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap();
+        assert!(got == seg.log, "the chunks load again");
+    });
+}

@@ -532,19 +532,32 @@ impl Shared {
         }
         let flight = self.loading.claim(key);
         self.background.fetch_add(1, Ordering::AcqRel);
+        let running = BackgroundLoad { shared: self.clone(), len };
         let (shared, src, m) = (self.clone(), src.clone(), m.clone());
         tokio::spawn(async move {
-            let got = shared.load_claimed(&src, &m, i, false, flight).await;
-            shared.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
-            if let Err(e) = got {
+            let _running = running;
+            if let Err(e) = shared.load_claimed(&src, &m, i, false, flight).await {
                 lock(&shared.prefetched).remove(&key);
                 tracing::debug!(segment = %id, chunk = i, error = %e, "background load failed; a reader will load it");
             }
-            if shared.background.fetch_sub(1, Ordering::AcqRel) == 1 {
-                shared.background_done.notify_waiters();
-            }
         });
         true
+    }
+}
+
+/// A background load's share of the bytes in flight and of the loads [`ChunkCache::flush`] waits for, given
+/// back when it ends however it ends: done, failed, panicked, or dropped unrun by a runtime shutting down.
+struct BackgroundLoad {
+    shared: Arc<Shared>,
+    len: u64,
+}
+
+impl Drop for BackgroundLoad {
+    fn drop(&mut self) {
+        self.shared.prefetch_in_flight.fetch_sub(self.len, Ordering::Relaxed);
+        if self.shared.background.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.background_done.notify_waiters();
+        }
     }
 }
 
