@@ -10,13 +10,15 @@
 
 use rsm_backend_s3::kms::calls_for;
 use rsm_core::crypto::Wrapped;
-use rsm_core::format::partition::LocalPartition;
 use rsm_core::model::Uuid;
 use rsm_core::testkit::{kms_test_call, kms_test_key, test_server_vars};
 use rsm_core::{ErrorKind, RemoteLogSegmentMetadata};
 use rsm_facade::Store;
 use std::collections::BTreeMap;
 use std::io::Read;
+
+mod common;
+use common::{copy_all, partition};
 
 const SECRET: &str = "kms-secret-never-shown";
 
@@ -47,26 +49,6 @@ fn with(base: &BTreeMap<String, String>, extra: &[(&str, &str)]) -> BTreeMap<Str
     let mut s = base.clone();
     s.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     s
-}
-
-/// A partition of `topic` with a few closed segments, written under `dir`.
-fn partition(dir: &std::path::Path, topic: &str, seed: u64) -> LocalPartition {
-    rsm_core::testkit::small_topic_partition(dir, topic, seed)
-}
-
-/// Copies every closed segment of `p`: their metadata and `.log` bytes.
-fn copy_all(store: &Store, p: &LocalPartition) -> Vec<(RemoteLogSegmentMetadata, Vec<u8>)> {
-    let closed = p.closed_segments();
-    assert!(closed.len() >= 2, "{} closed segments", closed.len());
-    closed
-        .iter()
-        .map(|s| {
-            let md = p.segment_metadata(s, 1, 1_700_000_000_000).unwrap();
-            let data = p.segment_data(s).unwrap();
-            store.copy(&md, &data).unwrap();
-            (md, std::fs::read(&data.log_segment).unwrap())
-        })
-        .collect()
 }
 
 /// The segment's bytes from position `from`; the error of the fetch, or of the stream's read (the data key

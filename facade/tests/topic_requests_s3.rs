@@ -18,6 +18,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
+mod common;
+use common::partition;
+
 /// One request the proxy passed on: its method and target (path and query, as sent).
 type Logged = (String, String);
 
@@ -104,11 +107,6 @@ fn relay(down: TcpStream, upstream: &str, log: &Mutex<Vec<Logged>>) -> std::io::
     }
 }
 
-/// A partition of `topic` with a few closed segments, written under `dir`.
-fn partition(dir: &std::path::Path, topic: &str, seed: u64) -> LocalPartition {
-    rsm_core::testkit::small_topic_partition(dir, topic, seed)
-}
-
 /// The proxy's log as counts by method, of the requests whose target names `{topic}-{topicId}`.
 fn by_method(log: &[Logged], name: Option<&str>) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
@@ -166,16 +164,7 @@ fn each_topics_http_requests_are_what_the_server_was_sent() {
     let orders = partition(t.path(), "orders", 1);
     let clicks = partition(t.path(), "clicks", 2);
     let copy_all = |p: &LocalPartition| -> Vec<RemoteLogSegmentMetadata> {
-        let closed = p.closed_segments();
-        assert!(closed.len() >= 2, "{} closed segments", closed.len());
-        closed
-            .iter()
-            .map(|s| {
-                let md = p.segment_metadata(s, 1, 1_700_000_000_000).unwrap();
-                store.copy(&md, &p.segment_data(s).unwrap()).unwrap();
-                md
-            })
-            .collect()
+        common::copy_all(&store, p).into_iter().map(|(md, _)| md).collect()
     };
     let orders_copied = copy_all(&orders);
     let clicks_copied = copy_all(&clicks);
