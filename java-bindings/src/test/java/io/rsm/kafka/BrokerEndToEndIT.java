@@ -403,15 +403,21 @@ class BrokerEndToEndIT {
             List<String> bad = new ArrayList<>();
             int warmUp = 0;
             int interruptedByDeletion = 0;
+            boolean doomedTrace = false;
             for (int i = 0; i < lines.size(); i++) {
                 String l = lines.get(i);
+                // Deleting a topic removes its local files while a copy of one of its segments may be under
+                // way: that copy fails (its file is gone) and is cleaned up. Counted apart, for that topic only,
+                // with the stack trace that follows its lines (whose frames do not name the topic).
+                boolean continuation = l.startsWith("\tat ") || l.startsWith("Caused by") || l.startsWith("\t... ");
+                if (!continuation) {
+                    doomedTrace = i >= doomedDeletedAtLine && l.contains("tiered-doomed");
+                }
                 if (!KafkaBroker.remoteStorageFailure(l)) {
                     continue;
                 }
-                // Deleting a topic removes its local files while a copy of one of its segments may be under
-                // way: that copy fails (its file is gone) and is cleaned up. Counted apart, for that topic only.
-                if (i >= doomedDeletedAtLine && l.contains("tiered-doomed")) {
-                    interruptedByDeletion++;
+                if (doomedTrace) {
+                    interruptedByDeletion += continuation ? 0 : 1;
                     continue;
                 }
                 String following = i + 1 < lines.size() ? lines.get(i + 1) : "";
