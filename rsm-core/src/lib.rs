@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod blocking;
 pub mod checksum;
 pub mod config;
 pub mod crypto;

@@ -44,12 +44,6 @@ use tokio::io::AsyncWriteExt;
 /// Free read buffers kept for reuse (a few chunks' worth).
 const READ_BUFFERS_RETAINED: usize = 32 << 20;
 
-/// Reads up to this size run in place rather than on the blocking pool (see `get_range`): a fetch's first
-/// read, which is up to `rsm_core::storage::fetch::FIRST_READ_BYTES` widened to whole blocks at both ends
-/// (1 MiB + 256 KiB at most with the default 64 KiB blocks), is one of them; whole-chunk reads (4 MiB by
-/// default) are not.
-const INLINE_READ_MAX: u64 = 2 << 20;
-
 /// Prefix of temporary upload files (`.rsm-tmp-{file name}.{random id}`, beside the key); `list` skips them,
 /// `list_temporary` lists them.
 const TMP_PREFIX: &str = ".rsm-tmp-";
@@ -433,6 +427,10 @@ impl StorageBackend for FsBackend {
         Ok(Some(Box::new(LocalFile { file, key: key.to_string(), len })))
     }
 
+    fn reads_local_files(&self) -> bool {
+        true
+    }
+
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         let (this, key, path) = (self.clone(), key.to_string(), path.to_path_buf());
         blocking(move || this.put_file_blocking(&key, &path, len)).await
@@ -474,17 +472,10 @@ impl StorageBackend for FsBackend {
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
-        // A small read (a fetch's first piece) runs in place on a multi-thread runtime: handing it to a
-        // blocking-pool thread and back costs two thread wake-ups, more than the read itself from the
-        // page cache. Larger reads (read-ahead of whole chunks) go to the pool, so they overlap.
-        let small = range.end.saturating_sub(range.start) <= INLINE_READ_MAX;
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        if small && multi_thread {
-            return tokio::task::block_in_place(|| self.get_range_blocking(key, range));
-        }
+        // A small read (a fetch's first piece) runs in place; a whole chunk read ahead on the pool.
         let (this, key) = (self.clone(), key.to_string());
-        blocking(move || this.get_range_blocking(&key, range)).await
+        let len = range.end.saturating_sub(range.start);
+        rsm_core::blocking::read_in_place_or_pool(len, move || this.get_range_blocking(&key, range)).await?
     }
 
     async fn delete(&self, key: &str) -> Result<()> {

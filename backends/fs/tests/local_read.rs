@@ -1,9 +1,10 @@
 //! Fetches read straight from the filesystem store's object files into the caller's buffer
 //! (`TieredStorage::local_log_reader`): the bytes of every start, end and buffer size are the segment's own
 //! (read from the partition's `.log`, not through the SDK), a damaged block fails the read that reaches it as
-//! corrupt and naming it, and the reader is used only where it may be (a segment stored as it is, no chunk
-//! cache, no fault layer); each of its reads counts as one get in the counting layer.
+//! corrupt and naming it, and the reader is used only where it may be (a segment stored as it is, no
+//! fault layer, with or without a chunk cache); each of its reads counts as one get in the counting layer.
 
+use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
 use rsm_core::backend::layers::{CountingLayer, FaultLayer};
 use rsm_core::backend::{Op, StorageBackend};
@@ -159,11 +160,22 @@ async fn skips_count_what_was_held_first_and_stop_at_the_end() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_for_plain_segments_without_a_cache_or_faults_and_each_read_is_counted() {
+async fn only_for_plain_segments_without_faults_and_each_read_is_counted() {
     let c = copied(plain()).await;
-    // The chunk cache keeps the streamed path (its hits are memory, its read-ahead fills it).
+    // With a chunk cache too: over local files, a plain segment's chunks are never kept (the page cache
+    // holds them), neither by the local reader nor by a streamed fetch, sequential or not.
     let cached = TieredConfig { fetch_cache_bytes: 16 << 20, ..plain() };
-    assert!(TieredStorage::new(c.backend.clone(), cached).local_log_reader(&c.md, 0, None).await.unwrap().is_none());
+    let rsm = TieredStorage::new(c.backend.clone(), cached);
+    let mut r = rsm.local_log_reader(&c.md, 0, None).await.unwrap().expect("read from the file, cache or not");
+    assert_eq!(drain(&mut r, 4 * BLOCK), c.log[..]);
+    for (start, end) in [(0, 3 * BLOCK), (3 * BLOCK, 9 * BLOCK), (BLOCK + 7, 2 * BLOCK)] {
+        let got = rsm.fetch_log_segment(&c.md, start as i32, Some(end as i32 - 1)).await.unwrap();
+        let got: Vec<u8> = got.map(|b| b.unwrap().to_vec()).concat().await;
+        assert_eq!(got[..], c.log[start..end], "{start}..{end}");
+    }
+    let s = rsm.chunk_cache_stats().unwrap();
+    assert_eq!((s.loads, s.prefetched, s.memory.entries, s.memory.hits), (0, 0, 0, 0), "{s:?}");
+    assert_eq!(s.bypassed, 3, "{s:?}");
     // Faults are injected in get_range: a fault layer sends every read there.
     let faulty: Arc<dyn StorageBackend> = Arc::new(FaultLayer::new(c.backend.clone()));
     assert!(TieredStorage::new(faulty, plain()).local_log_reader(&c.md, 0, None).await.unwrap().is_none());

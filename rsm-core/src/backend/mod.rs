@@ -162,6 +162,12 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
         let _ = key;
         Ok(None)
     }
+
+    /// Whether [`StorageBackend::open_local`] opens this store's objects: they are files this process reads
+    /// itself, which the kernel's page cache already keeps in memory. `false` (the default) for the others.
+    fn reads_local_files(&self) -> bool {
+        false
+    }
 }
 
 /// An object opened by [`StorageBackend::open_local`]: blocking positional reads of its bytes.

@@ -19,6 +19,11 @@
 //! flight as the read-ahead, while its reader goes on with its own blocks; readers meeting that load wait
 //! for it, together. A sequential reader loads its chunks whole. A disk-tier hit reads and checks only the
 //! blocks asked for, and writes nothing.
+//!
+//! Over a store whose objects are files this process reads ([`CachedChunks::over_local_files`]), chunks stored
+//! as they are go straight to the store and are never kept: the page cache holds them already, and a copy in
+//! the cache, in fresh memory, only slowed every read pattern measured (`catch_up` in `benches/README.md`).
+//! Compressed or encrypted chunks are cached there as anywhere.
 
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
@@ -117,11 +122,9 @@ struct Shared {
     bypassed_bytes: AtomicU64,
     /// Prefetched chunks no reader has used yet, with their lengths (0 while loading).
     prefetched: Mutex<HashMap<ChunkKey, u64>>,
-    /// Bytes of chunks being loaded in the background (read ahead or filled).
-    prefetch_in_flight: AtomicU64,
+    /// The loads in the background and their bytes.
+    in_flight: Arc<InFlight>,
     /// Background loads running, and the signal of each one's end ([`ChunkCache::flush`]).
-    background: AtomicU64,
-    background_done: Notify,
     config: ChunkCacheConfig,
     loads: AtomicU64,
     loaded_bytes: AtomicU64,
@@ -181,9 +184,7 @@ impl ChunkCache {
                 bypassed: AtomicU64::new(0),
                 bypassed_bytes: AtomicU64::new(0),
                 prefetched: Mutex::new(HashMap::new()),
-                prefetch_in_flight: AtomicU64::new(0),
-                background: AtomicU64::new(0),
-                background_done: Notify::new(),
+                in_flight: Arc::new(InFlight::default()),
                 config,
                 loads: AtomicU64::new(0),
                 loaded_bytes: AtomicU64::new(0),
@@ -241,7 +242,7 @@ impl ChunkCache {
     /// Bytes being read ahead now.
     #[cfg(test)]
     pub(crate) fn prefetch_in_flight(&self) -> u64 {
-        self.shared.prefetch_in_flight.load(Ordering::Relaxed)
+        self.shared.in_flight.bytes.load(Ordering::Relaxed)
     }
 
     /// Waits for the background loads and then the disk writes in flight to end (at shutdown, or before
@@ -249,10 +250,10 @@ impl ChunkCache {
     pub async fn flush(&self) {
         let s = &self.shared;
         loop {
-            let done = s.background_done.notified();
+            let done = s.in_flight.done.notified();
             tokio::pin!(done);
             done.as_mut().enable();
-            if s.background.load(Ordering::Acquire) == 0 {
+            if s.in_flight.loads.load(Ordering::Acquire) == 0 {
                 break;
             }
             done.await;
@@ -268,7 +269,14 @@ impl ChunkCache {
     /// on disk.
     pub fn over(&self, inner: Arc<dyn ChunkSource>, store: &str, key_prefix: String) -> CachedChunks {
         let scope = scope_hash(&[store, &key_prefix]);
-        CachedChunks { cache: self.clone(), inner, scope, key_prefix: key_prefix.into(), at_segment_end: None }
+        CachedChunks {
+            cache: self.clone(),
+            inner,
+            scope,
+            key_prefix: key_prefix.into(),
+            at_segment_end: None,
+            local_files: false,
+        }
     }
 }
 
@@ -284,6 +292,8 @@ pub struct CachedChunks {
     scope: u64,
     key_prefix: Arc<str>,
     at_segment_end: Option<SegmentEndHook>,
+    /// The store's objects are files this process reads ([`CachedChunks::over_local_files`]).
+    local_files: bool,
 }
 
 impl fmt::Debug for CachedChunks {
@@ -298,11 +308,34 @@ impl CachedChunks {
         &self.cache
     }
 
+    /// The same, over a store whose objects are files this process reads
+    /// ([`crate::backend::StorageBackend::reads_local_files`]) when `local`: the chunks of a segment stored as
+    /// it is are then read from the store and never kept (the page cache holds them already, and a copy
+    /// in the cache, in fresh memory, would only slow the reads beside it); transformed chunks are cached,
+    /// as decompressing or decrypting them again costs more than a copy.
+    pub fn over_local_files(mut self, local: bool) -> Self {
+        self.local_files = local;
+        self
+    }
+
+    /// Whether the bytes `range` of the segment of `m` are read from the store and not kept: over local
+    /// files, each chunk they touch stored as it is with its block CRCs.
+    fn read_through(&self, m: &Manifest, range: &Range<u64>) -> bool {
+        self.local_files
+            && m.block_size > 0
+            && m.encryption.is_none()
+            && m.chunks
+                .iter()
+                .skip_while(|c| c.end() <= range.start)
+                .take_while(|c| c.original_position() < range.end)
+                .all(|c| !c.is_transformed())
+    }
+
     /// Reads the first `prefetch_chunks` chunks of the segment of `m` ahead, as for a sequential reader (the
     /// segment after the one such a reader is finishing), within the same bound on bytes in flight.
     pub fn read_ahead_from_start(&self, m: &Arc<Manifest>) {
         let s = &self.cache.shared;
-        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 {
+        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && !self.read_through(m, &(0..u64::MAX)) {
             s.prefetch(self, m, 0..s.config.prefetch_chunks.min(m.chunks.len()));
         }
     }
@@ -439,7 +472,8 @@ impl Shared {
         let (m, what) = (m.clone(), what.to_string());
         let in_chunk = blocks.start - c.original_position()..blocks.end - c.original_position();
         let start = blocks.start;
-        let bytes = tokio::task::spawn_blocking(move || {
+        // A fetch's blocks are read in place (a hop to the blocking pool and back costs more than the read).
+        let bytes = crate::blocking::read_in_place_or_pool(in_chunk.end - in_chunk.start, move || {
             disk.get_range(&key, c.data_length as u64, in_chunk, |b| m.check_blocks(blocks, b, &what))
         })
         .await
@@ -522,8 +556,8 @@ impl Shared {
         let id = m.metadata.remote_log_segment_id.id;
         let key = (src.scope, id, i as u32);
         let len = m.chunks[i].data_length as u64;
-        if self.prefetch_in_flight.fetch_add(len, Ordering::Relaxed) + len > self.background_budget() {
-            self.prefetch_in_flight.fetch_sub(len, Ordering::Relaxed);
+        if self.in_flight.bytes.fetch_add(len, Ordering::Relaxed) + len > self.background_budget() {
+            self.in_flight.bytes.fetch_sub(len, Ordering::Relaxed);
             return false;
         }
         if ahead {
@@ -531,32 +565,45 @@ impl Shared {
             self.prefetches.fetch_add(1, Ordering::Relaxed);
         }
         let flight = self.loading.claim(key);
-        self.background.fetch_add(1, Ordering::AcqRel);
-        let running = BackgroundLoad { shared: self.clone(), len };
+        self.in_flight.loads.fetch_add(1, Ordering::AcqRel);
+        let running = BackgroundLoad { in_flight: self.in_flight.clone(), len };
         let (shared, src, m) = (self.clone(), src.clone(), m.clone());
         tokio::spawn(async move {
-            let _running = running;
+            let running = running;
             if let Err(e) = shared.load_claimed(&src, &m, i, false, flight).await {
                 lock(&shared.prefetched).remove(&key);
                 tracing::debug!(segment = %id, chunk = i, error = %e, "background load failed; a reader will load it");
             }
+            // The cache let go of first, then the load's end signalled.
+            drop((shared, src, m));
+            drop(running);
         });
         true
     }
 }
 
+/// The loads running in the background, their bytes, and the signal of each one's end
+/// ([`ChunkCache::flush`]). Apart from the cache, so that a load's end is signalled after the load has let go
+/// of the cache: once `flush` returns, no load holds it open.
+#[derive(Default)]
+struct InFlight {
+    bytes: AtomicU64,
+    loads: AtomicU64,
+    done: Notify,
+}
+
 /// A background load's share of the bytes in flight and of the loads [`ChunkCache::flush`] waits for, given
 /// back when it ends however it ends: done, failed, panicked, or dropped unrun by a runtime shutting down.
 struct BackgroundLoad {
-    shared: Arc<Shared>,
+    in_flight: Arc<InFlight>,
     len: u64,
 }
 
 impl Drop for BackgroundLoad {
     fn drop(&mut self) {
-        self.shared.prefetch_in_flight.fetch_sub(self.len, Ordering::Relaxed);
-        if self.shared.background.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shared.background_done.notify_waiters();
+        self.in_flight.bytes.fetch_sub(self.len, Ordering::Relaxed);
+        if self.in_flight.loads.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.in_flight.done.notify_waiters();
         }
     }
 }
@@ -569,6 +616,9 @@ impl ChunkSource for CachedChunks {
         let Some(first) = manifest.chunk_at_position(range.start) else {
             return src.inner.read(manifest, range).await;
         };
+        if src.read_through(manifest, &range) {
+            return s.bypass(src, manifest, range).await;
+        }
         let id = manifest.metadata.remote_log_segment_id.id;
         let sequential = s.sequential((src.scope, id), &range);
         let what = segment_keys(&src.key_prefix, &manifest.metadata).log;

@@ -4,9 +4,9 @@
 //! lands, while it is still in the processor's cache, before the read returns. No task, no channel, no
 //! buffer of its own but one block where a fetch starts or ends inside a block.
 //!
-//! Only for a segment stored as it is (no chunk compressed or encrypted) with block CRCs, and only without
-//! the chunk cache (whose hits are memory already, and which a sequential reader fills ahead):
-//! [`TieredStorage::local_log_reader`] says `None` otherwise, and the caller streams as usual.
+//! Only for a segment stored as it is (no chunk compressed or encrypted) with block CRCs, which a chunk cache
+//! over such a store never keeps: [`TieredStorage::local_log_reader`] says `None` otherwise, and the caller
+//! streams as usual.
 //!
 //! [`StorageBackend::open_local`]: crate::backend::StorageBackend::open_local
 
@@ -88,8 +88,9 @@ impl LocalLogReader {
 impl TieredStorage {
     /// A reader of bytes `start_position..=end_position` (to the end of the segment without an end) of a
     /// committed segment's log straight from its local object file, when the store keeps objects as files
-    /// this process reads ([`crate::backend::StorageBackend::open_local`]), the segment is stored as it is with
-    /// block CRCs, and there is no chunk cache; `None` otherwise (stream it with
+    /// this process reads ([`crate::backend::StorageBackend::open_local`]) and the segment is stored as it is
+    /// with block CRCs (a chunk cache never keeps such a segment's chunks, see
+    /// [`super::CachedChunks::over_local_files`]); `None` otherwise (stream it with
     /// [`crate::rsm::RemoteStorageManager::fetch_log_segment`]). Positions are checked as that fetch checks
     /// them.
     pub async fn local_log_reader(
@@ -98,9 +99,6 @@ impl TieredStorage {
         start_position: i32,
         end_position: Option<i32>,
     ) -> Result<Option<LocalLogReader>> {
-        if self.chunk_cache.is_some() {
-            return Ok(None);
-        }
         let manifest = self.manifest(metadata).await?;
         let (start, end) = super::fetch::fetch_bounds(&manifest, start_position, end_position)?;
         if manifest.block_size == 0

@@ -136,7 +136,8 @@ pub const FETCH_CACHE_BYTES: Setting =
     Setting::long("fetch.cache.bytes", 0, 64 << 30).with_default(0).with_unit(Unit::Bytes).with_doc(
         "whole checked chunks kept in memory for every fetch of the store (0 is off); concurrent readers of a chunk \
          share one read; a random read of a chunk missed for the first time reads only its blocks, around the \
-         cache, and the chunk is kept from its second miss (or a sequential reader's first)",
+         cache, and the chunk is kept from its second miss (or a sequential reader's first); over a filesystem \
+         store only compressed or encrypted chunks are kept (the page cache holds the others)",
     );
 /// `fetch.prefetch.chunks`.
 pub const FETCH_PREFETCH_CHUNKS: Setting = Setting::int("fetch.prefetch.chunks", 0, 64).with_default(2).with_doc(

@@ -190,6 +190,11 @@ impl LayeredBackend for FaultLayer {
         Ok(None)
     }
 
+    /// False, as [`Self::open_local`] opens nothing.
+    fn reads_local_files(&self) -> bool {
+        false
+    }
+
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let rate = self.apply(Op::Get, "get_range", &[key]).await?;
         let bytes = self.inner.get_range(key, range).await?;

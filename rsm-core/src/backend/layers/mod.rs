@@ -125,6 +125,11 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
     fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
         self.inner().open_local(key)
     }
+
+    /// See [`StorageBackend::reads_local_files`].
+    fn reads_local_files(&self) -> bool {
+        self.inner().reads_local_files()
+    }
 }
 
 #[async_trait]
@@ -164,6 +169,9 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
         LayeredBackend::open_local(self, key)
+    }
+    fn reads_local_files(&self) -> bool {
+        LayeredBackend::reads_local_files(self)
     }
 }
 

@@ -256,6 +256,10 @@ class PluginMetricsTest {
     void overJmxTheCachesCountersAsTheNativeSideCountsThem() throws Exception {
         Map<String, Object> settings = settings(46);
         settings.put("fetch.cache.bytes", Integer.toString(64 << 20));
+        // Over a filesystem store the chunk cache keeps only transformed chunks (the page cache holds the
+        // others): every chunk compressed, whatever the heuristic would say of the test's records.
+        settings.put("compression.enabled", "true");
+        settings.put("compression.heuristic.enabled", "false");
         RustRemoteStorageManager rsm = new RustRemoteStorageManager();
         rsm.configure(settings);
         ObjectName cache = cacheMBean("broker-id=46");
