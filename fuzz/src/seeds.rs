@@ -154,6 +154,7 @@ fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
         block_crcs: table.block_crcs,
         encryption: None,
         frames: None,
+        stored_as: Default::default(),
     }
 }
 

@@ -242,7 +242,7 @@ pub fn small_topic_partition(root: &Path, topic: &str, seed: u64) -> LocalPartit
 macro_rules! backend_contract_tests {
     ($make:expr) => {
         $crate::backend_contract_tests!(@tests $make;
-            round_trip, ranges, missing_keys, deletes, bulk_deletes, list, large_object, overwrite,
+            round_trip, ranges, tails, missing_keys, deletes, bulk_deletes, list, large_object, overwrite,
             concurrent_readers_and_writers, bad_keys, failed_stream_leaves_nothing);
     };
     (@tests $make:expr; $($name:ident),*) => {
