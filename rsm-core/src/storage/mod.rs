@@ -351,3 +351,6 @@ impl RemoteStorageManager for TieredStorage {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layout_tests;
