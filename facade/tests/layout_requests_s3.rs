@@ -69,7 +69,7 @@ fn requests_per_segment_in_each_layout() {
     for (topic, seed) in [("layouts", 7), ("layouts-more", 8)] {
         let p = rsm_core::testkit::small_topic_partition(t.path(), topic, seed);
         for s in p.closed_segments() {
-            segments.push((p.segment_metadata(&s, 1, 1_700_000_000_000).unwrap(), p.segment_data(&s).unwrap()));
+            segments.push((p.segment_metadata(s, 1, 1_700_000_000_000).unwrap(), p.segment_data(s).unwrap()));
         }
     }
     assert!(segments.len() >= 4, "{} closed segments", segments.len());
