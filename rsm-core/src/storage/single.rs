@@ -16,7 +16,7 @@
 //! the trailer, 33 bytes), which Kafka keeps with the segment's metadata and hands back to every fetch and
 //! delete: with it a reader knows the layout and reads the manifest with one exact ranged read, and a delete
 //! deletes the one key. Without it (a host that drops custom metadata, `rsm` tools reading by manifest) the
-//! manifest is found from the object's tail ([`read_manifest`]).
+//! manifest is found from the object's tail (`read_manifest`).
 
 use crate::backend::StorageBackend;
 use crate::checksum::crc32c;
