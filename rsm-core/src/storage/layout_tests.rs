@@ -194,3 +194,33 @@ fn the_layout_setting() {
     }
     assert_eq!(layout_word(SegmentLayout::Single), "single");
 }
+
+/// A sequential reader nearing a one-object segment's end gets the next one's manifest (found by a listing
+/// of `.segment` keys) and first chunk ahead, so its first fetch of the next segment reads nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_one_object_segment_is_read_ahead() {
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let f = Fixture::in_layout(counting.clone(), "next-single", SegmentLayout::Single);
+    let (_, first, first_data) = f.segment(0);
+    let (_, second, second_data) = f.segment(1);
+    f.rsm.copy_log_segment_data(&first, &first_data).await.unwrap();
+    f.rsm.copy_log_segment_data(&second, &second_data).await.unwrap();
+    let cfg =
+        TieredConfig { fetch_cache_bytes: 8 << 20, fetch_prefetch_chunks: 2, ..config(&f, SegmentLayout::Single) };
+    let reader = TieredStorage::new(counting.clone(), cfg);
+    let len = first.segment_size_in_bytes;
+    let mut pos = 0;
+    while pos < len {
+        collect(reader.fetch_log_segment(&first, pos, Some(pos + 40_000)).await.unwrap()).await.unwrap();
+        pos += 40_001;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(counts.snapshot().get(Op::List).requests, 1, "one listing finds the next segment");
+    let gets = counts.snapshot().get(Op::Get).requests;
+    let next = reader.manifest(&second).await.unwrap();
+    let chunk = next.chunks[0].data_length as i32;
+    let got = collect(reader.fetch_log_segment(&second, 0, Some(chunk - 1)).await.unwrap()).await.unwrap();
+    assert!(got[..] == std::fs::read(&second_data.log_segment).unwrap()[..chunk as usize]);
+    assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "no cold read at the segment boundary");
+}
