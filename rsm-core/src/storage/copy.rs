@@ -342,8 +342,9 @@ impl TieredStorage {
             }
             .await;
             if let Err(e) = &made {
-                // The upload's stream fails, so no object is left.
-                let _ = tx.send(Err(Error::new(e.kind(), e.full_message()))).await;
+                // The upload's stream fails with it (its kind and status kept), so no object is left.
+                let failed = Error::new(e.kind(), e.full_message());
+                let _ = tx.send(Err(if e.is_transient() { failed.transient() } else { failed })).await;
             }
             // Dropping the sender here ends the upload's stream.
             made
