@@ -102,7 +102,7 @@ pub const SEGMENT_LAYOUT: Setting =
         "how a new copy stores a segment: `split`, three objects (`.log`, `.indexes`, `.manifest` written last); \
          `single`, one `.segment` object (log, index bundle, manifest, a 32-byte trailer locating them): one PUT and \
          one DELETE per segment below the multipart threshold instead of three and two; segments of either layout \
-         read whatever the setting",
+         read whatever the setting, but releases before it cannot read `single` segments (no rollback past it)",
     );
 
 /// `key.prefix`.
