@@ -165,21 +165,7 @@ pub(super) async fn read_manifest(backend: &dyn StorageBackend, key: &str, known
         }
         None => {
             let (tail, size) = backend.get_tail(key, TAIL_READ).await?;
-            if size < TRAILER_LEN as u64 || (tail.len() as u64) < TRAILER_LEN as u64 {
-                return Err(Error::corrupt(format!(
-                    "one-object segment {key}: {size} bytes, too short to hold its 32-byte trailer"
-                )));
-            }
-            let t = Trailer::decode(&tail[tail.len() - TRAILER_LEN..], key)?;
-            if t.object_size() != size {
-                return Err(Error::corrupt(format!(
-                    "one-object segment {key}: its trailer puts a manifest of {} bytes at {}, ending at {}, but the \
-                     object is {size} bytes (cut short, or appended to)",
-                    t.manifest_length,
-                    t.manifest_position,
-                    t.object_size()
-                )));
-            }
+            let t = Trailer::of_tail(&tail, size, key)?;
             let tail_start = size - tail.len() as u64;
             let manifest_end = size - TRAILER_LEN as u64;
             let bytes = if t.manifest_position >= tail_start {
@@ -201,11 +187,47 @@ pub(super) async fn read_manifest(backend: &dyn StorageBackend, key: &str, known
             (bytes, t)
         }
     };
-    let mut m = Manifest::decode(&bytes, key)?;
-    // The stored log fills the object up to the index bundle, and every index lies in the bundle.
+    manifest_of(&bytes, trailer, key)
+}
+
+impl Trailer {
+    /// The trailer at the end of `tail`, the last bytes of the one-object segment `key` of `size` bytes,
+    /// checked against the object: corrupt, naming `key`, when the object is too short to hold one, the
+    /// trailer is damaged, or its manifest does not end where the trailer starts.
+    pub fn of_tail(tail: &[u8], size: u64, key: &str) -> Result<Self> {
+        if tail.len() as u64 > size {
+            return Err(Error::corrupt(format!(
+                "one-object segment {key}: a tail of {} bytes of an object of {size}",
+                tail.len()
+            )));
+        }
+        if size < TRAILER_LEN as u64 || tail.len() < TRAILER_LEN {
+            return Err(Error::corrupt(format!(
+                "one-object segment {key}: {size} bytes, too short to hold its 32-byte trailer"
+            )));
+        }
+        let t = Trailer::decode(&tail[tail.len() - TRAILER_LEN..], key)?;
+        if t.object_size() != size {
+            return Err(Error::corrupt(format!(
+                "one-object segment {key}: its trailer puts a manifest of {} bytes at {}, ending at {}, but the \
+                 object is {size} bytes (cut short, or appended to)",
+                t.manifest_length,
+                t.manifest_position,
+                t.object_size()
+            )));
+        }
+        Ok(t)
+    }
+}
+
+/// The manifest of the one-object segment `key` from its bytes (those `trailer` locates), checked against
+/// the trailer: the stored log fills the object up to the index bundle, and every index lies in the bundle;
+/// with where its data lies ([`StoredAs::Single`]).
+pub fn manifest_of(bytes: &[u8], trailer: Trailer, key: &str) -> Result<Manifest> {
+    let mut m = Manifest::decode(bytes, key)?;
     let stored_end = m.chunks.last().map_or(0, |c| c.stored_range().end);
     let bundle = trailer.manifest_position - trailer.indexes_position;
-    let index_end = m.indexes.iter().flatten().map(|l| l.position + l.length).max().unwrap_or(0);
+    let index_end = m.indexes.iter().flatten().map(|l| l.position.saturating_add(l.length)).max().unwrap_or(0);
     if stored_end != trailer.indexes_position || index_end > bundle {
         return Err(Error::corrupt(format!(
             "one-object segment {key}: its manifest's chunks end at {stored_end} and indexes at {index_end} of the \
