@@ -250,6 +250,7 @@ pub fn synthetic_manifest(log_length: u64, chunk_size: u32) -> Manifest {
         block_crcs,
         encryption: None,
         frames: None,
+        stored_as: Default::default(),
     }
 }
 

@@ -18,6 +18,7 @@ use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::format::transform::stored_frames;
 use rsm_core::storage::fetch::plan_reads;
+use rsm_core::storage::single::{self, TAIL_READ, TRAILER_LEN, Trailer};
 use rsm_facade::wire::{decode_metadata, encode_metadata};
 use rsm_metadata::records;
 
@@ -33,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("indexes", indexes),
     ("chunk_entry", chunk_entry),
     ("manifest", manifest),
+    ("segment_object", segment_object),
     ("remote_index", remote_index),
     ("leader_epochs", leader_epochs),
     ("wire_metadata", wire_metadata),
@@ -43,6 +45,25 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("decompress_lz4", decompress_lz4),
     ("decompress_zstd", decompress_zstd),
 ];
+
+/// A one-object segment (`segment.layout=single`) as a reader without its custom metadata meets it: the
+/// trailer found in the object's last [`TAIL_READ`] bytes and checked against its size, then the manifest it
+/// locates, checked against it. What is accepted lies inside the object: the manifest ends where the
+/// trailer starts, the stored log where the index bundle starts, and the trailer reads back as written.
+pub fn segment_object(data: &[u8]) {
+    let key = "t-AAAAAAAAAAAAAAAAAAAAAA/0/00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.segment";
+    let size = data.len() as u64;
+    let tail = &data[data.len().saturating_sub(TAIL_READ as usize)..];
+    let Ok(t) = Trailer::of_tail(tail, size, key) else { return };
+    assert_eq!(t.object_size(), size, "the trailer ends the object");
+    assert_eq!(Trailer::decode(&t.encode(), key).ok(), Some(t), "a trailer reads back as written");
+    let manifest = &data[t.manifest_position as usize..data.len() - TRAILER_LEN];
+    assert_eq!(manifest.len() as u64, t.manifest_length as u64);
+    if let Ok(m) = single::manifest_of(manifest, t, key) {
+        assert!(t.indexes_position <= t.manifest_position);
+        assert_eq!(m.chunks.last().map_or(0, |c| c.stored_range().end), t.indexes_position);
+    }
+}
 
 /// The decompression limit of the record targets: small, so that a bomb is found fast.
 pub const FUZZ_LIMIT: usize = 1 << 20;

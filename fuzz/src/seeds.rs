@@ -154,6 +154,7 @@ fn manifest(log: &[u8], chunk: u64, block: u32) -> Manifest {
         block_crcs: table.block_crcs,
         encryption: None,
         frames: None,
+        stored_as: Default::default(),
     }
 }
 
@@ -300,6 +301,24 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         out.push(("manifest", [&range.to_be_bytes()[..], &bytes].concat()));
     }
 
+    // One-object segments: the log, no index bundle or a small one, the manifest and the trailer.
+    for (m, bundle) in [(manifest(&log, 1024, 256), 0usize), (transformed(&log, false), 16)] {
+        let stored: Vec<u8> = match m.chunks.last() {
+            Some(c) if c.stored_range().end == log.len() as u64 => log.clone(),
+            Some(c) => vec![7; c.stored_range().end as usize],
+            None => Vec::new(),
+        };
+        let encoded = m.encode();
+        let trailer = rsm_core::storage::Trailer {
+            indexes_position: stored.len() as u64,
+            manifest_position: (stored.len() + bundle) as u64,
+            manifest_length: encoded.len() as u32,
+        };
+        let object = [&stored[..], &vec![0; bundle], &encoded, &trailer.encode()].concat();
+        let read = rsm_core::storage::single::manifest_of(&encoded, trailer, "seed");
+        assert_eq!(read.expect("a one-object seed reads").chunks, m.chunks, "one-object seed");
+        out.push(("segment_object", object));
+    }
     // A manifest of version 1 (no block CRCs), as an older build wrote it.
     let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rsm-core/tests/data/manifest-v1/segment.manifest");
     out.push((

@@ -1,7 +1,9 @@
 //! The engine over real partition directories: many partitions through copy, reads, local and remote
 //! retention and a restart, on the filesystem store and on S3 (moto); repeated runs copy nothing twice; a
 //! partition directory moved to another log directory is picked up without copying again; a failed copy
-//! leaves nothing behind and is retried under a new segment id.
+//! leaves nothing behind and is retried under a new segment id. The filesystem run again in one-object
+//! segments (`segment.layout=single`): each copy's trailer kept as the segment's custom metadata, across a
+//! restart, and used by every read and delete.
 
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::backend::layers::{Fault, FaultRule};
@@ -10,7 +12,7 @@ use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition, Uuid};
 use rsm_core::rsm::RemoteStorageManager;
-use rsm_core::storage::TieredStorage;
+use rsm_core::storage::{SegmentLayout, TieredConfig, TieredStorage, Trailer};
 use rsm_core::testkit::test_server_vars;
 use rsm_engine::{EngineConfig, RemoteLogManager, Role};
 use std::collections::BTreeMap;
@@ -32,6 +34,9 @@ fn copied(v: &[RemoteLogSegmentMetadata]) -> Vec<&RemoteLogSegmentMetadata> {
 
 async fn read_all(storage: &TieredStorage, md: &RemoteLogSegmentMetadata) -> Vec<u8> {
     use futures::TryStreamExt;
+    // A one-object segment's metadata carries its trailer (the copy's custom metadata); a split one's none.
+    let single = storage.config().segment_layout == SegmentLayout::Single;
+    assert_eq!(Trailer::of_metadata(md).is_some(), single, "custom metadata {:?}", md.custom_metadata);
     let chunks: Vec<bytes::Bytes> = storage.fetch_log_segment(md, 0, None).await.unwrap().try_collect().await.unwrap();
     chunks.concat()
 }
@@ -133,6 +138,14 @@ async fn lifecycle(storage: Arc<TieredStorage>) {
 async fn many_partitions_through_copy_retention_and_restart_on_the_filesystem() {
     let store = tempfile::tempdir().unwrap();
     lifecycle(fs_storage(store.path())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_partitions_through_copy_retention_and_restart_in_one_object_segments() {
+    let store = tempfile::tempdir().unwrap();
+    let backend: Arc<dyn StorageBackend> = Arc::new(rsm_backend_fs::FsBackend::new(store.path(), false).unwrap());
+    let config = TieredConfig { segment_layout: SegmentLayout::Single, ..TieredConfig::default() };
+    lifecycle(Arc::new(TieredStorage::new(backend, config))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

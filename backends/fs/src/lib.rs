@@ -290,6 +290,19 @@ impl FsBackend {
             .map_err(io_err(format!("object {key}")))
     }
 
+    /// The last `len` bytes of `key` and its size: the file's length, then one positional read.
+    fn get_tail_blocking(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        let path = self.path(key)?;
+        let f = File::open(&path).map_err(|e| self.or_root_missing(Error::from_io(format!("object {key}"), e)))?;
+        let size = f.metadata().map_err(io_err(format!("object {key}")))?.len();
+        let start = size.saturating_sub(len);
+        let bytes = self
+            .buffers
+            .read((size - start) as usize, |buf| f.read_exact_at(buf, start))
+            .map_err(io_err(format!("object {key}")))?;
+        Ok((bytes, size))
+    }
+
     fn delete_blocking(&self, key: &str) -> Result<()> {
         let path = self.path(key)?;
         match fs::remove_file(&path) {
@@ -476,6 +489,11 @@ impl StorageBackend for FsBackend {
         let (this, key) = (self.clone(), key.to_string());
         let len = range.end.saturating_sub(range.start);
         rsm_core::blocking::read_in_place_or_pool(len, move || this.get_range_blocking(&key, range)).await?
+    }
+
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        let (this, key) = (self.clone(), key.to_string());
+        blocking(move || this.get_tail_blocking(&key, len)).await
     }
 
     async fn delete(&self, key: &str) -> Result<()> {

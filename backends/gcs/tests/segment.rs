@@ -12,3 +12,9 @@ async fn segment_copy_fetch_delete_64mib() {
     // upload (POST) each.
     common::SERVER.segment_round_trip("fake-gcs-server", &[(Put, 3), (Post, 3)]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_copy_fetch_delete_64mib_as_one_object() {
+    // The whole `.segment` object: a session start (POST) and 3 chunks (PUT).
+    common::SERVER.segment_round_trip_in("fake-gcs-server", "single", &[(Put, 3), (Post, 1)]).await;
+}

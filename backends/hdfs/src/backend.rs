@@ -285,6 +285,22 @@ impl HdfsBackend {
             .map_err(|e| classify(&format!("reading {}", Self::what(key, path)), e))
     }
 
+    /// The last `len` bytes of a file and its length: one open (its length comes with the block locations),
+    /// then one read.
+    async fn read_tail(&self, key: &str, path: &str, len: u64) -> Result<(Bytes, u64)> {
+        let reader = self.client.read(path).await.map_err(|e| classify(&Self::what(key, path), e))?;
+        let size = reader.file_length() as u64;
+        let start = size.saturating_sub(len);
+        if start == size {
+            return Ok((Bytes::new(), size));
+        }
+        let bytes = reader
+            .read_range(start as usize, (size - start) as usize)
+            .await
+            .map_err(|e| classify(&format!("reading {}", Self::what(key, path)), e))?;
+        Ok((bytes, size))
+    }
+
     /// Deletes one file; `Ok(true)` if it was there. A key that names a non-empty directory (other keys
     /// extend it) is no object, so there is nothing to delete.
     async fn delete_path(&self, key: &str, path: &str) -> Result<bool> {
@@ -413,6 +429,12 @@ impl StorageBackend for HdfsBackend {
         let path = self.path(key)?;
         self.reach_namenode(key).await?;
         self.read(key, &path, range).await
+    }
+
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        let path = self.path(key)?;
+        self.reach_namenode(key).await?;
+        self.read_tail(key, &path, len).await
     }
 
     async fn delete(&self, key: &str) -> Result<()> {

@@ -116,6 +116,10 @@ pub trait CloudStore: Sized {
     /// How uploads are cut into requests.
     fn upload(&self) -> UploadSettings;
 
+    /// Whether the store's client answers suffix range reads (`bytes=-N`), so an object's tail is one GET;
+    /// object_store's Azure client refuses them.
+    const SUFFIX_READS: bool = true;
+
     /// The secrets of these settings, to scrub from every message.
     fn redactor(&self) -> Redactor;
 
@@ -140,6 +144,7 @@ pub trait CloudStore: Sized {
         let backend = ObjectStoreBackend::new(kind.name, stores.objects)
             .with_paginated_list(stores.lister)
             .with_upload(self.upload())
+            .with_suffix_reads(Self::SUFFIX_READS)
             .with_attributes(self.attributes())
             .with_redactor(redactor)
             .with_counter(counter);

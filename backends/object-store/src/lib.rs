@@ -111,6 +111,8 @@ pub struct ObjectStoreBackend {
     attributes: Attributes,
     redactor: Redactor,
     counter: Option<Arc<RequestCounts>>,
+    /// Whether the store answers a suffix range (`bytes=-N`); without, a tail read is a HEAD and a ranged GET.
+    suffix_reads: bool,
 }
 
 impl fmt::Debug for ObjectStoreBackend {
@@ -138,7 +140,15 @@ impl ObjectStoreBackend {
             attributes: Attributes::new(),
             redactor: Redactor::default(),
             counter: None,
+            suffix_reads: true,
         }
+    }
+
+    /// Whether the store answers suffix range reads (the default); object_store's Azure client refuses
+    /// them, so an Azure backend reads an object's tail with a HEAD (its size) and a ranged GET.
+    pub fn with_suffix_reads(mut self, suffix_reads: bool) -> Self {
+        self.suffix_reads = suffix_reads;
+        self
     }
 
     /// Lists through `lister` (the same store), which takes raw key prefixes in one request per page.
@@ -460,6 +470,38 @@ impl StorageBackend for ObjectStoreBackend {
                 if r.is_empty() { Ok(Bytes::new()) } else { Err(self.err("reading", key, e)) }
             }
             Err(e) => Err(self.err("reading", key, e)),
+        }
+    }
+
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        let location = Self::path(key)?;
+        if !self.suffix_reads || len == 0 {
+            let size = self.size_of(key, &location).await?;
+            let start = size.saturating_sub(len);
+            let bytes = if start == size { Bytes::new() } else { self.get_range(key, start..size).await? };
+            return Ok((bytes, size));
+        }
+        let opts = GetOptions { range: Some(GetRange::Suffix(len)), ..Default::default() };
+        let got = match self.store.get_opts(&location, opts).await {
+            Ok(r) => {
+                let size = r.meta.size;
+                r.bytes().await.map(|b| (b, size))
+            }
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok((b, size)) if b.len() as u64 == len.min(size) => Ok((b, size)),
+            Ok((b, size)) => Err(Error::corrupt(format!(
+                "object {key}: a read of its last {len} bytes returned {} of its {size}",
+                b.len()
+            ))),
+            Err(e) if classify(&e) == Class::NotFound => Err(self.err("reading", key, e)),
+            // An empty object has no suffix to give: a store refuses the range (416), or answers whole (moto),
+            // which the client refuses.
+            Err(e) => match self.size_of(key, &location).await {
+                Ok(0) => Ok((Bytes::new(), 0)),
+                _ => Err(self.err("reading", key, e)),
+            },
         }
     }
 

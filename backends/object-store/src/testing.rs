@@ -158,8 +158,20 @@ impl<C: CloudStore> TestServer<C> {
     /// [`segment_round_trip`] of a 64 MiB segment on a backend with the default settings (so its log goes
     /// in parts), printing the report and checking the requests of the copy by method.
     pub async fn segment_round_trip(&self, emulator: &str, copy_requests: &[(Op, u64)]) -> SegmentReport {
+        self.segment_round_trip_in(emulator, "split", copy_requests).await
+    }
+
+    /// [`TestServer::segment_round_trip`] with the segment copied in the layout `layout`
+    /// (`segment.layout`: `split` or `single`).
+    pub async fn segment_round_trip_in(
+        &self,
+        emulator: &str,
+        layout: &str,
+        copy_requests: &[(Op, u64)],
+    ) -> SegmentReport {
         let b = self.backend_with(&self.settings(&[]));
-        let report = segment_round_trip(&format!("{}/{emulator}", C::KIND.name), b, 64 << 20).await;
+        let label = format!("{}/{emulator}/{layout}", C::KIND.name);
+        let report = segment_round_trip(&label, b, 64 << 20, layout).await;
         println!("{report}");
         let got: Vec<(Op, u64)> = copy_requests.iter().map(|(m, _)| (*m, report.copy_http.get(*m).requests)).collect();
         assert_eq!(got, copy_requests, "{}", report.copy_http);
@@ -331,7 +343,13 @@ async fn measured<T>(backend: &ObjectStoreBackend, step: impl Future<Output = T>
 /// Copies, fetches (1 MiB cold, 1 MiB warm, whole) and deletes one generated segment of about
 /// `segment_bytes` through [`TieredStorage`] on `backend`, checking every byte, and reports the HTTP
 /// requests and wall time of each step. The segment must be larger than the multipart threshold.
-pub async fn segment_round_trip(label: &str, backend: Arc<ObjectStoreBackend>, segment_bytes: usize) -> SegmentReport {
+/// `layout` is the `segment.layout` it is copied in.
+pub async fn segment_round_trip(
+    label: &str,
+    backend: Arc<ObjectStoreBackend>,
+    segment_bytes: usize,
+    layout: &str,
+) -> SegmentReport {
     let tmp = tempfile::tempdir().unwrap();
     let partition = segment_partition(tmp.path(), segment_bytes);
     let seg = partition.closed_segments()[0].clone();
@@ -347,7 +365,7 @@ pub async fn segment_round_trip(label: &str, backend: Arc<ObjectStoreBackend>, s
     );
 
     let prefix = unique_prefix(&format!("segment-{label}"));
-    let p = props([("key.prefix", prefix.as_str())]);
+    let p = props([("key.prefix", prefix.as_str()), ("segment.layout", layout)]);
     let mut r = ConfigReader::new(&p);
     let config = TieredConfig::read(&mut r).unwrap();
     r.finish().unwrap();

@@ -12,3 +12,10 @@ async fn segment_copy_fetch_delete_64mib() {
     // and the manifest; no listing.
     common::SERVER.segment_round_trip("moto", &[(Op::Put, 5), (Op::Post, 2)]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_copy_fetch_delete_64mib_as_one_object() {
+    // One multipart upload for the whole `.segment` object (create, 3 parts, complete): the index bundle
+    // and the manifest ride in its last part.
+    common::SERVER.segment_round_trip_in("moto", "single", &[(Op::Put, 3), (Op::Post, 2)]).await;
+}

@@ -169,10 +169,16 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
             RemoteLogSegmentState::CopySegmentFinished => {
                 part.copied += 1;
                 let have = by_segment.get(&id).map(Vec::as_slice).unwrap_or_default();
-                let missing: Vec<&str> = Suffix::ALL
-                    .into_iter()
-                    .filter(|s| !have.iter().any(|o| Suffix::of(&o.key) == Some(*s)))
-                    .map(Suffix::extension)
+                // A one-object segment needs its `.segment` object alone; a split one its three objects.
+                let needed: &[Suffix] = if have.iter().any(|o| Suffix::of(&o.key) == Some(Suffix::Segment)) {
+                    &[Suffix::Segment]
+                } else {
+                    &Suffix::ALL
+                };
+                let missing: Vec<&str> = needed
+                    .iter()
+                    .filter(|s| !have.iter().any(|o| Suffix::of(&o.key) == Some(**s)))
+                    .map(|s| s.extension())
                     .collect();
                 let problem = if !missing.is_empty() {
                     Some(Error::not_found(format!("missing .{}", missing.join(", ."))))
@@ -219,13 +225,16 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         if known.contains_key(id) {
             continue;
         }
-        let Some(manifest) = objs.iter().find(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)) else { continue };
+        // A split segment's manifest, or a one-object segment's object (its own manifest).
+        let Some(manifest) = objs.iter().find(|o| Suffix::of(&o.key).is_some_and(Suffix::commits)) else { continue };
         let Some((partition, _)) = object_owner(&manifest.key, &prefix) else { continue };
         if !object_in_scope(&partition) {
             continue;
         }
+        let whole = Suffix::of(&manifest.key) == Some(Suffix::Segment)
+            || Suffix::ALL.iter().all(|s| objs.iter().any(|o| Suffix::of(&o.key) == Some(*s)));
         if let Ok(m) = store.read_manifest(&manifest.key)
-            && Suffix::ALL.iter().all(|s| objs.iter().any(|o| Suffix::of(&o.key) == Some(*s)))
+            && whole
         {
             let bytes = objs.iter().map(|o| o.size).sum();
             report.partitions.entry(partition).or_default().unreferenced.push((

@@ -59,6 +59,14 @@ impl StorageBackend for MemoryBackend {
         Ok(obj.slice(r.start as usize..r.end as usize))
     }
 
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        validate_key(key)?;
+        let obj = self.objects.read().expect("memory backend lock").get(key).map(|(b, _)| b.clone());
+        let obj = obj.ok_or_else(|| Error::not_found(format!("object {key}")))?;
+        let size = obj.len() as u64;
+        Ok((obj.slice(size.saturating_sub(len) as usize..), size))
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         validate_key(key)?;
         self.objects.write().expect("memory backend lock").remove(key);

@@ -99,6 +99,11 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
     /// the end is an invalid argument; a missing key is not found.
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
 
+    /// Reads the last `len` bytes of `key` (all of it when it is shorter) and its size, in one request where
+    /// the store can (a suffix range read), else a size look-up and a ranged read; a missing key is not
+    /// found. How a one-object segment's manifest is found without knowing where it starts.
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)>;
+
     /// Deletes `key`; deleting a missing key succeeds.
     async fn delete(&self, key: &str) -> Result<()>;
 

@@ -127,6 +127,23 @@ pub struct Manifest {
     pub encryption: Option<KeyEnvelope>,
     /// The frame table (version 5: some chunk is stored in frames); `None` before version 5.
     pub frames: Option<FrameTable>,
+    /// Where the segment's data was found in the store: not encoded (the store's layout, not the
+    /// manifest's), set by the read that found the manifest; [`StoredAs::Split`] when decoded alone.
+    pub stored_as: StoredAs,
+}
+
+/// Where a segment's stored log and index bundle lie in the store, as the reader of its manifest found it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StoredAs {
+    /// In objects of their own: `.log` and `.indexes` (the manifest in `.manifest`).
+    #[default]
+    Split,
+    /// In one `.segment` object: the stored log from byte 0, then the index bundle from `indexes_position`,
+    /// then the manifest and the trailer.
+    Single {
+        /// Where the index bundle starts in the object (the stored log's length).
+        indexes_position: u64,
+    },
 }
 
 /// How many blocks of `block_size` a chunk of `len` bytes has.
@@ -543,7 +560,18 @@ impl Manifest {
                 r.remaining()
             )));
         }
-        Ok(Manifest { metadata, log_length, chunk_target, indexes, chunks, block_size, block_crcs, encryption, frames })
+        Ok(Manifest {
+            metadata,
+            log_length,
+            chunk_target,
+            indexes,
+            chunks,
+            block_size,
+            block_crcs,
+            encryption,
+            frames,
+            stored_as: StoredAs::Split,
+        })
     }
 }
 
@@ -670,6 +698,7 @@ pub(crate) mod tests {
             block_crcs: (11..19).collect(),
             encryption: None,
             frames: None,
+            stored_as: StoredAs::Split,
         }
     }
 

@@ -28,7 +28,7 @@
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
 use super::disk_cache::{ChunkKey, DiskTier};
-use super::layout::segment_keys;
+use super::layout::placement;
 use super::single_flight::{Flight, SingleFlight};
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
@@ -383,7 +383,7 @@ impl Shared {
                 if let Some(b) = self.memory.peek(&key) {
                     return Ok(b);
                 }
-                let what = segment_keys(&src.key_prefix, &m.metadata).log;
+                let what = placement(&src.key_prefix, m).log;
                 if let Some(b) = self.read_disk(key, m, i, &what).await {
                     self.keep_in_memory(key, b.clone());
                     return Ok(b);
@@ -488,7 +488,7 @@ impl Shared {
         let blocks = m.align(want.clone());
         let bytes = src.inner.read(m, blocks.clone()).await?;
         if !src.inner.checks() {
-            m.check_blocks(blocks.clone(), &bytes, &segment_keys(&src.key_prefix, &m.metadata).log)?;
+            m.check_blocks(blocks.clone(), &bytes, &placement(&src.key_prefix, m).log)?;
         }
         self.bypassed.fetch_add(1, Ordering::Relaxed);
         self.bypassed_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -621,7 +621,7 @@ impl ChunkSource for CachedChunks {
         }
         let id = manifest.metadata.remote_log_segment_id.id;
         let sequential = s.sequential((src.scope, id), &range);
-        let what = segment_keys(&src.key_prefix, &manifest.metadata).log;
+        let what = placement(&src.key_prefix, manifest).log;
         // What each chunk needs, in order: bytes in hand, a whole-chunk load, or a read around the cache
         // (contiguous ones merged into one ranged read); the loads and reads then run at once, so a read
         // across a chunk boundary waits for the store once, as it would without a cache.

@@ -9,7 +9,7 @@
 //! and undone there ([`crate::format::transform`]). A chunk cache wraps a source, so it keeps original
 //! (decompressed), checked chunks.
 
-use super::layout::segment_keys;
+use super::layout::placement;
 use crate::backend::StorageBackend;
 use crate::crypto::{DataKey, DataKeyCache, KeyRing};
 use crate::error::{Error, Result};
@@ -188,7 +188,7 @@ impl ChunkSource for BackendChunks {
     }
 
     async fn read(&self, manifest: &Arc<Manifest>, range: Range<u64>) -> Result<Bytes> {
-        let key = segment_keys(&self.key_prefix, &manifest.metadata).log;
+        let key = placement(&self.key_prefix, manifest).log;
         let mut parts = Vec::new();
         let plan = Self::plan(manifest, &key, &range)?;
         let data_key = if plan.iter().any(|r| r.undo.is_some()) { self.data_key(manifest).await? } else { None };

@@ -13,14 +13,16 @@
 //! did), the file is uploaded as it is after the scan instead, as without transforms.
 
 use super::TieredStorage;
-use super::layout::SegmentKeys;
+use super::layout::{SegmentKeys, SegmentLayout};
+use super::settings::EncryptionConfig;
+use super::single::{self, Trailer};
 use crate::crypto::DataKey;
 use crate::error::{Error, Result};
 use crate::format::batch::scan_file;
 use crate::format::chunk::StoredFrame;
 use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker, Transform};
 use crate::format::index::{read_offset_index, read_time_index};
-use crate::format::manifest::{FrameTable, IndexLocation, Manifest};
+use crate::format::manifest::{FrameTable, IndexLocation, Manifest, StoredAs};
 use crate::format::transform::{self, ChunkCompressor, CompressionConfig};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
 use bytes::Bytes;
@@ -31,14 +33,41 @@ pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |e| Error::from_io(path.display(), e)
 }
 
+/// What a copy reads of its segment before writing: the log file, its length, and how it is stored.
+struct Source {
+    log_path: PathBuf,
+    log_len: u64,
+    /// The active encryption settings, when new copies are encrypted.
+    encrypt: Option<EncryptionConfig>,
+    /// Whether chunks go through transforms (compression or encryption).
+    transformed: bool,
+    /// Compressed only: the scan notes where the producer compressed, so that a segment every chunk of which
+    /// compression's heuristic would leave as it is is stored as it is, without a transforming pass.
+    note_compressed: bool,
+}
+
+/// The scan's result: the chunk table, and where the producer compressed.
+type Scanned = (ChunkTable, CompressedRuns);
+
+/// The pieces of the log as a copy stores it: the chunks (stored positions from 0), the data key's envelope
+/// when encrypted, and the frame table when some chunk is in frames.
+struct StoredLog {
+    chunks: Vec<ChunkEntry>,
+    encryption: Option<crate::crypto::KeyEnvelope>,
+    frames: Option<FrameTable>,
+}
+
+/// Pieces of the log file read for a one-object upload.
+const FILE_PIECE: usize = 1 << 20;
+
 impl TieredStorage {
-    async fn upload_indexes(
-        &self,
-        key: &str,
+    /// Reads and checks the index files, returning their bytes in bundle order and each one's place in the
+    /// bundle.
+    async fn read_indexes(
         data: &LogSegmentData,
         base_offset: i64,
         log_len: u64,
-    ) -> Result<[Option<IndexLocation>; 5]> {
+    ) -> Result<(Vec<Bytes>, [Option<IndexLocation>; 5])> {
         async fn read(p: &PathBuf) -> Result<Bytes> {
             Ok(Bytes::from(tokio::fs::read(p).await.map_err(io_err(p))?))
         }
@@ -61,19 +90,38 @@ impl TieredStorage {
                 position += b.len() as u64;
             }
         }
-        let stream = futures::stream::iter(parts.into_iter().flatten().map(Ok));
+        Ok((parts.into_iter().flatten().collect(), locations))
+    }
+
+    async fn upload_indexes(
+        &self,
+        key: &str,
+        data: &LogSegmentData,
+        base_offset: i64,
+        log_len: u64,
+    ) -> Result<[Option<IndexLocation>; 5]> {
+        let (parts, locations) = Self::read_indexes(data, base_offset, log_len).await?;
+        let stream = futures::stream::iter(parts.into_iter().map(Ok));
         self.backend.put_stream(key, Box::pin(stream)).await?;
         Ok(locations)
     }
 
-    /// Copies a segment: the scan and both uploads at once, then the manifest. On failure the caller
-    /// removes whatever was written.
+    /// Copies a segment in the configured layout (`segment.layout`): three objects, the manifest last, or
+    /// one object; returns the one object's trailer. On failure the caller removes whatever was written.
     pub(super) async fn copy_segment(
         &self,
         md: &RemoteLogSegmentMetadata,
         data: &LogSegmentData,
         keys: &SegmentKeys,
-    ) -> Result<()> {
+    ) -> Result<Option<Trailer>> {
+        match self.config.segment_layout {
+            SegmentLayout::Split => self.copy_split(md, data, keys).await.map(|()| None),
+            SegmentLayout::Single => self.copy_single(md, data, &keys.segment).await.map(Some),
+        }
+    }
+
+    /// The log file of a copy, checked against Kafka's limit, and how it is to be stored.
+    async fn source(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData) -> Result<Source> {
         let log_path = data.log_segment.clone();
         let log_len = tokio::fs::metadata(&log_path).await.map_err(io_err(&log_path))?.len();
         if log_len > i32::MAX as u64 {
@@ -86,6 +134,14 @@ impl TieredStorage {
             tracing::warn!(segment = %md.remote_log_segment_id, log_len, metadata_size = md.segment_size_in_bytes,
                 "log file size differs from the metadata's segment size; copying the file as it is");
         }
+        let encrypt = self.config.encryption.clone().filter(|e| e.encrypt);
+        let transformed = self.config.compression.is_some() || encrypt.is_some();
+        let note_compressed = encrypt.is_none() && self.config.compression.is_some_and(|c| c.heuristic);
+        Ok(Source { log_path, log_len, encrypt, transformed, note_compressed })
+    }
+
+    /// The scan of the log (every batch checked when `copy.verify.checksums`), cutting the chunk table.
+    async fn scan(&self, md: &RemoteLogSegmentMetadata, src: &Source) -> Result<Scanned> {
         let verify = self.config.verify_checksums;
         let mut chunker = Chunker::new(
             self.config.chunk_size as u64,
@@ -93,12 +149,7 @@ impl TieredStorage {
             md.start_offset,
             md.remote_log_segment_id.id,
         );
-        let encrypt = self.config.encryption.as_ref().filter(|e| e.encrypt);
-        let transformed = self.config.compression.is_some() || encrypt.is_some();
-        // Compressed only: the scan also notes where the producer compressed, so that a segment every chunk of
-        // which compression's heuristic would leave as it is is uploaded as it is, without a transforming pass.
-        let note_compressed = encrypt.is_none() && self.config.compression.is_some_and(|c| c.heuristic);
-        let scan_path = log_path.clone();
+        let (scan_path, log_len, note_compressed) = (src.log_path.clone(), src.log_len, src.note_compressed);
         let scan = tokio::task::spawn_blocking(move || {
             let mut compressed = CompressedRuns::default();
             scan_file(&scan_path, log_len, verify, |b| {
@@ -109,78 +160,228 @@ impl TieredStorage {
             })
             .map(|_| (chunker.finish(), compressed))
         });
-        // The scan and both uploads run at once (with chunk transforms, the `.log`'s upload waits for the scan);
-        // all three finish before any result is judged, so a cleanup never races an upload still in flight.
-        let upload_as_is = async {
-            match transformed {
-                false => self.backend.put_file(&keys.log, &log_path, log_len).await,
-                true => Ok(()),
-            }
-        };
-        let (scan, log_up, idx_up) =
-            tokio::join!(scan, upload_as_is, self.upload_indexes(&keys.indexes, data, md.start_offset, log_len));
-        let (ChunkTable { mut chunks, block_size, block_crcs }, compressed) =
-            scan.map_err(|e| Error::storage("log scan task failed", e))?.map_err(|e| e.context(log_path.display()))?;
-        log_up?;
-        let indexes = idx_up?;
+        scan.await
+            .map_err(|e| Error::storage("log scan task failed", e))?
+            .map_err(|e| e.context(src.log_path.display()))
+    }
+
+    /// Refuses a log holding offsets outside the metadata's.
+    fn check_offsets(md: &RemoteLogSegmentMetadata, src: &Source, chunks: &[ChunkEntry]) -> Result<()> {
         if let (Some(first), Some(last)) = (chunks.first(), chunks.last())
             && (first.first_offset < md.start_offset || last.last_offset > md.end_offset)
         {
             return Err(Error::invalid(format!(
                 "{}: holds offsets {}..={}, outside the metadata's {}..={}",
-                log_path.display(),
+                src.log_path.display(),
                 first.first_offset,
                 last.last_offset,
                 md.start_offset,
                 md.end_offset
             )));
         }
-        let mut encryption = None;
-        let mut frames = None;
-        if note_compressed
+        Ok(())
+    }
+
+    /// Whether a compressed-only copy stores the file as it is: every chunk's bytes mostly in batches the
+    /// producer compressed, so the transforming pass would leave each as it is (its entry unchanged, no
+    /// frames).
+    fn stored_as_is(src: &Source, chunks: &[ChunkEntry], compressed: &CompressedRuns) -> bool {
+        src.note_compressed
             && chunks.iter().all(|c| compressed.within(c.original_position()..c.end()) * 2 > c.data_length as u64)
-        {
-            // What the transforming pass would store is the file as it is (each chunk left as it is, its
-            // entry unchanged, no frames): the kernel's copy path, as without transforms.
-            self.backend.put_file(&keys.log, &log_path, log_len).await?;
-        } else if transformed {
-            let data_key = match encrypt {
-                Some(e) => {
-                    let id = &md.remote_log_segment_id;
-                    let topic = &id.topic_id_partition.topic_partition.topic;
-                    let (key, envelope) = DataKey::generate(&e.keyring, topic, id.id, md.start_offset).await?;
-                    encryption = Some(envelope);
-                    Some(key)
-                }
-                None => None,
-            };
-            let table;
-            (chunks, table) = self
-                .upload_transformed(&keys.log, &log_path, chunks, block_size, self.config.compression, data_key)
-                .await?;
-            // A frame table only when a chunk is stored in frames: otherwise the manifest is what a copy
-            // without frames writes (versions 2 to 4).
-            if let Some(frame_size) = self.config.compression.map(|c| c.frame_size_for(block_size))
-                && chunks.iter().any(|c| c.rdi.transform.is_framed())
-            {
-                frames = Some(FrameTable { frame_size, chunks: table });
+    }
+
+    /// Transforms the chunks (compression, encryption under a fresh data key), sending their stored bytes to
+    /// `tx` in order; returns the stored log's pieces for the manifest.
+    async fn transform_log(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        src: &Source,
+        chunks: Vec<ChunkEntry>,
+        block_size: u32,
+        tx: tokio::sync::mpsc::Sender<Result<Bytes>>,
+    ) -> Result<StoredLog> {
+        let mut encryption = None;
+        let data_key = match &src.encrypt {
+            Some(e) => {
+                let id = &md.remote_log_segment_id;
+                let topic = &id.topic_id_partition.topic_partition.topic;
+                let (key, envelope) = DataKey::generate(&e.keyring, topic, id.id, md.start_offset).await?;
+                encryption = Some(envelope);
+                Some(key)
             }
+            None => None,
+        };
+        let compression = self.config.compression;
+        let path = src.log_path.clone();
+        let pass = tokio::task::spawn_blocking(move || {
+            let result = transform_chunks(&path, chunks, block_size, compression, data_key.as_ref(), &tx);
+            if let Err(e) = &result {
+                let _ = tx.blocking_send(Err(Error::new(e.kind(), format!("compressing {}: {e}", path.display()))));
+            }
+            result
+        });
+        let (chunks, table) = pass.await.map_err(|e| Error::storage("chunk transform task failed", e))??;
+        // A frame table only when a chunk is stored in frames: otherwise the manifest is what a copy
+        // without frames writes (versions 2 to 4).
+        let mut frames = None;
+        if let Some(frame_size) = compression.map(|c| c.frame_size_for(block_size))
+            && chunks.iter().any(|c| c.rdi.transform.is_framed())
+        {
+            frames = Some(FrameTable { frame_size, chunks: table });
         }
-        let manifest = Manifest {
+        Ok(StoredLog { chunks, encryption, frames })
+    }
+
+    /// The manifest of a copy.
+    fn manifest_of(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        src: &Source,
+        indexes: [Option<IndexLocation>; 5],
+        log: StoredLog,
+        table: (u32, Vec<u32>),
+        stored_as: StoredAs,
+    ) -> Manifest {
+        Manifest {
             metadata: md.clone(),
-            log_length: log_len,
+            log_length: src.log_len,
             chunk_target: self.config.chunk_size,
             indexes,
-            chunks,
-            block_size,
-            block_crcs,
-            encryption,
-            frames,
+            chunks: log.chunks,
+            block_size: table.0,
+            block_crcs: table.1,
+            encryption: log.encryption,
+            frames: log.frames,
+            stored_as,
+        }
+    }
+
+    /// Copies a segment as three objects: the scan and both uploads at once, then the manifest.
+    async fn copy_split(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData, keys: &SegmentKeys) -> Result<()> {
+        let src = self.source(md, data).await?;
+        // The scan and both uploads run at once (with chunk transforms, the `.log`'s upload waits for the scan);
+        // all three finish before any result is judged, so a cleanup never races an upload still in flight.
+        let upload_as_is = async {
+            match src.transformed {
+                false => self.backend.put_file(&keys.log, &src.log_path, src.log_len).await,
+                true => Ok(()),
+            }
         };
+        let (scan, log_up, idx_up) = tokio::join!(
+            self.scan(md, &src),
+            upload_as_is,
+            self.upload_indexes(&keys.indexes, data, md.start_offset, src.log_len)
+        );
+        let (ChunkTable { chunks, block_size, block_crcs }, compressed) = scan?;
+        log_up?;
+        let indexes = idx_up?;
+        Self::check_offsets(md, &src, &chunks)?;
+        let log = if Self::stored_as_is(&src, &chunks, &compressed) {
+            // The kernel's copy path, as without transforms.
+            self.backend.put_file(&keys.log, &src.log_path, src.log_len).await?;
+            StoredLog { chunks, encryption: None, frames: None }
+        } else if src.transformed {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(TRANSFORMED_IN_FLIGHT);
+            let (up, log) = tokio::join!(
+                self.backend.put_stream(&keys.log, receiver_stream(rx)),
+                self.transform_log(md, &src, chunks, block_size, tx)
+            );
+            // The upload's error first: a failed pass failed the upload's stream with its own error.
+            up?;
+            log?
+        } else {
+            StoredLog { chunks, encryption: None, frames: None }
+        };
+        let manifest = self.manifest_of(md, &src, indexes, log, (block_size, block_crcs), StoredAs::Split);
         self.backend.put_bytes(&keys.manifest, Bytes::from(manifest.encode())).await?;
         self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
         Ok(())
     }
+
+    /// Copies a segment as one object `key` in one upload: the log's stored bytes (the file streamed while it
+    /// is scanned; with transforms, the transformed chunks after the scan), then the index bundle, then the
+    /// manifest and the trailer ([`super::single`]). Returns the trailer.
+    async fn copy_single(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData, key: &str) -> Result<Trailer> {
+        let src = self.source(md, data).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(TRANSFORMED_IN_FLIGHT);
+        let produce = async move {
+            let made = async {
+                let stream_file = async {
+                    match src.transformed {
+                        false => send_file(&tx, &src.log_path, src.log_len).await,
+                        true => Ok(()),
+                    }
+                };
+                let (scan, streamed, idx) = tokio::join!(
+                    self.scan(md, &src),
+                    stream_file,
+                    Self::read_indexes(data, md.start_offset, src.log_len)
+                );
+                let (ChunkTable { chunks, block_size, block_crcs }, compressed) = scan?;
+                streamed?;
+                let (index_parts, indexes) = idx?;
+                Self::check_offsets(md, &src, &chunks)?;
+                let log = if Self::stored_as_is(&src, &chunks, &compressed) {
+                    send_file(&tx, &src.log_path, src.log_len).await?;
+                    StoredLog { chunks, encryption: None, frames: None }
+                } else if src.transformed {
+                    self.transform_log(md, &src, chunks, block_size, tx.clone()).await?
+                } else {
+                    StoredLog { chunks, encryption: None, frames: None }
+                };
+                let indexes_position = log.chunks.last().map_or(0, |c| c.stored_range().end);
+                let bundle: u64 = index_parts.iter().map(|b| b.len() as u64).sum();
+                for part in index_parts {
+                    send(&tx, part).await?;
+                }
+                let stored_as = StoredAs::Single { indexes_position };
+                let manifest = self.manifest_of(md, &src, indexes, log, (block_size, block_crcs), stored_as);
+                let (tail, trailer) = single::manifest_and_trailer(&manifest.encode(), indexes_position, bundle);
+                send(&tx, tail).await?;
+                Ok::<_, Error>((manifest, trailer))
+            }
+            .await;
+            if let Err(e) = &made {
+                // The upload's stream fails with it (its kind and status kept), so no object is left.
+                let failed = Error::new(e.kind(), e.full_message());
+                let _ = tx.send(Err(if e.is_transient() { failed.transient() } else { failed })).await;
+            }
+            // Dropping the sender here ends the upload's stream.
+            made
+        };
+        let (up, made) = tokio::join!(self.backend.put_stream(key, receiver_stream(rx)), produce);
+        // A failed production failed the upload with its own error; an upload that failed first stopped it.
+        up?;
+        let (manifest, trailer) = made?;
+        self.manifests.insert(md.remote_log_segment_id.id, Arc::new(manifest));
+        Ok(trailer)
+    }
+}
+
+/// The items of `rx` as an upload's stream.
+fn receiver_stream(rx: tokio::sync::mpsc::Receiver<Result<Bytes>>) -> crate::backend::ByteStream {
+    Box::pin(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }))
+}
+
+/// Sends `bytes` to an upload's stream; an error once the upload stopped taking them (its own error is the
+/// one reported).
+async fn send(tx: &tokio::sync::mpsc::Sender<Result<Bytes>>, bytes: Bytes) -> Result<()> {
+    tx.send(Ok(bytes)).await.map_err(|_| Error::invalid("the upload stopped taking bytes"))
+}
+
+/// Sends the first `len` bytes of the file at `path` to an upload's stream, in pieces of [`FILE_PIECE`].
+async fn send_file(tx: &tokio::sync::mpsc::Sender<Result<Bytes>>, path: &Path, len: u64) -> Result<()> {
+    use tokio::io::AsyncReadExt;
+    let mut file = tokio::fs::File::open(path).await.map_err(io_err(path))?;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(FILE_PIECE as u64) as usize;
+        let mut buf = bytes::BytesMut::zeroed(n);
+        file.read_exact(&mut buf).await.map_err(io_err(path))?;
+        send(tx, buf.freeze()).await?;
+        left -= n as u64;
+    }
+    Ok(())
 }
 
 /// The byte ranges of a `.log` in batches the producer compressed, adjacent batches merged (one range for a
@@ -210,38 +411,6 @@ impl CompressedRuns {
 
 /// Chunks in flight between the transforming pass ([`transform_chunks`]) and the upload.
 const TRANSFORMED_IN_FLIGHT: usize = 2;
-
-impl TieredStorage {
-    /// Uploads the `.log` object of the chunks `chunks` (the scan's, tiling the file at `path`) with each
-    /// chunk transformed: compressed or left as it is (with `compression`), then encrypted under `data_key`
-    /// (when given),
-    /// returning the chunks with their stored ranges, transforms and stored CRCs, and each chunk's frames
-    /// (none for a chunk not stored in frames). A failure fails the upload's stream, so no object is left.
-    async fn upload_transformed(
-        &self,
-        key: &str,
-        path: &Path,
-        chunks: Vec<ChunkEntry>,
-        block_size: u32,
-        compression: Option<CompressionConfig>,
-        data_key: Option<DataKey>,
-    ) -> Result<(Vec<ChunkEntry>, Vec<Vec<StoredFrame>>)> {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(TRANSFORMED_IN_FLIGHT);
-        let path = path.to_path_buf();
-        let pass = tokio::task::spawn_blocking(move || {
-            let result = transform_chunks(&path, chunks, block_size, compression, data_key.as_ref(), &tx);
-            if let Err(e) = &result {
-                let _ = tx.blocking_send(Err(Error::new(e.kind(), format!("compressing {}: {e}", path.display()))));
-            }
-            result
-        });
-        let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
-        let (pass, up) = tokio::join!(pass, self.backend.put_stream(key, Box::pin(stream)));
-        // The upload's error first: a failed pass failed the upload's stream with its own error.
-        up?;
-        pass.map_err(|e| Error::storage("chunk transform task failed", e))?
-    }
-}
 
 /// The most threads one copy transforms chunks on (fewer when the machine has fewer cores).
 const MAX_TRANSFORM_THREADS: usize = 4;

@@ -3,6 +3,7 @@
 //! chunk a fetch covers whole is checked as its bytes stream past.
 
 use super::TieredStorage;
+use super::layout::placement;
 use crate::backend::ByteStream;
 use crate::error::{Error, Result};
 use crate::format::batch::{Batch, BatchIter};
@@ -71,7 +72,7 @@ impl TieredStorage {
         let end = end.min(manifest.log_length);
         let read = {
             let (chunks, manifest) = (self.chunks.clone(), manifest.clone());
-            let key = self.keys(&manifest.metadata).log;
+            let key = placement(&self.config.key_prefix, &manifest).log;
             move |r: Range<u64>| {
                 let (chunks, manifest, key) = (chunks.clone(), manifest.clone(), key.clone());
                 async move {
@@ -132,7 +133,7 @@ impl TieredStorage {
         pred: impl Fn(&Batch<'_>) -> bool,
     ) -> Result<Option<u32>> {
         let c = m.chunks[i];
-        let key = self.keys(&m.metadata).log;
+        let key = placement(&self.config.key_prefix, m).log;
         let bytes = self.chunks.read(m, c.original_position()..c.end()).await?;
         c.verify(&bytes, &key)?;
         for b in BatchIter::new(&bytes, c.original_position(), false) {

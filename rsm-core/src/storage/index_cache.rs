@@ -4,6 +4,7 @@
 //! readers of one index sharing one ranged read.
 
 use super::cache::{Cache, CacheStats};
+use super::layout::Placement;
 use super::single_flight::SingleFlight;
 use crate::backend::StorageBackend;
 use crate::error::{Error, Result};
@@ -60,16 +61,19 @@ impl IndexCache {
     }
 }
 
-/// Reads the index `index_type` of segment `id` at `loc` of the index bundle `key` of `backend`, corrupt
-/// when its bytes do not match the manifest's length and CRC.
+/// Reads the index `index_type` of segment `id` at `loc` of its index bundle, wherever `at` puts the bundle
+/// (its own object, or after the log in a one-object segment), corrupt when its bytes do not match the
+/// manifest's length and CRC.
 pub(super) async fn read_index(
     backend: &dyn StorageBackend,
-    key: &str,
+    at: &Placement,
     loc: IndexLocation,
     index_type: IndexType,
     id: &RemoteLogSegmentId,
 ) -> Result<Bytes> {
-    let bytes = backend.get_range(key, loc.position..loc.position + loc.length).await?;
+    let key = &at.indexes;
+    let start = at.indexes_base + loc.position;
+    let bytes = backend.get_range(key, start..start + loc.length).await?;
     if bytes.len() as u64 != loc.length || crate::checksum::crc32c(&bytes) != loc.crc32c {
         return Err(Error::corrupt(format!(
             "{index_type} index of segment {id} in {key}: {} bytes do not match the manifest's length {} and CRC",

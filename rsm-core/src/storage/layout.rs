@@ -1,13 +1,18 @@
 //! The remote layout: where each object of a segment lives, and what a key names.
 //!
-//! Three objects per segment, so a copy costs three uploads:
+//! Two layouts ([`SegmentLayout`], `segment.layout`). Split (the default): three objects per segment, so a
+//! copy costs three uploads:
 //! `{prefix}{topic}-{topicId}/{partition}/{startOffset:020}-{segmentId}.log` (the `.log` file as is),
-//! `….indexes` (the five indexes back to back) and `….manifest` (written last: the commit point).
+//! `….indexes` (the five indexes back to back) and `….manifest` (written last: the commit point). Single: one
+//! object `….segment` holding the three back to back and a trailer that locates them
+//! ([`super::single`]), written by one upload: its own commit point. A manifest read tells which layout
+//! its segment has, and [`placement`] where its log and indexes lie.
 //! [`segment_keys`] makes the keys and [`parse_segment_key`] reads them back: the one place that knows the
 //! layout both ways. The smaller helpers ([`Suffix::of`], [`split_object_key`], [`object_key`],
 //! [`start_offset_prefix`], [`manifest_key_tail`]) are for code that lists keys and has to tell them apart
 //! without a full parse.
 
+use crate::format::manifest::{Manifest, StoredAs};
 use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 
 /// The topic an object key, a listing prefix or a store request's path belongs to: the name before
@@ -32,15 +37,52 @@ pub fn topic_of_key(key: &str) -> Option<&str> {
     None
 }
 
-/// The object keys of one segment.
+/// How a copy stores a segment (`segment.layout`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SegmentLayout {
+    /// Three objects: `.log`, `.indexes`, and `.manifest` written last as the commit point.
+    #[default]
+    Split,
+    /// One `.segment` object: the stored log, the index bundle, the manifest and a trailer, in one upload.
+    Single,
+}
+
+/// The object keys of one segment, of both layouts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentKeys {
-    /// The `.log` data.
+    /// The `.log` data (split layout).
     pub log: String,
-    /// The index bundle.
+    /// The index bundle (split layout).
     pub indexes: String,
-    /// The manifest.
+    /// The manifest (split layout).
     pub manifest: String,
+    /// The one object of the single layout.
+    pub segment: String,
+}
+
+/// Where a segment's data lies, as its manifest was found: the object holding its stored log (from byte 0)
+/// and the object holding its index bundle, from `indexes_base` (the manifest's index positions are
+/// relative to the bundle). Every read of a segment's chunks and indexes goes through it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The object of the stored log: `.log` (split) or `.segment` (single).
+    pub log: String,
+    /// The object of the index bundle: `.indexes` (split) or `.segment` (single).
+    pub indexes: String,
+    /// Where the index bundle starts in `indexes`: 0 (split) or after the stored log (single).
+    pub indexes_base: u64,
+}
+
+/// Where the data of the segment `manifest` describes lies ([`Manifest::stored_as`], set by the read that
+/// found it).
+pub fn placement(key_prefix: &str, manifest: &Manifest) -> Placement {
+    let keys = segment_keys(key_prefix, &manifest.metadata);
+    match manifest.stored_as {
+        StoredAs::Split => Placement { log: keys.log, indexes: keys.indexes, indexes_base: 0 },
+        StoredAs::Single { indexes_position } => {
+            Placement { log: keys.segment.clone(), indexes: keys.segment, indexes_base: indexes_position }
+        }
+    }
 }
 
 /// Which of a segment's objects a key names.
@@ -52,11 +94,22 @@ pub enum Suffix {
     Indexes,
     /// The manifest, the commit point.
     Manifest,
+    /// The one object of a single-layout segment (log, indexes, manifest, trailer): its own commit point.
+    Segment,
 }
 
 impl Suffix {
-    /// Every object of a segment, in the order a copy writes them.
+    /// Every object of a split-layout segment, in the order a copy writes them.
     pub const ALL: [Suffix; 3] = [Suffix::Log, Suffix::Indexes, Suffix::Manifest];
+
+    /// Every ending a segment object's key has, of either layout.
+    pub const EVERY: [Suffix; 4] = [Suffix::Log, Suffix::Indexes, Suffix::Manifest, Suffix::Segment];
+
+    /// Whether an object with this ending is a segment's commit point: a split segment's manifest, or a
+    /// single segment's one object (complete by construction).
+    pub fn commits(self) -> bool {
+        matches!(self, Suffix::Manifest | Suffix::Segment)
+    }
 
     /// The extension, without its dot.
     pub fn extension(self) -> &'static str {
@@ -64,6 +117,7 @@ impl Suffix {
             Suffix::Log => "log",
             Suffix::Indexes => "indexes",
             Suffix::Manifest => "manifest",
+            Suffix::Segment => "segment",
         }
     }
 
@@ -73,10 +127,11 @@ impl Suffix {
             Suffix::Log => ".log",
             Suffix::Indexes => ".indexes",
             Suffix::Manifest => ".manifest",
+            Suffix::Segment => ".segment",
         }
     }
 
-    /// Which object a key names by how it ends (`.log`, `.indexes`, `.manifest`), the rest of it unread;
+    /// Which object a key names by how it ends (`.log`, `.indexes`, `.manifest`, `.segment`), the rest of it unread;
     /// `None` for any other ending. [`parse_segment_key`] reads the whole key.
     pub fn of(key: &str) -> Option<Suffix> {
         split_object_key(key).map(|(_, suffix)| suffix)
@@ -87,7 +142,7 @@ impl Suffix {
 /// dot) and which object the key names; `None` for a key with another ending. The rest of the key is not
 /// read (see [`parse_segment_key`]).
 pub fn split_object_key(key: &str) -> Option<(&str, Suffix)> {
-    Suffix::ALL.into_iter().find_map(|s| key.strip_suffix(s.dotted()).map(|stem| (stem, s)))
+    Suffix::EVERY.into_iter().find_map(|s| key.strip_suffix(s.dotted()).map(|stem| (stem, s)))
 }
 
 /// The key of the object `suffix` of the segment whose keys share `stem` (as [`split_object_key`] cuts it).
@@ -141,7 +196,13 @@ pub fn start_offset_prefix(key_prefix: &str, tp: &TopicIdPartition, start_offset
 /// How every manifest key of the segment `id` ends, whatever its partition and start offset:
 /// `-{segmentId}.manifest`.
 pub fn manifest_key_tail(id: &Uuid) -> String {
-    format!("-{id}{}", Suffix::Manifest.dotted())
+    key_tail(id, Suffix::Manifest)
+}
+
+/// How every key of the object `suffix` of the segment `id` ends, whatever its partition and start offset:
+/// `-{segmentId}.{extension}`.
+pub fn key_tail(id: &Uuid, suffix: Suffix) -> String {
+    format!("-{id}{}", suffix.dotted())
 }
 
 /// The keys of the segment `metadata` describes.
@@ -152,6 +213,7 @@ pub fn segment_keys(key_prefix: &str, metadata: &RemoteLogSegmentMetadata) -> Se
         log: object_key(&stem, Suffix::Log),
         indexes: object_key(&stem, Suffix::Indexes),
         manifest: object_key(&stem, Suffix::Manifest),
+        segment: object_key(&stem, Suffix::Segment),
     }
 }
 
@@ -180,7 +242,7 @@ pub fn parse_segment_key(key_prefix: &str, key: &str) -> Option<SegmentKey> {
     }
     let partition: i32 = partition.parse().ok().filter(|p: &i32| *p >= 0 && !partition.starts_with('+'))?;
     let (stem, ext) = name.rsplit_once('.')?;
-    let suffix = Suffix::ALL.into_iter().find(|s| s.extension() == ext)?;
+    let suffix = Suffix::EVERY.into_iter().find(|s| s.extension() == ext)?;
     let (digits, segment_id) = (stem.get(..20)?, stem.get(20..)?.strip_prefix('-')?);
     if !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -252,9 +314,12 @@ mod tests {
         {
             let md = metadata(topic, partition, start);
             let keys = segment_keys(prefix, &md);
-            for (key, suffix) in
-                [(&keys.log, Suffix::Log), (&keys.indexes, Suffix::Indexes), (&keys.manifest, Suffix::Manifest)]
-            {
+            for (key, suffix) in [
+                (&keys.log, Suffix::Log),
+                (&keys.indexes, Suffix::Indexes),
+                (&keys.manifest, Suffix::Manifest),
+                (&keys.segment, Suffix::Segment),
+            ] {
                 let k = parse_segment_key(prefix, key).unwrap_or_else(|| panic!("{key} does not parse"));
                 assert!(k.names(&md), "{key}: {k:?}");
                 assert_eq!(k.suffix, suffix, "{key}");

@@ -107,7 +107,7 @@ impl TieredStorage {
         {
             return Ok(None);
         }
-        let key = self.keys(&manifest.metadata).log;
+        let key = super::layout::placement(&self.config.key_prefix, &manifest).log;
         let Some(object) = self.backend.open_local(&key)? else {
             return Ok(None);
         };

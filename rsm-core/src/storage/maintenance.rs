@@ -22,19 +22,23 @@ impl TieredStorage {
 
     /// Every committed segment under the partition `tp` (or the whole prefix), by key, each with its manifest
     /// or the reason it cannot be read, and the segment objects the listing lacks: one damaged segment does
-    /// not hide the others. One listing, then one read per manifest.
+    /// not hide the others. One listing, then one read per manifest (of a one-object segment: of its tail).
     pub async fn scan_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<ListedSegment>> {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
         let present: std::collections::HashSet<&str> = objects.iter().map(|o| o.key.as_str()).collect();
         let mut out = Vec::new();
         for o in &objects {
-            let Some((stem, Suffix::Manifest)) = layout::split_object_key(&o.key) else { continue };
-            let missing = [Suffix::Log, Suffix::Indexes]
-                .into_iter()
-                .filter(|&s| !present.contains(layout::object_key(stem, s).as_str()))
-                .map(Suffix::dotted)
-                .collect();
+            // A split segment's manifest, with the objects it needs; a one-object segment needs no other.
+            let missing = match layout::split_object_key(&o.key) {
+                Some((stem, Suffix::Manifest)) => [Suffix::Log, Suffix::Indexes]
+                    .into_iter()
+                    .filter(|&s| !present.contains(layout::object_key(stem, s).as_str()))
+                    .map(Suffix::dotted)
+                    .collect(),
+                Some((_, Suffix::Segment)) => Vec::new(),
+                _ => continue,
+            };
             out.push(ListedSegment {
                 manifest_key: o.key.clone(),
                 manifest: self.read_manifest(&o.key).await,
@@ -44,20 +48,21 @@ impl TieredStorage {
         Ok(out)
     }
 
-    /// The committed segment with id `id` anywhere under the prefix: one listing and one manifest read,
-    /// whatever state the other segments are in.
+    /// The committed segment with id `id` anywhere under the prefix, of either layout: one listing and one
+    /// manifest read, whatever state the other segments are in.
     pub async fn find_segment(&self, id: &Uuid) -> Result<Manifest> {
-        let tail = layout::manifest_key_tail(id);
+        let tails = [layout::manifest_key_tail(id), layout::key_tail(id, Suffix::Segment)];
         let objects = self.backend.list(&self.config.key_prefix).await?;
         let key = objects
             .iter()
-            .find(|o| o.key.ends_with(&tail))
+            .find(|o| tails.iter().any(|t| o.key.ends_with(t)))
             .ok_or_else(|| Error::not_found(format!("segment {id} in the store")))?;
         self.read_manifest(&key.key).await
     }
 
     /// The leftovers of interrupted uploads under the partition `tp` (or the whole prefix when `None`): the
-    /// objects of segments that have no manifest (failed copies whose cleanup did not finish), the store's
+    /// objects of segments that have no manifest (failed copies whose cleanup did not finish; a one-object
+    /// segment's `.segment` object is never one: it is complete by construction), the store's
     /// temporary upload objects
     /// ([`StorageBackend::list_temporary`](crate::backend::StorageBackend::list_temporary): the `.rsm-tmp-*`
     /// files of the filesystem and HDFS stores that a crash mid-upload leaves) and the multipart uploads to
@@ -75,7 +80,7 @@ impl TieredStorage {
         let committed: std::collections::HashSet<&str> = objects
             .iter()
             .filter_map(|o| layout::split_object_key(&o.key))
-            .filter_map(|(stem, s)| (s == Suffix::Manifest).then_some(stem))
+            .filter_map(|(stem, s)| s.commits().then_some(stem))
             .collect();
         let now = std::time::SystemTime::now();
         let old =
@@ -143,7 +148,7 @@ impl TieredStorage {
     /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time.
     pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
         let m = self.manifest(md).await?;
-        let key = self.keys(md).log;
+        let key = layout::placement(&self.config.key_prefix, &m).log;
         let mut report = VerifyReport::default();
         let reads = m.chunks.iter().map(|c| {
             let (chunks, m, key, c) = (self.chunks.clone(), m.clone(), key.clone(), *c);
@@ -171,13 +176,23 @@ impl TieredStorage {
     /// Key rotation of one segment: unwraps the data key of the manifest at `manifest_key` with the KEK it
     /// names (from `keyring`) and wraps it under the KEK `new_id`, rewriting the manifest only (one read,
     /// one write; the backend's put replaces it whole, the chunks are untouched). `Ok(false)` when it is
-    /// already under `new_id` (a rerun skips it); an error for a segment that is not encrypted.
+    /// already under `new_id` (a rerun skips it); an error for a segment that is not encrypted, and for a
+    /// one-object segment (`.segment`: its manifest is inside the object, so rewrapping it would rewrite the
+    /// whole object).
     pub async fn rewrap_segment(
         &self,
         manifest_key: &str,
         keyring: &crate::crypto::KeyRing,
         new_id: &str,
     ) -> Result<bool> {
+        if Suffix::of(manifest_key) == Some(Suffix::Segment) {
+            let segment = layout::parse_segment_key(&self.config.key_prefix, manifest_key)
+                .map_or_else(|| manifest_key.to_string(), |k| format!("{}:{}", k.topic_id_partition, k.segment_id));
+            return Err(Error::invalid(format!(
+                "segment {segment} ({manifest_key}) is stored as one object: its manifest is inside it, so rewrapping \
+                 its data key would rewrite the whole object; not rewrapped"
+            )));
+        }
         let mut m = self.read_manifest(manifest_key).await?;
         let Some(envelope) = &m.encryption else {
             return Err(Error::invalid(format!("manifest {manifest_key}: the segment is not encrypted")));

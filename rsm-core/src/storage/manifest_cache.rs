@@ -5,7 +5,8 @@
 //! knows by their start offsets ([`KnownSegments`]) or else by a listing.
 
 use super::cache::{Cache, CacheStats};
-use super::layout::{self, Suffix};
+use super::layout::{self, SegmentLayout, Suffix};
+use super::single::{self, Trailer};
 use super::single_flight::SingleFlight;
 use crate::backend::StorageBackend;
 use crate::error::{Error, ErrorKind, Result};
@@ -16,13 +17,27 @@ use std::time::Duration;
 
 /// Reads and decodes the manifest at `key` of `backend`, and checks that it is the manifest of the segment
 /// its key names (partition, start offset, segment id): correct bytes of another segment are wrong bytes, so
-/// a manifest copied, moved or restored over another segment's key is corrupt, naming both.
+/// a manifest copied, moved or restored over another segment's key is corrupt, naming both. `key` is a
+/// split segment's `.manifest` or a one-object segment's `.segment` (its manifest found from its trailer:
+/// `known`, from the segment's custom metadata, or read from the object's tail).
 pub(super) async fn read_manifest(backend: &dyn StorageBackend, key_prefix: &str, key: &str) -> Result<Manifest> {
-    let bytes = backend.get_range(key, 0..u64::MAX).await?;
-    let m = Manifest::decode(&bytes, key)?;
+    read_manifest_with(backend, key_prefix, key, None).await
+}
+
+/// [`read_manifest`], with the trailer of a one-object segment when its metadata carries it.
+async fn read_manifest_with(
+    backend: &dyn StorageBackend,
+    key_prefix: &str,
+    key: &str,
+    known: Option<Trailer>,
+) -> Result<Manifest> {
+    let m = match Suffix::of(key) {
+        Some(Suffix::Segment) => single::read_manifest(backend, key, known).await?,
+        _ => Manifest::decode(&backend.get_range(key, 0..u64::MAX).await?, key)?,
+    };
     let md = &m.metadata;
     match layout::parse_segment_key(key_prefix, key) {
-        Some(k) if k.suffix == Suffix::Manifest && k.names(md) => Ok(m),
+        Some(k) if k.suffix.commits() && k.names(md) => Ok(m),
         named => Err(Error::corrupt(format!(
             "manifest {key} describes segment {} (offsets {}..={}), not {}: it belongs to another segment",
             md.remote_log_segment_id,
@@ -34,6 +49,42 @@ pub(super) async fn read_manifest(backend: &dyn StorageBackend, key_prefix: &str
             )),
         ))),
     }
+}
+
+/// The keys where the manifest of the segment `metadata` may be, in the order to try them, each with the
+/// trailer its custom metadata carries: a one-object segment's key alone when its metadata says so; else the
+/// configured layout's key first and the other's on not found, so segments of both layouts read whatever
+/// `segment.layout` says.
+fn manifest_keys(
+    key_prefix: &str,
+    layout: SegmentLayout,
+    metadata: &RemoteLogSegmentMetadata,
+) -> Vec<(String, Option<Trailer>)> {
+    let keys = layout::segment_keys(key_prefix, metadata);
+    match (Trailer::of_metadata(metadata), layout) {
+        (Some(t), _) => vec![(keys.segment, Some(t))],
+        (None, SegmentLayout::Split) => vec![(keys.manifest, None), (keys.segment, None)],
+        (None, SegmentLayout::Single) => vec![(keys.segment, None), (keys.manifest, None)],
+    }
+}
+
+/// The manifest of the segment `metadata`, of whichever layout ([`manifest_keys`]), checked against its key
+/// ([`read_manifest`]); not found, naming the first key tried, when no key holds it.
+async fn load_manifest(
+    backend: &dyn StorageBackend,
+    key_prefix: &str,
+    layout: SegmentLayout,
+    metadata: &RemoteLogSegmentMetadata,
+) -> Result<(String, Manifest)> {
+    let keys = manifest_keys(key_prefix, layout, metadata);
+    for (key, known) in &keys {
+        match read_manifest_with(backend, key_prefix, key, *known).await {
+            Ok(m) => return Ok((key.clone(), m)),
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::not_found(format!("segment {} (manifest {})", metadata.remote_log_segment_id, keys[0].0)))
 }
 
 /// How many segments [`KnownSegments`] remembers.
@@ -76,6 +127,8 @@ impl std::fmt::Debug for KnownSegments {
 pub(super) struct ManifestCache {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
+    /// `segment.layout`: whose key is tried first for a segment whose metadata does not say.
+    layout: SegmentLayout,
     entries: Arc<Cache<Uuid, Arc<Manifest>>>,
     known: Arc<KnownSegments>,
     /// Manifest reads in flight: concurrent cold readers of one segment share one read.
@@ -85,11 +138,18 @@ pub(super) struct ManifestCache {
 impl ManifestCache {
     /// A cache of at most `entries` manifests of the segments under `key_prefix` of `backend`, each served for
     /// at most `ttl` after it was read.
-    pub(super) fn new(backend: Arc<dyn StorageBackend>, key_prefix: String, entries: usize, ttl: Duration) -> Self {
+    pub(super) fn new(
+        backend: Arc<dyn StorageBackend>,
+        key_prefix: String,
+        layout: SegmentLayout,
+        entries: usize,
+        ttl: Duration,
+    ) -> Self {
         let entries = Arc::new(Cache::with_entries(entries).with_ttl(ttl));
         ManifestCache {
             backend,
             key_prefix,
+            layout,
             entries,
             known: Arc::new(KnownSegments::new()),
             loads: SingleFlight::new(),
@@ -119,13 +179,7 @@ impl ManifestCache {
                 if let Some(m) = self.entries.peek(&id).filter(|m| same(m)) {
                     return Ok(m);
                 }
-                let key = layout::segment_keys(&self.key_prefix, metadata).manifest;
-                let m = self.read(&key).await.map_err(|e| match e.kind() {
-                    ErrorKind::NotFound => {
-                        Error::not_found(format!("segment {} (manifest {key})", metadata.remote_log_segment_id))
-                    }
-                    _ => e,
-                })?;
+                let (key, m) = load_manifest(self.backend.as_ref(), &self.key_prefix, self.layout, metadata).await?;
                 // The key names the caller's segment (read_manifest checked the manifest against it); its
                 // offsets must be the caller's too.
                 if m.metadata.end_offset != metadata.end_offset {
@@ -169,7 +223,13 @@ impl ManifestCache {
 
     /// The read-ahead of next segments' manifests into this cache.
     pub(super) fn next_manifests(&self) -> Arc<NextManifests> {
-        NextManifests::new(self.backend.clone(), self.key_prefix.clone(), self.entries.clone(), self.known.clone())
+        NextManifests::new(
+            self.backend.clone(),
+            self.key_prefix.clone(),
+            self.layout,
+            self.entries.clone(),
+            self.known.clone(),
+        )
     }
 }
 
@@ -183,6 +243,7 @@ impl ManifestCache {
 pub(super) struct NextManifests {
     backend: Arc<dyn StorageBackend>,
     key_prefix: String,
+    layout: SegmentLayout,
     manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
     known: Arc<KnownSegments>,
     /// The segments whose successor was looked for, with the successors found (empty until the listing
@@ -194,11 +255,12 @@ impl NextManifests {
     fn new(
         backend: Arc<dyn StorageBackend>,
         key_prefix: String,
+        layout: SegmentLayout,
         manifests: Arc<Cache<Uuid, Arc<Manifest>>>,
         known: Arc<KnownSegments>,
     ) -> Arc<Self> {
         let asked = std::sync::Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(4096).expect("non-zero")));
-        Arc::new(NextManifests { backend, key_prefix, manifests, known, asked })
+        Arc::new(NextManifests { backend, key_prefix, layout, manifests, known, asked })
     }
 
     /// Loads the manifests of the segments that start right after `m` ends, unless that was asked for `m`
@@ -233,36 +295,38 @@ impl NextManifests {
         let prefix = layout::start_offset_prefix(&self.key_prefix, tp, next_start);
         let this = self.clone();
         tokio::spawn(async move {
-            // The known successor's manifest by its key; else (none known, or gone since) what a listing finds.
-            let mut keys = Vec::new();
-            if let Some(k) = known {
-                keys.push(layout::segment_keys(&this.key_prefix, &k).manifest);
-            }
+            // The known successor's manifest by its keys (whichever layout it has); else (none known, or gone
+            // since) what a listing finds.
             let mut ids = Vec::new();
-            let mut listed = false;
-            while ids.is_empty() && !listed {
-                if keys.is_empty() {
-                    listed = true;
-                    match this.backend.list(&prefix).await {
-                        Ok(found) => keys.extend(
-                            found.into_iter().filter(|o| Suffix::of(&o.key) == Some(Suffix::Manifest)).map(|o| o.key),
-                        ),
-                        Err(e) => {
-                            return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
-                        }
-                    }
+            let (known_segments, manifests) = (this.known.clone(), this.manifests.clone());
+            let found = move |next: Manifest, ids: &mut Vec<Uuid>| {
+                let next = Arc::new(next);
+                let next_id = next.metadata.remote_log_segment_id.id;
+                known_segments.note(&next.metadata);
+                let _ = manifests.insert(next_id, next.clone());
+                ids.push(next_id);
+                then(next);
+            };
+            if let Some(k) = known {
+                match load_manifest(this.backend.as_ref(), &this.key_prefix, this.layout, &k).await {
+                    Ok((_, next)) => found(next, &mut ids),
+                    Err(e) => tracing::debug!(segment = %k.remote_log_segment_id, error = %e,
+                        "cannot read the next segment's manifest ahead"),
                 }
-                for key in std::mem::take(&mut keys) {
-                    match read_manifest(this.backend.as_ref(), &this.key_prefix, &key).await {
-                        Ok(next) => {
-                            let next = Arc::new(next);
-                            let next_id = next.metadata.remote_log_segment_id.id;
-                            this.known.note(&next.metadata);
-                            let _ = this.manifests.insert(next_id, next.clone());
-                            ids.push(next_id);
-                            then(next);
+            }
+            if ids.is_empty() {
+                let keys = match this.backend.list(&prefix).await {
+                    Ok(listed) => listed.into_iter().filter(|o| Suffix::of(&o.key).is_some_and(Suffix::commits)),
+                    Err(e) => {
+                        return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
+                    }
+                };
+                for o in keys {
+                    match read_manifest(this.backend.as_ref(), &this.key_prefix, &o.key).await {
+                        Ok(next) => found(next, &mut ids),
+                        Err(e) => {
+                            tracing::debug!(key = o.key, error = %e, "cannot read the next segment's manifest ahead")
                         }
-                        Err(e) => tracing::debug!(key, error = %e, "cannot read the next segment's manifest ahead"),
                     }
                 }
             }

@@ -14,6 +14,7 @@
 //!   `fetch.prefetch.chunks`);
 //! - `local_read`: a fetch read straight from a local object file into the caller's buffer, each block
 //!   checked as it lands ([`LocalLogReader`]);
+//! - [`single`]: the one-object layout (`segment.layout=single`): its trailer, and its manifest found from it;
 //! - `maintenance`: scan and find segments, orphans and their sweep, verify, key rotation;
 //! - [`settings`]: the settings, [`TieredConfig`].
 //!
@@ -21,7 +22,9 @@
 //! The scan of the `.log` (every batch checked, the chunk table cut on batch boundaries), the upload of the
 //! `.log` and of the index bundle run at once (with chunk transforms, `compression.enabled` or
 //! `encryption.enabled`, the `.log` is transformed chunk by chunk and uploaded after the scan); the
-//! manifest, written last, is the commit point. A failed copy removes what it wrote.
+//! manifest, written last, is the commit point. With `segment.layout=single` the same bytes go into one
+//! upload of one `.segment` object (log, indexes, manifest, trailer: [`single`]), its own commit point, and
+//! the copy returns the trailer as the segment's custom metadata. A failed copy removes what it wrote.
 
 mod batches;
 pub mod cache;
@@ -36,15 +39,20 @@ mod local_read;
 mod maintenance;
 mod manifest_cache;
 pub mod settings;
+pub mod single;
 mod single_flight;
 pub mod transactions;
 
 pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
-pub use layout::{SegmentKey, SegmentKeys, Suffix, parse_segment_key, partition_prefix, segment_keys};
+pub use layout::{
+    Placement, SegmentKey, SegmentKeys, SegmentLayout, Suffix, parse_segment_key, partition_prefix, placement,
+    segment_keys,
+};
 pub use local_read::LocalLogReader;
 pub use settings::{EncryptionConfig, TieredConfig};
+pub use single::Trailer;
 
 use crate::backend::{ByteStream, StorageBackend};
 use crate::error::{Error, ErrorKind, Result};
@@ -164,6 +172,7 @@ impl TieredStorage {
         let manifests = ManifestCache::new(
             backend.clone(),
             config.key_prefix.clone(),
+            config.segment_layout,
             config.manifest_cache_entries,
             config.manifest_cache_ttl,
         );
@@ -269,7 +278,7 @@ impl RemoteStorageManager for TieredStorage {
         let result = self.copy_segment(metadata, data, &keys).await;
         if let Err(e) = &result {
             tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
-            let all = [keys.manifest, keys.log, keys.indexes];
+            let all = [keys.manifest, keys.segment, keys.log, keys.indexes];
             match self.backend.delete_many(&all).await {
                 Ok(()) => {}
                 // The store refuses the keys themselves (a topic name that tries to leave the store's root):
@@ -284,7 +293,9 @@ impl RemoteStorageManager for TieredStorage {
                 }
             }
         }
-        result.map(|_| None).map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
+        result
+            .map(|trailer| trailer.map(|t| t.custom_metadata()))
+            .map_err(|e| e.context(format!("copy of segment {}", metadata.remote_log_segment_id)))
     }
 
     async fn fetch_log_segment(
@@ -306,8 +317,8 @@ impl RemoteStorageManager for TieredStorage {
                 let loc = m
                     .index(index_type)
                     .ok_or_else(|| Error::not_found(format!("{index_type} index of segment {id}")))?;
-                let key = self.keys(metadata).indexes;
-                index_cache::read_index(self.backend.as_ref(), &key, loc, index_type, id).await
+                let at = placement(&self.config.key_prefix, &m);
+                index_cache::read_index(self.backend.as_ref(), &at, loc, index_type, id).await
             })
             .await
     }
@@ -316,9 +327,16 @@ impl RemoteStorageManager for TieredStorage {
         metadata.validate()?;
         let keys = self.keys(metadata);
         self.forget(&metadata.remote_log_segment_id.id);
-        // The manifest first: from then on the segment does not exist for readers.
-        self.backend.delete(&keys.manifest).await?;
-        self.backend.delete_many(&[keys.log.clone(), keys.indexes.clone()]).await?;
+        if Trailer::of_metadata(metadata).is_some() {
+            // A one-object segment, as its metadata says: one object, one request.
+            self.backend.delete(&keys.segment).await?;
+        } else {
+            // Either layout (the metadata does not say): the commit points first, a split segment's manifest
+            // and a one-object segment's object in one request; from then on the segment does not exist for
+            // readers.
+            self.backend.delete_many(&[keys.manifest.clone(), keys.segment.clone()]).await?;
+            self.backend.delete_many(&[keys.log.clone(), keys.indexes.clone()]).await?;
+        }
         // Then what an upload of this segment interrupted by a crash left (the broker deletes a segment
         // whose copy never finished): the temporary objects of its keys, whatever their age.
         let temporary: Vec<String> =
@@ -334,3 +352,6 @@ impl RemoteStorageManager for TieredStorage {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layout_tests;

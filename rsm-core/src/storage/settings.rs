@@ -96,6 +96,15 @@ fn read_compression(r: &mut ConfigReader<'_>, chunk_size: u32, block_size: u32) 
     Ok(enabled.then_some(c))
 }
 
+/// `segment.layout`.
+pub const SEGMENT_LAYOUT: Setting =
+    Setting::of("segment.layout", Kind::Choice(&["split", "single"])).with_text_default("split").with_doc(
+        "how a new copy stores a segment: `split`, three objects (`.log`, `.indexes`, `.manifest` written last); \
+         `single`, one `.segment` object (log, index bundle, manifest, a 32-byte trailer locating them): one PUT and \
+         one DELETE per segment below the multipart threshold instead of three and two; segments of either layout \
+         read whatever the setting, but releases before it cannot read `single` segments (no rollback past it)",
+    );
+
 /// `key.prefix`.
 pub const KEY_PREFIX: Setting =
     Setting::of("key.prefix", Kind::String).with_text_default("").with_doc("prepended to every object key");
@@ -162,6 +171,17 @@ pub const INDEX_CACHE_BYTES: Setting = Setting::long("index.cache.bytes", 0, 64 
     .with_unit(Unit::Bytes)
     .with_doc("remote indexes kept in memory (SR-34), least recently used evicted first (0 is off)");
 
+/// [`SEGMENT_LAYOUT`]: `split` (the default) or `single`, in any case; anything else is refused, naming the key.
+fn read_segment_layout(r: &mut ConfigReader<'_>) -> Result<super::layout::SegmentLayout> {
+    use super::layout::SegmentLayout;
+    match r.get_string(&SEGMENT_LAYOUT).map(str::trim) {
+        None => Ok(SegmentLayout::Split),
+        Some(v) if v.eq_ignore_ascii_case("split") => Ok(SegmentLayout::Split),
+        Some(v) if v.eq_ignore_ascii_case("single") => Ok(SegmentLayout::Single),
+        Some(v) => Err(Error::config(SEGMENT_LAYOUT.key, format!("`{v}` is neither `split` nor `single`"))),
+    }
+}
+
 fn read_disk_cache(r: &mut ConfigReader<'_>) -> Result<Option<DiskCacheConfig>> {
     const DISK_BYTES_KEY: &str = FETCH_CACHE_DISK_BYTES.key;
     let path =
@@ -209,6 +229,7 @@ pub const SETTINGS: &[&Setting] = &[
     &FETCH_CACHE_DISK_PATH,
     &FETCH_CACHE_DISK_BYTES,
     &INDEX_CACHE_BYTES,
+    &SEGMENT_LAYOUT,
     &KEY_PREFIX,
 ];
 
@@ -259,6 +280,9 @@ pub struct TieredConfig {
     /// (`encryption.key.<id>.kms.key.id`); a topic's copies may use a key of their own
     /// (`encryption.topic.<topic>.key.id`). `None` when no keys are listed.
     pub encryption: Option<EncryptionConfig>,
+    /// [`SEGMENT_LAYOUT`]: how new copies store a segment (three objects, or one); segments of either layout
+    /// read whatever it says, the configured one's key tried first.
+    pub segment_layout: super::layout::SegmentLayout,
 }
 
 impl Default for TieredConfig {
@@ -278,6 +302,7 @@ impl Default for TieredConfig {
             index_cache_bytes: INDEX_CACHE_BYTES.default_int(),
             compression: None,
             encryption: None,
+            segment_layout: super::layout::SegmentLayout::Split,
         }
     }
 }
@@ -306,6 +331,7 @@ impl TieredConfig {
             index_cache_bytes: r.get_int(&INDEX_CACHE_BYTES)?,
             compression: read_compression(r, chunk_size, block_size)?,
             encryption: KeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
+            segment_layout: read_segment_layout(r)?,
         })
     }
 }

@@ -78,6 +78,33 @@ pub async fn ranges(b: B) {
     }
 }
 
+/// The last bytes of an object and its size: shorter than the object, all of it, longer than it, of an
+/// empty object; a missing key is not found, naming it.
+pub async fn tails(b: B) {
+    let p = unique_prefix("tails");
+    let key = format!("{p}obj");
+    let d = data(10_000, 12);
+    b.put_bytes(&key, d.clone()).await.unwrap();
+    // (case, tail asked, the bytes wanted)
+    let cases = [
+        ("short", 32, 9_968..10_000),
+        ("one byte", 1, 9_999..10_000),
+        ("exactly the object", 10_000, 0..10_000),
+        ("longer than the object", 128 << 10, 0..10_000),
+    ];
+    for (case, len, want) in cases {
+        let (bytes, size) = b.get_tail(&key, len).await.unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(size, 10_000, "{case}: the object's size");
+        assert!(bytes == d.slice(want.clone()), "{case}: {} bytes, wanted {want:?}", bytes.len());
+    }
+    b.put_bytes(&format!("{p}empty"), Bytes::new()).await.unwrap();
+    let (bytes, size) = b.get_tail(&format!("{p}empty"), 32).await.unwrap();
+    assert_eq!((bytes.len(), size), (0, 0), "an empty object");
+    let e = b.get_tail(&format!("{p}nothing-here"), 32).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("nothing-here"), "the error names the key: {e}");
+}
+
 /// Reading a missing key is not found, naming the key; deleting it succeeds.
 pub async fn missing_keys(b: B) {
     let p = unique_prefix("missing");

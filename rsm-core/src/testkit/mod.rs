@@ -242,7 +242,7 @@ pub fn small_topic_partition(root: &Path, topic: &str, seed: u64) -> LocalPartit
 macro_rules! backend_contract_tests {
     ($make:expr) => {
         $crate::backend_contract_tests!(@tests $make;
-            round_trip, ranges, missing_keys, deletes, bulk_deletes, list, large_object, overwrite,
+            round_trip, ranges, tails, missing_keys, deletes, bulk_deletes, list, large_object, overwrite,
             concurrent_readers_and_writers, bad_keys, failed_stream_leaves_nothing);
     };
     (@tests $make:expr; $($name:ident),*) => {
@@ -256,7 +256,8 @@ macro_rules! backend_contract_tests {
     };
 }
 
-/// Generates the RemoteStorageManager contract tests over `TieredStorage` on a backend made by `$make`.
+/// Generates the RemoteStorageManager contract tests over `TieredStorage` on a backend made by `$make`, each
+/// run in both segment layouts (`segment.layout` `split` and `single`), on a backend made afresh for each.
 #[macro_export]
 macro_rules! rsm_contract_tests {
     ($make:expr) => {
@@ -270,8 +271,11 @@ macro_rules! rsm_contract_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let backend = $make.await;
-                $crate::testkit::rsm_contract::$name(backend).await;
+                for layout in [$crate::storage::SegmentLayout::Split, $crate::storage::SegmentLayout::Single] {
+                    eprintln!("segment.layout {layout:?}");
+                    let backend = $make.await;
+                    $crate::testkit::rsm_contract::$name(backend, layout).await;
+                }
             }
         )*
     };

@@ -144,6 +144,18 @@ impl LayeredBackend for CountingLayer {
         r
     }
 
+    /// One GET (a suffix range read; where the store needs a size look-up first, that is its own request,
+    /// seen by the store's counter).
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        let counts = self.counts.for_key(key);
+        counts.start(Op::Get, 0);
+        let r = judge(&counts, Op::Get, self.inner.get_tail(key, len).await);
+        if let Ok((b, _)) = &r {
+            counts.add_received(Op::Get, b.len() as u64);
+        }
+        r
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         let counts = self.counts.for_key(key);
         counts.start(Op::Delete, 0);

@@ -204,6 +204,15 @@ impl LayeredBackend for FaultLayer {
         Ok(bytes)
     }
 
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        let rate = self.apply(Op::Get, "get_tail", &[key]).await?;
+        let (bytes, size) = self.inner.get_tail(key, len).await?;
+        if let Some(rate) = rate {
+            tokio::time::sleep(Duration::from_secs_f64(bytes.len() as f64 / rate as f64)).await;
+        }
+        Ok((bytes, size))
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         self.apply(Op::Delete, "delete", &[key]).await?;
         self.inner.delete(key).await

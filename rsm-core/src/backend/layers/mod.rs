@@ -86,6 +86,11 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
         self.inner().get_range(key, range).await
     }
 
+    /// See [`StorageBackend::get_tail`].
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        self.inner().get_tail(key, len).await
+    }
+
     /// See [`StorageBackend::delete`].
     async fn delete(&self, key: &str) -> Result<()> {
         self.inner().delete(key).await
@@ -145,6 +150,9 @@ impl<T: LayeredBackend> StorageBackend for T {
     }
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         LayeredBackend::get_range(self, key, range).await
+    }
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        LayeredBackend::get_tail(self, key, len).await
     }
     async fn delete(&self, key: &str) -> Result<()> {
         LayeredBackend::delete(self, key).await

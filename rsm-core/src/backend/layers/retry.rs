@@ -166,6 +166,10 @@ impl LayeredBackend for RetryLayer {
         self.run("get_range", key, || self.inner.get_range(key, range.clone())).await
     }
 
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        self.run("get_tail", key, || self.inner.get_tail(key, len)).await
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         self.run("delete", key, || self.inner.delete(key)).await
     }

@@ -76,6 +76,10 @@ impl LayeredBackend for TracingLayer {
         traced("get_range", key, detail, self.inner.get_range(key, range)).await
     }
 
+    async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {
+        traced("get_tail", key, format!("last {len} bytes"), self.inner.get_tail(key, len)).await
+    }
+
     async fn delete(&self, key: &str) -> Result<()> {
         traced("delete", key, String::new(), self.inner.delete(key)).await
     }
