@@ -11,7 +11,7 @@
 
 use rsm_core::backend::{CountSnapshot, Op};
 use rsm_core::model::Uuid;
-use rsm_core::testkit::test_server_vars;
+use rsm_core::testkit::s3_test_server;
 use rsm_core::{IndexType, RemoteLogSegmentMetadata};
 use rsm_facade::Store;
 use std::collections::BTreeMap;
@@ -37,19 +37,8 @@ fn ops(c: &CountSnapshot) -> BTreeMap<String, u64> {
 
 #[test]
 fn requests_per_segment_in_each_layout() {
-    let vars = [
-        "RSM_TEST_S3_ENDPOINT",
-        "RSM_TEST_S3_BUCKET",
-        "RSM_TEST_S3_REGION",
-        "RSM_TEST_S3_ACCESS_KEY",
-        "RSM_TEST_S3_SECRET_KEY",
-    ];
-    let Some(v) = test_server_vars(&vars, "RSM_SKIP_S3", "eval \"$(tools/servers/moto.sh start)\"") else {
-        return;
-    };
-    let endpoint = v["RSM_TEST_S3_ENDPOINT"].trim_end_matches('/');
-    let upstream = endpoint.strip_prefix("http://").expect("moto serves plain HTTP").to_string();
-    let proxy = CountingProxy::start(upstream);
+    let Some(v) = s3_test_server() else { return };
+    let proxy = CountingProxy::in_front_of(&v["RSM_TEST_S3_ENDPOINT"]);
     let url = format!("s3://{}/layout-requests-{}/", v["RSM_TEST_S3_BUCKET"], Uuid::random());
     let open = |layout: &str| {
         let settings: BTreeMap<String, String> = [

@@ -10,7 +10,7 @@
 use rsm_core::backend::{CountSnapshot, Op};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::model::{TopicIdPartition, Uuid};
-use rsm_core::testkit::test_server_vars;
+use rsm_core::testkit::s3_test_server;
 use rsm_core::{IndexType, RemoteLogSegmentMetadata};
 use rsm_facade::{CountLevel, Store};
 use std::collections::BTreeMap;
@@ -23,19 +23,8 @@ use proxy::{CountingProxy, as_methods, by_method};
 
 #[test]
 fn each_topics_http_requests_are_what_the_server_was_sent() {
-    let vars = [
-        "RSM_TEST_S3_ENDPOINT",
-        "RSM_TEST_S3_BUCKET",
-        "RSM_TEST_S3_REGION",
-        "RSM_TEST_S3_ACCESS_KEY",
-        "RSM_TEST_S3_SECRET_KEY",
-    ];
-    let Some(v) = test_server_vars(&vars, "RSM_SKIP_S3", "eval \"$(tools/servers/moto.sh start)\"") else {
-        return;
-    };
-    let endpoint = v["RSM_TEST_S3_ENDPOINT"].trim_end_matches('/');
-    let upstream = endpoint.strip_prefix("http://").expect("moto serves plain HTTP").to_string();
-    let proxy = CountingProxy::start(upstream);
+    let Some(v) = s3_test_server() else { return };
+    let proxy = CountingProxy::in_front_of(&v["RSM_TEST_S3_ENDPOINT"]);
     let settings: BTreeMap<String, String> = [
         ("s3.endpoint.url", format!("http://127.0.0.1:{}", proxy.port)),
         ("s3.region", v["RSM_TEST_S3_REGION"].clone()),

@@ -13,7 +13,7 @@ use rsm_core::format::remote_index::RemoteIndexFiles;
 use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition, Uuid};
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_core::storage::{SegmentLayout, TieredConfig, TieredStorage, Trailer};
-use rsm_core::testkit::test_server_vars;
+use rsm_core::testkit::s3_test_server;
 use rsm_engine::{EngineConfig, RemoteLogManager, Role};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -150,16 +150,7 @@ async fn many_partitions_through_copy_retention_and_restart_in_one_object_segmen
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_partitions_through_copy_retention_and_restart_on_s3() {
-    let vars = [
-        "RSM_TEST_S3_ENDPOINT",
-        "RSM_TEST_S3_BUCKET",
-        "RSM_TEST_S3_REGION",
-        "RSM_TEST_S3_ACCESS_KEY",
-        "RSM_TEST_S3_SECRET_KEY",
-    ];
-    let Some(v) = test_server_vars(&vars, "RSM_SKIP_S3", "eval \"$(tools/servers/moto.sh start)\"") else {
-        return;
-    };
+    let Some(v) = s3_test_server() else { return };
     let settings: BTreeMap<String, String> = [
         ("s3.endpoint.url", v["RSM_TEST_S3_ENDPOINT"].clone()),
         ("s3.region", v["RSM_TEST_S3_REGION"].clone()),

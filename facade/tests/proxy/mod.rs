@@ -20,6 +20,12 @@ pub struct CountingProxy {
 }
 
 impl CountingProxy {
+    /// A proxy to the plain-HTTP server at `endpoint` (`http://host:port`, moto's).
+    pub fn in_front_of(endpoint: &str) -> CountingProxy {
+        let upstream = endpoint.trim_end_matches('/').strip_prefix("http://").expect("moto serves plain HTTP");
+        CountingProxy::start(upstream.to_string())
+    }
+
     /// A proxy to `upstream` (`host:port`), on a port of its own.
     pub fn start(upstream: String) -> CountingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -60,6 +60,19 @@ pub fn test_server_vars(
     panic!("{missing} not set: start the server with `{how}`, or skip locally with {skip_var}=1 (never in CI)");
 }
 
+/// The S3 test server's settings (moto, started by `tools/servers/moto.sh`): `RSM_TEST_S3_ENDPOINT`, `_BUCKET`,
+/// `_REGION`, `_ACCESS_KEY` and `_SECRET_KEY`, as [`test_server_vars`] gives them (`RSM_SKIP_S3=1` skips locally).
+pub fn s3_test_server() -> Option<BTreeMap<String, String>> {
+    let vars = [
+        "RSM_TEST_S3_ENDPOINT",
+        "RSM_TEST_S3_BUCKET",
+        "RSM_TEST_S3_REGION",
+        "RSM_TEST_S3_ACCESS_KEY",
+        "RSM_TEST_S3_SECRET_KEY",
+    ];
+    test_server_vars(&vars, "RSM_SKIP_S3", "eval \"$(tools/servers/moto.sh start)\"")
+}
+
 /// One request of KMS's JSON protocol to a test server that checks no signature (moto at `endpoint`,
 /// `http://host:port`): operation `op` (`CreateKey`, `DisableKey`, …) with the JSON `body`, answered with
 /// the status and the answer's text. For tests' set-up (keys made, disabled), not for the code under test,
