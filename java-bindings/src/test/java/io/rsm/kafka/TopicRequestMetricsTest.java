@@ -38,8 +38,9 @@ import org.junit.jupiter.api.io.TempDir;
  * send, counted here apart from the SDK: a copy is three uploads (the {@code .log}, the {@code .indexes} bundle,
  * the {@code .manifest}); a fetch of a segment smaller than one CRC block ({@code chunk.block.size}, 64 KiB) whose
  * manifest the copy left cached is one read of that block, however the stream is read; an index fetch is one
- * read of its part of the bundle; a fetch of a segment never copied is one failed read (its manifest); a delete
- * is two (the manifest, then the other two objects at once). The bytes sent are the sizes of the files the store
+ * read of its part of the bundle; a fetch of a segment never copied is two failed reads (its manifest, then the
+ * one object the other layout would have written, {@code segment.layout}); a delete is two (the manifest and that
+ * one object at once, then the other two objects at once). The bytes sent are the sizes of the files the store
  * holds for the topic.
  */
 class TopicRequestMetricsTest {
@@ -170,9 +171,10 @@ class TopicRequestMetricsTest {
                 assertEquals(-1, in.read());
             }
             clicks.requests("GET", 1, 0).received += a.size();
-            // A segment never copied: its manifest's read fails.
+            // A segment never copied: its manifest's read fails, then its one-object key's (either layout may
+            // hold a segment whose metadata does not say).
             assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchLogSegment(b.metadata(CLICKS), 0));
-            clicks.requests("GET", 1, 1);
+            clicks.requests("GET", 2, 2);
 
             rsm.deleteLogSegmentData(ob);
             orders.requests("DELETE", 2, 0);
