@@ -1,10 +1,11 @@
 //! The operator commands over one-object segments (`segment.layout=single`): a copy writes one `.segment`
 //! object per segment and a rerun skips them; `ls`, `verify --dir`, `sweep` and `rebuild-metadata` see them
-//! as whole segments whatever layout the command is set to; a missing `.segment` object is a segment with
-//! no whole copy.
+//! as whole segments whatever layout the command is set to, and `rebuild-metadata` gives each its trailer as
+//! custom metadata, as its copy did; a missing `.segment` object is a segment with no whole copy.
 
-use rsm_core::Uuid;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::{CustomMetadata, Uuid};
+use rsm_metadata::local::LocalMetadataManager;
 
 mod common;
 use common::{files, ok, rsm};
@@ -55,6 +56,20 @@ fn operator_commands_know_one_object_segments() {
     let metadata = tmp.path().join("metadata").display().to_string();
     let rebuilt = run(&["rebuild-metadata", "--store", &url, "--metadata-dir", &metadata], &[]);
     assert!(!rebuilt.contains("SKIPPED"), "{rebuilt}");
+    // Each rebuilt segment carries its object's trailer (the object's last 32 bytes, read here as a file) as
+    // its custom metadata, after the one-object tag, as its copy returned it.
+    let manager = LocalMetadataManager::open_existing_read_only(std::path::Path::new(&metadata)).unwrap();
+    let listed = manager.all_segments().unwrap();
+    assert_eq!(listed.len(), segments.len());
+    for md in &listed {
+        let id = md.remote_log_segment_id.id.to_string();
+        let object = segments.iter().find(|p| p.to_string_lossy().contains(&id)).expect("its object");
+        let bytes = std::fs::read(object).unwrap();
+        let mut want = vec![0x01];
+        want.extend_from_slice(&bytes[bytes.len() - 32..]);
+        assert_eq!(md.custom_metadata, Some(CustomMetadata(want)), "{id}");
+    }
+    drop(manager);
     // The audit against that metadata: every copied segment is a whole copy, no object an orphan.
     let audit = run(&["audit", "--store", &url, "--metadata-dir", &metadata, "--min-age", "0s"], &[]);
     assert!(audit.contains(": 0 lost, 0 orphans,") && audit.contains(" 0 unreferenced segments"), "{audit}");

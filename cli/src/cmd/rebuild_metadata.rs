@@ -5,14 +5,23 @@ use crate::output::{Out, out};
 use crate::settings::StoreArgs;
 use std::path::Path;
 
-/// Writes a metadata log in `metadata_dir` holding every whole segment of the store, as copied; a segment
-/// with objects missing or a manifest that does not read is skipped, a line each.
+/// Writes a metadata log in `metadata_dir` holding every whole segment of the store, as copied (a one-object
+/// segment with its trailer as custom metadata, as its copy returned it); a segment with objects missing or a
+/// manifest that does not read is skipped, a line each.
 pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> CmdResult {
     let store = store.open()?;
     let mut whole = Vec::new();
     for s in store.scan_segments(None)? {
         match s.manifest {
-            Ok(m) if s.missing.is_empty() => whole.push(m.metadata),
+            Ok(m) if s.missing.is_empty() => {
+                // A one-object segment's metadata carries its trailer, as its copy returned it: readers and
+                // deletes then know its layout without looking.
+                let mut md = m.metadata.clone();
+                if let Some(t) = rsm_core::storage::Trailer::of_manifest(&m) {
+                    md.custom_metadata = Some(t.custom_metadata());
+                }
+                whole.push(md)
+            }
             Ok(m) => {
                 out!(o, "SKIPPED\t{}\tmissing {}", m.metadata.remote_log_segment_id.id, s.missing.join(", "))
             }

@@ -139,10 +139,14 @@ pub enum StoredAs {
     #[default]
     Split,
     /// In one `.segment` object: the stored log from byte 0, then the index bundle from `indexes_position`,
-    /// then the manifest and the trailer.
+    /// then the manifest from `manifest_position` and the trailer (`rsm_core::storage::single`).
     Single {
         /// Where the index bundle starts in the object (the stored log's length).
         indexes_position: u64,
+        /// Where the manifest starts in the object.
+        manifest_position: u64,
+        /// The manifest's length.
+        manifest_length: u32,
     },
 }
 

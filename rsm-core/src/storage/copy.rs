@@ -334,9 +334,11 @@ impl TieredStorage {
                 for part in index_parts {
                     send(&tx, part).await?;
                 }
-                let stored_as = StoredAs::Single { indexes_position };
-                let manifest = self.manifest_of(md, &src, indexes, log, (block_size, block_crcs), stored_as);
+                // Where the manifest lies is known once it is encoded (which leaves `stored_as` out).
+                let stored_as = StoredAs::Single { indexes_position, manifest_position: 0, manifest_length: 0 };
+                let mut manifest = self.manifest_of(md, &src, indexes, log, (block_size, block_crcs), stored_as);
                 let (tail, trailer) = single::manifest_and_trailer(&manifest.encode(), indexes_position, bundle);
+                manifest.stored_as = trailer.stored_as();
                 send(&tx, tail).await?;
                 Ok::<_, Error>((manifest, trailer))
             }

@@ -79,7 +79,7 @@ pub fn placement(key_prefix: &str, manifest: &Manifest) -> Placement {
     let keys = segment_keys(key_prefix, &manifest.metadata);
     match manifest.stored_as {
         StoredAs::Split => Placement { log: keys.log, indexes: keys.indexes, indexes_base: 0 },
-        StoredAs::Single { indexes_position } => {
+        StoredAs::Single { indexes_position, .. } => {
             Placement { log: keys.segment.clone(), indexes: keys.segment, indexes_base: indexes_position }
         }
     }

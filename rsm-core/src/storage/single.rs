@@ -105,6 +105,26 @@ impl Trailer {
         CustomMetadata(v)
     }
 
+    /// Where a one-object segment's pieces lie, as its manifest's reader keeps it ([`Manifest::stored_as`]).
+    pub fn stored_as(&self) -> StoredAs {
+        StoredAs::Single {
+            indexes_position: self.indexes_position,
+            manifest_position: self.manifest_position,
+            manifest_length: self.manifest_length,
+        }
+    }
+
+    /// The trailer of the one-object segment whose manifest `m` is, as its reader found it; `None` for a split
+    /// segment's.
+    pub fn of_manifest(m: &Manifest) -> Option<Self> {
+        match m.stored_as {
+            StoredAs::Split => None,
+            StoredAs::Single { indexes_position, manifest_position, manifest_length } => {
+                Some(Trailer { indexes_position, manifest_position, manifest_length })
+            }
+        }
+    }
+
     /// The trailer a segment's custom metadata carries, when it is a one-object segment's
     /// ([`Trailer::custom_metadata`]); `None` for none or any other (another version's, a damaged one: the
     /// reader then finds the layout from the store).
@@ -235,7 +255,7 @@ pub fn manifest_of(bytes: &[u8], trailer: Trailer, key: &str) -> Result<Manifest
             trailer.indexes_position
         )));
     }
-    m.stored_as = StoredAs::Single { indexes_position: trailer.indexes_position };
+    m.stored_as = trailer.stored_as();
     Ok(m)
 }
 
