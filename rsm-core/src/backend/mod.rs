@@ -223,3 +223,49 @@ pub fn validate_key(key: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// The bytes of a file read at a time by [`file_stream`].
+const FILE_PIECE_BYTES: usize = 1 << 20;
+
+/// The first `len` bytes of the file at `path` as a stream of pieces of [`FILE_PIECE_BYTES`] (an upload of a
+/// file through a stream: the rate limit paces each piece, a one-object copy sends them on); an error naming the file if it is
+/// shorter.
+pub(crate) fn file_stream(path: &Path, len: u64) -> ByteStream {
+    use futures::StreamExt;
+    use tokio::io::AsyncReadExt;
+    let path = path.to_path_buf();
+    let state = (None::<tokio::fs::File>, 0u64);
+    futures::stream::try_unfold(state, move |(file, sent)| {
+        let path = path.clone();
+        async move {
+            if sent == len {
+                return Ok(None);
+            }
+            let mut file = match file {
+                Some(f) => f,
+                None => tokio::fs::File::open(&path)
+                    .await
+                    .map_err(|e| Error::storage(format!("cannot open {} to upload it", path.display()), e))?,
+            };
+            let want = (len - sent).min(FILE_PIECE_BYTES as u64) as usize;
+            let mut buf = vec![0u8; want];
+            let mut got = 0;
+            while got < want {
+                let n = file
+                    .read(&mut buf[got..])
+                    .await
+                    .map_err(|e| Error::storage(format!("cannot read {} to upload it", path.display()), e))?;
+                if n == 0 {
+                    return Err(Error::invalid(format!(
+                        "{} is shorter than the {len} bytes to upload ({} read)",
+                        path.display(),
+                        sent + got as u64
+                    )));
+                }
+                got += n;
+            }
+            Ok(Some((Bytes::from(buf), (Some(file), sent + want as u64))))
+        }
+    })
+    .boxed()
+}

@@ -57,9 +57,6 @@ struct StoredLog {
     frames: Option<FrameTable>,
 }
 
-/// Pieces of the log file read for a one-object upload.
-const FILE_PIECE: usize = 1 << 20;
-
 impl TieredStorage {
     /// Reads and checks the index files, returning their bytes in bundle order and each one's place in the
     /// bundle.
@@ -371,17 +368,13 @@ async fn send(tx: &tokio::sync::mpsc::Sender<Result<Bytes>>, bytes: Bytes) -> Re
     tx.send(Ok(bytes)).await.map_err(|_| Error::invalid("the upload stopped taking bytes"))
 }
 
-/// Sends the first `len` bytes of the file at `path` to an upload's stream, in pieces of [`FILE_PIECE`].
+/// Sends the first `len` bytes of the file at `path` to an upload's stream, in the pieces
+/// [`crate::backend::file_stream`] reads.
 async fn send_file(tx: &tokio::sync::mpsc::Sender<Result<Bytes>>, path: &Path, len: u64) -> Result<()> {
-    use tokio::io::AsyncReadExt;
-    let mut file = tokio::fs::File::open(path).await.map_err(io_err(path))?;
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(FILE_PIECE as u64) as usize;
-        let mut buf = bytes::BytesMut::zeroed(n);
-        file.read_exact(&mut buf).await.map_err(io_err(path))?;
-        send(tx, buf.freeze()).await?;
-        left -= n as u64;
+    use futures::StreamExt;
+    let mut pieces = crate::backend::file_stream(path, len);
+    while let Some(piece) = pieces.next().await {
+        send(tx, piece?).await?;
     }
     Ok(())
 }

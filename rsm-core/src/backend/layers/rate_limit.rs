@@ -12,7 +12,7 @@
 use super::{Layer, LayeredBackend};
 use crate::backend::{ByteStream, StorageBackend};
 use crate::config::{ConfigReader, Setting, Unit};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -20,9 +20,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// The bytes of a file upload read at a time, each paced before it is sent.
-const FILE_PIECE_BYTES: usize = 1 << 20;
 
 /// The token bucket: refills at `rate` bytes a second up to `capacity`; a debt (negative tokens) is waited
 /// out by whoever took it, and seen by everyone after.
@@ -116,47 +113,6 @@ pub struct RateLimitLayer {
     limit: UploadRateLimit,
 }
 
-/// The first `len` bytes of the file at `path` as a stream of pieces; an error naming the file if it is
-/// shorter.
-fn file_stream(path: &Path, len: u64) -> ByteStream {
-    use tokio::io::AsyncReadExt;
-    let path = path.to_path_buf();
-    let state = (None::<tokio::fs::File>, 0u64);
-    futures::stream::try_unfold(state, move |(file, sent)| {
-        let path = path.clone();
-        async move {
-            if sent == len {
-                return Ok(None);
-            }
-            let mut file = match file {
-                Some(f) => f,
-                None => tokio::fs::File::open(&path)
-                    .await
-                    .map_err(|e| Error::storage(format!("cannot open {} to upload it", path.display()), e))?,
-            };
-            let want = (len - sent).min(FILE_PIECE_BYTES as u64) as usize;
-            let mut buf = vec![0u8; want];
-            let mut got = 0;
-            while got < want {
-                let n = file
-                    .read(&mut buf[got..])
-                    .await
-                    .map_err(|e| Error::storage(format!("cannot read {} to upload it", path.display()), e))?;
-                if n == 0 {
-                    return Err(Error::invalid(format!(
-                        "{} is shorter than the {len} bytes to upload ({} read)",
-                        path.display(),
-                        sent + got as u64
-                    )));
-                }
-                got += n;
-            }
-            Ok(Some((Bytes::from(buf), (Some(file), sent + want as u64))))
-        }
-    })
-    .boxed()
-}
-
 #[async_trait]
 impl LayeredBackend for RateLimitLayer {
     fn inner(&self) -> &Arc<dyn StorageBackend> {
@@ -164,7 +120,7 @@ impl LayeredBackend for RateLimitLayer {
     }
 
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
-        self.inner.put_stream(key, self.limit.pace(file_stream(path, len))).await
+        self.inner.put_stream(key, self.limit.pace(crate::backend::file_stream(path, len))).await
     }
 
     async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
