@@ -1,14 +1,19 @@
 package io.rsm.kafka;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,7 +22,6 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * The remote store a test broker tiers to: the plugin's {@code rsm.config.*} settings for it, and a view of the
@@ -206,10 +210,31 @@ abstract class TestStore {
             if (!Files.isDirectory(dir)) {
                 return out;
             }
-            try (Stream<Path> files = Files.walk(dir)) {
-                files.filter(Files::isRegularFile).forEach(f -> out.add(root.relativize(f).toString()));
-            } catch (IOException | RuntimeException e) {
-                // The directory changes under us; the next look sees it.
+            // The plugin writes temporary files and renames them, and deletes segments, while we look: an entry
+            // that vanished between the directory's read and its visit is skipped, and the rest still listed
+            // (Files.walk would stop at it, handing back a partial listing).
+            try {
+                Files.walkFileTree(dir, new SimpleFileVisitor<Path>() {
+                    @Override
+                    public FileVisitResult visitFile(Path f, BasicFileAttributes attrs) {
+                        if (attrs.isRegularFile()) {
+                            out.add(root.relativize(f).toString());
+                        }
+                        return FileVisitResult.CONTINUE;
+                    }
+
+                    @Override
+                    public FileVisitResult visitFileFailed(Path f, IOException e) throws IOException {
+                        if (e instanceof NoSuchFileException) {
+                            return FileVisitResult.CONTINUE;
+                        }
+                        throw e;
+                    }
+                });
+            } catch (NoSuchFileException e) {
+                // The directory itself went away: nothing under it.
+            } catch (IOException e) {
+                throw new UncheckedIOException("listing " + dir, e);
             }
             return out;
         }
