@@ -3,20 +3,25 @@
 //! whatever byte is damaged, is dropped and the chunk fetched again, never served; storage managers with the
 //! same settings share one cache, and different stores never meet in it; a random read that misses costs
 //! what it would without a cache (the second miss too: the chunk is loaded behind it), and a disk hit reads
-//! only the blocks asked for and writes nothing.
+//! only the blocks asked for and writes nothing; over local files a reader never waits for a chunk's load.
 //!
 //! A chunk enters the cache on its second miss (or for a sequential reader): a whole-segment fetch reads its
 //! first piece around the cache, so the tests below fetch twice to fill it.
 
 use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
 use rsm_core::backend::{CountingLayer, MemoryBackend, Op, RequestCounts, StorageBackend};
+use rsm_core::format::manifest::Manifest;
 use rsm_core::format::partition::LocalPartition;
+use rsm_core::format::transform::CompressionConfig;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
-use rsm_core::storage::DiskCacheConfig;
+use rsm_core::storage::{BackendChunks, ChunkSource, DiskCacheConfig};
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::{LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 struct Segment {
     _tmp: tempfile::TempDir,
@@ -386,4 +391,82 @@ fn a_background_load_dropped_by_a_runtime_shutting_down_is_not_waited_for() {
         let got = collect(rsm.fetch_log_segment(&seg.md, 0, None).await.unwrap()).await.unwrap();
         assert!(got == seg.log, "the chunks load again");
     });
+}
+
+/// A source whose whole-chunk reads (a cache's loads) never end, counted; other reads go to `inner`.
+#[derive(Debug)]
+struct WholeChunkLoadsHang {
+    inner: Arc<dyn ChunkSource>,
+    loads: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl ChunkSource for WholeChunkLoadsHang {
+    async fn read(&self, m: &Arc<Manifest>, range: Range<u64>) -> rsm_core::Result<bytes::Bytes> {
+        if m.chunks.iter().any(|c| c.original_position() == range.start && c.end() == range.end) {
+            self.loads.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<()>().await;
+        }
+        self.inner.read(m, range).await
+    }
+
+    fn checks(&self) -> bool {
+        self.inner.checks()
+    }
+}
+
+/// Over local files a compressed chunk's reader never waits for the chunk's load: a random reader that
+/// meets it in flight, and a sequential reader (whose chunk is loaded behind it), each read only their own
+/// blocks. Here every whole-chunk load hangs in the store, so a read that waited for one would never end.
+/// A random reader's miss starts no load while another runs (each load takes a core from the readers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_local_files_a_reader_never_waits_for_a_chunks_load() {
+    let seg = segment(600 << 10, 6);
+    let backend = Arc::new(MemoryBackend::new());
+    let disk = tempfile::tempdir().unwrap();
+    let compression = CompressionConfig { heuristic: false, frame_size: 16 << 10, ..CompressionConfig::default() };
+    let cfg = TieredConfig { compression: Some(compression), fetch_cache_disk: None, ..config(8 << 20, disk.path()) };
+    let rsm = TieredStorage::open(backend.clone(), cfg, "memory:local").unwrap();
+    rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+    let manifest = rsm.manifest(&seg.md).await.unwrap();
+    assert!(manifest.chunks.iter().all(|c| c.is_transformed()), "every chunk compressed");
+    let direct = Arc::new(BackendChunks::new(backend.clone(), String::new()));
+    let cache = rsm.chunk_cache().unwrap().clone();
+    let loads = Arc::new(AtomicUsize::new(0));
+    let hang = WholeChunkLoadsHang { inner: direct, loads: loads.clone() };
+    let local = cache.over(Arc::new(hang), "memory:local", String::new());
+    let local = local.over_local_files(true);
+    let (local, manifest, log) = (&local, &manifest, &seg.log);
+    let read = |range: Range<u64>| async move {
+        let got = tokio::time::timeout(Duration::from_secs(10), local.read(manifest, range.clone())).await;
+        let got = got.unwrap_or_else(|_| panic!("the read of {range:?} waited for a chunk's load"));
+        assert!(got.unwrap() == log[range.start as usize..range.end as usize], "bytes {range:?}");
+    };
+
+    // A random reader: its first miss marks chunk 3, its second starts the chunk's load (which hangs), the
+    // third meets that load in flight and reads its own blocks.
+    let c = manifest.chunks[3].original_position();
+    for _ in 0..3 {
+        read(c + 5000..c + 30_000).await;
+    }
+    let s = cache.stats();
+    assert_eq!((s.bypassed, s.loads, s.memory.entries), (3, 0, 0), "{s:?}");
+    assert_eq!(loads.load(Ordering::SeqCst), 1, "chunk 3's load, started by its second miss");
+
+    // Chunk 7 missed twice by a random reader while chunk 3's load runs: read around, no second load.
+    let c = manifest.chunks[7].original_position();
+    for _ in 0..2 {
+        read(c + 4096..c + 20_000).await;
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 1, "no load of chunk 7 beside chunk 3's");
+
+    // A sequential reader: chunk 5 read on from where its previous read ended; its chunk is loaded behind
+    // it (and hangs), and each read takes its own blocks.
+    let c = manifest.chunks[5].original_position();
+    for k in 0..3 {
+        read(c + 100 + k * 15_000..c + 100 + (k + 1) * 15_000).await;
+    }
+    let s = cache.stats();
+    assert_eq!((s.bypassed, s.loads, s.memory.entries), (8, 0, 0), "{s:?}");
+    assert_eq!(loads.load(Ordering::SeqCst), 2, "chunk 5's load, behind its sequential reader");
 }

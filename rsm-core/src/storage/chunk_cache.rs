@@ -23,7 +23,11 @@
 //! Over a store whose objects are files this process reads ([`CachedChunks::over_local_files`]), chunks stored
 //! as they are go straight to the store and are never kept: the page cache holds them already, and a copy in
 //! the cache, in fresh memory, only slowed every read pattern measured (`catch_up` in `benches/README.md`).
-//! Compressed or encrypted chunks are cached there as anywhere.
+//! Compressed or encrypted chunks are cached there, but a read there never waits for a chunk's load: reading
+//! its own blocks costs it only their transform, so every miss (a sequential reader's too, and one that meets
+//! the chunk's load in flight) reads around the cache, and the chunk is loaded whole in the background, for a
+//! sequential reader at once and for a random one on its second miss if no other load runs (a load there
+//! is all processor time, taken from the readers).
 
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
@@ -518,6 +522,23 @@ impl Shared {
         true
     }
 
+    /// Over local files, a miss of chunk `i`: whether to read around the cache (`false`: load the chunk
+    /// now). The chunk is loaded whole in the background for a sequential reader, or on a random reader's
+    /// second miss (the first only marks it) while no other load runs, unless its load runs already. A
+    /// sequential reader whose chunk's load the bound on bytes in flight refuses loads it itself, as
+    /// anywhere.
+    fn fill_behind(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, sequential: bool) -> bool {
+        let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
+        let mut seen = lock(&self.seen);
+        if self.loading.running(&key) || (seen.put(key, ()).is_none() && !sequential) {
+            return true;
+        }
+        if !sequential && self.in_flight.loads.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        self.spawn_load(src, m, i, false) || !sequential
+    }
+
     /// Whether a read of `range` continues the segment's previous read; records it either way.
     fn sequential(&self, key: (u64, Uuid), range: &Range<u64>) -> bool {
         let mut last = lock(&self.last_read);
@@ -641,6 +662,16 @@ impl ChunkSource for CachedChunks {
             let part = if let Some(whole) = s.memory.get(&key) {
                 s.used(&key);
                 Part::Ready(whole.slice(within.start as usize..within.end as usize))
+            } else if src.local_files && manifest.block_size > 0 {
+                // Over local files a read costs its own transform and never waits: a miss, even of a chunk
+                // whose load is in flight, reads only its blocks, and the chunk is filled behind it.
+                if let Some(b) = s.read_disk_range(key, manifest, i, want.clone(), &what).await {
+                    Part::Ready(b)
+                } else if s.fill_behind(src, manifest, i, sequential) {
+                    Part::Around(want)
+                } else {
+                    Part::Load(i, within)
+                }
             } else if s.loading.running(&key) {
                 Part::Load(i, within)
             } else if let Some(b) = s.read_disk_range(key, manifest, i, want.clone(), &what).await {
@@ -652,18 +683,15 @@ impl ChunkSource for CachedChunks {
             } else if !sequential && manifest.block_size > 0 {
                 // Missed by a random reader: only what it asked for (a chunk without block CRCs can only be
                 // checked whole, so it is loaded whole).
-                match plan.last_mut() {
-                    Some(Part::Around(r)) if r.end == want.start => {
-                        r.end = want.end;
-                        last = i;
-                        continue;
-                    }
-                    _ => Part::Around(want),
-                }
+                Part::Around(want)
             } else {
                 Part::Load(i, within)
             };
-            plan.push(part);
+            // Contiguous reads around the cache are merged into one ranged read.
+            match (plan.last_mut(), part) {
+                (Some(Part::Around(r)), Part::Around(w)) if r.end == w.start => r.end = w.end,
+                (_, part) => plan.push(part),
+            }
             last = i;
         }
         let parts = futures::future::try_join_all(plan.into_iter().map(|p| async move {
