@@ -421,7 +421,9 @@ final class ClusterScenarios implements AutoCloseable {
             return to.equals(i.getCurrentReplicaLogDir()) && i.getFutureReplicaLogDir() == null;
         });
         assertTrue(Files.isDirectory(Path.of(to, topic + "-0")), "the partition's directory in " + to);
-        assertTrue(!Files.exists(Path.of(from, topic + "-0")), "no partition directory left in " + from);
+        // The broker reports the move done once the new log is current, and then renames the old directory
+        // for deletion (LogManager.replaceCurrentWithFutureLog): it may still be there for a moment.
+        waitFor("no partition directory left in " + from, 30, () -> !Files.exists(Path.of(from, topic + "-0")));
         long moved = ms(t);
         produce(tp, 2000, ledger);
         awaitTiered(tp);
