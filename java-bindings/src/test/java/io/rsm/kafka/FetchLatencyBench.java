@@ -15,6 +15,7 @@ import java.util.Random;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
 
@@ -22,19 +23,30 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * Broker-visible latency of a remote fetch of 1 MiB: our plugin against Kafka's own {@code LocalTieredStorage}
  * (from the kafka-storage test jar), both in this one JVM, on the same segments.
  *
- * <p>One fetch is what the broker's read path does (RemoteLogManager.read through RemoteLogInputStream):
- * {@code fetchLogSegment(metadata, position)} at a batch boundary, read a 17-byte batch header, then the rest
- * of the batch, batch after batch until 1 MiB is in hand, then close. Both managers run interleaved, after a
- * warm-up, on the same random positions. Then the same managers read a 64 MiB segment whole (sequential read,
- * MiB/s) and copy every segment under a fresh id (a copy as each does it by default: ours syncs each object
- * and directory, LocalTieredStorage does not, so it is also measured with its store synced after the copy),
- * interleaved, fifteen and five rounds. Run by {@link BrokerEndToEndIT}
- * in a JVM whose class path has the kafka-storage test jar; prints {@code RESULT <name> <median us> <p90 us>
- * <n>}, {@code RESULT-SEQ <name> <median MiB/s> MiB/s} and {@code RESULT-COPY <name> <median ms> ms for <MiB>
- * MiB} lines.
+ * <p>One fetch is what the broker's read path does (Kafka 3.9 to 4.x, {@code RemoteLogManager.read}):
+ * {@code fetchLogSegment(metadata, position)} at a batch boundary; the first batch read as
+ * {@code RemoteLogInputStream.nextBatch} reads it (its 17-byte header, then the rest of the batch); a buffer of
+ * 1 MiB holding that batch, filled from the stream with Kafka's {@code Utils.readFully}; close. A second
+ * measure reads batch after batch until 1 MiB is in hand (a header, then the rest of the batch, each time), as
+ * a reader iterating {@code RemoteLogInputStream} over a whole fetch would. All three managers run
+ * interleaved, after a warm-up of {@link #WARMUP} fetches each, on the same random positions. Then the same
+ * managers read a 64 MiB segment whole (sequential read, MiB/s) and copy every segment under a fresh id (a copy
+ * as each does it by default: ours syncs each object and directory, LocalTieredStorage does not, so it is also
+ * measured with its store synced after the copy), interleaved, fifteen and five rounds. Run by
+ * {@link BrokerEndToEndIT} in a JVM whose class path has the kafka-storage test jar; prints
+ * {@code RESULT <name> <median us> <p90 us> <n>} (the broker's fetch),
+ * {@code RESULT-BATCHES <name> <median us> <p90 us> <n>} (batch after batch),
+ * {@code RESULT-SEQ <name> <median MiB/s> MiB/s} and {@code RESULT-COPY <name> <median ms> ms for <MiB> MiB}
+ * lines.
  */
 public final class FetchLatencyBench {
     static final int FETCH_BYTES = 1 << 20;
+    /**
+     * Untimed fetches before each measure: a thousand, so that {@code LocalTieredStorage}'s read path (Java,
+     * compiled as it runs) is compiled too; after a hundred, its fetches were still about 25% slower than in a
+     * second measure run after the first (ours, mostly native, about 5%). {@code -Dwarmup=N} changes it.
+     */
+    static final int WARMUP = Integer.getInteger("warmup", 1000);
 
     private FetchLatencyBench() {}
 
@@ -81,33 +93,31 @@ public final class FetchLatencyBench {
             mds.add(md);
         }
 
-        Random random = new Random(1);
-        List<Long> oursMicros = new ArrayList<>();
-        List<Long> kafkaMicros = new ArrayList<>();
-        List<Long> smallMicros = new ArrayList<>();
-        for (int i = -100; i < iterations; i++) {
-            int k = random.nextInt(segments.size());
-            TestSegments.Segment s = segments.get(k);
-            int pos = s.randomBatchPosition(random, FETCH_BYTES);
-            // Rotate who goes first, so page-cache and JIT effects fall on each in turn.
-            RemoteStorageManager[] order = {ours, kafka, small};
-            List<List<Long>> sinks = List.of(oursMicros, kafkaMicros, smallMicros);
-            for (int j = 0; j < 3; j++) {
-                int w = Math.floorMod(i + j, 3);
-                long us = fetch(order[w], mds.get(k), pos);
-                if (i >= 0) {
-                    sinks.get(w).add(us);
+        String[] names = {"rsm-plugin", "LocalTieredStorage", "rsm-plugin-1MiB-chunks"};
+        RemoteStorageManager[] all = {ours, kafka, small};
+        for (boolean broker : new boolean[] {false, true}) {
+            Random random = new Random(1);
+            List<List<Long>> micros = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+            for (int i = -WARMUP; i < iterations; i++) {
+                int k = random.nextInt(segments.size());
+                TestSegments.Segment s = segments.get(k);
+                int pos = s.randomBatchPosition(random, FETCH_BYTES);
+                // Rotate who goes first, so page-cache and JIT effects fall on each in turn.
+                for (int j = 0; j < 3; j++) {
+                    int w = Math.floorMod(i + j, 3);
+                    long us = broker ? fetch(all[w], mds.get(k), pos) : fetchBatches(all[w], mds.get(k), pos);
+                    if (i >= 0) {
+                        micros.get(w).add(us);
+                    }
                 }
             }
+            for (int w = 0; w < 3; w++) {
+                print(broker ? "RESULT" : "RESULT-BATCHES", names[w], micros.get(w));
+            }
         }
-        print("rsm-plugin", oursMicros);
-        print("LocalTieredStorage", kafkaMicros);
-        print("rsm-plugin-1MiB-chunks", smallMicros);
 
         // Sequential reads: a 64 MiB segment whole, in 64 KiB reads, fifteen rounds (one read takes about
         // 10 ms: five gave a noisy median), rotating who goes first.
-        RemoteStorageManager[] all = {ours, kafka, small};
-        String[] names = {"rsm-plugin", "LocalTieredStorage", "rsm-plugin-1MiB-chunks"};
         List<List<Double>> seq = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         List<List<Double>> copies = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         long total = 0;
@@ -179,8 +189,36 @@ public final class FetchLatencyBench {
         }
     }
 
-    /** One broker-style 1 MiB read; returns microseconds. */
+    /**
+     * The broker's remote read of 1 MiB ({@code RemoteLogManager.read}): the first batch as
+     * {@code RemoteLogInputStream.nextBatch} reads it, then a 1 MiB buffer holding it filled from the stream by
+     * Kafka's {@code Utils.readFully}; returns microseconds. The buffer must end up full (the fetch starts at
+     * least 1 MiB before the segment's end) and start with the first batch.
+     */
     static long fetch(RemoteStorageManager rsm, RemoteLogSegmentMetadata md, int pos) throws Exception {
+        long t = System.nanoTime();
+        ByteBuffer buffer;
+        try (InputStream in = rsm.fetchLogSegment(md, pos)) {
+            ByteBuffer header = ByteBuffer.allocate(17);
+            Utils.readFully(in, header);
+            int batchSize = header.getInt(8) + 12;
+            ByteBuffer batch = ByteBuffer.allocate(batchSize);
+            batch.put(header.array());
+            Utils.readFully(in, batch);
+            buffer = ByteBuffer.allocate(Math.max(FETCH_BYTES, batchSize));
+            batch.flip();
+            buffer.put(batch);
+            Utils.readFully(in, buffer);
+        }
+        long us = (System.nanoTime() - t) / 1000;
+        if (buffer.hasRemaining() || buffer.getInt(8) + 12 > buffer.position()) {
+            throw new IllegalStateException("a fetch at " + pos + " filled " + buffer.position() + " bytes");
+        }
+        return us;
+    }
+
+    /** 1 MiB read batch after batch (a 17-byte header, then the rest of the batch); returns microseconds. */
+    static long fetchBatches(RemoteStorageManager rsm, RemoteLogSegmentMetadata md, int pos) throws Exception {
         long t = System.nanoTime();
         int got = 0;
         ByteBuffer header = ByteBuffer.allocate(17);
@@ -205,9 +243,9 @@ public final class FetchLatencyBench {
         TestSegments.readFully(in, b, len, off);
     }
 
-    private static void print(String name, List<Long> micros) {
+    private static void print(String what, String name, List<Long> micros) {
         Collections.sort(micros);
-        System.out.println("RESULT " + name + " " + percentile(micros, 50) + " " + percentile(micros, 90) + " "
+        System.out.println(what + " " + name + " " + percentile(micros, 50) + " " + percentile(micros, 90) + " "
                 + micros.size());
     }
 

@@ -42,9 +42,9 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  *
  * <p>Measured: the copy of a kind's segments under fresh ids, as each does it by default (ours syncs every
  * object and directory it writes; Aiven's filesystem store does not, so Aiven's copy with its store synced
- * afterwards is given too), warm-up rounds then several rounds, the managers in rotating order; and the
- * broker's 1 MiB remote fetch as {@link FetchLatencyBench} does it ({@code fetchLogSegment} at a batch
- * boundary, batch after batch until 1 MiB, close), at random positions, the same positions for every
+ * afterwards is given too), warm-up rounds then several rounds, the managers in rotating order; and a
+ * 1 MiB remote fetch read batch after batch as {@link FetchLatencyBench}'s second measure reads it
+ * ({@code fetchLogSegment} at a batch boundary, until 1 MiB, close), at random positions, the same positions for every
  * manager, in rotating order, after a warm-up. Every fetch's bytes, and one whole read of every segment from
  * every manager, are compared with the segment file; any difference fails the run.
  *
