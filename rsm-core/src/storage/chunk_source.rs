@@ -199,7 +199,10 @@ impl ChunkSource for BackendChunks {
                 None => bytes,
                 Some((i, wanted)) => {
                     let c = manifest.chunks[i];
-                    let original = tokio::task::spawn_blocking({
+                    // A fetch's frames are undone in place, a whole chunk's (a load) on the blocking pool, as
+                    // reads are: a hop to the pool and back costs two wake-ups, and behind a chunk's load
+                    // already on the pool it can wait for that load's end.
+                    let original = crate::blocking::read_in_place_or_pool(wanted.end as u64, {
                         let key = key.clone();
                         let data_key = data_key.clone();
                         let manifest = manifest.clone();
@@ -223,7 +226,7 @@ impl ChunkSource for BackendChunks {
                         }
                     })
                     .await
-                    .map_err(|e| Error::storage(format!("object {key}: chunk transform task failed"), e))??;
+                    .map_err(|e| e.context(format!("object {key}: chunk transform")))??;
                     original.slice(wanted)
                 }
             });
