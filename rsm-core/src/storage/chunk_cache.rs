@@ -25,9 +25,11 @@
 //! the cache, in fresh memory, only slowed every read pattern measured (`catch_up` in `benches/README.md`).
 //! Compressed or encrypted chunks are cached there, but a read there never waits for a chunk's load: reading
 //! its own blocks costs it only their transform, so every miss (a sequential reader's too, and one that meets
-//! the chunk's load in flight) reads around the cache, and the chunk is loaded whole in the background, for a
-//! sequential reader at once and for a random one on its second miss if no other load runs (a load there
-//! is all processor time, taken from the readers).
+//! the chunk's load in flight) reads around the cache. Only a random reader's second miss loads the chunk
+//! whole, in the background, if no other load runs (a load there is all processor time, taken from the
+//! readers). A sequential reader there loads nothing and reads nothing ahead: it reads each block once
+//! anyway, and a load behind it would undo the whole chunk a second time in fresh memory (catch-up at
+//! 0.5-0.9x the speed of no cache, `catch_up` in `benches/README.md`).
 
 use super::cache::{Cache, CacheStats};
 use super::chunk_source::ChunkSource;
@@ -336,10 +338,11 @@ impl CachedChunks {
     }
 
     /// Reads the first `prefetch_chunks` chunks of the segment of `m` ahead, as for a sequential reader (the
-    /// segment after the one such a reader is finishing), within the same bound on bytes in flight.
+    /// segment after the one such a reader is finishing), within the same bound on bytes in flight; never
+    /// over local files, where a sequential reader reads nothing ahead.
     pub fn read_ahead_from_start(&self, m: &Arc<Manifest>) {
         let s = &self.cache.shared;
-        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && !self.read_through(m, &(0..u64::MAX)) {
+        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && !self.local_files {
             s.prefetch(self, m, 0..s.config.prefetch_chunks.min(m.chunks.len()));
         }
     }
@@ -522,21 +525,17 @@ impl Shared {
         true
     }
 
-    /// Over local files, a miss of chunk `i`: whether to read around the cache (`false`: load the chunk
-    /// now). The chunk is loaded whole in the background for a sequential reader, or on a random reader's
-    /// second miss (the first only marks it) while no other load runs, unless its load runs already. A
-    /// sequential reader whose chunk's load the bound on bytes in flight refuses loads it itself, as
-    /// anywhere.
-    fn fill_behind(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, sequential: bool) -> bool {
+    /// Over local files, a miss of chunk `i` by a random reader, read around the cache: its second miss (the
+    /// first only marks it) loads the chunk whole in the background while no other load runs, unless its
+    /// load runs already.
+    fn fill_behind(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize) {
         let key = (src.scope, m.metadata.remote_log_segment_id.id, i as u32);
         let mut seen = lock(&self.seen);
-        if self.loading.running(&key) || (seen.put(key, ()).is_none() && !sequential) {
-            return true;
+        if self.loading.running(&key) || seen.put(key, ()).is_none() || self.in_flight.loads.load(Ordering::Acquire) > 0
+        {
+            return;
         }
-        if !sequential && self.in_flight.loads.load(Ordering::Acquire) > 0 {
-            return true;
-        }
-        self.spawn_load(src, m, i, false) || !sequential
+        self.spawn_load(src, m, i, false);
     }
 
     /// Whether a read of `range` continues the segment's previous read; records it either way.
@@ -572,12 +571,15 @@ impl Shared {
     }
 
     /// Claims the load of chunk `i` and runs it in the background (read ahead when `ahead`, else filled
-    /// after a second random miss), unless the bytes in flight would pass their bound: then `false`.
+    /// after a second random miss), unless the bytes in flight would pass their bound: then `false`. A load
+    /// when none is in flight always runs, so that a memory tier smaller than four chunks (beside a disk
+    /// tier, say) still fills: in flight are then at most one chunk or the bound, whichever is larger.
     fn spawn_load(self: &Arc<Self>, src: &CachedChunks, m: &Arc<Manifest>, i: usize, ahead: bool) -> bool {
         let id = m.metadata.remote_log_segment_id.id;
         let key = (src.scope, id, i as u32);
         let len = m.chunks[i].data_length as u64;
-        if self.in_flight.bytes.fetch_add(len, Ordering::Relaxed) + len > self.background_budget() {
+        let before = self.in_flight.bytes.fetch_add(len, Ordering::Relaxed);
+        if before > 0 && before + len > self.background_budget() {
             self.in_flight.bytes.fetch_sub(len, Ordering::Relaxed);
             return false;
         }
@@ -664,13 +666,14 @@ impl ChunkSource for CachedChunks {
                 Part::Ready(whole.slice(within.start as usize..within.end as usize))
             } else if src.local_files && manifest.block_size > 0 {
                 // Over local files a read costs its own transform and never waits: a miss, even of a chunk
-                // whose load is in flight, reads only its blocks, and the chunk is filled behind it.
+                // whose load is in flight, reads only its blocks; a random reader's chunk is filled behind it.
                 if let Some(b) = s.read_disk_range(key, manifest, i, want.clone(), &what).await {
                     Part::Ready(b)
-                } else if s.fill_behind(src, manifest, i, sequential) {
-                    Part::Around(want)
                 } else {
-                    Part::Load(i, within)
+                    if !sequential {
+                        s.fill_behind(src, manifest, i);
+                    }
+                    Part::Around(want)
                 }
             } else if s.loading.running(&key) {
                 Part::Load(i, within)
@@ -704,7 +707,7 @@ impl ChunkSource for CachedChunks {
             }
         }))
         .await?;
-        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && sequential {
+        if s.config.prefetch_chunks > 0 && s.config.capacity_bytes > 0 && sequential && !src.local_files {
             let end = last + 1 + s.config.prefetch_chunks;
             s.prefetch(src, manifest, last + 1..end.min(manifest.chunks.len()));
             if end >= manifest.chunks.len()
