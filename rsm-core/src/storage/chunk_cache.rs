@@ -11,7 +11,8 @@
 //! A read is sequential when it starts after the previous read of the same segment started and no later
 //! than where that read ended: the broker's catch-up pattern (open at the next batch, read about a
 //! mebibyte, close) is. Then the next `prefetch_chunks` chunks are loaded in the background, with at most a
-//! quarter of the memory tier's bytes in flight in all; a random reader gets none.
+//! quarter of the memory tier's bytes in flight in all (or one chunk, when none is in flight); a random reader
+//! gets none.
 //!
 //! A cache never makes a read slower than no cache would: a random reader that misses reads only the blocks
 //! it asked for, around the cache. The first miss of a chunk only marks it (a doorkeeper, as TinyLFU

@@ -146,12 +146,14 @@ pub const FETCH_CACHE_BYTES: Setting =
         "whole checked chunks kept in memory for every fetch of the store (0 is off); concurrent readers of a chunk \
          share one read; a random read of a chunk missed for the first time reads only its blocks, around the \
          cache, and the chunk is kept from its second miss (or a sequential reader's first); over a filesystem \
-         store only compressed or encrypted chunks are kept (the page cache holds the others)",
+         store only compressed or encrypted chunks are kept (the page cache holds the others), and only from a \
+         random reader's second miss",
     );
 /// `fetch.prefetch.chunks`.
 pub const FETCH_PREFETCH_CHUNKS: Setting = Setting::int("fetch.prefetch.chunks", 0, 64).with_default(2).with_doc(
     "with the chunk cache on: chunks read ahead for a sequential (catch-up) reader, at most a quarter of \
-     `fetch.cache.bytes` at once; a random reader gets none",
+     `fetch.cache.bytes` at once (one chunk when none is in flight); a random reader gets none, nor does any \
+     reader of a filesystem store",
 );
 /// `fetch.cache.disk.path`.
 pub const FETCH_CACHE_DISK_PATH: Setting =
