@@ -351,6 +351,36 @@ async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_not
     assert_eq!(times, after, "a hit writes nothing");
 }
 
+/// A memory tier of one chunk beside a disk tier: a quarter of it (the bound on bytes loaded in the
+/// background) is less than a chunk, yet a random reader's second miss still loads the chunk when no other
+/// load is in flight, so the disk tier fills and the next read is a disk hit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_tier_smaller_than_four_chunks_still_fills() {
+    let seg = segment(600 << 10, 4);
+    let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
+    let counts = counting.counts();
+    let disk = tempfile::tempdir().unwrap();
+    let rsm = TieredStorage::open(counting.clone(), config(64 << 10, disk.path()), "memory:small").unwrap();
+    rsm.copy_log_segment_data(&seg.md, &seg.data).await.unwrap();
+    let manifest = rsm.manifest(&seg.md).await.unwrap();
+    let len = manifest.chunks[2].data_length as u64;
+    assert!(len > (64 << 10) / 4 && len <= 64 << 10, "a chunk fits the tier and passes its bound: {len}");
+    let (start, end) = (manifest.chunks[2].original_position() + 5000, manifest.chunks[2].original_position() + 9000);
+    let fetch = || async {
+        let got = collect(rsm.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
+        assert!(got.unwrap() == seg.log[start as usize..end as usize]);
+    };
+    fetch().await;
+    fetch().await;
+    rsm.chunk_cache().unwrap().flush().await;
+    let s = rsm.chunk_cache_stats().unwrap();
+    assert_eq!((s.bypassed, s.loads), (2, 1), "the second miss loaded the chunk: {s:?}");
+    assert_eq!(cache_files(disk.path()).len(), 1, "and the disk tier has it");
+    let gets = log_gets(&counts);
+    fetch().await;
+    assert_eq!(log_gets(&counts), gets, "the third read is served by the cache");
+}
+
 /// A load in the background (here read-ahead, hung in the store) that never ends because its runtime shut
 /// down gives back its share of the bounds: `flush` on another runtime returns rather than waiting for it
 /// forever, and the cache loads the chunk again for the next reader.
