@@ -20,6 +20,8 @@ use tokio::net::TcpStream;
 
 /// Kafka's `TOPIC_ALREADY_EXISTS`.
 const TOPIC_ALREADY_EXISTS: i16 = 36;
+/// Kafka's `UNKNOWN_TOPIC_OR_PARTITION`.
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 /// Kafka's retriable errors while a cluster starts or moves: request timed out, not enough replicas,
 /// not controller, throttling quota exceeded.
 const RETRIABLE: [i16; 4] = [7, 19, 41, 89];
@@ -162,7 +164,9 @@ pub async fn create_topic(
     }
 }
 
-/// A topic's configs as the broker reports them (defaults included).
+/// A topic's configs as the broker reports them (defaults included). A broker may not know a topic created
+/// a moment ago (its metadata reaches the brokers after the create returns): that answer is asked again,
+/// every 100 ms, until `timeout` has passed.
 pub async fn topic_configs(
     servers: &[String],
     client_id: &str,
@@ -175,12 +179,27 @@ pub async fn topic_configs(
             .with_resource_type(TOPIC_RESOURCE)
             .with_resource_name(StrBytes::from_string(topic.to_string())),
     ]);
-    let response: DescribeConfigsResponse =
-        call(servers, client_id, ApiKey::DescribeConfigs, 4, &request, &what, timeout).await?;
-    let result =
-        response.results.first().ok_or_else(|| Error::corrupt(format!("{what}: the answer names no topic")))?;
-    if result.error_code != 0 {
-        return Err(kafka_error(&what, result.error_code, result.error_message.as_ref()));
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let response: DescribeConfigsResponse =
+            call(servers, client_id, ApiKey::DescribeConfigs, 4, &request, &what, timeout).await?;
+        let result =
+            response.results.first().ok_or_else(|| Error::corrupt(format!("{what}: the answer names no topic")))?;
+        match result.error_code {
+            0 => {
+                return Ok(result
+                    .configs
+                    .iter()
+                    .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+                    .collect());
+            }
+            UNKNOWN_TOPIC_OR_PARTITION if tokio::time::Instant::now() + RETRY_UNKNOWN < deadline => {
+                tokio::time::sleep(RETRY_UNKNOWN).await;
+            }
+            code => return Err(kafka_error(&what, code, result.error_message.as_ref())),
+        }
     }
-    Ok(result.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect())
 }
+
+/// How long [`topic_configs`] waits before asking again about a topic the broker does not know yet.
+const RETRY_UNKNOWN: Duration = Duration::from_millis(100);
