@@ -1,6 +1,6 @@
 //! Remote retention (SR-17): which remote segments expire, and the new earliest offsets.
 
-use super::segments::{RemoteSegment, age_ms, check_remote};
+use super::segments::{RemoteSegment, check_remote};
 use super::settings::{Limit, RemoteRetention, SizeScope};
 use rsm_core::error::{Error, Result};
 
@@ -27,7 +27,7 @@ pub struct RetentionInput<'a> {
 pub enum ExpiryReason {
     /// It lies entirely below the log start offset (DeleteRecords, or an earlier retention run).
     LogStart,
-    /// Its largest timestamp is at least the retention time old.
+    /// Its largest timestamp is more than the retention time old (strictly before `now - retention.ms`).
     Time,
     /// The tier is over its size limit by at least the whole segment.
     Size,
@@ -58,11 +58,12 @@ pub struct RetentionPlan {
 /// Segments are walked oldest first and the walk stops at the first segment kept, so what stays is
 /// contiguous. A segment goes when:
 /// 1. it lies entirely below the log start offset; or
-/// 2. its largest timestamp is at or before `now - retention.ms` (Kafka's remote log manager,
-///    `RemoteLogRetentionHandler.isSegmentBreachedByRetentionTime`: `maxTimestampMs <= cleanupUntilMs`, so
-///    a segment exactly `retention.ms` old goes; a negative age never expires), and time retention is off
-///    while `now - retention.ms` is negative (`buildRetentionTimeData` since Kafka 4.1: a clock or a setting
-///    that would reach before the epoch deletes nothing by time); or
+/// 2. its largest timestamp is strictly before `now - retention.ms`, that is more than `retention.ms` old
+///    (Kafka's remote log manager, `RemoteLogRetentionHandler.isSegmentBreachedByRetentionTime`:
+///    `maxTimestampMs < cleanupUntilMs`, so a segment exactly `retention.ms` old stays; a timestamp in the
+///    future never expires), and time retention is off while `now - retention.ms` is negative
+///    (`RLMExpirationTask.buildRetentionTimeData` since Kafka 4.1: a clock or a setting that would reach
+///    before the epoch deletes nothing by time); or
 /// 3. the counted bytes exceed the size limit by at least the whole segment (Kafka's rule, so the tier is
 ///    never cut below its limit), and the segment lies entirely below the local log start offset: size
 ///    retention never removes records that are still in the local log, because moving the log start past
@@ -97,11 +98,7 @@ pub fn expired_remote_segments(input: &RetentionInput<'_>) -> Result<RetentionPl
         let reason = if s.end_offset < input.log_start_offset {
             excess = excess.saturating_sub(s.size_bytes);
             Some(ExpiryReason::LogStart)
-        } else if let Limit::AtMost(ms) = r.time_ms
-            && i64::try_from(ms).is_ok_and(|ms| input.now_ms.checked_sub(ms).is_some_and(|until| until >= 0))
-            && age_ms(input.now_ms, s.max_timestamp_ms) >= 0
-            && age_ms(input.now_ms, s.max_timestamp_ms) as u64 >= ms
-        {
+        } else if breached_by_time(r.time_ms, input.now_ms, s.max_timestamp_ms) {
             excess = excess.saturating_sub(s.size_bytes);
             Some(ExpiryReason::Time)
         } else if excess > 0 && s.size_bytes <= excess && s.end_offset < input.local_log_start_offset {
@@ -116,4 +113,21 @@ pub fn expired_remote_segments(input: &RetentionInput<'_>) -> Result<RetentionPl
     }
     let new_remote_start = input.segments.get(delete.len()).map(|s| s.start_offset);
     Ok(RetentionPlan { delete, new_remote_start, new_log_start_offset: log_start })
+}
+
+/// Kafka's remote time-retention rule for one segment: whether a segment whose largest timestamp is
+/// `max_timestamp_ms` has expired at `now_ms` under `retention.ms` = `time_ms`.
+///
+/// As Kafka 4.4.0's `RLMExpirationTask.buildRetentionTimeData` and
+/// `RemoteLogRetentionHandler.isSegmentBreachedByRetentionTime`: with `cleanup_until = now - retention.ms`,
+/// time retention applies only when the retention is limited and `cleanup_until >= 0`, and then the segment
+/// expires when `max_timestamp_ms < cleanup_until` (strictly: a segment exactly `retention.ms` old stays).
+/// A retention too large for an `i64`, or one that would reach before `i64::MIN`, never expires anything.
+fn breached_by_time(time_ms: Limit, now_ms: i64, max_timestamp_ms: i64) -> bool {
+    let Limit::AtMost(ms) = time_ms else { return false };
+    let Ok(ms) = i64::try_from(ms) else { return false };
+    match now_ms.checked_sub(ms) {
+        Some(cleanup_until) => cleanup_until >= 0 && max_timestamp_ms < cleanup_until,
+        None => false,
+    }
 }

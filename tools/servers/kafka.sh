@@ -3,7 +3,9 @@
 # JVM) of org.apache.kafka:kafka_2.13 from Maven Central, on free loopback ports, internal topics with
 # replication factor 1, no tiered storage.
 #   kafka.sh install   resolve the broker's class path with Maven (idempotent; ~/.m2 keeps the jars)
-#   kafka.sh start     install if missing, format a fresh log directory, start, print `export` lines
+#   kafka.sh start     install if missing, format a fresh log directory, start, print `export` lines:
+#                      RSM_TEST_KAFKA_BOOTSTRAP (the broker's address) and RSM_TEST_KAFKA_CLASSPATH (the file
+#                      holding the broker's class path, for tests that run Kafka's own classes)
 #   kafka.sh env       print the `export` lines of the running server again
 #   kafka.sh stop      stop it
 # Use: eval "$(tools/servers/kafka.sh start)"
@@ -128,6 +130,7 @@ while True:
   say "kafka $KAFKA_VERSION on 127.0.0.1:$port (pid $(cat "$PIDFILE"), log $log)"
   emit_env "$DIR/env" <<ENV
 export RSM_TEST_KAFKA_BOOTSTRAP=127.0.0.1:$port
+export RSM_TEST_KAFKA_CLASSPATH=$(printf %q "$CLASSPATH_FILE")
 ENV
 }
 
