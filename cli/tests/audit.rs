@@ -35,6 +35,11 @@ fn record_copied(meta_dir: &Path, segments: &[rsm_core::RemoteLogSegmentMetadata
 /// Copies a generated partition with `rsm copy` and writes what a broker's metadata would hold for it:
 /// every segment copy started, then copy finished. Returns the store URL and the metadata log directory.
 fn tiered(root: &Path) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadata>) {
+    tiered_with(root, &[])
+}
+
+/// [`tiered`], the copy made with the settings `sets` (`key=value` each, passed as `--set`).
+fn tiered_with(root: &Path, sets: &[String]) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadata>) {
     let spec = PartitionSpec {
         topic_id: Uuid::random(),
         segment_bytes: 64 * 1024,
@@ -50,10 +55,14 @@ fn tiered(root: &Path) -> (String, String, Vec<rsm_core::RemoteLogSegmentMetadat
     let store_dir = root.join("store");
     std::fs::create_dir(&store_dir).unwrap();
     let url = format!("file://{}", store_dir.display());
-    let out = rsm(&["copy", "--dir", dir.to_str().unwrap(), "--store", &url]);
+    let mut copy = vec!["copy", "--dir", dir.to_str().unwrap(), "--store", &url];
+    copy.extend(sets.iter().flat_map(|s| ["--set", s.as_str()]));
+    let out = rsm(&copy);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let store = rsm_facade::Store::open(&url, &Default::default()).unwrap();
-    let segments: Vec<_> = store.list_segments(None).unwrap().into_iter().map(|m| m.metadata).collect();
+    let settings = sets.iter().map(|s| s.split_once('=').unwrap()).map(|(k, v)| (k.to_string(), v.to_string()));
+    let store = rsm_facade::Store::open(&url, &settings.collect()).unwrap();
+    let mut segments: Vec<_> = store.list_segments(None).unwrap().into_iter().map(|m| m.metadata).collect();
+    segments.sort_by_key(|m| m.start_offset);
     assert!(segments.len() >= 3, "{} segments", segments.len());
     let meta_dir = root.join("metadata");
     record_copied(&meta_dir, &segments);
@@ -269,6 +278,138 @@ fn an_audit_over_an_empty_metadata_log_cannot_wipe_the_store() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("refused") && err.contains("nothing was deleted"), "{err}");
     assert_eq!(common::files(store_dir), before, "the store changed");
+}
+
+/// A metadata log older than the store (it knows the first two segments) and one byte of a later segment's
+/// manifest flipped: that segment was committed (an upload cut short never writes its manifest), so the
+/// orphan sweep keeps all its objects, whatever the safety age (issue 39, item 4: they were deleted as
+/// orphans). The audit reports it apart, with its bytes, in text and JSON, and exits 1; `rsm sweep` keeps it
+/// too.
+#[test]
+fn an_orphan_sweep_keeps_a_committed_segment_whose_manifest_is_damaged() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, _, segments) = tiered(root.path());
+    let stale = root.path().join("stale-metadata");
+    record_copied(&stale, &segments[..2]);
+    let stale = stale.to_str().unwrap();
+    let store_dir = Path::new(url.strip_prefix("file://").unwrap());
+    let damaged = &segments[2];
+    let id = damaged.remote_log_segment_id.id.to_string();
+    let object = |ext: &str| {
+        common::files(store_dir).into_iter().find(|p| p.to_str().unwrap().ends_with(&format!("{id}.{ext}"))).unwrap()
+    };
+    let manifest = object("manifest");
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[40] ^= 0x10;
+    std::fs::write(&manifest, bytes).unwrap();
+    let size: u64 = ["log", "indexes", "manifest"].iter().map(|e| std::fs::metadata(object(e)).unwrap().len()).sum();
+    let before = common::files(store_dir);
+
+    let out = rsm(&["audit", "--metadata-dir", stale, "--store", &url, "--delete-orphans", "--yes", "--min-age", "0s"]);
+    let text = stdout(&out);
+    assert_eq!(common::files(store_dir), before, "the sweep deleted objects of a committed segment: {text}");
+    assert_eq!(out.status.code(), Some(1), "a damaged segment is damage: {text}");
+    let line = text.lines().find(|l| l.starts_with("DAMAGED\t")).unwrap_or_else(|| panic!("no DAMAGED line: {text}"));
+    assert!(
+        line.starts_with(&format!("DAMAGED\torders-0\t{id}\toffset {}\t{size} bytes\t", damaged.start_offset)),
+        "{line}"
+    );
+    assert!(line.contains("kept"), "{line}");
+    assert!(!text.contains("ORPHAN\torders-0\t"), "{text}");
+    assert!(text.contains("0 deleted"), "{text}");
+
+    let out = rsm(&["audit", "--metadata-dir", stale, "--store", &url, "--json", "--min-age", "0s"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["totals"]["damaged"], 1, "{json}");
+    assert_eq!(json["totals"]["orphans"], 0, "{json}");
+    assert_eq!(json["totals"]["unreferenced"], segments.len() - 3, "{json}");
+    let d = &json["partitions"][0]["damaged"][0];
+    assert_eq!((d["segment_id"].as_str(), d["bytes"].as_u64()), (Some(id.as_str()), Some(size)), "{json}");
+    assert_eq!(d["start_offset"], damaged.start_offset, "{json}");
+
+    // `rsm sweep`, which has no metadata at all, keeps it too.
+    common::ok(&["sweep", "--store", &url, "--min-age", "0s", "--yes"]);
+    assert_eq!(common::files(store_dir), before, "the sweep deleted objects of a committed segment");
+}
+
+/// A key file of 64 hexadecimal characters, from `seed`.
+fn key_file(root: &Path, name: &str, seed: u8) -> String {
+    let path = root.join(name);
+    let hex: String = (0..32u8).map(|i| format!("{:02x}", i.wrapping_mul(7).wrapping_add(seed))).collect();
+    std::fs::write(&path, hex).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// The right key id with another key's file: no segment's data key unwraps. That is a key problem, not data
+/// loss (issue 39, item 5: every segment was LOST, exit 1): each segment is UNVERIFIED naming the key id,
+/// the key is said to be probably wrong, and the audit exits 3. The right file audits clean.
+#[test]
+fn a_wrong_key_file_leaves_segments_unverified_not_lost() {
+    let root = tempfile::tempdir().unwrap();
+    let right = key_file(root.path(), "k1.key", 1);
+    let wrong = key_file(root.path(), "other.key", 2);
+    let sets = |file: &str| {
+        ["encryption.enabled=true", "encryption.keys=k1", "encryption.key.id=k1"]
+            .map(String::from)
+            .into_iter()
+            .chain([format!("encryption.key.k1.file={file}")])
+            .collect::<Vec<_>>()
+    };
+    let (url, meta, segments) = tiered_with(root.path(), &sets(&right));
+    let audit = |file: &str, extra: &[&str]| {
+        let mut args = vec!["audit", "--metadata-dir", &meta, "--store", &url];
+        let sets = sets(file);
+        args.extend(sets.iter().flat_map(|s| ["--set", s.as_str()]));
+        args.extend_from_slice(extra);
+        rsm(&args)
+    };
+    let out = audit(&right, &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+
+    let out = audit(&wrong, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!text.lines().any(|l| l.starts_with("LOST\t")), "{text}");
+    assert!(text.contains("audited 1 partitions: 0 lost,"), "{text}");
+    for m in &segments {
+        let id = m.remote_log_segment_id.id;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("UNVERIFIED\torders-0\t{id}\t")))
+            .unwrap_or_else(|| panic!("{id} is not UNVERIFIED: {text}"));
+        assert!(line.contains("`k1`"), "{line}");
+    }
+    let key = text.lines().find(|l| l.starts_with("KEY\tk1\t")).unwrap_or_else(|| panic!("no KEY line: {text}"));
+    assert!(key.contains("probably") && key.contains(&format!("none of the {} segments", segments.len())), "{key}");
+    let secret = std::fs::read_to_string(&wrong).unwrap();
+    assert!(!text.contains(&secret) && !String::from_utf8_lossy(&out.stderr).contains(&secret), "a key printed");
+
+    // `rsm verify` says the same: unverified (a setting this run lacks), nothing FAILED.
+    let mut verify = vec!["verify", "--store", url.as_str()];
+    let wrong_sets = sets(&wrong);
+    verify.extend(wrong_sets.iter().flat_map(|s| ["--set", s.as_str()]));
+    let out = rsm(&verify);
+    let text = stdout(&out);
+    assert!(!out.status.success(), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("UNVERIFIED\t") && l.contains("`k1`")).count(), segments.len());
+    assert!(!text.contains("FAILED"), "{text}");
+
+    let out = audit(&wrong, &["--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (json["totals"]["lost"].as_u64(), json["totals"]["unverified"].as_u64()),
+        (Some(0), Some(segments.len() as u64)),
+        "{json}"
+    );
+    assert_eq!(json["partitions"][0]["unverified"][0]["key_id"], "k1", "{json}");
+    let k = &json["keys"][0];
+    assert_eq!((k["key_id"].as_str(), k["opened"].as_u64()), (Some("k1"), Some(0)), "{json}");
+    assert_eq!(
+        (k["refused"].as_u64(), k["probably_wrong"].as_bool()),
+        (Some(segments.len() as u64), Some(true)),
+        "{json}"
+    );
 }
 
 /// The S3 store of the moto server the test command started (`RSM_TEST_S3_*`, from `tools/servers/moto.sh

@@ -3,9 +3,13 @@
 //! The metadata (every segment that has not finished deletion, in whatever state) is compared with one
 //! listing of the store:
 //! - a segment the metadata says is copied (`COPY_SEGMENT_FINISHED`) whose objects are missing, whose
-//!   manifest does not read, or (unless `--quick`) whose data fails verification is **data loss**;
-//! - an object whose segment no metadata references (never known, or deletion finished), and a temporary
-//!   object of an interrupted upload, is an **orphan**, with its bytes;
+//!   manifest does not read, or (unless `--quick`) whose data fails verification is **data loss**; one whose
+//!   data key the configured key of its id does not open is **unverified** (a wrong key is not data loss);
+//! - a segment no metadata references whose manifest (or one-object `.segment`) is in the store is
+//!   committed (an upload cut short never writes its manifest): kept, as **unreferenced** when whole, as
+//!   **damaged** (with its bytes) when its manifest does not read or an object is missing;
+//! - any other object whose segment no metadata references (never known, or deletion finished), and a
+//!   temporary object of an interrupted upload, is an **orphan**, with its bytes;
 //! - a multipart upload never completed nor aborted (a crash mid-upload; S3) is an **incomplete upload**,
 //!   with its parts' bytes and age: invisible in listings, billed until aborted;
 //! - a segment in copy started or delete started for longer than the safety age is **stuck**, unless it
@@ -55,8 +59,9 @@ pub struct PartitionReport {
     /// Copied segments that are missing or damaged: (segment id, start offset, what is wrong).
     pub lost: Vec<(String, i64, String)>,
     /// Copied segments that could not be checked for want of a setting or a key (a configuration error,
-    /// not data loss): (segment id, start offset, what is missing).
-    pub unverified: Vec<(String, i64, String)>,
+    /// not data loss), or because the key of their key id does not open their data key (a wrong key, not
+    /// data loss): (segment id, start offset, what is wrong, that key id when it is the key).
+    pub unverified: Vec<(String, i64, String, Option<String>)>,
     /// Offsets no copied segment holds between the remote log start and end: (first, last).
     pub gaps: Vec<(i64, i64)>,
     /// Objects no metadata references: (key, bytes, old enough to delete).
@@ -65,6 +70,12 @@ pub struct PartitionReport {
     /// (segment id, start offset, bytes of their objects). Never deleted by the orphan sweep: a wrong or
     /// empty metadata log must not wipe the store.
     pub unreferenced: Vec<(String, i64, u64)>,
+    /// Segments no finished copy references whose commit object (manifest, or one-object `.segment`) is in
+    /// the store, so they were committed (an upload cut short never writes its manifest), but that are not
+    /// whole: the manifest does not read, or an object is missing. (segment id, start offset as its key
+    /// names it, bytes of their objects, what is wrong, their object keys). Never deleted by the orphan
+    /// sweep, whatever the safety age.
+    pub damaged: Vec<(String, i64, u64, String, Vec<String>)>,
     /// Segments stuck in copy started or delete started: (segment id, state, since ms).
     pub stuck: Vec<(String, &'static str, i64)>,
     /// Copies started at least the safety age ago, never finished, whose offsets finished copies hold (a
@@ -98,6 +109,57 @@ pub struct Report {
     pub uploads: Vec<UploadFinding>,
     /// Uploads aborted: (key, upload id).
     pub aborted: Vec<(String, String)>,
+    /// Per key-encryption key id, how the copied segments wrapped under it fared (checked without
+    /// `--quick`).
+    pub keys: BTreeMap<String, KeyTally>,
+}
+
+/// How the copied segments wrapped under one key-encryption key id fared.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct KeyTally {
+    /// Segments whose data key the configured key opened (they verified).
+    pub opened: usize,
+    /// Segments whose data key it did not open.
+    pub refused: usize,
+}
+
+impl KeyTally {
+    /// Whether the configured key is probably not the key of its id: it opened none of the segments wrapped
+    /// under that id, and refused some.
+    pub fn probably_wrong(&self) -> bool {
+        self.opened == 0 && self.refused > 0
+    }
+}
+
+/// When the segment `md` is encrypted and the keyring's key of its key id (present: a missing one is a
+/// config error of its own) does not open its data key: that key id. One manifest read (cached) and one
+/// unwrap, which on a KMS key is one request.
+pub fn refused_key(store: &Store, md: &RemoteLogSegmentMetadata) -> Option<String> {
+    let manifest = store.manifest(md).ok()?;
+    let envelope = manifest.encryption.as_ref()?;
+    let keyring = &store.storage().config().encryption.as_ref()?.keyring;
+    let unwrapped = rsm_facade::runtime().block_on(envelope.unwrap(
+        keyring,
+        manifest.metadata.remote_log_segment_id.id,
+        manifest.metadata.start_offset,
+    ));
+    match unwrapped {
+        Err(e) if e.kind() == ErrorKind::Corrupt => Some(envelope.kek_id.clone()),
+        _ => None,
+    }
+}
+
+/// What [`refused_key`] found, as a finding says it: names the key id, never its bytes.
+pub fn refusal(kek: &str) -> String {
+    format!(
+        "key encryption key `{kek}` is configured but does not open this segment's data key (the key configured \
+         as `{kek}` is not the key it was wrapped with, or the manifest holds another segment's data key)"
+    )
+}
+
+/// The key-encryption key id the segment `md` is wrapped under, when it is encrypted (its manifest cached).
+fn key_id(store: &Store, md: &RemoteLogSegmentMetadata) -> Option<String> {
+    store.manifest(md).ok()?.encryption.as_ref().map(|e| e.kek_id.clone())
 }
 
 impl Report {
@@ -190,9 +252,23 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
                 match problem {
                     // A key or a setting this run lacks: the segment cannot be checked, which is not loss.
                     Some(e) if e.kind() == ErrorKind::Config => {
-                        part.unverified.push((id, m.start_offset, e.full_message()))
+                        part.unverified.push((id, m.start_offset, e.full_message(), None))
+                    }
+                    // A key that does not open the data key: the key is wrong (or this manifest holds
+                    // another segment's key), which is not loss either.
+                    Some(e)
+                        if e.kind() == ErrorKind::Corrupt
+                            && let Some(kek) = refused_key(store, m) =>
+                    {
+                        report.keys.entry(kek.clone()).or_default().refused += 1;
+                        part.unverified.push((id, m.start_offset, refusal(&kek), Some(kek)));
                     }
                     Some(e) => part.lost.push((id, m.start_offset, e.full_message())),
+                    None if !opts.quick => {
+                        if let Some(kek) = key_id(store, m) {
+                            report.keys.entry(kek).or_default().opened += 1;
+                        }
+                    }
                     None => {}
                 }
             }
@@ -218,11 +294,13 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         part.gaps = remote_coverage(ranges).gaps.into_iter().map(|g| (g.start, g.end)).collect();
     }
 
-    // Objects of segments no metadata references: a whole segment (its manifest reads as the segment its
-    // key names) is unreferenced, kept; the rest is garbage.
-    let mut unreferenced: HashSet<String> = HashSet::new();
+    // Objects of segments no finished copy references (never known, deletion finished, or a copy
+    // abandoned): a segment whose commit object is there was committed (an upload cut short never writes its
+    // manifest), so it is kept, as unreferenced when whole (its manifest reads as the segment its key names,
+    // its objects all there) and as damaged otherwise; the objects of the others are garbage.
+    let mut kept: HashSet<String> = HashSet::new();
     for (id, objs) in &by_segment {
-        if known.contains_key(id) {
+        if known.contains_key(id) && !abandoned.contains(id) {
             continue;
         }
         // A split segment's manifest, or a one-object segment's object (its own manifest).
@@ -231,24 +309,35 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
         if !object_in_scope(&partition) {
             continue;
         }
-        let whole = Suffix::of(&manifest.key) == Some(Suffix::Segment)
-            || Suffix::ALL.iter().all(|s| objs.iter().any(|o| Suffix::of(&o.key) == Some(*s)));
-        if let Ok(m) = store.read_manifest(&manifest.key)
-            && whole
-        {
-            let bytes = objs.iter().map(|o| o.size).sum();
-            report.partitions.entry(partition).or_default().unreferenced.push((
-                id.clone(),
-                m.metadata.start_offset,
-                bytes,
-            ));
-            unreferenced.insert(id.clone());
+        let missing: Vec<&str> = match Suffix::of(&manifest.key) {
+            Some(Suffix::Segment) => Vec::new(),
+            _ => [Suffix::Log, Suffix::Indexes]
+                .into_iter()
+                .filter(|s| !objs.iter().any(|o| Suffix::of(&o.key) == Some(*s)))
+                .map(Suffix::dotted)
+                .collect(),
+        };
+        let bytes = objs.iter().map(|o| o.size).sum();
+        let part = report.partitions.entry(partition).or_default();
+        match store.read_manifest(&manifest.key) {
+            Ok(m) if missing.is_empty() => part.unreferenced.push((id.clone(), m.metadata.start_offset, bytes)),
+            read => {
+                let mut why: Vec<String> = read.err().map(|e| e.full_message()).into_iter().collect();
+                if !missing.is_empty() {
+                    why.push(format!("missing {}", missing.join(", ")));
+                }
+                let start = parse_segment_key(&prefix, &manifest.key).map_or(-1, |k| k.start_offset);
+                let mut keys: Vec<String> = objs.iter().map(|o| o.key.clone()).collect();
+                keys.sort();
+                part.damaged.push((id.clone(), start, bytes, why.join("; "), keys));
+            }
         }
+        kept.insert(id.clone());
     }
     for o in &objects {
         let Some((partition, id)) = object_owner(&o.key, &prefix) else { continue };
         let referenced = known.contains_key(&id) && !abandoned.contains(&id);
-        if !object_in_scope(&partition) || referenced || unreferenced.contains(&id) {
+        if !object_in_scope(&partition) || referenced || kept.contains(&id) {
             continue;
         }
         let part = report.partitions.entry(partition).or_default();
@@ -426,12 +515,15 @@ pub fn to_json(report: &Report) -> serde_json::Value {
                 "copied": p.copied,
                 "lost": p.lost.iter().map(|(id, start, why)| serde_json::json!({
                     "segment_id": id, "start_offset": start, "problem": why})).collect::<Vec<_>>(),
-                "unverified": p.unverified.iter().map(|(id, start, why)| serde_json::json!({
-                    "segment_id": id, "start_offset": start, "problem": why})).collect::<Vec<_>>(),
+                "unverified": p.unverified.iter().map(|(id, start, why, key)| serde_json::json!({
+                    "segment_id": id, "start_offset": start, "problem": why, "key_id": key})).collect::<Vec<_>>(),
                 "gaps": p.gaps.iter().map(|(a, b)| serde_json::json!({"first_offset": a, "last_offset": b}))
                     .collect::<Vec<_>>(),
                 "unreferenced": p.unreferenced.iter().map(|(id, start, bytes)| serde_json::json!({
                     "segment_id": id, "start_offset": start, "bytes": bytes})).collect::<Vec<_>>(),
+                "damaged": p.damaged.iter().map(|(id, start, bytes, why, keys)| serde_json::json!({
+                    "segment_id": id, "start_offset": start, "bytes": bytes, "problem": why, "keys": keys}))
+                    .collect::<Vec<_>>(),
                 "orphans": p.orphans.iter().map(|(key, bytes, old)| serde_json::json!({
                     "key": key, "bytes": bytes, "older_than_min_age": old})).collect::<Vec<_>>(),
                 "stuck": p.stuck.iter().map(|(id, state, since)| serde_json::json!({
@@ -473,6 +565,8 @@ pub fn to_json(report: &Report) -> serde_json::Value {
             "unverified": report.count(|p| p.unverified.len()),
             "gaps": report.count(|p| p.gaps.len()),
             "unreferenced": report.count(|p| p.unreferenced.len()),
+            "damaged": report.count(|p| p.damaged.len()),
+            "damaged_bytes": report.partitions.values().flat_map(|p| p.damaged.iter().map(|d| d.2)).sum::<u64>(),
             "left_alone": report.left_alone.len(),
             "incomplete_uploads": report.uploads.len(),
             "incomplete_upload_bytes": upload_bytes(report),
@@ -480,6 +574,9 @@ pub fn to_json(report: &Report) -> serde_json::Value {
         "left_alone": report.left_alone.iter().map(|(k, b)| serde_json::json!({"key": k, "bytes": b}))
             .collect::<Vec<_>>(),
         "deleted": report.deleted,
+        "keys": report.keys.iter().map(|(id, t)| serde_json::json!({
+            "key_id": id, "opened": t.opened, "refused": t.refused, "probably_wrong": t.probably_wrong()}))
+            .collect::<Vec<_>>(),
         "incomplete_uploads": uploads,
         "aborted_uploads": report.aborted.iter().map(|(k, id)| serde_json::json!({"key": k, "upload_id": id}))
             .collect::<Vec<_>>(),
@@ -495,14 +592,27 @@ fn upload_bytes(report: &Report) -> u64 {
 /// key or setting): apart from 1, data lost or a gap.
 pub const EXIT_UNVERIFIED: u8 = 3;
 
-/// Errors for a run that found data loss or a gap (exit 1), or segments it could not check (exit
-/// [`EXIT_UNVERIFIED`]).
+/// Errors for a run that found data loss, a gap or a damaged segment no finished copy references (exit 1),
+/// or segments it could not check (exit [`EXIT_UNVERIFIED`]).
 pub fn outcome(report: &Report) -> CmdResult {
     let (lost, gaps, unverified) =
         (report.lost(), report.count(|p| p.gaps.len()), report.count(|p| p.unverified.len()));
+    let damaged = report.count(|p| p.damaged.len());
     if lost > 0 || gaps > 0 {
+        let also = match damaged {
+            0 => String::new(),
+            n => format!("; {n} committed segments no metadata references are damaged, kept"),
+        };
         return Err(Error::corrupt(format!(
-            "{lost} copied segments are missing or damaged in the store, and {gaps} gaps in remote logs (listed above)"
+            "{lost} copied segments are missing or damaged in the store, and {gaps} gaps in remote logs{also} (listed \
+             above)"
+        ))
+        .into());
+    }
+    if damaged > 0 {
+        return Err(Error::corrupt(format!(
+            "{damaged} committed segments no metadata references are damaged (their manifest is in the store, so \
+             they were committed; listed above): kept, never deleted as orphans"
         ))
         .into());
     }
@@ -513,8 +623,8 @@ pub fn outcome(report: &Report) -> CmdResult {
             Error::config(
                 "encryption.keys",
                 format!(
-                    "{n} copied segments could not be checked for want of a key or setting (listed above): not data \
-                     loss"
+                    "{n} copied segments could not be checked for want of a key or setting, or with a key that does \
+                     not open them (listed above): not data loss"
                 ),
             )
             .with_field("exit code", EXIT_UNVERIFIED),
@@ -557,19 +667,20 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
         out!(o, "{}", serde_json::to_string_pretty(&to_json(report)).expect("JSON of plain values"));
         return outcome(report);
     }
-    out!(o, "PARTITION\tTOPIC ID\tCOPIED\tLOST\tORPHANS\tORPHAN BYTES\tSTUCK\tGAPS\tUNVERIFIED\tUNREFERENCED");
+    out!(o, "PARTITION\tTOPIC ID\tCOPIED\tLOST\tORPHANS\tORPHAN BYTES\tSTUCK\tGAPS\tUNVERIFIED\tUNREFERENCED\tDAMAGED");
     for ((tp, topic_id), p) in &report.partitions {
         let bytes: u64 = p.orphans.iter().map(|x| x.1).sum();
         out!(
             o,
-            "{tp}\t{topic_id}\t{}\t{}\t{}\t{bytes}\t{}\t{}\t{}\t{}",
+            "{tp}\t{topic_id}\t{}\t{}\t{}\t{bytes}\t{}\t{}\t{}\t{}\t{}",
             p.copied,
             p.lost.len(),
             p.orphans.len(),
             p.stuck.len(),
             p.gaps.len(),
             p.unverified.len(),
-            p.unreferenced.len()
+            p.unreferenced.len(),
+            p.damaged.len()
         );
     }
     for ((tp, _), p) in &report.partitions {
@@ -579,11 +690,19 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
         for (first, last) in &p.gaps {
             out!(o, "GAP\t{tp}\toffsets {first}..={last}\tno copied segment holds them");
         }
-        for (id, start, why) in &p.unverified {
+        for (id, start, why, _) in &p.unverified {
             out!(o, "UNVERIFIED\t{tp}\t{id}\toffset {start}\tcannot be checked: {why}");
         }
         for (id, start, bytes) in &p.unreferenced {
             out!(o, "UNREFERENCED\t{tp}\t{id}\toffset {start}\t{bytes} bytes\ta whole segment no metadata names: kept");
+        }
+        for (id, start, bytes, why, _) in &p.damaged {
+            out!(
+                o,
+                "DAMAGED\t{tp}\t{id}\toffset {start}\t{bytes} bytes\t{why}; no metadata references it, but its \
+                 manifest is in the store, so it was committed: kept, never deleted as an orphan (`--json` lists its \
+                 objects)"
+            );
         }
         for (key, bytes, old) in &p.orphans {
             let young = if *old { "" } else { "\t(younger than the safety age: kept)" };
@@ -598,6 +717,26 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
                 "ABANDONED\t{tp}\t{id}\toffset {start}\tcopy started {}, never finished; finished copies hold its \
                  offsets (its objects, if any, are orphans)",
                 utc(*since)
+            );
+        }
+    }
+    for (kek, t) in report.keys.iter().filter(|(_, t)| t.refused > 0) {
+        if t.probably_wrong() {
+            out!(
+                o,
+                "KEY\t{kek}\topens none of the {} segments wrapped under it: the key configured as `{kek}` \
+                 (encryption.key.{kek}.file or encryption.key.{kek}.kms.key.id) is probably the wrong key; not data \
+                 loss",
+                t.refused
+            );
+        } else {
+            out!(
+                o,
+                "KEY\t{kek}\topens {} of the {} segments wrapped under it: the other {} were wrapped with other key \
+                 bytes under the id `{kek}`, or their manifests hold another segment's data key",
+                t.opened,
+                t.opened + t.refused,
+                t.refused
             );
         }
     }
@@ -630,7 +769,8 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
     out!(
         o,
         "audited {} partitions: {} lost, {orphans} orphans, {stuck} stuck, {} abandoned copies, {} deleted, {} gaps, \
-         {} unverified, {} unreferenced segments, {} objects left alone, {} incomplete uploads ({} bytes), {} aborted",
+         {} unverified, {} unreferenced segments, {} damaged segments kept, {} objects left alone, {} incomplete \
+         uploads ({} bytes), {} aborted",
         report.partitions.len(),
         report.lost(),
         report.count(|p| p.abandoned.len()),
@@ -638,6 +778,7 @@ fn print_report(o: &mut Out, report: &Report, json: bool) -> CmdResult {
         report.partitions.values().map(|p| p.gaps.len()).sum::<usize>(),
         report.partitions.values().map(|p| p.unverified.len()).sum::<usize>(),
         report.partitions.values().map(|p| p.unreferenced.len()).sum::<usize>(),
+        report.count(|p| p.damaged.len()),
         report.left_alone.len(),
         report.uploads.len(),
         upload_bytes(report),

@@ -6,14 +6,20 @@ use crate::output::{Out, human, out, upload_fields};
 use crate::settings::StoreArgs;
 use std::time::{Duration, SystemTime};
 
-/// Lists the objects of never-committed segments, the temporary upload files and the incomplete multipart
-/// uploads to segments' keys last written at least `min_age` ago; deletes (and aborts) them with `yes`.
+/// Lists the objects of segments without a manifest (never committed: the objects of a segment whose
+/// manifest is in the store, readable or not, are never among them), the temporary upload files and the
+/// incomplete multipart uploads to segments' keys last written at least `min_age` ago; deletes (and aborts)
+/// them with `yes`.
 pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool) -> CmdResult {
     let store = store.open()?;
     let found = store.orphans(None, min_age)?;
     let (verb, abort) = if yes { ("DELETE", "ABORT") } else { ("WOULD DELETE", "WOULD ABORT") };
     for (key, bytes) in &found.uncommitted {
-        out!(o, "{verb}\t{key}\t{bytes} bytes\tan object of a segment with no manifest (never committed)");
+        out!(
+            o,
+            "{verb}\t{key}\t{bytes} bytes\tan object of a segment with no manifest (an upload cut short before its \
+             manifest; `rsm audit` says whether a metadata log copied the segment)"
+        );
     }
     for (key, bytes) in &found.temporary {
         out!(o, "{verb}\t{key}\t{bytes} bytes\ta temporary file of an interrupted upload");

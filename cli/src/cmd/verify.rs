@@ -1,7 +1,8 @@
 //! `rsm verify`: every segment in a store read and checked; with `--dir`, compared with the local files both
 //! ways.
 
-use super::listing::{leftovers, usable};
+use super::audit::{refusal, refused_key};
+use super::listing::{Problems, leftovers, report_without_manifest, usable, without_manifest};
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
 use rsm_core::backend::Op;
@@ -20,19 +21,21 @@ fn same_partition(local: &LocalPartition, tp: &TopicIdPartition) -> bool {
 }
 
 /// Reads and checks every segment of `store`, a line each; with `dir`, also checks that each closed segment
-/// of that partition directory is in the store, byte for byte. Fails on damage, on a missing segment, or
-/// (a configuration error) when some segment cannot be checked.
+/// of that partition directory is in the store, byte for byte. Fails on damage, on a segment whose `.log`
+/// and `.indexes` have had no manifest for longer than the safety age (a younger one may be an upload still
+/// running: reported, not a failure), on a missing segment, or (a configuration error) when some segment
+/// cannot be checked or was written under another key prefix than the store's `key.prefix`.
 pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
     let local = dir
         .map(|d| LocalPartition::open(d).map_err(|e| e.context(format!("partition directory {}", d.display()))))
         .transpose()?;
     let listed = store.scan_segments(None)?;
-    let (mut bytes, mut good, mut problems) = (0, 0, 0);
+    let (mut bytes, mut good, mut problems) = (0, 0, Problems::default());
     let (mut missing, mut unverified) = (0, 0);
     // Base offsets of the local partition's segments with a whole copy in the store (checked below).
     let mut found = std::collections::BTreeSet::new();
     for s in listed {
-        let Some(m) = usable(o, s, &mut problems)? else { continue };
+        let Some(m) = usable(o, store, s, &mut problems)? else { continue };
         let id = m.metadata.remote_log_segment_id.id;
         let reads_before = store.counts().get(Op::Get).requests;
         let checked = store.verify(&m.metadata).and_then(|report| {
@@ -65,12 +68,23 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
                 unverified += 1;
                 out!(o, "UNVERIFIED\t{id}\tcannot be checked: {}", e.full_message());
             }
+            // A key that does not open the data key: the key is wrong (or this manifest holds another
+            // segment's key), which says nothing of the data either.
+            Err(e)
+                if e.kind() == rsm_core::ErrorKind::Corrupt
+                    && let Some(kek) = refused_key(store, &m.metadata) =>
+            {
+                unverified += 1;
+                out!(o, "UNVERIFIED\t{id}\tcannot be checked: {}", refusal(&kek));
+            }
             Err(e) => {
-                problems += 1;
+                problems.damaged += 1;
                 out!(o, "FAILED\t{id}\t{}", e.full_message());
             }
         }
     }
+    let without = without_manifest(store)?;
+    report_without_manifest(o, &without, &mut problems)?;
     if let Some(p) = &local {
         for seg in p.closed_segments().iter().filter(|s| !found.contains(&s.base_offset)) {
             missing += 1;
@@ -83,15 +97,27 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
             );
         }
     }
+    let mut also = String::new();
+    if problems.without_manifest > 0 {
+        also.push_str(&format!(", {} without a manifest", problems.without_manifest));
+    }
+    if problems.elsewhere() > 0 {
+        also.push_str(&format!(", {} under another key prefix", problems.elsewhere()));
+    }
     out!(
         o,
-        "verified {good} segments, {}; {problems} damaged or incomplete, {missing} missing, {unverified} cannot be \
-         checked",
-        human(bytes)
+        "verified {good} segments, {}; {} damaged or incomplete, {missing} missing, {unverified} cannot be \
+         checked{also}",
+        human(bytes),
+        problems.damaged
     );
-    leftovers(o, store)?;
-    if problems > 0 {
-        return Err(Error::corrupt(format!("{problems} segments failed verification (listed above)")).into());
+    leftovers(o, store, &without)?;
+    if problems.failing() > 0 {
+        return Err(Error::corrupt(format!(
+            "{} segments failed verification: damaged, incomplete or without a manifest (listed above)",
+            problems.failing()
+        ))
+        .into());
     }
     if missing > 0 {
         return Err(Error::not_found(format!(
@@ -99,10 +125,16 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
         ))
         .into());
     }
+    if let Some(e) = problems.elsewhere_error(store) {
+        return Err(e.into());
+    }
     if unverified > 0 {
         return Err(Error::config(
             "encryption.keys",
-            format!("{unverified} segments cannot be checked without a key or setting this run lacks (listed above)"),
+            format!(
+                "{unverified} segments cannot be checked without a key or setting this run lacks, or with a key that \
+                 does not open them (listed above)"
+            ),
         )
         .into());
     }

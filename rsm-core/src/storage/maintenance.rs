@@ -5,7 +5,7 @@
 
 use super::layout::{self, Suffix};
 use super::{ListedSegment, Orphans, TieredStorage, VerifyReport};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::manifest::Manifest;
 use crate::model::{IndexType, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
 use crate::rsm::RemoteStorageManager;
@@ -22,7 +22,9 @@ impl TieredStorage {
 
     /// Every committed segment under the partition `tp` (or the whole prefix), by key, each with its manifest
     /// or the reason it cannot be read, and the segment objects the listing lacks: one damaged segment does
-    /// not hide the others. One listing, then one read per manifest (of a one-object segment: of its tail).
+    /// not hide the others. One listing, then one read per manifest (of a one-object segment: of its tail); a
+    /// manifest that does not read as this store's is read once more, to tell a segment written under another
+    /// key prefix ([`ListedSegment::stored_under`]) from a damaged one.
     pub async fn scan_segments(&self, tp: Option<&TopicIdPartition>) -> Result<Vec<ListedSegment>> {
         let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
@@ -39,13 +41,31 @@ impl TieredStorage {
                 Some((_, Suffix::Segment)) => Vec::new(),
                 _ => continue,
             };
-            out.push(ListedSegment {
-                manifest_key: o.key.clone(),
-                manifest: self.read_manifest(&o.key).await,
-                missing,
-            });
+            let manifest = self.read_manifest(&o.key).await;
+            let stored_under = match &manifest {
+                Err(e) if e.kind() == ErrorKind::Corrupt => self.prefix_written_under(&o.key).await,
+                _ => None,
+            };
+            out.push(ListedSegment { manifest_key: o.key.clone(), manifest, missing, stored_under });
         }
         Ok(out)
+    }
+
+    /// The key prefix the segment whose commit object (manifest, or one-object `.segment`) is at `key` was
+    /// written under, when that is not this store's `key.prefix`: its manifest decodes, and `key` is the key
+    /// the segment it describes has under that prefix. `None` otherwise (the manifest does not decode, or
+    /// describes another segment than its key names). One more read of the manifest.
+    async fn prefix_written_under(&self, key: &str) -> Option<String> {
+        let suffix = Suffix::of(key)?;
+        let manifest = match suffix {
+            Suffix::Segment => super::single::read_manifest(&*self.backend, key, None).await.ok()?,
+            Suffix::Manifest => Manifest::decode(&self.backend.get_range(key, 0..u64::MAX).await.ok()?, key).ok()?,
+            Suffix::Log | Suffix::Indexes => return None,
+        };
+        let keys = layout::segment_keys("", &manifest.metadata);
+        let unprefixed = if suffix == Suffix::Segment { keys.segment } else { keys.manifest };
+        let prefix = key.strip_suffix(unprefixed.as_str())?;
+        (prefix != self.config.key_prefix).then(|| prefix.to_string())
     }
 
     /// The committed segment with id `id` anywhere under the prefix, of either layout: one listing and one
@@ -61,8 +81,10 @@ impl TieredStorage {
     }
 
     /// The leftovers of interrupted uploads under the partition `tp` (or the whole prefix when `None`): the
-    /// objects of segments that have no manifest (failed copies whose cleanup did not finish; a one-object
-    /// segment's `.segment` object is never one: it is complete by construction), the store's
+    /// objects of segments that have no manifest (failed copies whose cleanup did not finish: an upload cut
+    /// short never wrote its manifest, so the objects of a segment whose manifest object exists, readable or
+    /// not, are never among them; a one-object segment's `.segment` object is never one either: it is
+    /// complete by construction), the store's
     /// temporary upload objects
     /// ([`StorageBackend::list_temporary`](crate::backend::StorageBackend::list_temporary): the `.rsm-tmp-*`
     /// files of the filesystem and HDFS stores that a crash mid-upload leaves) and the multipart uploads to
@@ -150,8 +172,10 @@ impl TieredStorage {
         let m = self.manifest(md).await?;
         let key = layout::placement(&self.config.key_prefix, &m).log;
         let mut report = VerifyReport::default();
-        let reads = m.chunks.iter().map(|c| {
-            let (chunks, m, key, c) = (self.chunks.clone(), m.clone(), key.clone(), *c);
+        // Over owned entries, so that the future is `Send` for any caller (an engine's spawned task).
+        let entries: Vec<_> = m.chunks.to_vec();
+        let reads = entries.into_iter().map(|c| {
+            let (chunks, m, key) = (self.chunks.clone(), m.clone(), key.clone());
             async move {
                 let bytes = chunks.read(&m, c.original_position()..c.end()).await?;
                 m.check_blocks(c.original_position()..c.end(), &bytes, &key)?;

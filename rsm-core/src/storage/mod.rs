@@ -93,6 +93,10 @@ pub struct ListedSegment {
     pub manifest: Result<Manifest>,
     /// The segment's objects the listing lacks (`.log`, `.indexes`).
     pub missing: Vec<&'static str>,
+    /// When the manifest does not read as this store's segment but reads whole as a segment written under
+    /// another key prefix (the store listed without the `key.prefix` its segments were written under, or
+    /// with another): that prefix. `manifest` is then the error the read under this store's prefix gave.
+    pub stored_under: Option<String>,
 }
 
 /// What [`TieredStorage::orphans`] found: (key, bytes) each, sorted by key, and the incomplete multipart
@@ -254,6 +258,14 @@ impl TieredStorage {
     pub async fn manifest(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
         metadata.validate()?;
         self.manifests.get(metadata).await
+    }
+
+    /// The manifest of a segment read from the store now, the cache bypassed (and refreshed): whether this
+    /// store holds the segment, as a host proves before it deletes the local copy of its offsets. Not found
+    /// when the store lacks it; corrupt when its manifest does not read or describes another segment.
+    pub async fn read_segment_manifest(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
+        metadata.validate()?;
+        self.manifests.load(metadata).await
     }
 
     /// Tells the storage manager of a copied segment, as a host that keeps the remote log's metadata knows
