@@ -178,9 +178,10 @@ enum Command {
         /// one, printed at the start).
         #[arg(long, value_name = "HOST:PORT", requires = "watch")]
         metrics_addr: Option<String>,
-        /// Run even when it would copy segments and delete them by retention in the same run (a first run
-        /// over records older than retention.ms); without it, or retention.ms set explicitly, such a run
-        /// prints its plan and stops.
+        /// Run even when it would delete data by Kafka's default retention time of 7 days (retention.ms
+        /// not set): copy segments and delete them in the same run (a first run over old records), or
+        /// delete remote or local segments older than the default. Without it, or retention.ms set
+        /// explicitly, such a run prints its plan and stops, changing nothing.
         #[arg(long)]
         yes: bool,
     },
@@ -200,6 +201,11 @@ enum Command {
         dirs: Vec<PathBuf>,
         #[command(flatten)]
         engine: EngineArgs,
+        /// Run even when it would delete remote or local segments by Kafka's default retention time of
+        /// 7 days (retention.ms not set); without it, or retention.ms set explicitly, such a run prints its
+        /// plan and stops, changing nothing.
+        #[arg(long)]
+        yes: bool,
     },
     /// Print the records served from remote storage at an offset or from a timestamp (offset, timestamp,
     /// key, value, headers), through the engine's reader pool.
@@ -256,10 +262,15 @@ enum Command {
         /// The segment id, as `ls` prints it.
         #[arg(long, allow_hyphen_values = true)]
         segment: String,
-        /// Delete it even though it is not the first segment of the remote log: that cuts a gap out of the
-        /// remote log (the local copy of its offsets, if any, is then kept: local deletion stops at a gap).
+        /// Delete it even though some of its offsets would then be held nowhere (no other copied segment
+        /// nor the local log holds them, and offsets below them stay): that cuts a gap in the log (the
+        /// local copy of offsets above it, if any, is then kept: local deletion stops at a gap).
         #[arg(long)]
         force: bool,
+        /// The partition's directory, so that offsets its local log still holds count as held (without it,
+        /// deleting the remote log's last segment needs --force).
+        #[arg(long)]
+        dir: Option<PathBuf>,
         #[command(flatten)]
         engine: EngineArgs,
     },
@@ -367,9 +378,11 @@ fn run(cli: Cli) -> CmdResult {
             };
             cmd::read::run(o, &dir, &engine, &args)
         }
-        Command::Expire { dirs, engine } => cmd::expire::run(o, &dirs, &engine),
+        Command::Expire { dirs, engine, yes } => cmd::expire::run(o, &dirs, &engine, yes),
         Command::FailedDeletions { action, engine } => cmd::failed_deletions::run(o, &action, &engine),
-        Command::Delete { segment, force, engine } => cmd::delete::run(o, &segment, force, &engine),
+        Command::Delete { segment, force, dir, engine } => {
+            cmd::delete::run(o, &segment, force, dir.as_deref(), &engine)
+        }
         Command::RebuildMetadata { store, metadata_dir } => cmd::rebuild_metadata::run(o, &store, &metadata_dir),
         Command::Sweep { store, min_age, yes } => cmd::sweep::run(o, &store, min_age, yes),
         Command::Rewrap { store, key, topic } => cmd::rewrap::run(o, &store, &key, topic.as_deref()),

@@ -423,3 +423,50 @@ fn a_full_or_read_only_store_fails_clearly_and_shows_only_whole_segments() {
     assert!(files(&ro_root).is_empty());
     assert!(ok(&["ls", "--store", &url]).contains("total: 0 segments"));
 }
+
+/// A store given as a path (`/abs/path`, `./store`, `file:/abs`) is not an unknown URL scheme: the error
+/// says which `file://` URL to use.
+#[test]
+fn a_path_for_a_store_is_told_the_file_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let dir = partition_named(tmp.path(), "orders-0", 600, 3);
+    let d = dir.to_str().unwrap();
+    let path = store.to_str().unwrap();
+    let want = format!("`{path}` is a path, not a store URL: use `file://{path}`");
+    fails(&["ls", "--store", path], &want);
+    fails(&["copy", "--dir", d, "--store", path], &want);
+    fails(&["tier", d, "--store", path, "--set", "retention.ms=-1"], &want);
+    fails(&["ls", "--store", "./store"], "a filesystem store is `file://` and an absolute path");
+    fails(&["ls", "--store", &format!("file:{path}")], &format!("use `file://{path}`"));
+    assert!(files(&store).is_empty(), "nothing was copied");
+}
+
+/// A `--metadata-dir` that names a regular file is named as not a directory (not a storage error "File
+/// exists"), by writers, dry runs and readers alike, and the file is left as it was.
+#[test]
+fn a_file_for_the_metadata_dir_is_named_as_not_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let url = store_url(&store);
+    let dir = partition_named(tmp.path(), "orders-0", 600, 3);
+    let d = dir.to_str().unwrap();
+    let file = tmp.path().join("metadata-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let named = format!("metadata directory {} is not a directory", file.display());
+    for cmd in [
+        &["tier", d, "--set", "retention.ms=-1"][..],
+        &["tier", d, "--dry-run"][..],
+        &["expire", d, "--set", "retention.ms=-1"][..],
+        &["offsets", d][..],
+    ] {
+        let args = [cmd, &["--store", &url, "--metadata-dir", file.to_str().unwrap()][..]].concat();
+        fails(&args, &named);
+        let out = rsm(&args);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("File exists"), "{cmd:?}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+    assert!(files(&store).is_empty(), "nothing was copied");
+}

@@ -422,7 +422,10 @@ fn a_segment_deleted_from_the_middle_keeps_its_offsets_locally() {
     let (start, end, middle) = segs[2].clone();
 
     let err = fails(&s, &["delete", "--segment", &middle]);
-    assert!(err.contains(&format!("cuts offsets {start}..={end}")) && err.contains("--force"), "{err}");
+    assert!(
+        err.contains(&format!("would leave offsets {start}..={end} held nowhere")) && err.contains("--force"),
+        "{err}"
+    );
     let listed = ok(&["ls", "--store", &s.args[1]]);
     assert!(listed.contains(&middle), "refused, yet deleted: {listed}");
     let deleted = s.run(&["delete", "--segment", &middle, "--force"]);
@@ -676,4 +679,78 @@ fn writers_started_together_never_store_a_segment_twice() {
         assert_eq!(starts.len(), n, "round {round}: a segment stored twice: {ls}");
         assert_eq!(n, closed, "round {round}: every closed segment once");
     }
+}
+
+/// Runs `rsm cmd` with the setup's store and metadata; it must fail with exit status 1 (no panic); returns
+/// (stdout, stderr).
+fn refused(s: &Setup, cmd: &[&str]) -> (String, String) {
+    let mut a: Vec<&str> = cmd.to_vec();
+    a.extend(s.args.iter().map(String::as_str));
+    let out = rsm(&a);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert_eq!(out.status.code(), Some(1), "rsm {a:?}: stdout {stdout}\nstderr {stderr}");
+    (stdout, stderr)
+}
+
+/// The plan-and-stop guard covers every run that would delete data by a retention time nobody set, not only
+/// a first one: after a first run that kept everything (`retention.ms=-1`), a later `tier` or `expire`
+/// without `retention.ms` would delete every remote and local segment of these years-old records by Kafka's
+/// default of 7 days. Each prints its plan (each deletion with the setting that makes it due) and stops,
+/// exit status 1, changing nothing; `expire --yes` runs it; and a run with nothing to delete needs no `--yes`.
+#[test]
+fn a_later_run_that_would_delete_by_the_default_retention_shows_its_plan_first() {
+    let s = Setup::new();
+    let closed = s.closed();
+    let root = Path::new(&s.dir).parent().unwrap().to_path_buf();
+    let first = s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
+    assert_eq!(copied_count(first.lines().nth(1).unwrap()), closed, "{first}");
+    let before = snapshot(&root);
+
+    for cmd in [&["tier", s.dir.as_str()][..], &["expire", s.dir.as_str()][..]] {
+        let (plan, err) = refused(&s, cmd);
+        assert_eq!(
+            plan.lines().filter(|l| l.contains("\tdelete remote\t") && l.contains("older than retention.ms")).count(),
+            closed,
+            "{cmd:?}: {plan}"
+        );
+        assert_eq!(plan.lines().filter(|l| l.contains("\tdelete local\t")).count(), closed, "{cmd:?}: {plan}");
+        assert!(!plan.contains("\tcopy\t"), "{cmd:?} copies nothing: {plan}");
+        assert!(
+            err.contains(&format!("would delete {closed} remote and {closed} local segments by retention.ms"))
+                && err.contains("not set")
+                && err.contains("--yes")
+                && err.contains("nothing was changed"),
+            "{cmd:?}: {err}"
+        );
+        assert_eq!(snapshot(&root), before, "{cmd:?}: a refused run changed the file system or the store");
+    }
+    // Told, it runs.
+    let expired = s.run(&["expire", &s.dir, "--yes"]);
+    assert!(expired.contains(&format!("expired {closed} remote, deleted {closed} local")), "{expired}");
+    // Nothing left to delete: no --yes needed.
+    let again = s.run(&["tier", &s.dir]);
+    assert!(again.contains("expired 0 remote, deleted 0 local"), "{again}");
+}
+
+/// `--dry-run` creates nothing, not even the store's directory that `fs.root.create=true` asks a run to
+/// create: it says the directory does not exist and plans over it as empty; the run itself then creates it.
+#[test]
+fn a_dry_run_does_not_create_the_store_directory() {
+    let s = Setup::new();
+    let root = Path::new(&s.dir).parent().unwrap().to_path_buf();
+    let missing = root.join("new-store");
+    let url = format!("file://{}", missing.display());
+    let meta = root.join("metadata");
+    let before = snapshot(&root);
+    let args = ["tier", &s.dir, "--store", &url, "--metadata-dir", meta.to_str().unwrap()];
+    let plan = ok(&[&args[..], &["--dry-run", "--set", "fs.root.create=true", "--set", "retention.ms=-1"]].concat());
+    assert!(!missing.exists(), "the dry run created {}", missing.display());
+    assert!(plan.contains(&format!("store directory {} does not exist", missing.display())), "{plan}");
+    assert_eq!(plan.lines().filter(|l| l.contains("\tcopy\t")).count(), s.closed(), "{plan}");
+    assert!(!meta.exists(), "the dry run created {}", meta.display());
+    assert_eq!(snapshot(&root), before, "the dry run changed the file system");
+    let ran = ok(&[&args[..], &["--set", "fs.root.create=true", "--set", "retention.ms=-1"]].concat());
+    assert_eq!(copied_count(ran.lines().nth(1).unwrap()), s.closed(), "{ran}");
+    assert!(missing.is_dir());
 }

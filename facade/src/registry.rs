@@ -45,6 +45,32 @@ pub fn scheme_of(url: &str) -> &str {
     }
 }
 
+/// What to say when `url` is a filesystem path rather than a URL (`/mnt/tiered`, `./store`, `file:/mnt/x`):
+/// the `file://` URL to give instead, so the error does not read as an unknown scheme.
+fn path_hint(url: &str) -> Option<String> {
+    if url.contains("://") {
+        return None;
+    }
+    if let Some(rest) = url.strip_prefix("file:")
+        && !rest.is_empty()
+    {
+        let path = format!("/{}", rest.trim_start_matches('/'));
+        return Some(format!(
+            "store URL `{url}` is not a file URL: use `file://{path}` (file:// and an absolute path)"
+        ));
+    }
+    if url.starts_with('/') {
+        return Some(format!("`{url}` is a path, not a store URL: use `file://{url}` for a filesystem store"));
+    }
+    if url.starts_with('.') || url.starts_with('~') || (url.contains('/') && !url.contains(':')) {
+        return Some(format!(
+            "`{url}` is a path, not a store URL: a filesystem store is `file://` and an absolute path \
+             (`file:///mnt/tiered`)"
+        ));
+    }
+    None
+}
+
 impl Registry {
     /// No store at all.
     pub fn empty() -> Self {
@@ -99,6 +125,9 @@ impl Registry {
 
     /// The kind of store that serves `url`.
     pub fn kind_of(&self, url: &str) -> Result<&StoreKind> {
+        if let Some(hint) = path_hint(url) {
+            return Err(Error::config(STORE_URL_KEY, hint));
+        }
         let scheme = scheme_of(url);
         self.kinds.iter().find(|k| k.schemes.contains(&scheme)).ok_or_else(|| {
             Error::config(
@@ -130,6 +159,17 @@ mod tests {
         assert_eq!(scheme_of("memory:"), "memory");
         assert_eq!(scheme_of("s3://b/p"), "s3");
         assert!(r.kind_of("memory:").is_ok());
+        // A path is not a URL: the error gives the file:// URL to use.
+        let e = r.kind_of("/mnt/tiered").unwrap_err();
+        assert_eq!(e.config_key(), Some(STORE_URL_KEY));
+        assert!(
+            e.to_string().contains("`/mnt/tiered` is a path") && e.to_string().contains("file:///mnt/tiered"),
+            "{e}"
+        );
+        let e = r.kind_of("./store").unwrap_err();
+        assert!(e.to_string().contains("`./store` is a path") && e.to_string().contains("absolute path"), "{e}");
+        let e = r.kind_of("file:/mnt/tiered").unwrap_err();
+        assert!(e.to_string().contains("use `file:///mnt/tiered`"), "{e}");
         #[cfg(all(feature = "fs", feature = "s3", feature = "hdfs"))]
         {
             assert!(!r.kind_of("file:///x").unwrap().retries_itself);

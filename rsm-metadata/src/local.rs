@@ -87,6 +87,20 @@ fn layout_text(config: &LocalMetadataConfig) -> String {
     format!("partitions={}\nformula={formula}\n", config.partitions)
 }
 
+/// Refuses a metadata directory path that exists and is not a directory (a regular file, say): an invalid
+/// argument naming the path, rather than the storage error creating a directory over it would give.
+fn refuse_non_directory(dir: &Path) -> Result<()> {
+    match fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(Error::invalid(format!(
+            "metadata directory {} is not a directory (it exists as a {}): name a directory for the metadata \
+             log (one that does not exist yet is created)",
+            dir.display(),
+            if m.is_file() { "regular file" } else { "file that is not a directory" }
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl LocalMetadataManager {
     /// Opens the log in `config.dir`, recovering every metadata partition already there.
     pub fn open(config: LocalMetadataConfig) -> Result<Self> {
@@ -97,6 +111,7 @@ impl LocalMetadataManager {
             return Err(Error::config("snapshot_every", "must be at least 1"));
         }
         let dir = &config.dir;
+        refuse_non_directory(dir)?;
         if config.read_only && !dir.is_dir() {
             return Err(Error::not_found(format!(
                 "metadata directory {} (a read creates nothing: check --metadata-dir, or tier a partition first)",
@@ -286,6 +301,7 @@ impl LocalMetadataManager {
     }
 
     fn existing_config(dir: &Path) -> Result<LocalMetadataConfig> {
+        refuse_non_directory(dir)?;
         let layout = dir.join("layout");
         let text = fs::read_to_string(&layout).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::not_found(format!(

@@ -1,12 +1,18 @@
-//! `rsm expire`: remote and local retention applied now, without copying.
+//! `rsm expire`: remote and local retention applied now, without copying. A run that would delete data by
+//! the default retention time (no `retention.ms` set) prints its plan and stops without `--yes`, as `rsm
+//! tier` does.
 
 use super::engine::EngineArgs;
+use super::tier::{RunKind, refuse_untold_deletions};
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use std::path::PathBuf;
 
-/// Applies retention to the partitions in `dirs` and prints, a line each, what it deleted.
-pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> CmdResult {
+/// Applies retention to the partitions in `dirs` and prints, a line each, what it deleted; first, unless
+/// `yes` or the retention time is set explicitly, refuses (with the plan printed, nothing changed) a run that
+/// would delete data by Kafka's default retention time.
+pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, yes: bool) -> CmdResult {
+    refuse_untold_deletions(o, dirs, engine, RunKind::Expire, yes)?;
     let e = engine.open(dirs)?;
     let rt = rsm_facade::runtime();
     for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {

@@ -1,7 +1,8 @@
 //! `rsm tier`: the tiering engine run over partition directories, once or (`--watch`) until stopped, or
-//! (`--dry-run`) its plan printed; a run that would copy segments and expire them at once is refused
-//! without `--yes` or an explicit retention. A run ends with the requests and bytes of each topic (and what
-//! they cost, with the `cost.*` prices set); `--watch --metrics-addr` serves them to Prometheus.
+//! (`--dry-run`) its plan printed. A run (of `tier` or `expire`) that would delete data by a retention time
+//! nobody set (no `retention.ms`: Kafka's default of 7 days) prints its plan and stops without `--yes`. A run
+//! ends with the requests and bytes of each topic (and what they cost, with the `cost.*` prices set);
+//! `--watch --metrics-addr` serves them to Prometheus.
 
 use super::engine::Engine;
 use super::engine::EngineArgs;
@@ -9,13 +10,15 @@ use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
 use indicatif::{ProgressBar, ProgressStyle};
 use rsm_core::{Error, RemoteLogSegmentState, TopicIdPartition};
-use rsm_engine::{RunReport, Totals};
+use rsm_engine::{RunPlan, RunReport, Totals};
+use rsm_tiering::{ExpiryReason, LocalDeletionReason};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Runs `rsm tier` over `dirs`: with `dry_run` the plan only; else the plan first unless `yes` or the
-/// retention is set explicitly, refused when the run would copy segments and delete them by retention.
+/// Runs `rsm tier` over `dirs`: with `dry_run` the plan only; else, unless `yes` or the retention time is
+/// set explicitly, the plan first, and the run refused when it would delete data by the default retention
+/// ([`refuse_untold_deletions`]).
 pub fn run(
     o: &mut Out,
     dirs: &[PathBuf],
@@ -25,22 +28,167 @@ pub fn run(
     yes: bool,
     metrics_addr: Option<&str>,
 ) -> CmdResult {
-    if dry_run || !(yes || engine.retention_explicit()?) {
-        let refused = tier_plan(o, dirs, engine, dry_run)?;
-        if dry_run {
-            return Ok(());
-        }
-        if refused > 0 {
-            return Err(Error::invalid(format!(
-                "this run would copy {refused} segments and then delete them by retention in the same run \
-                 (retention.ms not set: Kafka's default keeps 7 days, and their records are older), so \
-                 their data would exist nowhere afterwards (the plan is above). Set retention.ms \
-                 explicitly (--set retention.ms=-1 keeps everything) or add --yes; nothing was changed"
-            ))
-            .into());
-        }
+    if dry_run {
+        return tier_plan(o, dirs, engine);
     }
+    refuse_untold_deletions(o, dirs, engine, RunKind::Tier, yes)?;
     tier_command(o, dirs, engine, watch, metrics_addr)
+}
+
+/// Which command a plan is for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum RunKind {
+    /// `rsm tier`: copies, then expires.
+    Tier,
+    /// `rsm expire`: expires only, copying nothing.
+    Expire,
+}
+
+/// What a run would delete by retention when nobody set the retention time (Kafka's default of 7 days
+/// applies).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+struct Untold {
+    /// Remote segments the run would copy and then delete by retention (time or size) in the same run: their
+    /// data would exist nowhere afterwards.
+    copied_then_expired: usize,
+    /// Remote segments deleted because they are older than the (default) retention time.
+    remote: usize,
+    /// Local segments deleted by the (default) retention time: older than it, or below the log start
+    /// offset it moves.
+    local: usize,
+}
+
+impl Untold {
+    fn any(&self) -> bool {
+        self.copied_then_expired > 0 || self.remote > 0 || self.local > 0
+    }
+
+    fn add(&mut self, other: Untold) {
+        self.copied_then_expired += other.copied_then_expired;
+        self.remote += other.remote;
+        self.local += other.local;
+    }
+}
+
+/// What of `plan` deletes data by the retention time (remote segments older than it, local segments older
+/// than it or below the log start it moves), and what it would copy and delete by retention at once; local
+/// deletions by time count only when `local_told` is false (no `local.retention.ms` of its own, so the
+/// retention time governs the local log too).
+fn untold_deletions(plan: &RunPlan, local_told: bool) -> Untold {
+    let remote = plan.expiration.expired.iter().filter(|(_, why)| *why == ExpiryReason::Time).count();
+    let copied_then_expired = plan.copied_then_expired().len();
+    let local = plan
+        .expiration
+        .local
+        .iter()
+        .filter(|d| match d.reason {
+            LocalDeletionReason::LogStart => true,
+            LocalDeletionReason::Time => !local_told,
+            LocalDeletionReason::Size => false,
+        })
+        .count();
+    Untold { copied_then_expired, remote, local }
+}
+
+/// `plan` (of a `tier` run: its copies, then its expiration over them) as an `expire` run does it: without
+/// the copies, so without deleting the segments they would copy, remotely or locally.
+fn expire_only(plan: &RunPlan) -> RunPlan {
+    let copying: Vec<i64> = plan.copy.iter().flat_map(|c| &c.segments).map(|c| c.base_offset).collect();
+    let mut out = plan.clone();
+    out.copy = None;
+    out.expiration.expired.retain(|(m, _)| !copying.contains(&m.start_offset));
+    out.expiration.local.retain(|d| !copying.contains(&d.base_offset));
+    out
+}
+
+/// Whether the settings give the local log a retention time of its own (`local.retention.ms` or
+/// `log.local.retention.ms`, other than -2, which takes the retention time).
+fn local_retention_told(engine: &EngineArgs) -> CmdResult<bool> {
+    let settings = crate::settings::settings(engine.config.as_ref(), &engine.set)?;
+    Ok(["local.retention.ms", "log.local.retention.ms"]
+        .iter()
+        .any(|k| settings.get(*k).is_some_and(|v| v.trim() != "-2")))
+}
+
+/// The plan-and-stop guard of `tier` and `expire`: unless `yes` or the retention time is set explicitly
+/// (`retention.ms`, or the broker's `log.retention.*`), a run that would delete data by the retention time
+/// (Kafka's default of 7 days, which the operator never named) prints its plan for each partition where it
+/// would, and is refused (exit status 1) with nothing changed. A first run over old records (copy, then
+/// delete at once) is one such run; so is any later run whose records have aged past the default.
+pub(crate) fn refuse_untold_deletions(
+    o: &mut Out,
+    dirs: &[PathBuf],
+    engine: &EngineArgs,
+    kind: RunKind,
+    yes: bool,
+) -> CmdResult {
+    if yes || engine.retention_explicit()? {
+        return Ok(());
+    }
+    let local_told = local_retention_told(engine)?;
+    let (e, _) = open_plan(engine)?;
+    let rt = rsm_facade::runtime();
+    let mut total = Untold::default();
+    for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {
+        let plan = rt.block_on(e.manager.plan_partition(tp))?;
+        let plan = match kind {
+            RunKind::Tier => plan,
+            RunKind::Expire => expire_only(&plan),
+        };
+        let u = untold_deletions(&plan, local_told);
+        if u.any() {
+            for line in plan_lines(tp, dir, &plan) {
+                out!(o, "{line}");
+            }
+        }
+        total.add(u);
+    }
+    e.close()?;
+    if !total.any() {
+        return Ok(());
+    }
+    let what = if total.copied_then_expired > 0 {
+        format!(
+            "this run would copy {n} segments and then delete them by retention in the same run (retention.ms \
+             not set: Kafka's default keeps 7 days, and their records are older), so their data would exist \
+             nowhere afterwards",
+            n = total.copied_then_expired
+        )
+    } else {
+        format!(
+            "this run would delete {} remote and {} local segments by retention.ms, which is not set: Kafka's \
+             default of 7 days applies, and their records are older",
+            total.remote, total.local
+        )
+    };
+    Err(Error::invalid(format!(
+        "{what} (the plan is above). Set retention.ms explicitly (--set retention.ms=-1 keeps everything) or add \
+         --yes to delete by the default; nothing was changed"
+    ))
+    .into())
+}
+
+/// Opens the engine to plan a run, creating nothing: a `file://` store whose directory does not exist and
+/// that a run would create (`fs.root.create=true`) is planned as the empty store it would be, and the
+/// second value says so.
+fn open_plan(engine: &EngineArgs) -> CmdResult<(Engine, Option<String>)> {
+    let settings = crate::settings::settings(engine.config.as_ref(), &engine.set)?;
+    let create = settings.get("fs.root.create").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let root = engine.store.trim().strip_prefix("file://").map(PathBuf::from);
+    match root {
+        Some(root) if create && !root.exists() => {
+            // The plan reads the partition directories and the metadata; a store that does not exist yet
+            // holds nothing, as an empty one in memory does (without the filesystem store's own settings).
+            let set = settings.iter().filter(|(k, _)| !k.starts_with("fs.")).map(|(k, v)| format!("{k}={v}")).collect();
+            let stand_in = EngineArgs { store: "memory:".to_string(), config: None, set, ..engine.clone() };
+            let note = format!(
+                "store directory {} does not exist: a run creates it (fs.root.create=true); this plan created nothing",
+                root.display()
+            );
+            Ok((stand_in.open_plan()?, Some(note)))
+        }
+        _ => Ok((engine.open_plan()?, None)),
+    }
 }
 
 /// The bytes of the segments copied and not deleted, by topic, of the partitions `e` serves, as their
@@ -106,8 +254,7 @@ fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
 
 /// What a run would do to the partition in `dir`, a line each: the segments it copies, the remote segments
 /// it deletes and the local segments it deletes (offsets, bytes, and the setting that makes each due).
-fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &rsm_engine::RunPlan) -> Vec<String> {
-    use rsm_tiering::{ExpiryReason, LocalDeletionReason};
+fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &RunPlan) -> Vec<String> {
     let mut out = Vec::new();
     let local_bytes = |base: i64| std::fs::metadata(dir.join(format!("{base:020}.log"))).map_or(0, |m| m.len());
     for c in plan.copy.iter().flat_map(|c| &c.segments) {
@@ -171,25 +318,22 @@ fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &rsm_engine::RunPlan) -> 
     out
 }
 
-/// Prints what a run over `dirs` would do (all of it with `all`, else only for partitions where it would
-/// copy segments and expire them in the same run); returns how many such segments there are. Changes
-/// nothing.
-fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, all: bool) -> CmdResult<usize> {
-    let e = args.open_plan()?;
+/// Prints what a run over `dirs` would do (`--dry-run`), partition by partition. Changes nothing, and creates
+/// nothing: not the store's directory either.
+fn tier_plan(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs) -> CmdResult {
+    let (e, note) = open_plan(args)?;
+    if let Some(note) = note {
+        out!(o, "{note}");
+    }
     let rt = rsm_facade::runtime();
-    let mut risky = 0;
     for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {
         let plan = rt.block_on(e.manager.plan_partition(tp))?;
-        let n = plan.copied_then_expired().len();
-        risky += n;
-        if all || n > 0 {
-            for line in plan_lines(tp, dir, &plan) {
-                out!(o, "{line}");
-            }
+        for line in plan_lines(tp, dir, &plan) {
+            out!(o, "{line}");
         }
     }
     e.close()?;
-    Ok(risky)
+    Ok(())
 }
 
 /// `rsm tier`: one run of every partition, or the scheduler until the process is stopped.
