@@ -44,10 +44,20 @@ pub const INDEX_MAX_BYTES: Setting = Setting::long("rsm.engine.remote.index.max.
     .with_doc("the size at which a new set of SR-32 partition index files starts")
     .with_note("*ours*: a new set of SR-32 partition index files starts when its remoteLogIndex would pass this");
 
+/// `rsm.engine.local.delete.verify`: before a local segment is deleted, the copies holding its offsets are
+/// read back whole and checked (every chunk's blocks and CRC-32C), not only found (their manifests read).
+pub const LOCAL_DELETE_VERIFY: Setting = Setting::bool("rsm.engine.local.delete.verify", true)
+    .with_doc("read back and check the copies holding a local segment's offsets before deleting it")
+    .with_note(
+        "*ours*: before a local segment is deleted, the copies holding its offsets are read back whole and checked \
+         (every chunk's blocks and CRC-32C), so a copy damaged in the store since it was made keeps the local one; \
+         `false`: only their manifests must read (one request per segment)",
+    );
+
 /// The engine's own settings (beside the broker's and the topic's), in the order `docs/settings.md` lists
 /// them.
 pub const SETTINGS: &[&Setting] =
-    &[&RETRY_BACKOFF_MS, &RETRY_BACKOFF_MAX_MS, &REMOTE_TIMEOUT_MS, &BROKER_ID, &INDEX_MAX_BYTES];
+    &[&RETRY_BACKOFF_MS, &RETRY_BACKOFF_MAX_MS, &REMOTE_TIMEOUT_MS, &BROKER_ID, &INDEX_MAX_BYTES, &LOCAL_DELETE_VERIFY];
 
 /// Whether `key` is one of the engine's settings (a broker tiering key, a topic key, an engine key) rather
 /// than a store's: a host that reads one properties file splits it by this.
@@ -100,6 +110,9 @@ pub struct EngineConfig {
     pub retry_backoff_max: Duration,
     /// The longest one copy or deletion of a segment may take in the store.
     pub remote_timeout: Duration,
+    /// `rsm.engine.local.delete.verify`: the copies holding a local segment's offsets are read back whole
+    /// and checked before it is deleted (else only their manifests must read).
+    pub local_delete_verify: bool,
     /// Now, in ms since the epoch.
     pub clock: Clock,
 }
@@ -130,6 +143,7 @@ impl EngineConfig {
         let backoff: u64 = r.get_int(&RETRY_BACKOFF_MS)?;
         let backoff_max: u64 = r.get_int(&RETRY_BACKOFF_MAX_MS)?;
         let remote_timeout: u64 = r.get_int(&REMOTE_TIMEOUT_MS)?;
+        let local_delete_verify = r.get_bool(&LOCAL_DELETE_VERIFY)?;
         r.finish()?;
         if backoff_max < backoff {
             return Err(Error::config(
@@ -147,6 +161,7 @@ impl EngineConfig {
             retry_backoff: Duration::from_millis(backoff),
             retry_backoff_max: Duration::from_millis(backoff_max),
             remote_timeout: Duration::from_millis(remote_timeout),
+            local_delete_verify,
             clock: system_clock(),
         })
     }

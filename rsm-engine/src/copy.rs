@@ -25,6 +25,7 @@ pub struct CopyOutcome {
 pub(crate) fn plan(
     config: &EngineConfig,
     state: &PartitionState,
+    log: &LocalLog,
     summaries: &[rsm_tiering::LocalSegmentSummary],
     log_end_offset: i64,
     remote: &[RemoteLogSegmentMetadata],
@@ -39,6 +40,24 @@ pub(crate) fn plan(
         now_ms: now,
     };
     let mut plan = segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))?;
+    // A copy ends at its segment's last batch, which lies below the next segment's base offset when the
+    // offsets between are gone from the directory: the rules, which know only base offsets, would take it
+    // for uncopied. A finished copy starting at a segment's base offset is that segment's copy.
+    // A finished copy starting at a segment's base offset that reaches its last batch is that segment's copy
+    // (another replica's copy of a longer segment is not: the rest of it is copied).
+    let mut copied_already = Vec::new();
+    for c in &plan.segments {
+        let same_start = remote
+            .iter()
+            .filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished && m.start_offset == c.base_offset);
+        if let Some(reach) = same_start.map(|m| m.end_offset).max() {
+            let seg = log.segment(c.base_offset)?;
+            if reach >= log.partition().segment_metadata(seg, config.broker_id, now)?.end_offset {
+                copied_already.push(c.base_offset);
+            }
+        }
+    }
+    plan.segments.retain(|c| !copied_already.contains(&c.base_offset));
     let elsewhere = |base: i64| {
         remote
             .iter()
@@ -70,7 +89,7 @@ pub(crate) async fn run(
         return Ok(());
     }
     let config = &shared.config;
-    let plan = plan(config, state, &log.summaries()?, log.log_end_offset(), remote, config.now_ms())?;
+    let plan = plan(config, state, log, &log.summaries()?, log.log_end_offset(), remote, config.now_ms())?;
     out.stop = Some(plan.stop);
     for candidate in plan.segments {
         // A leader that became a follower finishes the segment in flight and copies no more.

@@ -2,16 +2,16 @@
 //! metadata (delete started, then delete finished), deletions that failed retried, copies a crash or a
 //! failure left half done removed, and local segments deleted once they are safely remote.
 
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, within};
 use crate::lifecycle::{copy_in_flight_elsewhere, delete_or_record, highest_copied, offset_ranges};
 use crate::local_log::LocalLog;
 use crate::state::{PartitionState, Role, Shared};
 use rsm_core::RemoteLogSegmentMetadata;
-use rsm_core::error::Result;
+use rsm_core::error::{Error, Result};
 use rsm_core::model::RemoteLogSegmentState;
 use rsm_tiering::{
     ExpiryReason, LocalDeletion, LocalRetentionInput, OffsetRange, RemoteSegment, RetentionInput,
-    expired_remote_segments, local_segments_to_delete, log_start_past_retention, remote_coverage,
+    expired_remote_segments, local_segments_to_delete, log_gaps, log_start_past_retention, remote_coverage, uncovered,
 };
 
 /// What one expiration run did.
@@ -27,8 +27,9 @@ pub struct ExpirationOutcome {
     pub failed: usize,
     /// Base offsets of the local segments deleted.
     pub local_deleted: Vec<i64>,
-    /// Offsets no copied segment holds between the remote log start and end (a segment deleted by hand
-    /// from the middle): local deletion stops below the first.
+    /// Holes of the log: offsets neither a copied segment nor the local log holds, between the remote
+    /// log start and the local log end (a segment deleted by hand from the middle or from the end of the
+    /// remote log, a local segment removed by hand): local deletion stops below the first.
     pub gaps: Vec<OffsetRange>,
 }
 
@@ -46,7 +47,11 @@ pub struct ExpirationPlan {
     pub expired: Vec<(RemoteLogSegmentMetadata, ExpiryReason)>,
     /// Local segments deleted, oldest first, with why.
     pub local: Vec<LocalDeletion>,
-    /// Offsets no copied segment holds between the remote log start and end.
+    /// The partition's log start offset once the run is done: local segments wholly below it go without a
+    /// remote copy (retention, or remote segments deleted below it).
+    pub log_start_offset: i64,
+    /// Holes of the log: offsets neither a copied segment nor the local log holds, between the remote
+    /// log start and the local log end.
     pub gaps: Vec<OffsetRange>,
 }
 
@@ -124,7 +129,7 @@ pub(crate) fn plan(
     // Local segments go only once their copy is finished and known (SR-20, SR-21), and only against the
     // copied offsets contiguous from the remote log start: a gap stops local deletion there.
     let coverage = remote_coverage(&offset_ranges(&copied));
-    out.gaps = coverage.gaps;
+    out.gaps = log_gaps(&offset_ranges(&copied), &local_ranges(summaries, leo, remote));
     log_start = log_start_past_retention(
         summaries,
         log_start,
@@ -143,7 +148,34 @@ pub(crate) fn plan(
     })
     .map_err(|e| e.context(format!("local retention of {}", state.tp)))?
     .delete;
+    out.log_start_offset = log_start;
     Ok(out)
+}
+
+/// The offsets each local segment holds, as far as known without reading it: from its base offset to the
+/// next segment's base (the log end for the active one, which holds at least its base offset), or to its last batch when a finished copy of it
+/// (starting at its base offset) says where that is: a copy ends at its segment's last batch, so offsets
+/// between that and the next segment (a segment removed by hand) show as a hole.
+pub(crate) fn local_ranges(
+    summaries: &[rsm_tiering::LocalSegmentSummary],
+    log_end_offset: i64,
+    remote: &[RemoteLogSegmentMetadata],
+) -> Vec<OffsetRange> {
+    let mut out = Vec::with_capacity(summaries.len());
+    for (i, s) in summaries.iter().enumerate() {
+        // The active segment counts from its base offset even while empty: the log goes on from there.
+        let upper = summaries.get(i + 1).map_or(log_end_offset.max(s.base_offset + 1), |n| n.base_offset) - 1;
+        let copied_end = remote
+            .iter()
+            .filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished && m.start_offset == s.base_offset)
+            .map(|m| m.end_offset)
+            .max();
+        let end = copied_end.map_or(upper, |e| e.min(upper));
+        if end >= s.base_offset {
+            out.push(OffsetRange { start: s.base_offset, end });
+        }
+    }
+    out
 }
 
 /// Runs retention for the partition as [`plan`] says. `remote` is the partition's metadata as listed at
@@ -181,12 +213,125 @@ pub(crate) async fn run(
     }
     if let Some(first) = plan.gaps.first() {
         tracing::warn!(partition = %state.tp, gaps = plan.gaps.len(), from = first.start, to = first.end,
-            "the remote log has a gap: no copied segment holds these offsets, so local segments from there on are kept");
+            "the log has a hole: neither a copied segment nor the local log holds these offsets, so local segments \
+             from there on are kept");
     }
-    for d in plan.local {
+    // Whatever the plan says, a local segment goes only once this proof holds for it.
+    let deleted: std::collections::HashSet<_> = out
+        .expired
+        .iter()
+        .chain(&out.retried)
+        .chain(&out.abandoned_copies)
+        .map(|m| m.remote_log_segment_id.id)
+        .collect();
+    let kept: Vec<RemoteLogSegmentMetadata> = remote
+        .iter()
+        .filter(|m| {
+            m.state == RemoteLogSegmentState::CopySegmentFinished && !deleted.contains(&m.remote_log_segment_id.id)
+        })
+        .cloned()
+        .collect();
+    let mut proof = LocalDeletionProof {
+        tp: state.tp.clone(),
+        bases: summaries.iter().map(|s| s.base_offset).collect(),
+        log_start: plan.log_start_offset,
+        copied: kept,
+        checked: Default::default(),
+    };
+    for (i, d) in plan.local.iter().enumerate() {
+        proof.check(shared, i, d).await?;
         log.delete_segment(d.base_offset)?;
         tracing::info!(partition = %state.tp, base = d.base_offset, reason = ?d.reason, "local segment deleted");
         out.local_deleted.push(d.base_offset);
     }
     Ok(out)
+}
+
+/// The rule that keeps every offset somewhere, checked where local segments are deleted, one segment at a
+/// time, oldest first (a failure keeps that segment and every later one, and fails the run): the segment
+/// must be the oldest left, and every offset of it at or above `log_start` (the log start once this run is
+/// done; what lies below it has left the log by retention) must be held by the copied segments `copied`
+/// without a hole, each of those segments present in this store: its manifest reads now (the cache
+/// bypassed), so a store that is not the one the metadata speaks of (an empty directory, a share not
+/// mounted, another bucket) deletes nothing, and with `rsm.engine.local.delete.verify` (the default) its
+/// data reads back whole and checked, so a copy damaged since it was made keeps the local one. Each copy is
+/// checked once a run.
+struct LocalDeletionProof {
+    tp: rsm_core::TopicIdPartition,
+    /// The local segments' base offsets, oldest first, as the run found them.
+    bases: Vec<i64>,
+    log_start: i64,
+    copied: Vec<RemoteLogSegmentMetadata>,
+    checked: std::collections::HashSet<rsm_core::Uuid>,
+}
+
+impl LocalDeletionProof {
+    /// Proves that deleting `d`, the `i`-th local deletion of the run (the `i` before it done), keeps every
+    /// offset somewhere; an error names what is missing, and `d` must then stay.
+    async fn check(&mut self, shared: &Shared, i: usize, d: &LocalDeletion) -> Result<()> {
+        let tp = &self.tp;
+        if self.bases.get(i) != Some(&d.base_offset) {
+            return Err(kept_error(
+                tp,
+                d.base_offset,
+                "it is not the oldest left, so deleting it would cut a hole in the local log",
+            ));
+        }
+        let Some(&next) = self.bases.get(i + 1) else {
+            return Err(kept_error(tp, d.base_offset, "it is the active segment"));
+        };
+        let need = OffsetRange { start: d.base_offset.max(self.log_start), end: next - 1 };
+        if need.start > need.end {
+            return Ok(());
+        }
+        let ranges: Vec<OffsetRange> =
+            self.copied.iter().map(|m| OffsetRange { start: m.start_offset, end: m.end_offset }).collect();
+        if let Some(hole) = uncovered(need, &ranges).first() {
+            return Err(kept_error(
+                tp,
+                d.base_offset,
+                format!("no copied segment holds offsets {}..={}", hole.start, hole.end),
+            ));
+        }
+        let holding: Vec<RemoteLogSegmentMetadata> = self
+            .copied
+            .iter()
+            .filter(|m| m.end_offset >= need.start && m.start_offset <= need.end)
+            .filter(|m| !self.checked.contains(&m.remote_log_segment_id.id))
+            .cloned()
+            .collect();
+        for m in &holding {
+            let id = m.remote_log_segment_id.id;
+            // The store's own error, its kind and whether a retry may mend it kept (a hanging store is a
+            // transient failure, past `rsm.engine.remote.timeout.ms`).
+            present(shared, m).await.map_err(|e| {
+                e.context(format!(
+                    "partition {tp}: local segment {} and the ones after it are kept: the metadata says segment {id} \
+                     (offsets {}..={}) holds its offsets, but this store does not hold it whole (is it the store the \
+                     segment was copied to, not an empty directory, a share not mounted, another bucket? or was the \
+                     copy damaged since? `rsm audit` tells)",
+                    d.base_offset, m.start_offset, m.end_offset
+                ))
+            })?;
+            self.checked.insert(id);
+        }
+        Ok(())
+    }
+}
+
+/// The error of a local segment kept for want of proof.
+fn kept_error(tp: &rsm_core::TopicIdPartition, base_offset: i64, why: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("partition {tp}: local segment {base_offset} and the ones after it are kept: {why}"))
+}
+
+/// Whether this store holds the copied segment `m`: its manifest reads (the cache bypassed) and, with
+/// `rsm.engine.local.delete.verify`, its data reads back whole and checked.
+async fn present(shared: &Shared, m: &RemoteLogSegmentMetadata) -> Result<()> {
+    let config = &shared.config;
+    let what = || format!("the check of segment {} before a local deletion", m.remote_log_segment_id.id);
+    within(config, what, shared.storage.read_segment_manifest(m)).await?;
+    if config.local_delete_verify {
+        within(config, what, shared.storage.verify(m)).await?;
+    }
+    Ok(())
 }

@@ -33,5 +33,5 @@ mod state;
 
 pub use config::EngineConfig;
 pub use expiration::ExpirationPlan;
-pub use manager::{CopyListener, Offsets, RemoteLogManager, Role, RunPlan, RunReport, Totals};
+pub use manager::{CopyListener, DeletionEffect, Offsets, RemoteLogManager, Role, RunPlan, RunReport, Totals};
 pub use records::{RecordsRead, RecordsRequest};

@@ -83,6 +83,29 @@ impl LocalLog {
         Ok(end)
     }
 
+    /// The offsets each segment holds, read from its batch headers (streaming): from its base offset to its
+    /// last batch's last offset (the active segment: to the log end, and at least its base offset, where the
+    /// log goes on). A segment with no batch holds nothing. What `rsm offsets` finds holes of the local log by
+    /// (a segment removed by hand from the middle), without trusting the file names.
+    pub fn held_ranges(&self) -> Result<Vec<rsm_tiering::OffsetRange>> {
+        let mut out = Vec::with_capacity(self.partition.segments.len());
+        for seg in &self.partition.segments {
+            let len = fs::metadata(&seg.log).map_err(io(&seg.log))?.len();
+            let mut last = None;
+            rsm_core::format::batch::scan_file(&seg.log, len, false, |b| last = Some(b.last_offset()))
+                .map_err(|e| e.context(seg.log.display()))?;
+            let end = match (last, seg.next_offset) {
+                (Some(l), _) => Some(l),
+                (None, None) => Some(seg.base_offset),
+                (None, Some(_)) => None,
+            };
+            if let Some(end) = end.filter(|&e| e >= seg.base_offset) {
+                out.push(rsm_tiering::OffsetRange { start: seg.base_offset, end });
+            }
+        }
+        Ok(out)
+    }
+
     /// The segment starting at `base_offset`.
     pub fn segment(&self, base_offset: i64) -> Result<&LocalSegment> {
         self.partition

@@ -70,8 +70,25 @@ pub struct Offsets {
     pub remote_log_start: Option<i64>,
     /// Ry, the remote log end offset (the highest copied segment's end), if any.
     pub remote_log_end: Option<i64>,
-    /// The offsets between Rx and Ry that no copied segment holds, oldest first (a segment deleted by hand
-    /// from the middle): local segments from the first gap on are never deleted.
+    /// The holes of the log, oldest first: offsets between Rx and Lz that neither a copied segment nor the
+    /// local log holds (a segment deleted by hand from the middle or the end of the remote log, a local
+    /// segment removed by hand): local segments from the first hole on are never deleted.
+    pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
+}
+
+/// What deleting one remote segment does to its partition's log ([`RemoteLogManager::deletion_cut`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletionEffect {
+    /// The segment's offsets.
+    pub segment: rsm_tiering::OffsetRange,
+    /// Its offsets that leave the log from below: nothing held lies under them, so the log start moves past
+    /// them (the oldest data goes, as retention would take it).
+    pub log_start_move: Option<rsm_tiering::OffsetRange>,
+    /// Its offsets that nothing would hold while offsets above them stay (or may stay, the local log being
+    /// unknown): holes cut into the log, their records readable nowhere.
+    pub holes: Vec<rsm_tiering::OffsetRange>,
+    /// Gaps the delete opens between remote segments, held or not by the local log: local deletion stops
+    /// at them (the local copy of their offsets is kept).
     pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
 }
 
@@ -326,7 +343,7 @@ impl RemoteLogManager {
         let leo = log.log_end_offset();
         let mut remote = self.shared.metadata.list_remote_log_segments(tp).await?;
         let copy = match state.role() {
-            Role::Leader { .. } => Some(copy::plan(&self.shared.config, &state, &summaries, leo, &remote, now)?),
+            Role::Leader { .. } => Some(copy::plan(&self.shared.config, &state, &log, &summaries, leo, &remote, now)?),
             Role::Follower => None,
         };
         let partition = log.partition();
@@ -361,23 +378,46 @@ impl RemoteLogManager {
         expiration::run(&self.shared, &state, &log, &remote).await
     }
 
-    /// What deleting the remote segment `id` of `tp` would cut out of the middle of its remote log: the
-    /// offsets of the gap it would leave (no other copied segment holds them, and copied segments lie on both
-    /// sides), or `None` when it is the first or the last of the remote log, or others cover it.
+    /// What deleting the remote segment `id` of `tp` would do to its log: the offsets no other copied
+    /// segment nor the local log (`local`: from the local log start to the last offset written, `None` when
+    /// not known) would hold afterwards, split into those below every offset still held (the log start
+    /// moves past them) and the holes it would cut (held offsets below them). With `local` unknown the local
+    /// log holds nothing here, so the remote log's last segment (not its only one) cuts a hole: the local log
+    /// may no longer hold its offsets, and only the partition directory can tell.
     pub async fn deletion_cut(
         &self,
         tp: &TopicIdPartition,
         id: &rsm_core::Uuid,
-    ) -> Result<Option<rsm_tiering::OffsetRange>> {
+        local: Option<rsm_tiering::OffsetRange>,
+    ) -> Result<DeletionEffect> {
         self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
         let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
         let (target, others): (Vec<_>, Vec<_>) = remote.into_iter().partition(|m| m.remote_log_segment_id.id == *id);
-        if target.is_empty() {
+        let Some(target) = target.into_iter().next() else {
             return Err(Error::not_found(format!("segment {id} of partition {tp} in the metadata")));
+        };
+        let segment = rsm_tiering::OffsetRange { start: target.start_offset, end: target.end_offset };
+        let mut effect = DeletionEffect { segment, log_start_move: None, holes: Vec::new(), remote_gaps: Vec::new() };
+        if target.state != RemoteLogSegmentState::CopySegmentFinished {
+            return Ok(effect);
         }
-        let before = rsm_tiering::remote_coverage(&offset_ranges(&[target, others.clone()].concat())).gaps;
-        let after = rsm_tiering::remote_coverage(&offset_ranges(&others)).gaps;
-        Ok(after.into_iter().find(|g| !before.contains(g)))
+        let before = rsm_tiering::remote_coverage(&offset_ranges(&[&[target.clone()][..], &others].concat())).gaps;
+        effect.remote_gaps = rsm_tiering::remote_coverage(&offset_ranges(&others))
+            .gaps
+            .into_iter()
+            .filter(|g| !before.contains(g))
+            .collect();
+        let mut after = offset_ranges(&others);
+        after.extend(local);
+        let lowest = after.iter().map(|r| r.start).min();
+        for lost in rsm_tiering::uncovered(segment, &after) {
+            match lowest {
+                // Something held lies below: these offsets are a hole.
+                Some(low) if low < lost.start => effect.holes.push(lost),
+                _ => effect.log_start_move = Some(lost),
+            }
+        }
+        Ok(effect)
     }
 
     /// Deletes one remote segment of a partition this engine leads: metadata to delete started, the data
@@ -543,7 +583,7 @@ impl RemoteLogManager {
             local_log_end: lz,
             remote_log_start: rx,
             remote_log_end: ry,
-            remote_gaps: rsm_tiering::remote_coverage(&copied).gaps,
+            remote_gaps: rsm_tiering::log_gaps(&copied, &log.held_ranges()?),
         };
         Ok(offsets)
     }

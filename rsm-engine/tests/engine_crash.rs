@@ -276,7 +276,7 @@ fn operator_deletes(round: &mut Round, pick: u64) {
                 m.max_timestamp_ms >= NOW - 24 * HOUR && dir.join(format!("{:020}.log", m.start_offset)).exists()
             });
             if let Some(m) = candidate {
-                assert!(engine.deletion_cut(tp, &m.remote_log_segment_id.id).await.unwrap().is_some());
+                assert!(!engine.deletion_cut(tp, &m.remote_log_segment_id.id, None).await.unwrap().holes.is_empty());
                 engine.delete_segment(tp, &m.remote_log_segment_id.id).await.unwrap();
                 round.deleted.insert((p, m.start_offset));
                 break;

@@ -1,6 +1,6 @@
 //! Isolation from the store (SR-36): with the store hanging, a partition's copy gives up after the remote
-//! timeout with a transient error and deletes nothing local; a partition whose work needs no store goes on;
-//! when the store returns, the copies resume.
+//! timeout with a transient error and deletes nothing local, and so does a partition whose local deletion
+//! must first see its copies in the store; when the store returns, the copies and deletions resume.
 
 use rsm_core::backend::layers::{Fault, FaultRule};
 use rsm_core::format::partition::LocalPartition;
@@ -36,12 +36,17 @@ async fn a_hanging_store_holds_no_partition_for_good_and_loses_nothing() {
     assert!(e.full_message().contains("rsm.engine.remote.timeout.ms"), "{}", e.full_message());
     assert_eq!(LocalPartition::open(&a_dir).unwrap().closed_segments().len(), a_closed, "a lost local data");
 
-    // b needs nothing from the store: its local segments, safely remote, go while the store hangs.
+    // b's local segments are copied, but a local segment goes only once this store is seen to hold its copy:
+    // while the store hangs, b's run gives up after the remote timeout too, transiently, deleting nothing.
+    let b_closed = LocalPartition::open(&b_dir).unwrap().closed_segments().len();
+    let e = engine.run_partition(&b).await.unwrap_err();
+    assert!(e.is_transient() && e.full_message().contains("are kept"), "{}", e.full_message());
+    assert_eq!(LocalPartition::open(&b_dir).unwrap().closed_segments().len(), b_closed, "b lost local data");
+
+    // The store returns: b's local segments go, a's copy resumes, the attempt the hang cut short is cleaned up.
+    faults.clear();
     let r = engine.run_partition(&b).await.unwrap();
     assert_eq!(r.expiration.local_deleted.len(), b_copied);
-
-    // The store returns: a's copy resumes, the attempt the hang cut short is cleaned up.
-    faults.clear();
     let r = engine.run_partition(&a).await.unwrap();
     assert_eq!(r.copy.copied.len(), a_closed);
     // Its cleanup hung too, after the metadata went to delete started: now its deletion is retried.

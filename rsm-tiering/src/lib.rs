@@ -39,7 +39,7 @@ pub use follower::{
 pub use list_offsets::{Isolation, LogOffsets, OffsetAnswer, OffsetSpec, TimestampAndOffset, list_offset};
 pub use offsets::{
     LogStartMoved, OffsetRange, PartitionOffsets, RemoteCoverage, Transition, check_offsets, local_segment_deletable,
-    remote_coverage,
+    log_gaps, remote_coverage, uncovered,
 };
 pub use retention::{Expired, ExpiryReason, RetentionInput, RetentionPlan, expired_remote_segments};
 pub use segments::{LocalSegmentSummary, RemoteSegment};

@@ -105,6 +105,46 @@ pub fn remote_coverage(segments: &[OffsetRange]) -> RemoteCoverage {
     out
 }
 
+/// The gaps of a partition's log: the offsets between two copied segments (`remote`) that no copied
+/// segment holds (a segment deleted by hand from the middle of the remote log: local deletion stops there,
+/// whether or not the local log still holds them), and outside the remote log's span the offsets neither a
+/// copied segment nor a local segment (`local`: the offsets each holds; empty when none or not known)
+/// holds (a last remote segment deleted after its local copy went, a local segment removed by hand). Any
+/// order, overlaps allowed; oldest first. The one rule `rsm offsets`, `rsm tier` and the engine report
+/// gaps by.
+pub fn log_gaps(remote: &[OffsetRange], local: &[OffsetRange]) -> Vec<OffsetRange> {
+    let mut out = remote_coverage(remote).gaps;
+    let low = remote.iter().map(|r| r.start).min();
+    let high = remote.iter().map(|r| r.end).max();
+    // A hole of the whole log lies inside a gap of the remote log or wholly outside its span.
+    let outside = |h: &OffsetRange| low.is_none_or(|l| h.end < l) || high.is_none_or(|x| h.start > x);
+    out.extend(remote_coverage(&[remote, local].concat()).gaps.into_iter().filter(outside));
+    out.sort_by_key(|g| g.start);
+    out
+}
+
+/// The offsets of `range` that none of `held` holds, oldest first.
+pub fn uncovered(range: OffsetRange, held: &[OffsetRange]) -> Vec<OffsetRange> {
+    let mut sorted: Vec<OffsetRange> =
+        held.iter().copied().filter(|h| h.end >= range.start && h.start <= range.end).collect();
+    sorted.sort_by_key(|h| (h.start, h.end));
+    let mut out = Vec::new();
+    let mut next = range.start;
+    for h in sorted {
+        if h.start > next {
+            out.push(OffsetRange { start: next, end: (h.start - 1).min(range.end) });
+        }
+        next = next.max(h.end.saturating_add(1));
+        if next > range.end {
+            return out;
+        }
+    }
+    if next <= range.end {
+        out.push(OffsetRange { start: next, end: range.end });
+    }
+    out
+}
+
 /// Whether the local segment `[first_offset, last_offset]` may be deleted without losing data: it lies
 /// below the log start offset (its records are no longer part of the log), or every offset of it from the
 /// log start on is in `covered`, the remote offsets contiguous from the remote log start

@@ -148,6 +148,74 @@ fn remote_coverage_stops_at_the_first_gap() {
 }
 
 #[test]
+fn log_gaps_count_the_local_log_too() {
+    struct Case {
+        name: &'static str,
+        remote: &'static [(i64, i64)],
+        local: &'static [(i64, i64)],
+        holes: &'static [(i64, i64)],
+    }
+    let cases = [
+        Case { name: "nothing anywhere", remote: &[], local: &[], holes: &[] },
+        Case { name: "local only", remote: &[], local: &[(0, 99), (100, 199)], holes: &[] },
+        Case { name: "remote then local, adjacent", remote: &[(0, 99)], local: &[(100, 150)], holes: &[] },
+        Case {
+            name: "the remote log's last segment deleted after its local copy went",
+            remote: &[(0, 99), (100, 199)],
+            local: &[(300, 350)],
+            holes: &[(200, 299)],
+        },
+        Case {
+            name: "a gap between remote segments is one, even while the local log holds it",
+            remote: &[(0, 99), (200, 299)],
+            local: &[(100, 199), (200, 350)],
+            holes: &[(100, 199)],
+        },
+        Case {
+            name: "a local segment removed by hand (the one before ends at its last batch)",
+            remote: &[(0, 151), (152, 317)],
+            local: &[(152, 317), (492, 637), (638, 700)],
+            holes: &[(318, 491)],
+        },
+        Case {
+            name: "a gap between local segments above the remote log",
+            remote: &[(0, 99)],
+            local: &[(100, 149), (200, 250)],
+            holes: &[(150, 199)],
+        },
+        Case {
+            name: "local below the remote log, overlapping",
+            remote: &[(100, 199)],
+            local: &[(50, 120), (121, 300)],
+            holes: &[],
+        },
+    ];
+    for c in cases {
+        let r = |v: &[(i64, i64)]| v.iter().map(|&(s, e)| rng(s, e)).collect::<Vec<_>>();
+        assert_eq!(log_gaps(&r(c.remote), &r(c.local)), r(c.holes), "{}", c.name);
+    }
+}
+
+#[test]
+fn uncovered_offsets_of_a_range() {
+    type Ranges = &'static [(i64, i64)];
+    let cases: &[(&str, (i64, i64), Ranges, Ranges)] = &[
+        ("nothing holds it", (10, 20), &[], &[(10, 20)]),
+        ("held whole", (10, 20), &[(0, 30)], &[]),
+        ("held by two adjacent", (10, 20), &[(15, 25), (0, 14)], &[]),
+        ("the top missing", (10, 20), &[(0, 15)], &[(16, 20)]),
+        ("the bottom missing", (10, 20), &[(12, 40)], &[(10, 11)]),
+        ("a middle missing", (10, 20), &[(0, 12), (18, 30)], &[(13, 17)]),
+        ("ranges outside count for nothing", (10, 20), &[(0, 9), (21, 30)], &[(10, 20)]),
+        ("one offset", (5, 5), &[(6, 6)], &[(5, 5)]),
+    ];
+    for (name, range, held, want) in cases {
+        let r = |v: &[(i64, i64)]| v.iter().map(|&(s, e)| rng(s, e)).collect::<Vec<_>>();
+        assert_eq!(uncovered(rng(range.0, range.1), &r(held)), r(want), "{name}");
+    }
+}
+
+#[test]
 fn construction() {
     struct Case {
         name: &'static str,

@@ -1,37 +1,84 @@
-//! `rsm delete`: one remote segment deleted through the engine, refused (without `--force`) when it is not
-//! the first segment of the remote log.
+//! `rsm delete`: one remote segment deleted through the engine, refused (without `--force`) when it would
+//! leave offsets held nowhere: a hole between remote segments, or between the remote log's end and the local
+//! log's start. Deleting the oldest data is a move of the log start, and says so.
 
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use rsm_core::{Error, Result, Uuid};
+use rsm_engine::local_log::LocalLog;
+use rsm_tiering::OffsetRange;
+use std::path::Path;
 
 /// Deletes the segment `segment` names: its metadata to delete started, its objects, its metadata to
-/// delete finished.
-pub fn run(o: &mut Out, segment: &str, force: bool, engine: &EngineArgs) -> CmdResult {
+/// delete finished. `dir`, the partition's directory, tells which offsets the local log still holds.
+pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: &EngineArgs) -> CmdResult {
     let id = parse_segment_id(segment)?;
+    let local = dir.map(local_range).transpose()?;
     let e = engine.open(&[])?;
     let manifest = e.store().find_segment(&id)?;
     let tp = manifest.metadata.remote_log_segment_id.topic_id_partition.clone();
-    let rt = rsm_facade::runtime();
-    let cut = rt.block_on(e.manager.deletion_cut(&tp, &id))?;
-    if let Some(gap) = cut.filter(|_| !force) {
+    if let (Some(d), Some((dir_tp, _))) = (dir, &local)
+        && *dir_tp != tp
+    {
         e.close()?;
         return Err(Error::invalid(format!(
-            "segment {id} (offsets {}..={}) is not the first segment of the remote log of {tp}: deleting it \
-                 cuts offsets {}..={} out of the middle of the remote log, and consumers of them would find \
-                 nothing (their local copy, if any, would be kept). Add --force to delete it anyway; nothing was \
-                 deleted",
-            gap.start, gap.end, gap.start, gap.end
+            "segment {id} belongs to {tp}, but {} is the directory of {dir_tp}; nothing was deleted",
+            d.display()
+        ))
+        .into());
+    }
+    let rt = rsm_facade::runtime();
+    let effect = rt.block_on(e.manager.deletion_cut(&tp, &id, local.as_ref().and_then(|l| l.1)))?;
+    let seg = effect.segment;
+    if !effect.holes.is_empty() && !force {
+        e.close()?;
+        let local_note = match dir {
+            Some(d) => format!("the local log in {} does not hold them either", d.display()),
+            None => "and the local log may not hold them: pass the partition directory (--dir) to check it".to_string(),
+        };
+        return Err(Error::invalid(format!(
+            "deleting segment {id} of {tp} (offsets {}..={}) would leave offsets {} held nowhere: no other copied \
+             segment holds them, {local_note}, and offsets below them stay in the log, so consumers of them would \
+             find nothing. Add --force to delete it anyway; nothing was deleted",
+            seg.start,
+            seg.end,
+            ranges(&effect.holes)
         ))
         .into());
     }
     let md = rt.block_on(e.manager.delete_segment(&tp, &id))?;
     out!(o, "deleted segment {} of {tp} (offsets {}..={})", id, md.start_offset, md.end_offset);
-    if cut.is_some() {
-        out!(o, "the remote log of {tp} has a gap at offsets {}..={} now", md.start_offset, md.end_offset);
+    if let Some(m) = effect.log_start_move {
+        out!(o, "offsets {}..={} left the log of {tp}: its start moved to {}", m.start, m.end, m.end + 1);
+    }
+    if effect.holes.is_empty()
+        && let Some(g) = effect.remote_gaps.first()
+    {
+        out!(
+            o,
+            "the remote log of {tp} has a gap at offsets {}..={} now, which the local log holds: local deletion \
+             stops there",
+            g.start,
+            g.end
+        );
+    }
+    if !effect.holes.is_empty() {
+        out!(o, "the log of {tp} has a gap at offsets {} now: they are held nowhere", ranges(&effect.holes));
     }
     Ok(e.close()?)
+}
+
+/// The partition of the directory `dir`, and the offsets its local log holds (`None` when none).
+fn local_range(dir: &Path) -> Result<(rsm_core::TopicIdPartition, Option<OffsetRange>)> {
+    let log = LocalLog::open_read_only(dir)?;
+    let start = log.partition().segments.first().map_or(0, |s| s.base_offset);
+    let end = log.true_log_end_offset()?;
+    Ok((log.partition().topic_id_partition.clone(), (end > start).then_some(OffsetRange { start, end: end - 1 })))
+}
+
+fn ranges(r: &[OffsetRange]) -> String {
+    r.iter().map(|g| format!("{}..={}", g.start, g.end)).collect::<Vec<_>>().join(", ")
 }
 
 /// A segment id as `ls` prints it.

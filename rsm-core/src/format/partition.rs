@@ -191,8 +191,10 @@ impl LocalPartition {
             }
         })
         .map_err(|e| e.context(seg.log.display()))?;
-        let end = next - 1;
-        if let Some(last) = last_offset.filter(|&l| l > end) {
+        // The segment ends at its own last batch's last offset: when the next segment begins further on (a
+        // segment between them removed by hand), the offsets between are in neither, and a copy that claimed
+        // them would make them look held. A segment without batches ends where the next begins (Kafka's rule).
+        if let Some(last) = last_offset.filter(|&l| l >= next) {
             return Err(Error::invalid(format!(
                 "{} holds offsets up to {last}, past {next}, where the next segment {} begins: is {} a stray or \
                  misnamed file?",
@@ -201,6 +203,7 @@ impl LocalPartition {
                 self.dir.join(format!("{next:020}.log")).display(),
             )));
         }
+        let end = last_offset.unwrap_or(next - 1);
         let name = self.dir.join("leader-epoch-checkpoint").display().to_string();
         let mut epochs = BTreeMap::new();
         if !self.leader_epoch_checkpoint.is_empty() {

@@ -156,6 +156,28 @@ impl ManifestCache {
         }
     }
 
+    /// The manifest of a segment read from the store now, whatever the cache holds, checked against the
+    /// segment as the caller names it (its key, then its offsets), and kept in the cache.
+    pub(super) async fn load(&self, metadata: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
+        let (key, m) = load_manifest(self.backend.as_ref(), &self.key_prefix, self.layout, metadata).await?;
+        // The key names the caller's segment (read_manifest checked the manifest against it); its offsets
+        // must be the caller's too.
+        if m.metadata.end_offset != metadata.end_offset {
+            return Err(Error::corrupt(format!(
+                "manifest {key} describes segment {} with offsets {}..={}, not {}..={} as asked",
+                m.metadata.remote_log_segment_id,
+                m.metadata.start_offset,
+                m.metadata.end_offset,
+                metadata.start_offset,
+                metadata.end_offset
+            )));
+        }
+        let m = Arc::new(m);
+        self.known.note(&m.metadata);
+        self.entries.insert(metadata.remote_log_segment_id.id, m.clone());
+        Ok(m)
+    }
+
     /// [`read_manifest`] of `key`, not cached.
     pub(super) async fn read(&self, key: &str) -> Result<Manifest> {
         read_manifest(self.backend.as_ref(), &self.key_prefix, key).await
@@ -179,23 +201,7 @@ impl ManifestCache {
                 if let Some(m) = self.entries.peek(&id).filter(|m| same(m)) {
                     return Ok(m);
                 }
-                let (key, m) = load_manifest(self.backend.as_ref(), &self.key_prefix, self.layout, metadata).await?;
-                // The key names the caller's segment (read_manifest checked the manifest against it); its
-                // offsets must be the caller's too.
-                if m.metadata.end_offset != metadata.end_offset {
-                    return Err(Error::corrupt(format!(
-                        "manifest {key} describes segment {} with offsets {}..={}, not {}..={} as asked",
-                        m.metadata.remote_log_segment_id,
-                        m.metadata.start_offset,
-                        m.metadata.end_offset,
-                        metadata.start_offset,
-                        metadata.end_offset
-                    )));
-                }
-                let m = Arc::new(m);
-                self.known.note(&m.metadata);
-                self.entries.insert(id, m.clone());
-                Ok(m)
+                self.load(metadata).await
             })
             .await
     }

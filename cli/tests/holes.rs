@@ -1,0 +1,243 @@
+//! No offset held nowhere (issue 39, items 1-3), on a partition kafka-python wrote (`tests/data/records/
+//! codecs-0`: closed segments 0..=151, 152..=317, 318..=491, 492..=637, the active one from 638):
+//! `rsm delete` refuses, without `--force`, any delete that leaves offsets held nowhere (between remote
+//! segments, or between the remote log's end and the local log's start) and calls the first segment's delete
+//! a move of the log start; a local segment removed by hand is a gap, never copied over; and a store that does
+//! not hold what the metadata says is copied deletes nothing local.
+
+mod common;
+use common::{ok, rsm};
+use std::path::{Path, PathBuf};
+
+struct Partition {
+    _t: tempfile::TempDir,
+    root: PathBuf,
+    dir: PathBuf,
+    store: String,
+    meta: String,
+}
+
+impl Partition {
+    /// A copy of codecs-0, an empty store directory and a metadata directory to be.
+    fn new() -> Self {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().to_path_buf();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/records/codecs-0");
+        let dir = root.join("codecs-0");
+        std::fs::create_dir(&dir).unwrap();
+        for e in std::fs::read_dir(&src).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+        std::fs::create_dir(root.join("store")).unwrap();
+        let store = format!("file://{}", root.join("store").display());
+        let meta = root.join("metadata").display().to_string();
+        Partition { _t: t, root, dir, store, meta }
+    }
+
+    fn args<'a>(&'a self, cmd: &[&'a str]) -> Vec<&'a str> {
+        let mut a = cmd.to_vec();
+        a.extend(["--store", &self.store, "--metadata-dir", &self.meta]);
+        a
+    }
+
+    fn run(&self, cmd: &[&str]) -> String {
+        ok(&self.args(cmd))
+    }
+
+    fn fails(&self, cmd: &[&str]) -> String {
+        let out = rsm(&self.args(cmd));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "rsm {cmd:?} succeeded: {}", String::from_utf8_lossy(&out.stdout));
+        assert_ne!(out.status.code(), Some(101), "rsm {cmd:?} panicked: {err}");
+        err
+    }
+
+    fn d(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    /// The store's segments as `ls --json` lists them: (start, end, id), by start offset.
+    fn segments(&self) -> Vec<(i64, i64, String)> {
+        let doc: serde_json::Value = serde_json::from_str(&ok(&["ls", "--store", &self.store, "--json"])).unwrap();
+        let mut v: Vec<_> = doc["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["start_offset"].as_i64().unwrap(),
+                    s["end_offset"].as_i64().unwrap(),
+                    s["segment_id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn local_bases(&self) -> Vec<i64> {
+        let mut v: Vec<i64> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".log")?.parse().ok())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The gaps column of `rsm offsets`.
+    fn gaps(&self) -> String {
+        let out = self.run(&["offsets", self.d()]);
+        out.lines().nth(1).unwrap().split_whitespace().last().unwrap().to_string()
+    }
+}
+
+const KEEP_REMOTE: [&str; 2] = ["--set", "retention.ms=-1"];
+const DROP_LOCAL: [&str; 2] = ["--set", "local.retention.ms=1"];
+
+/// Item 1: with every closed segment copied and gone locally, deleting the remote log's last segment cuts
+/// offsets 492..=637 out of the log: refused without --force (with or without the partition directory), and
+/// once forced, `offsets` reports the gap between the remote end and the local start. The first segment's
+/// delete is a move of the log start and says so.
+#[test]
+fn the_last_remote_segment_is_not_deleted_silently() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    assert_eq!(p.local_bases(), [638], "the copied segments are gone locally");
+    let segs = p.segments();
+    assert_eq!(segs.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(), [(0, 151), (152, 317), (318, 491), (492, 637)]);
+    let last = &segs[3].2;
+
+    let err = p.fails(&["delete", "--segment", last]);
+    assert!(err.contains("would leave offsets 492..=637 held nowhere") && err.contains("--dir"), "{err}");
+    let err = p.fails(&["delete", "--segment", last, "--dir", p.d()]);
+    assert!(err.contains("492..=637") && err.contains("does not hold them either"), "{err}");
+    assert_eq!(p.segments().len(), 4, "refused, yet deleted");
+    assert_eq!(p.gaps(), "-");
+
+    let out = p.run(&["delete", "--segment", last, "--force"]);
+    assert!(out.contains("gap at offsets 492..=637"), "{out}");
+    assert_eq!(p.gaps(), "492..=637", "the gap between the remote end and the local start");
+    let tier = p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    assert!(tier.contains("gap at offsets 492..=637"), "{tier}");
+
+    let out = p.run(&["delete", "--segment", &segs[0].2]);
+    assert!(out.contains("offsets 0..=151 left the log") && out.contains("start moved to 152"), "{out}");
+}
+
+/// Item 1, the other way: while the local log still holds the last remote segment's offsets, deleting it
+/// with the partition directory named is no loss, and the next run copies those offsets again.
+#[test]
+fn a_remote_segment_the_local_log_still_holds_deletes_without_force() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    assert_eq!(p.local_bases(), [0, 152, 318, 492, 638]);
+    let last = p.segments()[3].2.clone();
+    let out = p.run(&["delete", "--segment", &last, "--dir", p.d()]);
+    assert!(!out.contains("gap") && !out.contains("left the log"), "{out}");
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    let again: Vec<_> = p.segments().iter().map(|s| (s.0, s.1)).collect();
+    assert_eq!(again, [(0, 151), (152, 317), (318, 491), (492, 637)], "copied again");
+}
+
+/// Item 2: a local segment removed by hand from the middle of the directory. The segment before it ends at
+/// its own last batch (317), not where the next file begins (491): offsets 318..=491 are a gap, never
+/// recorded as copied, reported by `tier` and `offsets`, and local deletion stops below it.
+#[test]
+fn a_local_segment_missing_from_the_middle_is_a_gap() {
+    let p = Partition::new();
+    for ext in ["log", "index", "timeindex", "snapshot"] {
+        std::fs::remove_file(p.dir.join(format!("00000000000000000318.{ext}"))).unwrap();
+    }
+    let tier = p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    assert!(tier.contains("gap at offsets 318..=491"), "{tier}");
+    let segs: Vec<_> = p.segments().iter().map(|s| (s.0, s.1)).collect();
+    assert_eq!(segs, [(0, 151), (152, 317), (492, 637)], "each copy ends at its last batch");
+    assert_eq!(p.gaps(), "318..=491");
+    // Local deletion stops at the segment whose span reaches the gap (152, whose file runs to 491).
+    assert_eq!(p.local_bases(), [152, 492, 638], "{tier}");
+    let again = p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    assert_eq!(p.segments().len(), 3, "nothing copied twice: {again}");
+    let out = rsm(&p.args(&["read", p.d(), "--offset", "400"]));
+    assert!(!out.status.success(), "offset 400 exists nowhere, yet read: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Item 3: the metadata says every closed segment is copied, but this run is pointed at another, empty
+/// store directory (as an empty mount point would be): nothing local is deleted, and the error names the
+/// segments the store lacks.
+#[test]
+fn a_store_without_the_copies_deletes_nothing_local() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    let before = p.local_bases();
+    std::fs::create_dir(p.root.join("empty")).unwrap();
+    let empty = format!("file://{}", p.root.join("empty").display());
+    let cmd =
+        [&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL, &["--store", &empty, "--metadata-dir", &p.meta]].concat();
+    let out = rsm(&cmd);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "a run against a store lacking the copies succeeded: {stdout}");
+    assert!(stderr.contains("1 of 1 partitions failed"), "{stderr}");
+    assert!(stdout.contains("local segment 0 and the ones after it are kept"), "{stdout}");
+    assert!(stdout.contains("this store does not hold it whole") && stdout.contains("(offsets 0..=151)"), "{stdout}");
+    assert_eq!(p.local_bases(), before, "local segments deleted: {stdout}");
+    // `expire` is held to the same proof.
+    let out =
+        rsm(&[&["expire", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL, &["--store", &empty, "--metadata-dir", &p.meta]]
+            .concat());
+    assert!(!out.status.success());
+    assert_eq!(p.local_bases(), before);
+    // Against the right store the same run deletes them.
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    assert_eq!(p.local_bases(), [638]);
+}
+
+/// A copy damaged in the store after it was made (one byte of its `.log` flipped): the local segment whose
+/// offsets it holds is kept, with the ones after it, and the error names the segment; the segments before
+/// it, whose copies check, go.
+#[test]
+fn a_copy_damaged_since_it_was_made_keeps_the_local_segment() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    let (_, _, id) = p.segments()[2].clone();
+    let log = common::files(&p.root.join("store"))
+        .into_iter()
+        .find(|f| f.to_string_lossy().ends_with(&format!("00000000000000000318-{id}.log")))
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&log, bytes).unwrap();
+    let out = rsm(&p.args(&[&["expire", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("local segment 318 and the ones after it are kept"), "{stderr}");
+    assert!(stderr.contains(&format!("segment {id} (offsets 318..=491)")) && stderr.contains("CRC-32C"), "{stderr}");
+    assert_eq!(p.local_bases(), [318, 492, 638], "{stderr}");
+}
+
+/// `rsm offsets` finds a hole of the local log above the remote log from the segments' own batches, before
+/// any run has copied the segment below it: offsets 492..=637 removed by hand while only 0..=151 is remote.
+#[test]
+fn offsets_reports_a_local_hole_before_any_run_copies_past_it() {
+    let p = Partition::new();
+    let held = p.root.join("held");
+    std::fs::create_dir(&held).unwrap();
+    let move_files = |from: &Path, to: &Path, bases: &[&str]| {
+        for e in std::fs::read_dir(from).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            if bases.iter().any(|b| name.starts_with(&format!("00000000000000000{b}."))) {
+                std::fs::rename(from.join(&name), to.join(&name)).unwrap();
+            }
+        }
+    };
+    move_files(&p.dir, &held, &["318", "492", "638"]);
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    assert_eq!(p.segments().len(), 1, "only segment 0 was closed");
+    move_files(&held, &p.dir, &["318", "492", "638"]);
+    assert_eq!(p.gaps(), "-");
+    for ext in ["log", "index", "timeindex", "snapshot"] {
+        std::fs::remove_file(p.dir.join(format!("00000000000000000492.{ext}"))).unwrap();
+    }
+    assert_eq!(p.gaps(), "492..=637");
+}
