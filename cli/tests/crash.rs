@@ -17,23 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::files;
-
-/// A small xorshift generator: the test needs spread-out delays, not cryptographic randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use common::{Rng, files};
 
 fn copy_command(dir: &Path, url: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rsm"));

@@ -44,6 +44,8 @@
 //! for each violation its seed, step, the steps so far (as commands, `$T` the run's temporary directory) and
 //! what was wrong. The figures (steps, kills, faults, offsets checked) go to stderr (`--nocapture`).
 
+mod common;
+use common::Rng;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -63,40 +65,6 @@ const HANG: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------------------------------------------------
 // Randomness
-
-/// A small xorshift generator (as `crash.rs`): spread-out choices, not cryptographic randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        // Mix the seed so that neighbouring seeds start far apart (and 0 is not a fixed point).
-        let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03);
-        for _ in 0..8 {
-            r.next();
-        }
-        r
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    /// True with probability `pct` percent.
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
-        &from[self.below(from.len() as u64) as usize]
-    }
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The fixture, parsed independently of the code under test

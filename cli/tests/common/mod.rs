@@ -27,3 +27,37 @@ pub fn files(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// A small xorshift generator: spread-out choices and delays, not cryptographic randomness.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        // Mix the seed so that neighbouring seeds start far apart (and 0 is not a fixed point).
+        let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03);
+        for _ in 0..8 {
+            r.next();
+        }
+        r
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// True with probability `pct` percent.
+    pub fn chance(&mut self, pct: u64) -> bool {
+        self.below(100) < pct
+    }
+
+    pub fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+        &from[self.below(from.len() as u64) as usize]
+    }
+}
