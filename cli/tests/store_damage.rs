@@ -139,3 +139,25 @@ fn a_store_listed_without_its_key_prefix_names_the_prefix() {
         assert!(v.contains(&format!("verified {} segments", ids.len())), "{v}");
     }
 }
+
+/// A segment whose manifest does not read and that no metadata references (`rsm audit` calls it DAMAGED and
+/// keeps it): `rsm delete --segment` names its objects and deletes them only with `--force`.
+#[test]
+fn a_damaged_unreferenced_segment_is_deleted_only_by_a_forced_delete_naming_it() {
+    let t = tempfile::tempdir().unwrap();
+    let (url, store, ids) = copied(t.path(), &[]);
+    let manifest = object(&store, &ids[0], "manifest");
+    let (log, indexes) = (object(&store, &ids[0], "log"), object(&store, &ids[0], "indexes"));
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&manifest, bytes).unwrap();
+    let md = t.path().join("metadata").display().to_string();
+    let args = ["delete", "--segment", &ids[0], "--store", &url, "--metadata-dir", &md];
+    let (stdout, stderr) = text(&rsm(&args));
+    assert!(stderr.contains("is damaged") && stderr.contains("--force"), "{stdout}{stderr}");
+    assert!(manifest.exists() && log.exists() && indexes.exists(), "refused, yet deleted");
+    let out = ok(&[&args[..], &["--force"]].concat());
+    assert!(out.contains("deleted the objects of damaged segment"), "{out}");
+    assert!(!manifest.exists() && !log.exists() && !indexes.exists(), "{out}");
+    assert!(object(&store, &ids[1], "manifest").exists(), "another segment's objects went");
+}

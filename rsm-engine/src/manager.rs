@@ -378,6 +378,13 @@ impl RemoteLogManager {
         expiration::run(&self.shared, &state, &log, &remote).await
     }
 
+    /// Whether the metadata of `tp` holds the segment `id`, in any state.
+    pub async fn knows_segment(&self, tp: &TopicIdPartition, id: &rsm_core::Uuid) -> Result<bool> {
+        self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
+        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
+        Ok(remote.iter().any(|m| m.remote_log_segment_id.id == *id))
+    }
+
     /// What deleting the remote segment `id` of `tp` would do to its log: the offsets no other copied
     /// segment nor the local log (`local`: from the local log start to the last offset written, `None` when
     /// not known) would hold afterwards, split into those below every offset still held (the log start

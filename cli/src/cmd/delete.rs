@@ -16,8 +16,19 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
     let id = parse_segment_id(segment)?;
     let local = dir.map(local_range).transpose()?;
     let e = engine.open(&[])?;
-    let manifest = e.store().find_segment(&id)?;
-    let tp = manifest.metadata.remote_log_segment_id.topic_id_partition.clone();
+    // A segment whose manifest does not read (damaged) is found by its objects' keys.
+    let (tp, damaged) = match e.store().find_segment(&id) {
+        Ok(m) => (m.metadata.remote_log_segment_id.topic_id_partition.clone(), Vec::new()),
+        Err(err) if err.kind() != rsm_core::ErrorKind::NotFound => {
+            let objects = objects_of(e.store(), &id)?;
+            let Some(first) = objects.first() else { return Err(err.into()) };
+            (first.1.clone(), objects)
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if !damaged.is_empty() && !rsm_facade::runtime().block_on(e.manager.knows_segment(&tp, &id))? {
+        return delete_unreferenced_damaged(o, e, &id, &tp, &damaged, force);
+    }
     if let (Some(d), Some((dir_tp, _))) = (dir, &local)
         && *dir_tp != tp
     {
@@ -66,6 +77,50 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
     if !effect.holes.is_empty() {
         out!(o, "the log of {tp} has a gap at offsets {} now: they are held nowhere", ranges(&effect.holes));
     }
+    Ok(e.close()?)
+}
+
+/// The objects of segment `id` in the store, found by their keys (key, partition, bytes).
+fn objects_of(store: &rsm_facade::Store, id: &Uuid) -> Result<Vec<(String, rsm_core::TopicIdPartition, u64)>> {
+    let prefix = store.storage().config().key_prefix.clone();
+    let (objects, _) = store.list_objects()?;
+    Ok(objects
+        .into_iter()
+        .filter_map(|o| {
+            let k = rsm_core::storage::layout::parse_segment_key(&prefix, &o.key).filter(|k| k.segment_id == *id)?;
+            Some((o.key, k.topic_id_partition, o.size))
+        })
+        .collect())
+}
+
+/// Deletes the objects of a damaged segment (its manifest does not read) that no metadata references, as
+/// `rsm audit` reports it (`DAMAGED`): only with `--force`, naming them first.
+fn delete_unreferenced_damaged(
+    o: &mut Out,
+    e: super::engine::Engine,
+    id: &Uuid,
+    tp: &rsm_core::TopicIdPartition,
+    objects: &[(String, rsm_core::TopicIdPartition, u64)],
+    force: bool,
+) -> CmdResult {
+    let keys: Vec<String> = objects.iter().map(|x| x.0.clone()).collect();
+    let bytes: u64 = objects.iter().map(|x| x.2).sum();
+    if !force {
+        e.close()?;
+        return Err(Error::invalid(format!(
+            "segment {id} of {tp} is damaged (its manifest does not read) and no metadata references it: deleting \
+             it deletes its objects {} ({bytes} bytes), whatever they hold. Add --force to delete them; nothing was \
+             deleted",
+            keys.join(", ")
+        ))
+        .into());
+    }
+    e.store().delete_objects(&keys)?;
+    out!(
+        o,
+        "deleted the objects of damaged segment {id} of {tp}, which no metadata references: {} ({bytes} bytes)",
+        keys.join(", ")
+    );
     Ok(e.close()?)
 }
 
