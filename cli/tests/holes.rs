@@ -241,3 +241,37 @@ fn offsets_reports_a_local_hole_before_any_run_copies_past_it() {
     }
     assert_eq!(p.gaps(), "492..=637");
 }
+
+/// A later run pointed at an empty store (a share not mounted) while the local segments it copies there are
+/// the only ones left: its own copies would prove them, but the store lacks the start of the remote log the
+/// metadata knows, so nothing local is deleted (the copies made there are hidden once the share is back).
+#[test]
+fn a_later_run_against_an_empty_store_deletes_nothing_local() {
+    let p = Partition::new();
+    let held = p.root.join("held");
+    std::fs::create_dir(&held).unwrap();
+    let move_files = |from: &Path, to: &Path| {
+        for e in std::fs::read_dir(from).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            if ["00000000000000000492.", "00000000000000000638."].iter().any(|b| name.starts_with(b)) {
+                std::fs::rename(from.join(&name), to.join(&name)).unwrap();
+            }
+        }
+    };
+    move_files(&p.dir, &held);
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    assert_eq!(p.local_bases(), [318], "0 and 152 copied and gone locally");
+    move_files(&held, &p.dir);
+    std::fs::create_dir(p.root.join("empty")).unwrap();
+    let empty = format!("file://{}", p.root.join("empty").display());
+    let out =
+        rsm(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL, &["--store", &empty, "--metadata-dir", &p.meta]]
+            .concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("local segment 318 and the ones after it are kept") && stdout.contains("(offsets 0..=151)"),
+        "{stdout}"
+    );
+    assert_eq!(p.local_bases(), [318, 492, 638], "{stdout}");
+}

@@ -293,21 +293,27 @@ impl LocalDeletionProof {
                 format!("no copied segment holds offsets {}..={}", hole.start, hole.end),
             ));
         }
-        let holding: Vec<RemoteLogSegmentMetadata> = self
+        // The copies holding the segment's offsets, each read back whole; and the remote log's first copy, its
+        // manifest only: a store that lacks the start of the remote log is not the one the metadata speaks of
+        // (an empty mount point), even where this run's own copies went into it.
+        let first =
+            self.copied.iter().min_by_key(|m| (m.start_offset, m.end_offset)).map(|m| m.remote_log_segment_id.id);
+        let holding: Vec<(RemoteLogSegmentMetadata, bool)> = self
             .copied
             .iter()
             .filter(|m| m.end_offset >= need.start && m.start_offset <= need.end)
-            .filter(|m| !self.checked.contains(&m.remote_log_segment_id.id))
-            .cloned()
+            .map(|m| (m.clone(), true))
+            .chain(self.copied.iter().filter(|m| Some(m.remote_log_segment_id.id) == first).map(|m| (m.clone(), false)))
+            .filter(|(m, _)| !self.checked.contains(&m.remote_log_segment_id.id))
             .collect();
-        for m in &holding {
+        for (m, whole) in &holding {
             let id = m.remote_log_segment_id.id;
             // The store's own error, its kind and whether a retry may mend it kept (a hanging store is a
             // transient failure, past `rsm.engine.remote.timeout.ms`).
-            present(shared, m).await.map_err(|e| {
+            present(shared, m, *whole).await.map_err(|e| {
                 e.context(format!(
                     "partition {tp}: local segment {} and the ones after it are kept: the metadata says segment {id} \
-                     (offsets {}..={}) holds its offsets, but this store does not hold it whole (is it the store the \
+                     (offsets {}..={}) is copied, but this store does not hold it whole (is it the store the \
                      segment was copied to, not an empty directory, a share not mounted, another bucket? or was the \
                      copy damaged since? `rsm audit` tells)",
                     d.base_offset, m.start_offset, m.end_offset
@@ -324,13 +330,13 @@ fn kept_error(tp: &rsm_core::TopicIdPartition, base_offset: i64, why: impl std::
     Error::invalid(format!("partition {tp}: local segment {base_offset} and the ones after it are kept: {why}"))
 }
 
-/// Whether this store holds the copied segment `m`: its manifest reads (the cache bypassed) and, with
-/// `rsm.engine.local.delete.verify`, its data reads back whole and checked.
-async fn present(shared: &Shared, m: &RemoteLogSegmentMetadata) -> Result<()> {
+/// Whether this store holds the copied segment `m`: its manifest reads (the cache bypassed) and, when `whole`
+/// and with `rsm.engine.local.delete.verify`, its data reads back whole and checked.
+async fn present(shared: &Shared, m: &RemoteLogSegmentMetadata, whole: bool) -> Result<()> {
     let config = &shared.config;
     let what = || format!("the check of segment {} before a local deletion", m.remote_log_segment_id.id);
     within(config, what, shared.storage.read_segment_manifest(m)).await?;
-    if config.local_delete_verify {
+    if whole && config.local_delete_verify {
         within(config, what, shared.storage.verify(m)).await?;
     }
     Ok(())
