@@ -275,3 +275,22 @@ fn a_later_run_against_an_empty_store_deletes_nothing_local() {
     );
     assert_eq!(p.local_bases(), [318, 492, 638], "{stdout}");
 }
+
+/// `rsm delete` against a mistyped metadata directory fails naming the segment as unknown there, and creates
+/// nothing: it decides over the metadata opened to read, and opens it to write only to delete.
+#[test]
+fn a_delete_with_a_mistyped_metadata_dir_creates_nothing() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    let id = p.segments()[0].2.clone();
+    let typo = p.root.join("metadta");
+    let out = rsm(&["delete", "--segment", &id, "--store", &p.store, "--metadata-dir", typo.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("in the metadata"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!typo.exists(), "the delete created {}", typo.display());
+    assert_eq!(p.segments().len(), 4);
+}

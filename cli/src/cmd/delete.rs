@@ -15,7 +15,9 @@ use std::path::Path;
 pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: &EngineArgs) -> CmdResult {
     let id = parse_segment_id(segment)?;
     let local = dir.map(local_range).transpose()?;
-    let e = engine.open(&[])?;
+    // Everything is decided over the metadata opened to read (a metadata directory not there yet is empty,
+    // and none is created), and the metadata is opened to write only for a deletion that goes ahead.
+    let e = engine.open_plan()?;
     // A segment whose manifest does not read (damaged) is found by its objects' keys.
     let (tp, damaged) = match e.store().find_segment(&id) {
         Ok(m) => (m.metadata.remote_log_segment_id.topic_id_partition.clone(), Vec::new()),
@@ -58,6 +60,8 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
         ))
         .into());
     }
+    e.close()?;
+    let e = engine.open(&[])?;
     let md = rt.block_on(e.manager.delete_segment(&tp, &id))?;
     out!(o, "deleted segment {} of {tp} (offsets {}..={})", id, md.start_offset, md.end_offset);
     if let Some(m) = effect.log_start_move {
