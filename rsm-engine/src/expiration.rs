@@ -153,9 +153,10 @@ pub(crate) fn plan(
 }
 
 /// The offsets each local segment holds, as far as known without reading it: from its base offset to the
-/// next segment's base (the log end for the active one, which holds at least its base offset), or to its last batch when a finished copy of it
-/// (starting at its base offset) says where that is: a copy ends at its segment's last batch, so offsets
-/// between that and the next segment (a segment removed by hand) show as a hole.
+/// next segment's base (the log end for the active one, which holds at least its base offset), or to its
+/// last batch when a finished copy of it (starting at its base offset) says where that is: a copy ends at
+/// its segment's last batch, so offsets between that and the next segment (a segment removed by hand) show
+/// as a hole.
 pub(crate) fn local_ranges(
     summaries: &[rsm_tiering::LocalSegmentSummary],
     log_end_offset: i64,
@@ -262,7 +263,8 @@ struct LocalDeletionProof {
     bases: Vec<i64>,
     log_start: i64,
     copied: Vec<RemoteLogSegmentMetadata>,
-    checked: std::collections::HashSet<rsm_core::Uuid>,
+    /// The copies checked this run, and whether read back whole (else their manifest only).
+    checked: std::collections::HashMap<rsm_core::Uuid, bool>,
 }
 
 impl LocalDeletionProof {
@@ -284,9 +286,7 @@ impl LocalDeletionProof {
         if need.start > need.end {
             return Ok(());
         }
-        let ranges: Vec<OffsetRange> =
-            self.copied.iter().map(|m| OffsetRange { start: m.start_offset, end: m.end_offset }).collect();
-        if let Some(hole) = uncovered(need, &ranges).first() {
+        if let Some(hole) = uncovered(need, &offset_ranges(&self.copied)).first() {
             return Err(kept_error(
                 tp,
                 d.base_offset,
@@ -304,7 +304,7 @@ impl LocalDeletionProof {
             .filter(|m| m.end_offset >= need.start && m.start_offset <= need.end)
             .map(|m| (m.clone(), true))
             .chain(self.copied.iter().filter(|m| Some(m.remote_log_segment_id.id) == first).map(|m| (m.clone(), false)))
-            .filter(|(m, _)| !self.checked.contains(&m.remote_log_segment_id.id))
+            .filter(|(m, whole)| self.checked.get(&m.remote_log_segment_id.id).is_none_or(|&done| *whole && !done))
             .collect();
         for (m, whole) in &holding {
             let id = m.remote_log_segment_id.id;
@@ -319,7 +319,8 @@ impl LocalDeletionProof {
                     d.base_offset, m.start_offset, m.end_offset
                 ))
             })?;
-            self.checked.insert(id);
+            let done = self.checked.entry(id).or_default();
+            *done |= *whole;
         }
         Ok(())
     }

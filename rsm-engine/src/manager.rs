@@ -386,8 +386,8 @@ impl RemoteLogManager {
     }
 
     /// What deleting the remote segment `id` of `tp` would do to its log: the offsets no other copied
-    /// segment nor the local log (`local`: from the local log start to the last offset written, `None` when
-    /// not known) would hold afterwards, split into those below every offset still held (the log start
+    /// segment nor the local log (`local`: the offsets its segments hold, [`LocalLog::held_ranges`]; `None`
+    /// when not known) would hold afterwards, split into those below every offset still held (the log start
     /// moves past them) and the holes it would cut (held offsets below them). With `local` unknown the local
     /// log holds nothing here, so the remote log's last segment (not its only one) cuts a hole: the local log
     /// may no longer hold its offsets, and only the partition directory can tell.
@@ -395,7 +395,7 @@ impl RemoteLogManager {
         &self,
         tp: &TopicIdPartition,
         id: &rsm_core::Uuid,
-        local: Option<rsm_tiering::OffsetRange>,
+        local: Option<&[rsm_tiering::OffsetRange]>,
     ) -> Result<DeletionEffect> {
         self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
         let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
@@ -415,7 +415,7 @@ impl RemoteLogManager {
             .filter(|g| !before.contains(g))
             .collect();
         let mut after = offset_ranges(&others);
-        after.extend(local);
+        after.extend(local.into_iter().flatten());
         let lowest = after.iter().map(|r| r.start).min();
         for lost in rsm_tiering::uncovered(segment, &after) {
             match lowest {

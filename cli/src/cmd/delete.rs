@@ -42,7 +42,7 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
         .into());
     }
     let rt = rsm_facade::runtime();
-    let effect = rt.block_on(e.manager.deletion_cut(&tp, &id, local.as_ref().and_then(|l| l.1)))?;
+    let effect = rt.block_on(e.manager.deletion_cut(&tp, &id, local.as_ref().map(|l| l.1.as_slice())))?;
     let seg = effect.segment;
     if !effect.holes.is_empty() && !force {
         e.close()?;
@@ -128,12 +128,10 @@ fn delete_unreferenced_damaged(
     Ok(e.close()?)
 }
 
-/// The partition of the directory `dir`, and the offsets its local log holds (`None` when none).
-fn local_range(dir: &Path) -> Result<(rsm_core::TopicIdPartition, Option<OffsetRange>)> {
+/// The partition of the directory `dir`, and the offsets its segments hold.
+fn local_range(dir: &Path) -> Result<(rsm_core::TopicIdPartition, Vec<OffsetRange>)> {
     let log = LocalLog::open_read_only(dir)?;
-    let start = log.partition().segments.first().map_or(0, |s| s.base_offset);
-    let end = log.true_log_end_offset()?;
-    Ok((log.partition().topic_id_partition.clone(), (end > start).then_some(OffsetRange { start, end: end - 1 })))
+    Ok((log.partition().topic_id_partition.clone(), log.held_ranges()?))
 }
 
 fn ranges(r: &[OffsetRange]) -> String {
