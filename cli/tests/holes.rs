@@ -125,6 +125,43 @@ fn the_last_remote_segment_is_not_deleted_silently() {
     assert!(out.contains("offsets 0..=151 left the log") && out.contains("start moved to 152"), "{out}");
 }
 
+/// A segment the metadata lists but the store lost behind its back (a forced delete racing a
+/// `rebuild-metadata` leaves such a metadata log; here its objects are removed by hand): `offsets` counts
+/// what the store no longer holds, not what the metadata remembers, so the hole is reported and the
+/// segment named, in the middle of the remote log and at its end.
+#[test]
+fn offsets_reports_a_segment_the_store_lost_behind_the_metadata() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+    let segs = p.segments();
+    let remove = |id: &str| {
+        let mut files = Vec::new();
+        let mut dirs = vec![p.root.join("store")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.to_str().unwrap().contains(id) {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(!files.is_empty(), "no object of segment {id}");
+        files.iter().for_each(|f| std::fs::remove_file(f).unwrap());
+    };
+    assert_eq!(p.gaps(), "-");
+    remove(&segs[1].2);
+    assert_eq!(p.gaps(), "152..=317");
+    remove(&segs[3].2);
+    assert_eq!(p.gaps(), "152..=317,492..=637");
+    let out = p.run(&["offsets", p.d()]);
+    for s in [&segs[1], &segs[3]] {
+        let line = format!("segment {} (offsets {}..={}) is in the metadata but not in the store", s.2, s.0, s.1);
+        assert!(out.contains(&line), "{out}");
+    }
+}
+
 /// Item 1, the other way: while the local log still holds the last remote segment's offsets, deleting it
 /// with the partition directory named is no loss, and the next run copies those offsets again.
 #[test]

@@ -1,7 +1,7 @@
 //! The remote log manager (SR-15, SR-22): the partitions the engine serves, their roles, and one run of a
 //! partition's work (copy, expiration, index files), driven by the [`Scheduler`] once started.
 
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, within};
 use crate::copy::{self, CopyOutcome};
 use crate::expiration::{self, ExpirationOutcome};
 use crate::index_files;
@@ -14,7 +14,7 @@ use crate::state::{PartitionState, Shared, lock};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::dir_lock::DirLock;
 use rsm_core::error::{Error, Result};
-use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition};
+use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition, Uuid};
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_core::storage::TieredStorage;
 use rsm_metadata::RemoteLogMetadataManager;
@@ -74,6 +74,10 @@ pub struct Offsets {
     /// local log holds (a segment deleted by hand from the middle or the end of the remote log, a local
     /// segment removed by hand): local segments from the first hole on are never deleted.
     pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
+    /// The copied segments the metadata lists whose commit object the store lacks (deleted behind the
+    /// metadata's back, or a store that is not the one copied to), oldest first: their offsets count as held
+    /// nowhere in [`Offsets::remote_gaps`].
+    pub missing_from_store: Vec<(Uuid, rsm_tiering::OffsetRange)>,
 }
 
 /// What deleting one remote segment does to its partition's log ([`RemoteLogManager::deletion_cut`]).
@@ -574,7 +578,9 @@ impl RemoteLogManager {
         lock(&self.scheduler).clone()
     }
 
-    /// The partition's offsets (SR-25), checked against the constraints Lz ≥ Ly ≥ Lx, Ly ≥ Ry ≥ Rx.
+    /// The partition's offsets (SR-25), checked against the constraints Lz ≥ Ly ≥ Lx, Ly ≥ Ry ≥ Rx. Rx and Ry
+    /// are the metadata's; the gaps are what neither the local log nor the store holds: one listing of the
+    /// partition in the store tells which copied segments it still has.
     pub async fn offsets(&self, tp: &TopicIdPartition) -> Result<Offsets> {
         let state = self.state(tp)?;
         let log = LocalLog::open_read_only(&state.dir())?;
@@ -584,13 +590,27 @@ impl RemoteLogManager {
         let lz = log.true_log_end_offset()?;
         let rx = copied.iter().map(|m| m.start).min();
         let ry = copied.iter().map(|m| m.end).max();
+        let in_store = match copied.is_empty() {
+            true => Default::default(),
+            false => {
+                let listing = self.shared.storage.committed_segment_ids(tp);
+                within(&self.shared.config, || format!("listing partition {tp} in the store"), listing).await?
+            }
+        };
+        let (present, missing): (Vec<_>, Vec<_>) =
+            remote.into_iter().partition(|m| in_store.contains(&m.remote_log_segment_id.id));
         let offsets = Offsets {
             local_log_start: lx,
             last_stable: lz,
             local_log_end: lz,
             remote_log_start: rx,
             remote_log_end: ry,
-            remote_gaps: rsm_tiering::log_gaps(&copied, &log.held_ranges()?),
+            remote_gaps: rsm_tiering::log_gaps(&offset_ranges(&present), &log.held_ranges()?),
+            missing_from_store: offset_ranges(&missing)
+                .into_iter()
+                .zip(missing.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished))
+                .map(|(r, m)| (m.remote_log_segment_id.id, r))
+                .collect(),
         };
         Ok(offsets)
     }

@@ -13,9 +13,11 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> CmdResult {
     let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
     out!(o, "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}  gaps", "partition", "Lx", "Ly", "Lz", "Rx", "Ry");
     let mut gaps = 0;
+    let mut missing = Vec::new();
     for tp in e.add(dirs)? {
         let x = rt.block_on(e.manager.offsets(&tp))?;
         gaps += x.remote_gaps.len();
+        missing.extend(x.missing_from_store.iter().map(|(id, r)| (tp.topic_partition.to_string(), *id, *r)));
         out!(
             o,
             "{:<40} {:>12} {:>12} {:>12} {:>12} {:>12}  {}",
@@ -33,6 +35,14 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> CmdResult {
             o,
             "{gaps} gaps in the remote log: no copied segment holds those offsets (local segments from the \
                  first gap on are kept)"
+        );
+    }
+    for (tp, id, r) in &missing {
+        out!(
+            o,
+            "{tp}: segment {id} (offsets {}..={}) is in the metadata but not in the store: counted as a gap",
+            r.start,
+            r.end
         );
     }
     Ok(e.close()?)

@@ -68,6 +68,20 @@ impl TieredStorage {
         (prefix != self.config.key_prefix).then(|| prefix.to_string())
     }
 
+    /// The ids of the segments of `tp` whose commit object (a split segment's manifest, a one-object
+    /// segment's `.segment`) is in the store: one listing, nothing read. What a metadata log says was copied
+    /// but this set lacks is held nowhere, whatever the metadata says.
+    pub async fn committed_segment_ids(&self, tp: &TopicIdPartition) -> Result<std::collections::HashSet<Uuid>> {
+        let prefix = layout::partition_prefix(&self.config.key_prefix, tp);
+        let objects = self.backend.list(&prefix).await?;
+        Ok(objects
+            .iter()
+            .filter_map(|o| layout::parse_segment_key(&self.config.key_prefix, &o.key))
+            .filter(|k| k.suffix.commits() && &k.topic_id_partition == tp)
+            .map(|k| k.segment_id)
+            .collect())
+    }
+
     /// The committed segment with id `id` anywhere under the prefix, of either layout: one listing and one
     /// manifest read, whatever state the other segments are in.
     pub async fn find_segment(&self, id: &Uuid) -> Result<Manifest> {
