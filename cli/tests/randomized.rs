@@ -43,6 +43,8 @@
 //! that finds a violation stops there; the test goes on with the next seed and fails at the end, printing
 //! for each violation its seed, step, the steps so far (as commands, `$T` the run's temporary directory) and
 //! what was wrong. The figures (steps, kills, faults, offsets checked) go to stderr (`--nocapture`).
+//! `RSM_RANDOM_BIN=<path>` runs that `rsm` binary instead of the one cargo built (a long run on a copy
+//! pinned while the tree changes).
 
 mod common;
 use common::Rng;
@@ -528,7 +530,8 @@ impl<'f> Run<'f> {
         self.fig.commands += 1;
         let out = self.root.join(format!("cmd-{n}.out"));
         let err = self.root.join(format!("cmd-{n}.err"));
-        let child = Command::new(env!("CARGO_BIN_EXE_rsm"))
+        let bin = std::env::var_os("RSM_RANDOM_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_rsm").into());
+        let child = Command::new(bin)
             .args(args)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).unwrap())
@@ -903,7 +906,10 @@ impl<'f> Run<'f> {
             if d.killed { "killed".to_string() } else { format!("exit {}", d.code.unwrap_or(-1)) }
         ));
         if let Some(committed) = p.read_committed {
-            self.check_read_output(&d, committed, None)?;
+            // After a fault that changes transactions (a marker removed by hand or by a forced delete), what
+            // read_committed may print is Kafka's reading of the log as it now is, not the fixture's: its
+            // records must still be real ones, byte for byte.
+            self.check_read_output(&d, committed && !self.touched, None)?;
         }
         if let (Some(min_age), true) = (p.sweep_min_age, alone) {
             self.check_swept(&d, before, min_age)?;

@@ -188,3 +188,42 @@ fn rsm_read_follow_prints_segments_tiered_while_it_runs() {
     assert!(out.len() > before, "only {} records, {before} before the second tier", out.len());
     assert_eq!(out, expected);
 }
+
+/// A partition directory whose log ends inside open transactions (txn-0 as it stood at the roll to 764: the
+/// segments below it, 614 the active one). The producer snapshot the fixture's writer stored at 764 keeps
+/// three transactions open there, the earliest from offset 584 (its producer 4002 writes no marker before
+/// 764): that is the last stable offset. `offsets` shows it as Ly, and `tier` copies no segment reaching it,
+/// as Kafka copies only segments wholly below the last stable offset: 0, 148 and 304 go, 447 (to 613) stays.
+#[test]
+fn a_transaction_left_open_holds_back_the_copy_at_the_last_stable_offset() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("txn-0");
+    std::fs::create_dir(&dir).unwrap();
+    for e in std::fs::read_dir(data().join("txn-0")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        if name.split('.').next().unwrap().parse::<i64>().is_ok_and(|b| b >= 764) {
+            continue;
+        }
+        std::fs::copy(e.path(), dir.join(&name)).unwrap();
+    }
+    std::fs::create_dir(t.path().join("store")).unwrap();
+    let store = format!("file://{}", t.path().join("store").display());
+    let meta = t.path().join("metadata").display().to_string();
+    let d = dir.display().to_string();
+    let out = ok(&["tier", &d, "--set", "retention.ms=-1", "--store", &store, "--metadata-dir", &meta]);
+    assert!(out.contains("not stable from offset 447"), "{out}");
+    let offsets = ok(&["offsets", &d, "--store", &store, "--metadata-dir", &meta]);
+    let row: Vec<&str> = offsets.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[1..4], ["0", "584", "764"], "Lx Ly Lz: {offsets}");
+
+    let ls: Value = serde_json::from_str(&ok(&["ls", "--store", &store, "--json"])).unwrap();
+    let mut copied: Vec<(i64, i64)> = ls["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["start_offset"].as_i64().unwrap(), s["end_offset"].as_i64().unwrap()))
+        .collect();
+    copied.sort();
+    assert_eq!(copied, [(0, 147), (148, 303), (304, 446)], "{out}");
+}

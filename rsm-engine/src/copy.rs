@@ -31,7 +31,7 @@ pub(crate) fn plan(
     remote: &[RemoteLogSegmentMetadata],
     now: i64,
 ) -> Result<CopyPlan> {
-    let input = CopyInput {
+    let mut input = CopyInput {
         segments: summaries,
         log_end_offset,
         last_stable_offset: log_end_offset,
@@ -39,7 +39,17 @@ pub(crate) fn plan(
         lag: state.policy.copy_lag,
         now_ms: now,
     };
-    let mut plan = segments_to_copy(&input).map_err(|e| e.context(format!("partition {}", state.tp)))?;
+    let context = |e: rsm_core::Error| e.context(format!("partition {}", state.tp));
+    let mut plan = segments_to_copy(&input).map_err(context)?;
+    // Kafka copies no segment that reaches the last stable offset: a transaction left open (its marker not
+    // yet written, or gone from the directory) may still be aborted. The segments from the first due one
+    // on tell where the first open transaction begins.
+    if let Some(first) = plan.segments.first() {
+        if let Some(lso) = log.first_open_transaction(first.base_offset)?.filter(|&o| o < log_end_offset) {
+            input.last_stable_offset = lso;
+            plan = segments_to_copy(&input).map_err(context)?;
+        }
+    }
     // A copy ends at its segment's last batch, which lies below the next segment's base offset when the
     // offsets between are gone from the directory: the rules, which know only base offsets, would take it
     // for uncopied. A finished copy starting at a segment's base offset is that segment's copy.

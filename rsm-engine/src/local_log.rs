@@ -83,6 +83,20 @@ impl LocalLog {
         Ok(end)
     }
 
+    /// Where the earliest transaction the segments from `from_base` on leave open begins (a transactional
+    /// batch whose producer wrote no marker after it): the last stable offset (Kafka's LSO) when there is
+    /// one. A transaction opened below `from_base` is not seen: the segments below it were stable when
+    /// copied. Reads the batch headers of those segments, streaming.
+    pub fn first_open_transaction(&self, from_base: i64) -> Result<Option<i64>> {
+        let mut open = rsm_core::format::records::isolation::OpenTransactions::default();
+        for seg in self.partition.segments.iter().filter(|s| s.next_offset.is_none_or(|n| n > from_base)) {
+            let len = fs::metadata(&seg.log).map_err(io(&seg.log))?.len();
+            rsm_core::format::batch::scan_file(&seg.log, len, false, |b| open.observe(b))
+                .map_err(|e| e.context(seg.log.display()))?;
+        }
+        Ok(open.first_open_offset())
+    }
+
     /// The offsets each segment holds, read from its batch headers (streaming): from its base offset to its
     /// last batch's last offset (the active segment: to the log end, and at least its base offset, where the
     /// log goes on). A segment with no batch holds nothing. What `rsm offsets` finds holes of the local log by

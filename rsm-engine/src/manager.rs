@@ -62,7 +62,8 @@ impl RunPlan {
 pub struct Offsets {
     /// Lx, the local log start offset: the first segment's base offset.
     pub local_log_start: i64,
-    /// Ly, the last stable offset. Without a broker every record written is stable, so it equals Lz.
+    /// Ly, the last stable offset: where the earliest transaction the local log leaves open begins (no
+    /// marker after it), else Lz.
     pub last_stable: i64,
     /// Lz, the local log end offset: the offset after the last record of the active segment.
     pub local_log_end: i64,
@@ -601,7 +602,7 @@ impl RemoteLogManager {
             remote.into_iter().partition(|m| in_store.contains(&m.remote_log_segment_id.id));
         let offsets = Offsets {
             local_log_start: lx,
-            last_stable: lz,
+            last_stable: log.first_open_transaction(lx)?.map_or(lz, |o| o.min(lz)),
             local_log_end: lz,
             remote_log_start: rx,
             remote_log_end: ry,

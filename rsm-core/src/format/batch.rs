@@ -132,6 +132,10 @@ impl<'a> Batch<'a> {
             _ => be_i64(self.bytes, 35),
         }
     }
+    /// The producer id (v2), -1 (no producer) for a legacy message.
+    pub fn producer_id(&self) -> i64 {
+        if self.legacy() { -1 } else { be_i64(self.bytes, 43) }
+    }
     /// The number of records: the v2 field, 1 for a plain legacy message, -1 for a legacy wrapper (its count
     /// is inside the compressed bytes).
     pub fn record_count(&self) -> i32 {

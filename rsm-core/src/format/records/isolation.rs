@@ -170,6 +170,37 @@ impl TxnFilter {
     }
 }
 
+/// The transactions a log leaves open, as Kafka's producer state tracks them: a transactional data batch
+/// opens its producer's transaction (when none is open) at its base offset, and a transaction marker (a
+/// control batch with the transactional bit, commit or abort) closes it. Show it a log's batches in offset
+/// order; [`OpenTransactions::first_open_offset`] is then the log's last stable offset when some
+/// transaction is open (Kafka's LSO: a `read_committed` consumer reads nothing at or past it, and no segment
+/// reaching it is copied). Only the batch header is read; a legacy batch is never transactional.
+#[derive(Clone, Debug, Default)]
+pub struct OpenTransactions {
+    /// The first offset of each producer's open transaction, by producer id.
+    open: std::collections::HashMap<i64, i64>,
+}
+
+impl OpenTransactions {
+    /// Takes the next batch of the log into account.
+    pub fn observe(&mut self, batch: &crate::format::batch::Batch<'_>) {
+        if batch.magic() < 2 || batch.attributes() & super::TRANSACTIONAL_BIT == 0 {
+            return;
+        }
+        if super::is_control(batch) {
+            self.open.remove(&batch.producer_id());
+        } else {
+            self.open.entry(batch.producer_id()).or_insert_with(|| batch.base_offset());
+        }
+    }
+
+    /// The first offset of the earliest transaction still open, if any.
+    pub fn first_open_offset(&self) -> Option<i64> {
+        self.open.values().copied().min()
+    }
+}
+
 /// The offset after the last whole batch of a fetched range (`bytes`, whose first byte is at `position` in
 /// its segment), `None` when it holds no whole batch: the upper bound of the fetch when collecting its
 /// aborted transactions.
