@@ -44,11 +44,11 @@ pub(crate) fn plan(
     // Kafka copies no segment that reaches the last stable offset: a transaction left open (its marker not
     // yet written, or gone from the directory) may still be aborted. The segments from the first due one
     // on tell where the first open transaction begins.
-    if let Some(first) = plan.segments.first() {
-        if let Some(lso) = log.first_open_transaction(first.base_offset)?.filter(|&o| o < log_end_offset) {
-            input.last_stable_offset = lso;
-            plan = segments_to_copy(&input).map_err(context)?;
-        }
+    if let Some(first) = plan.segments.first()
+        && let Some(lso) = log.first_open_transaction(first.base_offset)?.filter(|&o| o < log_end_offset)
+    {
+        input.last_stable_offset = lso;
+        plan = segments_to_copy(&input).map_err(context)?;
     }
     // A copy ends at its segment's last batch, which lies below the next segment's base offset when the
     // offsets between are gone from the directory: the rules, which know only base offsets, would take it
