@@ -11,7 +11,9 @@
 //! sees every call first and every result last, errors already carrying the operation and key.
 
 use crate::{Registry, Store, runtime, scheme_of};
-use rsm_core::backend::layers::{self, Counting, Layer, ParallelReads, RetryConfig, Tracing, UploadRateLimit};
+use rsm_core::backend::layers::{
+    self, BreakerConfig, Counting, Layer, ParallelReads, RetryConfig, Tracing, UploadRateLimit,
+};
 use rsm_core::backend::{RequestCounts, StorageBackend};
 use rsm_core::config::{ConfigReader, STORE_URL_KEY};
 use rsm_core::{Error, Result, TieredConfig, TieredStorage};
@@ -140,6 +142,13 @@ pub(crate) fn open_layered(
     let rate_limit = UploadRateLimit::read(r)?;
     if let Some(limit) = &rate_limit {
         stack.push(limit);
+    }
+    // Read (and so checked) for every store; stacked unless `store.breaker.failures` is 0. Over every other
+    // default layer: it judges whole calls, after their retries and whatever parts a read was split into,
+    // and a call it refuses is neither sent, counted, nor paced.
+    let breaker = BreakerConfig::read(r)?.for_store(url);
+    if breaker.enabled() {
+        stack.push(&breaker);
     }
     stack.extend(host.iter().map(|l| l.as_ref()));
     Ok((layers::stack(raw, stack), counting.counts(), prefix))

@@ -1,4 +1,5 @@
 use super::*;
+use crate::StoreKind;
 use rsm_core::ErrorKind;
 use rsm_core::backend::Op;
 use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};
@@ -129,4 +130,54 @@ fn host_layers_stack_in_the_order_added() {
     assert!(faults[1] < shown.find("TracingLayer").unwrap(), "the first added is over the default stack: {shown}");
     assert!(store.list_segments(None).unwrap().is_empty());
     assert_eq!((first.calls(Op::List), second.calls(Op::List)), (1, 1));
+}
+
+#[test]
+fn the_breaker_goes_over_the_default_stack_unless_off_and_its_settings_are_checked() {
+    let store = Store::open("memory:", &BTreeMap::new()).unwrap();
+    let at = positions(&store, &["BreakerLayer", "TracingLayer", "RetryLayer", "CountingLayer", "MemoryBackend"]);
+    assert!(at.is_sorted(), "on by default, over the default stack: {at:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let limited = rsm_core::config::props([("upload.rate.limit.bytes.per.second", "1048576")]);
+    let store = Store::open(&url, &limited).unwrap();
+    let at = positions(&store, &["BreakerLayer", "RateLimitLayer", "TracingLayer", "CountingLayer"]);
+    assert!(at.is_sorted(), "a refused upload is not paced: {at:?}");
+
+    let off = rsm_core::config::props([("store.breaker.failures", "0")]);
+    let shown = format!("{:?}", Store::open("memory:", &off).unwrap().storage().backend());
+    assert!(!shown.contains("BreakerLayer"), "{shown}");
+    let bad = rsm_core::config::props([("store.breaker.failures", "0"), ("store.breaker.open.max.ms", "10")]);
+    let e = Store::open("memory:", &bad).unwrap_err();
+    assert_eq!(e.config_key(), Some("store.breaker.open.max.ms"), "checked even when off: {e}");
+}
+
+/// A memory store whose every read fails transiently, as a dead store's.
+fn open_flaky(_url: &str, _r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
+    let broken_gets = FaultRule { op: Some(Op::Get), key: "*".into(), fault: Fault::transient(), times: None };
+    let store = FaultLayer::new(Arc::new(rsm_core::backend::MemoryBackend::new())).with_rule(broken_gets);
+    Ok((Arc::new(store), String::new()))
+}
+
+#[test]
+fn a_failing_store_is_refused_at_once_and_refused_calls_are_not_counted() {
+    let mut registry = Registry::builtin();
+    registry.register(StoreKind { schemes: &["flaky"], open: open_flaky, retries_itself: true, remote: false });
+    // (settings, reads of 8 that reach the counting layer)
+    let cases = [(BTreeMap::new(), 5), (rsm_core::config::props([("store.breaker.failures", "0")]), 8)];
+    for (settings, counted) in cases {
+        let store = Store::open_in(&registry, "flaky:", &settings).unwrap();
+        let backend = store.storage().backend().clone();
+        let errors: Vec<Error> = runtime().block_on(async {
+            let mut errors = Vec::new();
+            for _ in 0..8 {
+                errors.push(backend.get_range("k", 0..1).await.unwrap_err());
+            }
+            errors
+        });
+        assert!(errors.iter().all(|e| e.is_transient()), "{errors:?}");
+        assert_eq!(store.counts().get(Op::Get).requests, counted, "{settings:?}");
+        let refused = errors.iter().filter(|e| e.message().contains("store flaky: is failing")).count();
+        assert_eq!(refused, 8 - counted as usize, "{settings:?}: {errors:?}");
+    }
 }

@@ -13,12 +13,15 @@
 //!   cloud stores;
 //! - [`RateLimitLayer`]: paces uploads to one shared limit of bytes a second
 //!   (`upload.rate.limit.bytes.per.second`);
-//! - [`TracingLayer`]: one `tracing` span per operation, and the operation and key on every error.
+//! - [`TracingLayer`]: one `tracing` span per operation, and the operation and key on every error;
+//! - [`BreakerLayer`]: a circuit breaker per store: after transient failures in a row, calls fail at once
+//!   for a growing interval, one call probing whether the store is back (settings `store.breaker.*`).
 //!
 //! A [`Layer`] is what puts a layer over a backend (after OpenDAL's `Layer`): the layers' configs implement
-//! it ([`Counting`], [`RetryConfig`], [`Tracing`]), so an opener (the facade's `StoreBuilder`) builds a
-//! stack from a list of them, and a host adds its own the same way.
+//! it ([`Counting`], [`RetryConfig`], [`Tracing`], [`BreakerConfig`]), so an opener (the facade's
+//! `StoreBuilder`) builds a stack from a list of them, and a host adds its own the same way.
 
+mod breaker;
 mod counting;
 mod faults;
 mod parallel;
@@ -27,6 +30,7 @@ mod retry;
 mod tracing;
 
 pub use self::tracing::{Tracing, TracingLayer};
+pub use breaker::{BreakerConfig, BreakerLayer, BreakerState, BreakerStats};
 pub use counting::{Counting, CountingLayer};
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use parallel::{MAX_SPLIT_BYTES, ParallelReadLayer, ParallelReads};
