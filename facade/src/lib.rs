@@ -201,7 +201,34 @@ impl Store {
         md: &RemoteLogSegmentMetadata,
         data: &LogSegmentData,
     ) -> Result<Option<CustomMetadata>> {
-        self.storage.copy_log_segment_data(md, data).await
+        let copy = self.storage.copy_log_segment_data(md, data);
+        let Some(limit) = self.storage.config().copy_timeout else { return copy.await };
+        match tokio::time::timeout(limit, copy).await {
+            Ok(r) => r,
+            Err(_) => {
+                // The copy's future is dropped mid-way: what it wrote is deleted here (its own cleanup did not
+                // run), within the same bound, so no part of the attempt stays visible. A delete that fails
+                // too leaves objects without a manifest (or a manifest the broker holds only as copy-started)
+                // to `rsm sweep` and `rsm audit`.
+                let cleanup = tokio::time::timeout(limit, self.storage.delete_log_segment_data(md)).await;
+                let left = match cleanup {
+                    Ok(Ok(())) => "what it wrote was deleted".to_string(),
+                    Ok(Err(e)) => format!("deleting what it wrote failed too ({e})"),
+                    Err(_) => "deleting what it wrote timed out too".to_string(),
+                };
+                // As the storage manager logs a copy that fails, whose cleanup never ran here.
+                tracing::warn!(segment = %md.remote_log_segment_id, timeout_ms = limit.as_millis() as u64,
+                    "copy timed out; {left}");
+                Err(rsm_core::Error::retriable(
+                    format!(
+                        "the copy of segment {} took longer than copy.timeout.ms ({} ms): {left}",
+                        md.remote_log_segment_id,
+                        limit.as_millis()
+                    ),
+                    "timed out",
+                ))
+            }
+        }
     }
 
     /// Opens a reader of the segment's bytes `start..=end` (see [`RemoteStorageManager::fetch_log_segment`]):
@@ -218,16 +245,32 @@ impl Store {
         start: i32,
         end: Option<i32>,
     ) -> Result<SegmentReader> {
-        // A store of local files, a segment stored as it is: read straight into the caller's buffers.
-        if let Some(local) = self.storage.local_log_reader(md, start, end).await? {
-            return Ok(SegmentReader::local(local));
-        }
-        Ok(SegmentReader::stream(self.storage.fetch_log_segment(md, start, end).await?))
+        let wait = self.fetch_wait(md);
+        let open = async {
+            // A store of local files, a segment stored as it is: read straight into the caller's buffers.
+            if let Some(local) = self.storage.local_log_reader(md, start, end).await? {
+                return Ok(SegmentReader::local(local));
+            }
+            let stream = self.storage.fetch_log_segment(md, start, end).await?;
+            Ok(SegmentReader::stream(stream).with_wait(wait.clone()))
+        };
+        wait.bound(open).await
     }
 
-    /// The exact bytes of an index (see [`RemoteStorageManager::fetch_index`]).
+    /// The exact bytes of an index (see [`RemoteStorageManager::fetch_index`]), within `fetch.timeout.ms`.
     pub fn fetch_index(&self, md: &RemoteLogSegmentMetadata, index: IndexType) -> Result<Bytes> {
-        runtime().block_on(self.storage.fetch_index(md, index))
+        let wait = self.fetch_wait(md);
+        runtime().block_on(wait.bound(self.storage.fetch_index(md, index)))
+    }
+
+    /// How long a fetch of `md` waits on the store at a time (`fetch.timeout.ms`), and what its timeout
+    /// names: the segment and its key.
+    fn fetch_wait(&self, md: &RemoteLogSegmentMetadata) -> reader::Wait {
+        let keys = rsm_core::storage::layout::segment_keys(&self.storage.config().key_prefix, md);
+        reader::Wait::new(
+            self.storage.config().fetch_timeout,
+            format!("segment {} (key {})", md.remote_log_segment_id, keys.shared_prefix()),
+        )
     }
 
     /// Deletes a segment (see [`RemoteStorageManager::delete_log_segment_data`]): [`Store::delete_async`]

@@ -26,20 +26,55 @@ pub struct SegmentReader {
     source: Source,
     current: Bytes,
     pulled: u64,
+    wait: Wait,
+}
+
+/// How long a reader waits on the store at a time (`fetch.timeout.ms`), and what it is reading, for the
+/// error when that passes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Wait {
+    limit: Option<std::time::Duration>,
+    what: std::sync::Arc<str>,
+}
+
+impl Wait {
+    /// At most `limit` (none: unbounded) at a time, reading `what`.
+    pub(crate) fn new(limit: Option<std::time::Duration>, what: String) -> Self {
+        Wait { limit, what: what.into() }
+    }
+
+    /// `f`, failed as retriable once the limit passes (and dropped, which cancels the requests behind it).
+    pub(crate) async fn bound<T>(&self, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        let Some(limit) = self.limit else { return f.await };
+        match tokio::time::timeout(limit, f).await {
+            Ok(r) => r,
+            Err(_) => Err(rsm_core::Error::retriable(
+                format!(
+                    "reading {} took longer than fetch.timeout.ms ({} ms): the store did not answer in time",
+                    self.what,
+                    limit.as_millis()
+                ),
+                "timed out",
+            )),
+        }
+    }
 }
 
 enum Source {
     Done,
     Local(Box<LocalLogReader>),
     Stream(ByteStream),
-    Ahead(mpsc::Receiver<Result<Bytes>>, tokio::task::AbortHandle),
+    // The handle is held for its drop.
+    Ahead(mpsc::Receiver<Result<Bytes>>, #[allow(dead_code)] AbortOnDrop),
 }
 
-impl Drop for SegmentReader {
+/// The task reading ahead, stopped (its requests cancelled) as soon as its reader lets go of it: when the
+/// reader is dropped, and when a failed or timed-out read closes it.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        if let Source::Ahead(_, task) = &self.source {
-            task.abort();
-        }
+        self.0.abort();
     }
 }
 
@@ -55,17 +90,28 @@ impl std::fmt::Debug for SegmentReader {
 impl SegmentReader {
     /// A reader over a fetch stream.
     pub fn stream(stream: ByteStream) -> Self {
-        SegmentReader { source: Source::Stream(stream), current: Bytes::new(), pulled: 0 }
+        SegmentReader { source: Source::Stream(stream), current: Bytes::new(), pulled: 0, wait: Wait::default() }
     }
 
     /// A reader straight from a segment's local object file (see [`LocalLogReader`]).
     pub fn local(reader: LocalLogReader) -> Self {
-        SegmentReader { source: Source::Local(Box::new(reader)), current: Bytes::new(), pulled: 0 }
+        SegmentReader {
+            source: Source::Local(Box::new(reader)),
+            current: Bytes::new(),
+            pulled: 0,
+            wait: Wait::default(),
+        }
     }
 
     /// A reader over bytes already read (an index).
     pub fn bytes(bytes: Bytes) -> Self {
-        SegmentReader { source: Source::Done, current: bytes, pulled: 0 }
+        SegmentReader { source: Source::Done, current: bytes, pulled: 0, wait: Wait::default() }
+    }
+
+    /// The same reader waiting on the store at most as `wait` says for each piece.
+    pub(crate) fn with_wait(mut self, wait: Wait) -> Self {
+        self.wait = wait;
+        self
     }
 
     /// The next piece: the first from the stream itself, then from the task reading ahead (started here).
@@ -85,14 +131,17 @@ impl SegmentReader {
                     }
                 }
             });
-            self.source = Source::Ahead(rx, task.abort_handle());
+            self.source = Source::Ahead(rx, AbortOnDrop(task.abort_handle()));
         }
         self.pulled += 1;
-        match &mut self.source {
-            Source::Done | Source::Local(_) => None,
-            Source::Stream(stream) => crate::runtime().block_on(stream.next()),
-            Source::Ahead(rx, _) => crate::runtime().block_on(rx.recv()),
-        }
+        let wait = self.wait.clone();
+        let bounded = |piece: Option<Result<Bytes>>| piece.map_or(Ok(None), |p| p.map(Some));
+        let piece = match &mut self.source {
+            Source::Done | Source::Local(_) => return None,
+            Source::Stream(stream) => crate::runtime().block_on(wait.bound(async { bounded(stream.next().await) })),
+            Source::Ahead(rx, _) => crate::runtime().block_on(wait.bound(async { bounded(rx.recv().await) })),
+        };
+        piece.transpose()
     }
 
     /// Makes sure some bytes are held; `false` at the end. A failed stream is closed: later calls see the end.

@@ -4,7 +4,7 @@
 //! one differs; `RSM_BLESS=1` writes the new table instead. The settings of `docs/settings.md` (tiering,
 //! engine, metadata) are checked by `cli/tests/settings_docs.rs`.
 
-use rsm_core::backend::layers::{ParallelReads, RetryConfig, UploadRateLimit};
+use rsm_core::backend::layers::{BreakerConfig, ParallelReads, RetryConfig, UploadRateLimit};
 use rsm_core::config::docs::{Column, check_page, table};
 use rsm_core::config::{STORE_MEMORY_ALLOWED, Setting};
 use std::path::Path;
@@ -15,11 +15,12 @@ const BLESS: &str = "RSM_BLESS=1 cargo test -p rsm-facade --test settings_docs";
 fn store_settings() -> Vec<&'static Setting> {
     let mut all: Vec<&'static Setting> = rsm_core::storage::settings::SETTINGS.to_vec();
     all.extend([&rsm_backend_fs::config::FSYNC, &rsm_backend_fs::config::ROOT_CREATE]);
-    all.push(&rsm_backend_s3::ClientSettings::CONNECT_TIMEOUT);
+    all.extend(rsm_backend_s3::ClientSettings::SETTINGS);
     all.push(&rsm_backend_hdfs::config::CONNECT_TIMEOUT);
     all.extend(RetryConfig::SETTINGS);
     all.extend(ParallelReads::SETTINGS);
     all.extend(UploadRateLimit::SETTINGS);
+    all.extend(BreakerConfig::SETTINGS);
     all.extend(rsm_facade::cost::SETTINGS);
     all.push(&STORE_MEMORY_ALLOWED);
     all
@@ -68,7 +69,6 @@ fn declarations_are_consistent() {
     let mut all = store_settings();
     all.extend(rsm_backend_fs::config::SETTINGS.iter().filter(|s| s.key == "fs.root"));
     all.extend(rsm_backend_hdfs::config::SETTINGS.iter().filter(|s| s.key != "hdfs.connect.timeout"));
-    all.extend(rsm_backend_s3::ClientSettings::SETTINGS.iter().filter(|s| s.key != "<p>.connect.timeout"));
     all.extend(rsm_backend_s3::config::SETTINGS);
     all.extend(rsm_backend_azure::config::SETTINGS);
     all.extend(rsm_backend_gcs::config::SETTINGS);

@@ -19,10 +19,10 @@
 //! | `azure.msi.endpoint` | the instance metadata service | managed identity endpoint |
 //! | `azure.upload.block.size` | 25 MiB (26214400) | block size in bytes; blobs up to one block go in one PUT ([64 KiB (65536), 1 GiB (1073741824)]) |
 //! | `azure.upload.blocks.in.flight` | 4 | blocks uploaded at once per blob ([1, 32]) |
-//! | `<p>.api.call.timeout` | 3 min (180000 ms) | (cloud stores) ms for a whole call, retries included ([1 ms, 1 d (86400000 ms)]) |
+//! | `<p>.api.call.timeout` | 30 s (30000 ms) | (cloud stores) ms for a whole request, retries included (a broker's default: a store that does not answer frees the calling thread in seconds; the broker retries a failed copy or fetch itself) ([1 ms, 1 d (86400000 ms)]) |
 //! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
 //! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
-//! | `<p>.max.retries` | 10 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt ([0, 100]) |
+//! | `<p>.max.retries` | 3 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt, with exponential backoff and jitter (as the AWS SDKs' standard mode); more retries add load to a store that is throttling ([0, 100]) |
 //! <!-- settings:azure:end -->
 //!
 //! `<p>` is `azure` in the cloud client's settings (`ClientSettings`).

@@ -11,10 +11,10 @@
 //! | `gcs.credentials.default` | `true` unless a JSON or path is set | `true`: application default credentials (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's file, the metadata server); `false` with neither of the above: anonymous requests (public buckets, emulators) (not `true` with a JSON or path) |
 //! | `gcs.endpoint.url` | Google | endpoint (fake-gcs-server: `http://127.0.0.1:4443`); plain HTTP only when it says `http://` (an `http://` or `https://` URL) |
 //! | `gcs.resumable.upload.chunk.size` | 25 MiB (26214400) | chunk size in bytes; objects up to one chunk go in one media upload, larger ones in a resumable upload ([256 KiB (262144), 1 GiB (1073741824)]; a multiple of 256 KiB) |
-//! | `<p>.api.call.timeout` | 3 min (180000 ms) | (cloud stores) ms for a whole call, retries included ([1 ms, 1 d (86400000 ms)]) |
+//! | `<p>.api.call.timeout` | 30 s (30000 ms) | (cloud stores) ms for a whole request, retries included (a broker's default: a store that does not answer frees the calling thread in seconds; the broker retries a failed copy or fetch itself) ([1 ms, 1 d (86400000 ms)]) |
 //! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
 //! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
-//! | `<p>.max.retries` | 10 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt ([0, 100]) |
+//! | `<p>.max.retries` | 3 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt, with exponential backoff and jitter (as the AWS SDKs' standard mode); more retries add load to a store that is throttling ([0, 100]) |
 //! <!-- settings:gcs:end -->
 //!
 //! `<p>` is `gcs` in the cloud client's settings (`ClientSettings`).

@@ -35,10 +35,11 @@ impl Default for ClientSettings {
 
 impl ClientSettings {
     /// `<p>.api.call.timeout`.
-    pub const CALL_TIMEOUT: Setting = Setting::long("<p>.api.call.timeout", 1, 86_400_000)
-        .with_default(180_000)
-        .with_unit(Unit::Millis)
-        .with_doc("(cloud stores) ms for a whole call, retries included");
+    pub const CALL_TIMEOUT: Setting =
+        Setting::long("<p>.api.call.timeout", 1, 86_400_000).with_default(30_000).with_unit(Unit::Millis).with_doc(
+            "(cloud stores) ms for a whole request, retries included (a broker's default: a store that does not \
+             answer frees the calling thread in seconds; the broker retries a failed copy or fetch itself)",
+        );
     /// `<p>.api.call.attempt.timeout`.
     pub const ATTEMPT_TIMEOUT: Setting = Setting::long("<p>.api.call.attempt.timeout", 1, 86_400_000)
         .with_default(30_000)
@@ -51,8 +52,10 @@ impl ClientSettings {
         .shown_as("`s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout`")
         .with_doc("(cloud stores) ms to open one connection");
     /// `<p>.max.retries`.
-    pub const MAX_RETRIES: Setting = Setting::int("<p>.max.retries", 0, 100).with_default(10).with_doc(
-        "(cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt",
+    pub const MAX_RETRIES: Setting = Setting::int("<p>.max.retries", 0, 100).with_default(3).with_doc(
+        "(cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt, \
+         with exponential backoff and jitter (as the AWS SDKs' standard mode); more retries add load to a store \
+         that is throttling",
     );
 
     /// The settings [`ClientSettings::read`] reads, each a family of one key a backend prefix.
@@ -135,6 +138,18 @@ mod tests {
         assert!(split_store_url("gs://b", "s3", "bucket").is_err());
         assert!(split_store_url("s3:///p", "s3", "bucket").is_err());
         assert!(split_store_url("s3://b/../x", "s3", "bucket").is_err());
+    }
+
+    #[test]
+    fn the_defaults_suit_a_broker() {
+        let d = ClientSettings::read(&mut ConfigReader::new(&props::<_, &str, &str>([])), "s3").unwrap();
+        assert_eq!(d, ClientSettings::default());
+        // Seconds, not minutes: a hung store frees a broker's thread within the call timeout.
+        assert_eq!(
+            (d.call_timeout, d.attempt_timeout, d.connect_timeout),
+            (Duration::from_secs(30), Duration::from_secs(30), Duration::from_secs(5))
+        );
+        assert_eq!(d.max_retries, 3);
     }
 
     #[test]

@@ -15,10 +15,10 @@
 //! | `s3.multipart.upload.part.size` | 25 MiB (26214400) | part size in bytes; objects up to one part go in one PUT ([5 MiB (5242880), 1 GiB (1073741824)]) |
 //! | `s3.multipart.upload.parts.in.flight` | 4 | parts uploaded at once per object ([1, 32]) |
 //! | `s3.storage.class` | the bucket's | storage class of every object (`STANDARD`, `STANDARD_IA`, ...) |
-//! | `<p>.api.call.timeout` | 3 min (180000 ms) | (cloud stores) ms for a whole call, retries included ([1 ms, 1 d (86400000 ms)]) |
+//! | `<p>.api.call.timeout` | 30 s (30000 ms) | (cloud stores) ms for a whole request, retries included (a broker's default: a store that does not answer frees the calling thread in seconds; the broker retries a failed copy or fetch itself) ([1 ms, 1 d (86400000 ms)]) |
 //! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
 //! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
-//! | `<p>.max.retries` | 10 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt ([0, 100]) |
+//! | `<p>.max.retries` | 3 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt, with exponential backoff and jitter (as the AWS SDKs' standard mode); more retries add load to a store that is throttling ([0, 100]) |
 //! <!-- settings:s3:end -->
 //!
 //! `<p>` is `s3` in the cloud client's settings ([`ClientSettings`]).

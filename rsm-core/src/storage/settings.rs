@@ -140,6 +140,22 @@ pub const MANIFEST_CACHE_TTL_MS: Setting = Setting::long("manifest.cache.ttl.ms"
         "how long a cached manifest is served before it is read again, so a segment deleted by another host stops \
          being served from memory",
     );
+/// `fetch.timeout.ms`.
+pub const FETCH_TIMEOUT_MS: Setting =
+    Setting::long("fetch.timeout.ms", 0, 3_600_000).with_default(500).with_unit(Unit::Millis).with_doc(
+        "the longest a caller of the broker plugin or the C ABI waits on the store for a fetch (opening it, each \
+         piece of its bytes, an index), then the read fails at once as retriable, naming the segment's key, and the \
+         requests behind it are cancelled; Kafka gives up a remote fetch after `remote.fetch.max.wait.ms` (500 by \
+         default), so a read that outlives it serves nobody: set both alike; 0 waits as long as the store's own \
+         timeouts",
+    );
+/// `copy.timeout.ms`.
+pub const COPY_TIMEOUT_MS: Setting =
+    Setting::long("copy.timeout.ms", 0, 86_400_000).with_default(600_000).with_unit(Unit::Millis).with_doc(
+        "the longest a copy through the broker plugin or the C ABI may take, then it fails as retriable and what \
+         it wrote is deleted (a store that hangs frees the broker's copy thread); 0: as long as the store's own \
+         timeouts allow",
+    );
 /// `fetch.cache.bytes`.
 pub const FETCH_CACHE_BYTES: Setting =
     Setting::long("fetch.cache.bytes", 0, 64 << 30).with_default(0).with_unit(Unit::Bytes).with_doc(
@@ -206,6 +222,8 @@ pub const SETTINGS: &[&Setting] = &[
     &CHUNK_SIZE,
     &CHUNK_BLOCK_SIZE,
     &FETCH_CONCURRENCY,
+    &FETCH_TIMEOUT_MS,
+    &COPY_TIMEOUT_MS,
     &COPY_VERIFY_CHECKSUMS,
     &COMPRESSION_ENABLED,
     &COMPRESSION_HEURISTIC,
@@ -248,6 +266,12 @@ pub struct TieredConfig {
     pub block_size: u32,
     /// [`FETCH_CONCURRENCY`]: ranged reads in flight per fetch.
     pub fetch_concurrency: usize,
+    /// [`FETCH_TIMEOUT_MS`]: the longest a blocking caller (the facade's fetches) waits on the store at a
+    /// time; `None` for no bound of its own.
+    pub fetch_timeout: Option<std::time::Duration>,
+    /// [`COPY_TIMEOUT_MS`]: the longest a blocking caller's copy (the facade's) may take; `None` for no bound
+    /// of its own.
+    pub copy_timeout: Option<std::time::Duration>,
     /// [`COPY_VERIFY_CHECKSUMS`]: check every batch's CRC-32C while copying.
     pub verify_checksums: bool,
     /// [`MANIFEST_CACHE_ENTRIES`]: manifests kept in memory.
@@ -295,6 +319,8 @@ impl Default for TieredConfig {
             chunk_size: CHUNK_SIZE.default_int(),
             block_size: CHUNK_BLOCK_SIZE.default_int(),
             fetch_concurrency: FETCH_CONCURRENCY.default_int(),
+            fetch_timeout: bound(FETCH_TIMEOUT_MS.default_int()),
+            copy_timeout: bound(COPY_TIMEOUT_MS.default_int()),
             verify_checksums: COPY_VERIFY_CHECKSUMS.default_bool(),
             manifest_cache_entries: MANIFEST_CACHE_ENTRIES.default_int(),
             manifest_cache_ttl: std::time::Duration::from_millis(MANIFEST_CACHE_TTL_MS.default_int()),
@@ -324,6 +350,8 @@ impl TieredConfig {
             chunk_size,
             block_size,
             fetch_concurrency: r.get_int(&FETCH_CONCURRENCY)?,
+            fetch_timeout: bound(r.get_int(&FETCH_TIMEOUT_MS)?),
+            copy_timeout: bound(r.get_int(&COPY_TIMEOUT_MS)?),
             verify_checksums: r.get_bool(&COPY_VERIFY_CHECKSUMS)?,
             manifest_cache_entries: r.get_int(&MANIFEST_CACHE_ENTRIES)?,
             manifest_cache_ttl: std::time::Duration::from_millis(r.get_int(&MANIFEST_CACHE_TTL_MS)?),
@@ -336,6 +364,11 @@ impl TieredConfig {
             segment_layout: read_segment_layout(r)?,
         })
     }
+}
+
+/// A `*.timeout.ms` setting as a bound: 0 is none.
+fn bound(ms: u64) -> Option<std::time::Duration> {
+    (ms > 0).then(|| std::time::Duration::from_millis(ms))
 }
 
 impl TieredConfig {
