@@ -13,7 +13,8 @@ import java.util.function.LongConsumer;
  * native buffers and stops the read at once; if the broker drops the stream without closing it, a
  * {@link Cleaner} does the same once the stream is unreachable. Not safe for concurrent use by several
  * threads (no {@code InputStream} is); a close from another thread is safe. The bytes each read returns are
- * passed to the optional metrics callback (skipped bytes are not read, so not counted).
+ * passed to the optional metrics callback (skipped bytes are not read, so not counted), and the stream's first
+ * failed read to the optional failure callback (a fetch that fails inside its stream is a failed fetch).
  *
  * <p>Small reads are served from a buffer of {@value #BUFFER_BYTES} bytes filled by one native read: the
  * broker reads each batch as a 17-byte header and then the rest of the batch, and a native call per read would
@@ -31,6 +32,9 @@ final class NativeInputStream extends InputStream {
     private final String what;
     private final Cleaner.Cleanable cleanable;
     private final LongConsumer bytesRead;
+    /** Told once, on the stream's first failed read; may be {@code null}. */
+    private final Runnable failed;
+    private boolean failureCounted;
     /** The buffer of small reads. */
     static final int BUFFER_BYTES = 64 * 1024;
     /** Reads at least this long bypass the buffer when it is empty. */
@@ -63,9 +67,19 @@ final class NativeInputStream extends InputStream {
 
     /** @param bytesRead told the number of bytes of every read that returns some; may be {@code null} */
     NativeInputStream(long handle, String what, LongConsumer bytesRead) {
+        this(handle, what, bytesRead, null);
+    }
+
+    /**
+     * @param bytesRead told the number of bytes of every read that returns some; may be {@code null}
+     * @param failed run once, when a read (or skip) of the stream first fails: the fetch failed, though its call
+     *     returned a stream; may be {@code null}
+     */
+    NativeInputStream(long handle, String what, LongConsumer bytesRead, Runnable failed) {
         this.handle = handle;
         this.what = what;
         this.bytesRead = bytesRead;
+        this.failed = failed;
         this.cleanable = CLEANER.register(this, new Release(handle));
     }
 
@@ -76,6 +90,10 @@ final class NativeInputStream extends InputStream {
     }
 
     private IOException failure(Throwable t) {
+        if (failed != null && !failureCounted) {
+            failureCounted = true;
+            failed.run();
+        }
         return new IOException(what + ": " + t.getMessage(),
                 RustRemoteStorageManager.toRemoteStorageException(t, what));
     }

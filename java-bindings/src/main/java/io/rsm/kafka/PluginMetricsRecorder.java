@@ -518,6 +518,15 @@ final class PluginMetricsRecorder implements AutoCloseable {
         return n -> s.record(n);
     }
 
+    /**
+     * Counts a failure of a fetch that happened in its stream, after the call that returned the stream was
+     * counted as made: the stream's reads failed (a store that stopped answering, bytes that failed their check).
+     */
+    Runnable failureOf(Operation op) {
+        Sensor s = sensors.get(op).errors;
+        return () -> s.record(1);
+    }
+
     /** Removes the sensors and the metrics; closing twice is harmless. */
     @Override
     public void close() {

@@ -283,7 +283,8 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
                         + " is before startPosition " + start);
             }
             long h = NativeBridge.fetchSegment(store(), MetadataCodec.encode(metadata), start, hasEnd ? end : -1);
-            InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_SEGMENT));
+            InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_SEGMENT),
+                    m == null ? null : m.failureOf(Operation.FETCH_SEGMENT));
             ok = true;
             return in;
         } catch (Throwable t) {
@@ -308,7 +309,8 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
             argument(indexType, "indexType", what);
             what = indexType + " " + what;
             long h = NativeBridge.fetchIndex(store(), MetadataCodec.encode(metadata), indexCode(indexType));
-            InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_INDEX));
+            InputStream in = new NativeInputStream(h, what, m == null ? null : m.bytesOf(Operation.FETCH_INDEX),
+                    m == null ? null : m.failureOf(Operation.FETCH_INDEX));
             ok = true;
             return in;
         } catch (Throwable t) {

@@ -122,9 +122,10 @@ class PluginMetricsTest {
 
     /**
      * Copies two segments and fails a third copy; reads parts of a segment and an index, fails fetches of a
-     * missing segment and a missing index; deletes twice.
+     * missing segment and a missing index, and a fetch whose stream fails (its stored log damaged in {@code
+     * store}); deletes twice.
      */
-    static Expected exercise(RustRemoteStorageManager rsm) throws Exception {
+    static Expected exercise(RustRemoteStorageManager rsm, Path store) throws Exception {
         Expected e = new Expected();
         RemoteLogSegmentMetadata a = plain.metadata(TP);
         RemoteLogSegmentMetadata b = withTxn.metadata(TP);
@@ -153,6 +154,31 @@ class PluginMetricsTest {
         e.call("fetch-segment", true, 0);
         assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchLogSegment(withTxn.metadata(TP), 0));
         e.call("fetch-segment", false, 0);
+
+        // A fetch whose call returns a stream that then fails (here its bytes fail their check; a store that stops
+        // answering fails it the same way): a failed fetch, counted once, with the bytes served before it.
+        String id = a.remoteLogSegmentId().id().toString();
+        Path stored;
+        try (var files = Files.walk(store)) {
+            stored = files.filter(p -> p.getFileName().toString().endsWith(id + ".log")).findFirst().orElseThrow();
+        }
+        byte[] intact = Files.readAllBytes(stored);
+        byte[] damaged = intact.clone();
+        damaged[damaged.length - 10] ^= 1;
+        Files.write(stored, damaged);
+        long[] served = {0};
+        try (InputStream in = rsm.fetchLogSegment(a, 0)) {
+            byte[] buf = new byte[1000];
+            IOException failed = assertThrows(IOException.class, () -> {
+                for (int n; (n = in.read(buf, 0, buf.length)) >= 0; ) {
+                    served[0] += n;
+                }
+            });
+            assertTrue(failed.getMessage().contains("segment"), failed.getMessage());
+            assertTrue(served[0] < log.length, "served " + served[0] + " of " + log.length);
+        }
+        e.call("fetch-segment", false, served[0]);
+        Files.write(stored, intact);
 
         int offsetIndexSize = (int) Files.size(plain.offsetIndex);
         assertEquals(offsetIndexSize, readExactly(rsm.fetchIndex(a, IndexType.OFFSET), offsetIndexSize).length);
@@ -240,7 +266,7 @@ class PluginMetricsTest {
             expected.add(cacheMBean("broker-id=42"));
             assertEquals(expected, new TreeSet<>(JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null)),
                     "one MBean per operation and one of the cache counters, nothing else");
-            Expected e = exercise(rsm);
+            Expected e = exercise(rsm, storeDir.resolve("store"));
             assertJmx(e, "broker-id=42");
             assertEquals(e.byOp.get("copy-segment")[2], uploadSize(plain) + uploadSize(withTxn));
         } finally {
@@ -419,7 +445,7 @@ class PluginMetricsTest {
                 with.invoke(rsm, pluginMetrics);
                 assertEquals(Set.of(), JMX.queryNames(new ObjectName("io.rsm.kafka:*"), null));
 
-                Expected e = exercise(rsm);
+                Expected e = exercise(rsm, storeDir.resolve("store"));
                 for (Map.Entry<String, long[]> x : e.byOp.entrySet()) {
                     String op = x.getKey();
                     long[] v = x.getValue();
