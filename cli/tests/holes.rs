@@ -162,6 +162,67 @@ fn offsets_reports_a_segment_the_store_lost_behind_the_metadata() {
     }
 }
 
+/// Two copies of each segment (`rsm copy` into the store, then `tier`), both listed by a rebuilt metadata
+/// log, the local segments gone; one copy of segment 152..=317 damaged by hand. A run deletes a copy whose
+/// offsets another covers only once that other copy reads back whole: whichever of the two is damaged, the
+/// intact one survives, offsets 152..=317 still read, and a run that keeps a duplicate for that reason says
+/// so and exits non-zero (found by the randomized test, seed 3061: the intact twin was deleted and the
+/// damaged one kept).
+#[test]
+fn a_duplicate_copy_outlives_its_damaged_twin() {
+    let mut kept = 0;
+    for damaged in 0..2 {
+        let p = Partition::new();
+        ok(&["copy", "--dir", p.d(), "--store", &p.store]);
+        p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
+        assert_eq!(p.local_bases(), [638]);
+        let rebuilt = p.root.join("rebuilt").display().to_string();
+        ok(&["rebuild-metadata", "--store", &p.store, "--metadata-dir", &rebuilt]);
+        let twins: Vec<String> = p.segments().into_iter().filter(|s| s.0 == 152).map(|s| s.2).collect();
+        assert_eq!(twins.len(), 2, "two copies of 152..=317");
+        let log = common::files(&p.root.join("store"))
+            .into_iter()
+            .find(|f| f.to_str().unwrap().ends_with(&format!("-{}.log", twins[damaged])))
+            .unwrap();
+        let mut bytes = std::fs::read(&log).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&log, &bytes).unwrap();
+
+        let out =
+            rsm(&[&["expire", p.d()][..], &KEEP_REMOTE, &["--store", &p.store, "--metadata-dir", &rebuilt]].concat());
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let left: Vec<String> = p.segments().into_iter().filter(|s| s.0 == 152).map(|s| s.2).collect();
+        assert!(left.contains(&twins[1 - damaged]), "damaged {damaged}: the intact copy was deleted: {stdout}");
+        if left.len() == 2 {
+            // The damaged copy was the one the run keeps: the duplicate stayed, and the run says why.
+            assert!(!out.status.success(), "{stdout}");
+            assert!(stdout.contains(&format!("kept segment {}", twins[1 - damaged])), "{stdout}");
+            assert!(stderr.contains("do not read back whole"), "{stderr}");
+            kept += 1;
+        }
+        let read = ok(&[
+            "read",
+            p.d(),
+            "--offset",
+            "152",
+            "--max-records",
+            "1000",
+            "--json",
+            "--store",
+            &p.store,
+            "--metadata-dir",
+            &rebuilt,
+        ]);
+        let offsets: Vec<i64> = read
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["offset"].as_i64().unwrap())
+            .collect();
+        assert!(offsets.first() == Some(&152) && offsets.contains(&317), "damaged {damaged}: {offsets:?}");
+    }
+    assert_eq!(kept, 1, "one of the two runs damaged the copy a run keeps");
+}
+
 /// Item 1, the other way: while the local log still holds the last remote segment's offsets, deleting it
 /// with the partition directory named is no loss, and the next run copies those offsets again.
 #[test]

@@ -47,11 +47,14 @@ pub const INDEX_MAX_BYTES: Setting = Setting::long("rsm.engine.remote.index.max.
 /// `rsm.engine.local.delete.verify`: before a local segment is deleted, the copies holding its offsets are
 /// read back whole and checked (every chunk's blocks and CRC-32C), not only found (their manifests read).
 pub const LOCAL_DELETE_VERIFY: Setting = Setting::bool("rsm.engine.local.delete.verify", true)
-    .with_doc("read back and check the copies holding a local segment's offsets before deleting it")
+    .with_doc(
+        "read back and check the copies holding a local segment's (or a duplicate copy's) offsets before deleting it",
+    )
     .with_note(
-        "*ours*: before a local segment is deleted, the copies holding its offsets are read back whole and checked \
-         (every chunk's blocks and CRC-32C), so a copy damaged in the store since it was made keeps the local one; \
-         `false`: only their manifests must read (one request per segment)",
+        "*ours*: before a local segment, or a copy whose offsets another copy covers, is deleted, the copies left \
+         holding its offsets are read back whole and checked (every chunk's blocks and CRC-32C), so a copy damaged \
+         in the store since it was made keeps the local segment or the intact duplicate; `false`: only their \
+         manifests must read (one request per segment)",
     );
 
 /// The engine's own settings (beside the broker's and the topic's), in the order `docs/settings.md` lists

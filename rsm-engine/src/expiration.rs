@@ -25,6 +25,9 @@ pub struct ExpirationOutcome {
     pub abandoned_copies: Vec<RemoteLogSegmentMetadata>,
     /// Deletions that failed in this run (recorded in the failed-deletions log, retried next run).
     pub failed: usize,
+    /// Copies whose offsets another copy covers, kept because that copy is not whole in this store (damaged
+    /// since it was made, or missing): each with why. The store needs an operator (`rsm audit`).
+    pub kept_duplicates: Vec<(RemoteLogSegmentMetadata, String)>,
     /// Base offsets of the local segments deleted.
     pub local_deleted: Vec<i64>,
     /// Holes of the log: offsets neither a copied segment nor the local log holds, between the remote
@@ -202,11 +205,34 @@ pub(crate) async fn run(
             false => out.failed += 1,
         }
     }
+    // A duplicate's offsets stay in the log: it goes only once the copies left holding them are in this
+    // store and whole (else it is the one intact copy of them, and stays).
+    let duplicate_ids: std::collections::HashSet<_> =
+        plan.duplicates.iter().map(|m| m.remote_log_segment_id.id).collect();
+    let survivors: Vec<RemoteLogSegmentMetadata> = remote
+        .iter()
+        .filter(|m| {
+            m.state == RemoteLogSegmentState::CopySegmentFinished
+                && !duplicate_ids.contains(&m.remote_log_segment_id.id)
+        })
+        .cloned()
+        .collect();
+    let mut duplicates = Vec::with_capacity(plan.duplicates.len());
     for md in &plan.duplicates {
-        tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
-            "deleting a copy whose offsets another copy covers");
+        match duplicate_held_elsewhere(shared, &survivors, md, plan.log_start_offset).await {
+            Ok(()) => {
+                tracing::info!(partition = %state.tp, segment = %md.remote_log_segment_id.id,
+                    "deleting a copy whose offsets another copy covers");
+                duplicates.push(md);
+            }
+            Err(e) => {
+                tracing::warn!(partition = %state.tp, segment = %md.remote_log_segment_id.id, error = %e,
+                    "a copy whose offsets another copy covers is kept: that copy is not whole in this store");
+                out.kept_duplicates.push((md.clone(), e.to_string()));
+            }
+        }
     }
-    for md in plan.duplicates.iter().chain(plan.expired.iter().map(|(m, _)| m)) {
+    for md in duplicates.into_iter().chain(plan.expired.iter().map(|(m, _)| m)) {
         match delete_or_record(shared, &state.tp, md).await {
             true => out.expired.push(md.clone()),
             false => out.failed += 1,
@@ -326,16 +352,45 @@ impl LocalDeletionProof {
     }
 }
 
+/// The proof before a duplicate copy `md` is deleted: its offsets at or above `log_start` (those that stay in
+/// the log) are held without a hole by the other finished copies, `survivors`, and each of those holding them
+/// is in this store and, with `rsm.engine.local.delete.verify`, reads back whole. A copy damaged since it was
+/// made must not outlive its intact duplicate.
+async fn duplicate_held_elsewhere(
+    shared: &Shared,
+    survivors: &[RemoteLogSegmentMetadata],
+    md: &RemoteLogSegmentMetadata,
+    log_start: i64,
+) -> Result<()> {
+    let need = OffsetRange { start: md.start_offset.max(log_start), end: md.end_offset };
+    if need.start > need.end {
+        return Ok(());
+    }
+    if let Some(hole) = uncovered(need, &offset_ranges(survivors)).first() {
+        return Err(Error::invalid(format!("no other copy holds offsets {}..={}", hole.start, hole.end)));
+    }
+    for m in survivors.iter().filter(|m| m.end_offset >= need.start && m.start_offset <= need.end) {
+        present(shared, m, true).await.map_err(|e| {
+            e.context(format!(
+                "segment {} (offsets {}..={}), which holds its offsets, does not read back whole",
+                m.remote_log_segment_id.id, m.start_offset, m.end_offset
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// The error of a local segment kept for want of proof.
 fn kept_error(tp: &rsm_core::TopicIdPartition, base_offset: i64, why: impl std::fmt::Display) -> Error {
     Error::invalid(format!("partition {tp}: local segment {base_offset} and the ones after it are kept: {why}"))
 }
 
 /// Whether this store holds the copied segment `m`: its manifest reads (the cache bypassed) and, when `whole`
-/// and with `rsm.engine.local.delete.verify`, its data reads back whole and checked.
+/// and with `rsm.engine.local.delete.verify`, its data reads back whole and checked. What a local segment's
+/// or a duplicate copy's deletion needs of the copies left holding its offsets.
 async fn present(shared: &Shared, m: &RemoteLogSegmentMetadata, whole: bool) -> Result<()> {
     let config = &shared.config;
-    let what = || format!("the check of segment {} before a local deletion", m.remote_log_segment_id.id);
+    let what = || format!("the check of segment {} before a deletion", m.remote_log_segment_id.id);
     within(config, what, shared.storage.read_segment_manifest(m)).await?;
     if whole && config.local_delete_verify {
         within(config, what, shared.storage.verify(m)).await?;

@@ -3,7 +3,7 @@
 //! tier` does.
 
 use super::engine::EngineArgs;
-use super::tier::{RunKind, refuse_untold_deletions};
+use super::tier::{RunKind, kept_duplicate_lines, refuse_untold_deletions};
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use std::path::PathBuf;
@@ -15,8 +15,10 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, yes: bool) -> Cmd
     refuse_untold_deletions(o, dirs, engine, RunKind::Expire, yes)?;
     let e = engine.open(dirs)?;
     let rt = rsm_facade::runtime();
+    let mut kept = 0;
     for (tp, dir) in e.add(dirs)?.iter().zip(dirs) {
         let x = rt.block_on(e.manager.expire_partition(tp))?;
+        kept += x.kept_duplicates.len();
         out!(
             o,
             "{tp} ({}): expired {} remote, deleted {} local, retried {} deletions, removed {} unfinished copies, {} failed deletions",
@@ -27,6 +29,16 @@ pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs, yes: bool) -> Cmd
             x.abandoned_copies.len(),
             x.failed
         );
+        for line in kept_duplicate_lines(tp, &x) {
+            out!(o, "{line}");
+        }
     }
-    Ok(e.close()?)
+    e.close()?;
+    if kept > 0 {
+        return Err(rsm_core::Error::invalid(format!(
+            "{kept} copies kept because the copies covering their offsets do not read back whole (listed above)"
+        ))
+        .into());
+    }
+    Ok(())
 }

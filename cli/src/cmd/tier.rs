@@ -220,6 +220,24 @@ fn print_topic_costs(o: &mut Out, e: &Engine) -> CmdResult {
     Ok(())
 }
 
+/// A line for each copy a run kept although another copy covers its offsets, because that other copy does
+/// not read back whole: the store holds damage an operator must see (`rsm audit`).
+pub(crate) fn kept_duplicate_lines(
+    tp: &TopicIdPartition,
+    e: &rsm_engine::expiration::ExpirationOutcome,
+) -> Vec<String> {
+    e.kept_duplicates
+        .iter()
+        .map(|(m, why)| {
+            format!(
+                "{tp}: kept segment {} (offsets {}..={}), a copy another copy covers, as the only intact one: {why} \
+                 (`rsm audit` lists the damage)",
+                m.remote_log_segment_id.id, m.start_offset, m.end_offset
+            )
+        })
+        .collect()
+}
+
 /// One line of a run's summary.
 fn summary(tp: &TopicIdPartition, dir: &Path, r: &RunReport) -> String {
     let bytes: u64 = r.copy.copied.iter().map(|m| m.segment_size_in_bytes.max(0) as u64).sum();
@@ -362,7 +380,17 @@ fn tier_command(o: &mut Out, dirs: &[PathBuf], args: &EngineArgs, watch: bool, m
             let dir =
                 e.manager.partitions().into_iter().find(|(t, _, _)| t == tp).map(|(_, d, _)| d).unwrap_or_default();
             match r {
-                Ok(r) => out!(o, "{}", summary(tp, &dir, r)),
+                Ok(r) => {
+                    out!(o, "{}", summary(tp, &dir, r));
+                    for line in kept_duplicate_lines(tp, &r.expiration) {
+                        out!(o, "{line}");
+                    }
+                    // A damaged copy: a rerun keeps the duplicate the same way until it is mended.
+                    if !r.expiration.kept_duplicates.is_empty() {
+                        failures += 1;
+                        permanent += 1;
+                    }
+                }
                 Err(err) => {
                     failures += 1;
                     if !err.is_transient() {
