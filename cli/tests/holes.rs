@@ -165,13 +165,13 @@ fn offsets_reports_a_segment_the_store_lost_behind_the_metadata() {
 /// Two copies of each segment (`rsm copy` into the store, then `tier`), both listed by a rebuilt metadata
 /// log, the local segments gone; one copy of segment 152..=317 damaged by hand. A run deletes a copy whose
 /// offsets another covers only once that other copy reads back whole: whichever of the two is damaged, the
-/// intact one survives, offsets 152..=317 still read, and a run that keeps a duplicate for that reason says
-/// so and exits non-zero (found by the randomized test, seed 3061: the intact twin was deleted and the
+/// intact one survives, offsets 152..=317 read before and after (a read the damaged copy fails is served by
+/// its twin), and a run that keeps a duplicate for that reason says so and exits non-zero (found by the randomized test, seed 3061: the intact twin was deleted and the
 /// damaged one kept).
 #[test]
 fn a_duplicate_copy_outlives_its_damaged_twin() {
-    let mut kept = 0;
-    for damaged in 0..2 {
+    // The survivor damaged (the run would delete its intact twin), then the twin the run deletes damaged.
+    for damage_survivor in [true, false] {
         let p = Partition::new();
         ok(&["copy", "--dir", p.d(), "--store", &p.store]);
         p.run(&[&["tier", p.d()][..], &KEEP_REMOTE, &DROP_LOCAL].concat());
@@ -180,47 +180,67 @@ fn a_duplicate_copy_outlives_its_damaged_twin() {
         ok(&["rebuild-metadata", "--store", &p.store, "--metadata-dir", &rebuilt]);
         let twins: Vec<String> = p.segments().into_iter().filter(|s| s.0 == 152).map(|s| s.2).collect();
         assert_eq!(twins.len(), 2, "two copies of 152..=317");
+        // Which of the two a run deletes, as its plan names it.
+        let plan =
+            ok(&[&["tier", p.d(), "--dry-run"][..], &KEEP_REMOTE, &["--store", &p.store, "--metadata-dir", &rebuilt]]
+                .concat());
+        let line =
+            plan.lines().find(|l| l.contains("delete remote duplicate\t152..=317")).unwrap_or_else(|| panic!("{plan}"));
+        let (doomed, survivor) = match line.contains(&twins[0]) {
+            true => (&twins[0], &twins[1]),
+            false => (&twins[1], &twins[0]),
+        };
+        assert!(line.contains(doomed.as_str()), "{line}");
+        let damaged = if damage_survivor { survivor } else { doomed };
+        let intact = if damage_survivor { doomed } else { survivor };
         let log = common::files(&p.root.join("store"))
             .into_iter()
-            .find(|f| f.to_str().unwrap().ends_with(&format!("-{}.log", twins[damaged])))
+            .find(|f| f.to_str().unwrap().ends_with(&format!("-{damaged}.log")))
             .unwrap();
         let mut bytes = std::fs::read(&log).unwrap();
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0x40;
         std::fs::write(&log, &bytes).unwrap();
 
+        // A read is served by the intact copy whichever of the two the reader prefers (the newest).
+        let read_all = || {
+            let read = ok(&[
+                "read",
+                p.d(),
+                "--offset",
+                "152",
+                "--max-records",
+                "1000",
+                "--json",
+                "--store",
+                &p.store,
+                "--metadata-dir",
+                &rebuilt,
+            ]);
+            read.lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["offset"].as_i64().unwrap())
+                .collect::<Vec<i64>>()
+        };
+        let offsets = read_all();
+        assert!(offsets.first() == Some(&152) && offsets.contains(&317), "{offsets:?}");
+
         let out =
             rsm(&[&["expire", p.d()][..], &KEEP_REMOTE, &["--store", &p.store, "--metadata-dir", &rebuilt]].concat());
         let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         let left: Vec<String> = p.segments().into_iter().filter(|s| s.0 == 152).map(|s| s.2).collect();
-        assert!(left.contains(&twins[1 - damaged]), "damaged {damaged}: the intact copy was deleted: {stdout}");
-        if left.len() == 2 {
-            // The damaged copy was the one the run keeps: the duplicate stayed, and the run says why.
+        if damage_survivor {
+            // The duplicate stays as the only intact copy, and the run says why and fails.
+            assert_eq!(left.len(), 2, "the intact copy was deleted: {stdout}");
             assert!(!out.status.success(), "{stdout}");
-            assert!(stdout.contains(&format!("kept segment {}", twins[1 - damaged])), "{stdout}");
+            assert!(stdout.contains(&format!("kept segment {intact}")), "{stdout}");
             assert!(stderr.contains("do not read back whole"), "{stderr}");
-            kept += 1;
+        } else {
+            assert!(out.status.success(), "{stdout}{stderr}");
+            assert_eq!(&left, &[intact.clone()], "{stdout}");
         }
-        let read = ok(&[
-            "read",
-            p.d(),
-            "--offset",
-            "152",
-            "--max-records",
-            "1000",
-            "--json",
-            "--store",
-            &p.store,
-            "--metadata-dir",
-            &rebuilt,
-        ]);
-        let offsets: Vec<i64> = read
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["offset"].as_i64().unwrap())
-            .collect();
-        assert!(offsets.first() == Some(&152) && offsets.contains(&317), "damaged {damaged}: {offsets:?}");
+        let offsets = read_all();
+        assert!(offsets.first() == Some(&152) && offsets.contains(&317), "{offsets:?}");
     }
-    assert_eq!(kept, 1, "one of the two runs damaged the copy a run keeps");
 }
 
 /// Item 1, the other way: while the local log still holds the last remote segment's offsets, deleting it

@@ -44,7 +44,7 @@
 //! for each violation its seed, step, the steps so far (as commands, `$T` the run's temporary directory) and
 //! what was wrong. The figures (steps, kills, faults, offsets checked) go to stderr (`--nocapture`).
 //! `RSM_RANDOM_BIN=<path>` runs that `rsm` binary instead of the one cargo built (a long run on a copy
-//! pinned while the tree changes).
+//! pinned while the tree changes); `RSM_RANDOM_KEEP=1` keeps the directory of a run that found a violation.
 
 mod common;
 use common::Rng;
@@ -1603,6 +1603,10 @@ fn run_seed(seed: u64, steps: Option<usize>, fixtures: &[Fixture], fig: &mut Fig
     });
     let mut run = Run::new(fx, rng);
     let r = run.go(steps);
+    if r.is_err() && std::env::var_os("RSM_RANDOM_KEEP").is_some() {
+        let kept = std::mem::replace(&mut run._tmp, tempfile::tempdir().unwrap()).keep();
+        eprintln!("seed {seed}: the run's directory ($T) is kept at {}", kept.display());
+    }
     if let Some(e) = &mut run.fig.partial_read_example {
         *e = format!("seed {seed}, {e}");
     }

@@ -304,10 +304,49 @@ async fn read_once(shared: &Shared, r: &ReadRequest) -> Result<ReadResult> {
     if let Some(next) = &next {
         shared.storage.note_segment(next);
     }
-    match read_segment(&shared.storage, &segment, r).await {
-        Err(e) if e.kind() == ErrorKind::NotFound => Err(gone(shared, &segment, r, e).await),
-        other => other,
+    let e = match read_segment(&shared.storage, &segment, r).await {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Corrupt) => e,
+        other => return other,
+    };
+    // Another copy of the same history (the same epoch at the offset: a duplicate left by two hosts copying,
+    // or by a store-only copy a rebuilt metadata log lists beside the engine's) serves what this one, damaged
+    // or missing, cannot: its bytes are checked as any others.
+    for other in twins(shared, &segment, r).await? {
+        if let Ok(result) = read_segment(&shared.storage, &other, r).await {
+            tracing::warn!(partition = %r.partition, offset = r.offset, segment = %segment.remote_log_segment_id.id,
+                served_by = %other.remote_log_segment_id.id, error = %e,
+                "a copied segment failed to read; another copy of the same offsets served the read");
+            return Ok(result);
+        }
     }
+    match e.kind() {
+        ErrorKind::NotFound => Err(gone(shared, &segment, r, e).await),
+        _ => Err(e),
+    }
+}
+
+/// The other copied segments holding `r.offset` in the same epoch as `segment`, newest first.
+async fn twins(
+    shared: &Shared,
+    segment: &RemoteLogSegmentMetadata,
+    r: &ReadRequest,
+) -> Result<Vec<RemoteLogSegmentMetadata>> {
+    let epoch = epoch_of(segment, r.offset);
+    let mut out: Vec<RemoteLogSegmentMetadata> = shared
+        .metadata
+        .list_remote_log_segments(&r.partition)
+        .await?
+        .into_iter()
+        .filter(|s| {
+            s.state == RemoteLogSegmentState::CopySegmentFinished
+                && s.remote_log_segment_id != segment.remote_log_segment_id
+                && s.start_offset <= r.offset
+                && r.offset <= s.end_offset
+                && epoch_of(s, r.offset) == epoch
+        })
+        .collect();
+    out.sort_by_key(|s| std::cmp::Reverse(s.event_timestamp_ms));
+    Ok(out)
 }
 
 /// The error for a segment the store does not have: deleted meanwhile when the metadata no longer lists

@@ -296,8 +296,9 @@ fn plan_lines(tp: &TopicIdPartition, dir: &Path, plan: &RunPlan) -> Vec<String> 
     }
     for m in &e.duplicates {
         out.push(format!(
-            "{tp}\tdelete remote duplicate\t{}..={}\t{} bytes\tanother copy holds these offsets",
-            m.start_offset, m.end_offset, m.segment_size_in_bytes
+            "{tp}\tdelete remote duplicate\t{}..={}\t{} bytes\tanother copy holds these offsets (segment {}, once that \
+             copy reads back whole)",
+            m.start_offset, m.end_offset, m.segment_size_in_bytes, m.remote_log_segment_id.id
         ));
     }
     for (m, why) in &e.expired {
