@@ -236,7 +236,7 @@ fn a_duplicate_copy_outlives_its_damaged_twin() {
             assert!(stderr.contains("do not read back whole"), "{stderr}");
         } else {
             assert!(out.status.success(), "{stdout}{stderr}");
-            assert_eq!(&left, &[intact.clone()], "{stdout}");
+            assert_eq!(left, std::slice::from_ref(intact), "{stdout}");
         }
         let offsets = read_all();
         assert!(offsets.first() == Some(&152) && offsets.contains(&317), "{offsets:?}");
