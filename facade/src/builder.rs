@@ -12,7 +12,7 @@
 
 use crate::{Registry, Store, runtime, scheme_of};
 use rsm_core::backend::layers::{
-    self, BreakerConfig, Counting, Layer, ParallelReads, RetryConfig, Tracing, UploadRateLimit,
+    self, BreakerConfig, BreakerStats, Counting, Layer, ParallelReads, RetryConfig, Tracing, UploadRateLimit,
 };
 use rsm_core::backend::{RequestCounts, StorageBackend};
 use rsm_core::config::{ConfigReader, STORE_URL_KEY};
@@ -85,7 +85,7 @@ impl<'a> StoreBuilder<'a> {
         let mut r = ConfigReader::new(self.settings);
         r.ignore("broker.id");
         r.ignore(STORE_URL_KEY);
-        let (backend, counts, url_prefix) = open_layered(registry, url, &mut r, &self.layers)?;
+        let (backend, counts, url_prefix, breaker) = open_layered(registry, url, &mut r, &self.layers)?;
         // KMS keys (`encryption.key.<id>.kms.key.id`) are AWS KMS keys: the S3 backend's crate has the client.
         #[cfg(feature = "s3")]
         rsm_backend_s3::kms::install();
@@ -99,17 +99,18 @@ impl<'a> StoreBuilder<'a> {
             "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, Ordering::Relaxed)),
             _ => url.to_string(),
         };
-        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts, prices })
+        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts, prices, breaker })
     }
 }
 
-/// [`crate::open_backend`] with `host` layers over the default stack.
+/// [`crate::open_backend`] with `host` layers over the default stack, and the circuit breaker's counters
+/// when it is on.
 pub(crate) fn open_layered(
     registry: &Registry,
     url: &str,
     r: &mut ConfigReader<'_>,
     host: &[Box<dyn Layer>],
-) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String)> {
+) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String, Option<Arc<BreakerStats>>)> {
     let kind = registry.kind_of(url)?;
     let (raw, prefix) = {
         let _inside = runtime().enter();
@@ -151,7 +152,8 @@ pub(crate) fn open_layered(
         stack.push(&breaker);
     }
     stack.extend(host.iter().map(|l| l.as_ref()));
-    Ok((layers::stack(raw, stack), counting.counts(), prefix))
+    let stats = breaker.enabled().then(|| breaker.stats());
+    Ok((layers::stack(raw, stack), counting.counts(), prefix, stats))
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ pub fn open_backend(
     url: &str,
     r: &mut ConfigReader<'_>,
 ) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String)> {
-    builder::open_layered(registry, url, r, &[])
+    builder::open_layered(registry, url, r, &[]).map(|(backend, counts, prefix, _)| (backend, counts, prefix))
 }
 
 /// A store opened by URL: a [`TieredStorage`] over the layered backend.
@@ -88,6 +88,8 @@ pub struct Store {
     storage: Arc<TieredStorage>,
     counts: Arc<RequestCounts>,
     prices: Option<cost::PriceTable>,
+    /// The circuit breaker's counters, when it is on (`store.breaker.failures` > 0).
+    breaker: Option<Arc<rsm_core::backend::layers::BreakerStats>>,
 }
 
 /// Which counter request counts come from ([`Store::requests_by_topic`]).
@@ -371,7 +373,8 @@ impl Store {
         runtime().block_on(self.storage.verify(md))
     }
 
-    /// The caches' counters, by name ([`CACHE_METRICS`]): what a host publishes as its metrics.
+    /// The caches' counters and the circuit breaker's, by name ([`CACHE_METRICS`]): what a host publishes as
+    /// its metrics.
     pub fn cache_metrics(&self) -> [u64; CACHE_METRICS.len()] {
         let s = &self.storage;
         let c = s.chunk_cache_stats().unwrap_or_default();
@@ -399,13 +402,23 @@ impl Store {
             i.weight,
             m.hits,
             m.misses,
+            self.breaker.as_ref().map_or(0, |b| match b.state() {
+                rsm_core::backend::layers::BreakerState::Closed => 0,
+                rsm_core::backend::layers::BreakerState::Open => 1,
+                rsm_core::backend::layers::BreakerState::HalfOpen => 2,
+            }),
+            self.breaker.as_ref().map_or(0, |b| b.times_opened()),
+            self.breaker.as_ref().map_or(0, |b| b.calls_refused()),
         ]
     }
 }
 
 /// The names of [`Store::cache_metrics`], in its order: counts since the cache was made, and `-bytes` now
-/// held (the chunk cache is the process's, shared by the stores opened with the same cache settings).
-pub const CACHE_METRICS: [&str; 22] = [
+/// held (the chunk cache is the process's, shared by the stores opened with the same cache settings); then
+/// the store's circuit breaker (`store.breaker.*`): its state now (0 closed, 1 open, 2 half-open: a probe
+/// may go), the times it opened and the calls it refused at once since the store was opened (all 0 when it
+/// is off).
+pub const CACHE_METRICS: [&str; 25] = [
     "chunk-cache-hits",
     "chunk-cache-misses",
     "chunk-cache-evictions",
@@ -428,6 +441,9 @@ pub const CACHE_METRICS: [&str; 22] = [
     "index-cache-bytes",
     "manifest-cache-hits",
     "manifest-cache-misses",
+    "store-breaker-state",
+    "store-breaker-opened",
+    "store-breaker-refused",
 ];
 
 #[cfg(test)]

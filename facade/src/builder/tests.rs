@@ -179,5 +179,13 @@ fn a_failing_store_is_refused_at_once_and_refused_calls_are_not_counted() {
         assert_eq!(store.counts().get(Op::Get).requests, counted, "{settings:?}");
         let refused = errors.iter().filter(|e| e.message().contains("store flaky: is failing")).count();
         assert_eq!(refused, 8 - counted as usize, "{settings:?}: {errors:?}");
+        // The breaker's counters, as a host publishes them: open, once, 3 calls refused (all 0 when off).
+        let metric = |name: &str| store.cache_metrics()[crate::CACHE_METRICS.iter().position(|n| *n == name).unwrap()];
+        let on = counted == 5;
+        assert_eq!(
+            [metric("store-breaker-state"), metric("store-breaker-opened"), metric("store-breaker-refused")],
+            if on { [1, 1, 3] } else { [0, 0, 0] },
+            "{settings:?}"
+        );
     }
 }

@@ -259,11 +259,20 @@ final class PluginMetricsRecorder implements AutoCloseable {
             Map.entry("index-cache-bytes", "Bytes of remote indexes the index cache holds now"),
             Map.entry("manifest-cache-hits", "Segment manifest lookups served from the manifest cache"),
             Map.entry("manifest-cache-misses", "Segment manifest lookups the manifest cache did not hold (read from"
-                    + " the store)"));
+                    + " the store)"),
+            Map.entry("store-breaker-state", "The store's circuit breaker now: 0 closed (calls go to the store), 1"
+                    + " open (calls fail at once after transient failures in a row), 2 half-open (one call probes)"),
+            Map.entry("store-breaker-opened", "Times the store's circuit breaker opened, since the store was"
+                    + " opened"),
+            Map.entry("store-breaker-refused", "Calls the store's circuit breaker failed at once without sending"
+                    + " them, since the store was opened"));
 
     /** The description of a cache counter: what it counts (since the cache was made, unless held now). */
     static String cacheMetricDescription(String name) {
         String what = CACHE_METRIC_DESCRIPTIONS.getOrDefault(name, "The cache counter " + name);
+        if (name.startsWith("store-breaker-")) {
+            return what;
+        }
         String since = what.endsWith(" now") ? "" : ", since the cache was made";
         String shared = name.startsWith("chunk-cache-")
                 ? " (the process's chunk cache, shared by the stores opened with the same cache settings)" : "";

@@ -294,9 +294,13 @@ class PluginMetricsTest {
         try {
             assertTrue(names.containsAll(List.of("chunk-cache-hits", "chunk-cache-misses", "chunk-cache-bytes",
                     "chunk-cache-loads", "chunk-cache-disk-hits", "index-cache-hits", "index-cache-misses",
-                    "index-cache-bytes", "manifest-cache-hits", "manifest-cache-misses")), names.toString());
+                    "index-cache-bytes", "manifest-cache-hits", "manifest-cache-misses", "store-breaker-state",
+                    "store-breaker-opened", "store-breaker-refused")), names.toString());
             assertEquals(names.size(), new HashSet<>(names).size(), "names are unique: " + names);
             Map<String, Double> before = attributes(cache);
+            // A store that answers: the breaker closed, never opened.
+            assertEquals(0.0, before.get("store-breaker-state"));
+            assertEquals(0.0, before.get("store-breaker-opened"));
             assertEquals(new TreeSet<>(names), new TreeSet<>(before.keySet()), "one attribute per counter");
             // The cache of these settings is new (no other store of this JVM is open): all zero.
             for (Map.Entry<String, Double> e : before.entrySet()) {
