@@ -85,7 +85,8 @@ impl<'a> StoreBuilder<'a> {
         let mut r = ConfigReader::new(self.settings);
         r.ignore("broker.id");
         r.ignore(STORE_URL_KEY);
-        let (backend, counts, url_prefix, breaker) = open_layered(registry, url, &mut r, &self.layers)?;
+        let Layered { backend, counts, prefix: url_prefix, breaker } =
+            open_layered(registry, url, &mut r, &self.layers)?;
         // KMS keys (`encryption.key.<id>.kms.key.id`) are AWS KMS keys: the S3 backend's crate has the client.
         #[cfg(feature = "s3")]
         rsm_backend_s3::kms::install();
@@ -103,6 +104,18 @@ impl<'a> StoreBuilder<'a> {
     }
 }
 
+/// A store's layered backend, as [`open_layered`] builds it.
+pub(crate) struct Layered {
+    /// The stack.
+    pub backend: Arc<dyn StorageBackend>,
+    /// Its request counts.
+    pub counts: Arc<RequestCounts>,
+    /// The key prefix the URL names.
+    pub prefix: String,
+    /// The circuit breaker's counters, when it is on.
+    pub breaker: Option<Arc<BreakerStats>>,
+}
+
 /// [`crate::open_backend`] with `host` layers over the default stack, and the circuit breaker's counters
 /// when it is on.
 pub(crate) fn open_layered(
@@ -110,7 +123,7 @@ pub(crate) fn open_layered(
     url: &str,
     r: &mut ConfigReader<'_>,
     host: &[Box<dyn Layer>],
-) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String, Option<Arc<BreakerStats>>)> {
+) -> Result<Layered> {
     let kind = registry.kind_of(url)?;
     let (raw, prefix) = {
         let _inside = runtime().enter();
@@ -153,7 +166,7 @@ pub(crate) fn open_layered(
     }
     stack.extend(host.iter().map(|l| l.as_ref()));
     let stats = breaker.enabled().then(|| breaker.stats());
-    Ok((layers::stack(raw, stack), counting.counts(), prefix, stats))
+    Ok(Layered { backend: layers::stack(raw, stack), counts: counting.counts(), prefix, breaker: stats })
 }
 
 #[cfg(test)]

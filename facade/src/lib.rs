@@ -79,7 +79,7 @@ pub fn open_backend(
     url: &str,
     r: &mut ConfigReader<'_>,
 ) -> Result<(Arc<dyn StorageBackend>, Arc<RequestCounts>, String)> {
-    builder::open_layered(registry, url, r, &[]).map(|(backend, counts, prefix, _)| (backend, counts, prefix))
+    builder::open_layered(registry, url, r, &[]).map(|l| (l.backend, l.counts, l.prefix))
 }
 
 /// A store opened by URL: a [`TieredStorage`] over the layered backend.
