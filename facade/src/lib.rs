@@ -221,6 +221,9 @@ impl Store {
                 // As the storage manager logs a copy that fails, whose cleanup never ran here.
                 tracing::warn!(segment = %md.remote_log_segment_id, timeout_ms = limit.as_millis() as u64,
                     "copy timed out; {left}");
+                if let Some(b) = &self.breaker {
+                    b.gave_up(&format!("the copy of segment {} timed out", md.remote_log_segment_id));
+                }
                 Err(rsm_core::Error::retriable(
                     format!(
                         "the copy of segment {} took longer than copy.timeout.ms ({} ms): {left}",
@@ -272,6 +275,7 @@ impl Store {
         reader::Wait::new(
             self.storage.config().fetch_timeout,
             format!("segment {} (key {})", md.remote_log_segment_id, keys.shared_prefix()),
+            self.breaker.clone(),
         )
     }
 

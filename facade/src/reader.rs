@@ -35,12 +35,18 @@ pub struct SegmentReader {
 pub(crate) struct Wait {
     limit: Option<std::time::Duration>,
     what: std::sync::Arc<str>,
+    /// Told of each time the limit passes: a store that hangs is a failing store.
+    breaker: Option<std::sync::Arc<rsm_core::backend::layers::BreakerStats>>,
 }
 
 impl Wait {
-    /// At most `limit` (none: unbounded) at a time, reading `what`.
-    pub(crate) fn new(limit: Option<std::time::Duration>, what: String) -> Self {
-        Wait { limit, what: what.into() }
+    /// At most `limit` (none: unbounded) at a time, reading `what`; each time it passes is told to `breaker`.
+    pub(crate) fn new(
+        limit: Option<std::time::Duration>,
+        what: String,
+        breaker: Option<std::sync::Arc<rsm_core::backend::layers::BreakerStats>>,
+    ) -> Self {
+        Wait { limit, what: what.into(), breaker }
     }
 
     /// `f`, failed as retriable once the limit passes (and dropped, which cancels the requests behind it).
@@ -48,14 +54,17 @@ impl Wait {
         let Some(limit) = self.limit else { return f.await };
         match tokio::time::timeout(limit, f).await {
             Ok(r) => r,
-            Err(_) => Err(rsm_core::Error::retriable(
-                format!(
+            Err(_) => {
+                let message = format!(
                     "reading {} took longer than fetch.timeout.ms ({} ms): the store did not answer in time",
                     self.what,
                     limit.as_millis()
-                ),
-                "timed out",
-            )),
+                );
+                if let Some(b) = &self.breaker {
+                    b.gave_up(&message);
+                }
+                Err(rsm_core::Error::retriable(message, "timed out"))
+            }
         }
     }
 }

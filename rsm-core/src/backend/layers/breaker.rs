@@ -222,6 +222,25 @@ impl Machine {
         Change::Opened { failures: self.streak, interval: self.interval, last: self.last.clone(), reopened }
     }
 
+    /// A caller gave up on the store at its own deadline (its calls were dropped unfinished, so none of them
+    /// was recorded): a transient failure like any other. A probe given up this way (its drop just let the
+    /// next call probe) counts as a failed probe.
+    fn gave_up(&mut self, policy: &Policy, last: String, now: Instant) -> Option<Change> {
+        match self.phase {
+            Phase::Open { until } if until <= now && self.down_since.is_some() => {
+                self.streak = self.streak.saturating_add(1);
+                self.last = last;
+                self.interval = self.interval.saturating_mul(2).min(policy.open_max.max(policy.open));
+                Some(self.open(now, true))
+            }
+            Phase::Open { .. } => None,
+            Phase::Closed | Phase::Probing { .. } => {
+                let ticket = Ticket { generation: self.generation, probe: matches!(self.phase, Phase::Probing { .. }) };
+                self.record(policy, ticket, Outcome::Transient(last), now)
+            }
+        }
+    }
+
     /// The probe let through with `ticket` was given up by its caller before it ended: the next call
     /// probes at once.
     fn abandon(&mut self, ticket: Ticket, now: Instant) {
@@ -237,11 +256,33 @@ pub struct BreakerStats {
     machine: Mutex<Machine>,
     opened: AtomicU64,
     refused: AtomicU64,
+    /// The policy and the store's name of the layer made last (one per store), for [`BreakerStats::gave_up`].
+    layer: Mutex<Option<(Policy, String)>>,
 }
 
 impl BreakerStats {
     fn new() -> Self {
-        BreakerStats { machine: Mutex::new(Machine::new()), opened: AtomicU64::new(0), refused: AtomicU64::new(0) }
+        BreakerStats {
+            machine: Mutex::new(Machine::new()),
+            opened: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            layer: Mutex::new(None),
+        }
+    }
+
+    /// Tells the breaker that a caller gave up waiting on the store at its own deadline (the facade's
+    /// `fetch.timeout.ms`, `copy.timeout.ms`): the calls it dropped never ended, so the breaker saw no failure,
+    /// and a store that hangs would never open it. Counts as one transient failure, `what` its message. No
+    /// effect before a layer of this breaker is made.
+    pub fn gave_up(&self, what: &str) {
+        let Some((policy, store)) = self.layer.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return };
+        let change = self.machine().gave_up(&policy, what.to_string(), Instant::now());
+        if let Some(change) = change {
+            if matches!(change, Change::Opened { .. }) {
+                self.opened.fetch_add(1, Ordering::Relaxed);
+            }
+            log_change(&store, &change);
+        }
     }
 
     fn machine(&self) -> std::sync::MutexGuard<'_, Machine> {
@@ -453,7 +494,9 @@ impl BreakerLayer {
     /// Wraps `inner` with the settings of `config`, sharing its state and [`BreakerStats`]. With
     /// `failures` 0 it never opens.
     pub fn new(inner: Arc<dyn StorageBackend>, config: &BreakerConfig) -> Self {
-        BreakerLayer { inner, store: config.store.clone(), policy: config.policy(), stats: config.stats() }
+        let layer = BreakerLayer { inner, store: config.store.clone(), policy: config.policy(), stats: config.stats() };
+        *layer.stats.layer.lock().unwrap_or_else(|p| p.into_inner()) = Some((layer.policy, layer.named()));
+        layer
     }
 
     /// The state now.
@@ -515,22 +558,26 @@ impl BreakerLayer {
     }
 
     fn log(&self, change: &Change) {
-        let store = self.named();
-        match change {
-            Change::Opened { failures, interval, last, reopened: false } => tracing::warn!(
-                %store, failures, open_ms = interval.as_millis() as u64, error = %last,
-                "the store is failing: calls fail at once for a while, then one call probes it"
-            ),
-            Change::Opened { failures, interval, last, reopened: true } => tracing::warn!(
-                %store, failures, open_ms = interval.as_millis() as u64, error = %last,
-                "the probe of the failing store failed: calls fail at once for longer"
-            ),
-            Change::Probing => tracing::debug!(%store, "one call probes the failing store"),
-            Change::Closed { failures, down } => tracing::info!(
-                %store, failures, down_ms = down.as_millis() as u64,
-                "the store answers again: calls pass"
-            ),
-        }
+        log_change(&self.named(), change);
+    }
+}
+
+/// Logs a change of state once: opening at WARN, closing at INFO, a probe at DEBUG.
+fn log_change(store: &str, change: &Change) {
+    match change {
+        Change::Opened { failures, interval, last, reopened: false } => tracing::warn!(
+            %store, failures, open_ms = interval.as_millis() as u64, error = %last,
+            "the store is failing: calls fail at once for a while, then one call probes it"
+        ),
+        Change::Opened { failures, interval, last, reopened: true } => tracing::warn!(
+            %store, failures, open_ms = interval.as_millis() as u64, error = %last,
+            "the probe of the failing store failed: calls fail at once for longer"
+        ),
+        Change::Probing => tracing::debug!(%store, "one call probes the failing store"),
+        Change::Closed { failures, down } => tracing::info!(
+            %store, failures, down_ms = down.as_millis() as u64,
+            "the store answers again: calls pass"
+        ),
     }
 }
 
@@ -702,6 +749,35 @@ mod tests {
         let closed = m.record(&policy, p3, Outcome::Success, at(6000));
         assert_eq!(closed, Some(Change::Closed { failures: 2, down: ms(6000) }));
         assert_eq!(m.state(at(6000)), BreakerState::Closed);
+    }
+
+    /// A caller that gives up at its own deadline (the facade's `fetch.timeout.ms`) drops its calls
+    /// unfinished: each give-up counts as a transient failure, so a store that hangs opens the breaker; a
+    /// probe given up that way (its drop lets the next call probe) is a failed probe, the interval doubled.
+    #[test]
+    fn callers_giving_up_open_it_and_fail_its_probes() {
+        let policy = Policy { failures: 2, open: ms(1000), open_max: ms(4000) };
+        let t0 = Instant::now();
+        let at = |m: u64| t0 + ms(m);
+        let mut m = Machine::new();
+        assert_eq!(m.gave_up(&policy, "hung 1".into(), at(0)), None);
+        let opened = m.gave_up(&policy, "hung 2".into(), at(500));
+        let want = Change::Opened { failures: 2, interval: ms(1000), last: "hung 2".into(), reopened: false };
+        assert_eq!(opened, Some(want));
+        assert_eq!(m.gave_up(&policy, "while open".into(), at(600)), None, "nothing is let through while open");
+        let (probe, _) = m.admit(&policy, at(1500)).unwrap();
+        assert!(probe.probe);
+        // The probe's caller gives up at its deadline: its drop first, then its report.
+        m.abandon(probe, at(2000));
+        let reopened = m.gave_up(&policy, "probe hung".into(), at(2000));
+        let want = Change::Opened { failures: 3, interval: ms(2000), last: "probe hung".into(), reopened: true };
+        assert_eq!(reopened, Some(want));
+        assert_eq!(m.state(at(3999)), BreakerState::Open);
+        // A success closes it as ever; a give-up then starts a new count.
+        let (probe, _) = m.admit(&policy, at(4000)).unwrap();
+        assert!(matches!(m.record(&policy, probe, Outcome::Success, at(4100)), Some(Change::Closed { .. })));
+        assert_eq!(m.gave_up(&policy, "once".into(), at(4200)), None);
+        assert_eq!(m.state(at(4200)), BreakerState::Closed);
     }
 
     fn config(failures: u32, open_ms: u64, max_ms: u64) -> BreakerConfig {
