@@ -388,7 +388,7 @@ fn kept_error(tp: &rsm_core::TopicIdPartition, base_offset: i64, why: impl std::
 /// Whether this store holds the copied segment `m`: its manifest reads (the cache bypassed) and, when `whole`
 /// and with `rsm.engine.local.delete.verify`, its data reads back whole and checked. What a local segment's
 /// or a duplicate copy's deletion needs of the copies left holding its offsets.
-async fn present(shared: &Shared, m: &RemoteLogSegmentMetadata, whole: bool) -> Result<()> {
+pub(crate) async fn present(shared: &Shared, m: &RemoteLogSegmentMetadata, whole: bool) -> Result<()> {
     let config = &shared.config;
     let what = || format!("the check of segment {} before a deletion", m.remote_log_segment_id.id);
     within(config, what, shared.storage.read_segment_manifest(m)).await?;

@@ -95,6 +95,9 @@ pub struct DeletionEffect {
     /// Gaps the delete opens between remote segments, held or not by the local log: local deletion stops
     /// at them (the local copy of their offsets is kept).
     pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
+    /// Other copies of some of the segment's offsets that do not count as holding them: not whole in this
+    /// store (damaged, or missing), each with why.
+    pub unreadable_copies: Vec<(Uuid, rsm_tiering::OffsetRange, String)>,
 }
 
 /// The seeds' remote log manager over real partition directories.
@@ -409,10 +412,37 @@ impl RemoteLogManager {
             return Err(Error::not_found(format!("segment {id} of partition {tp} in the metadata")));
         };
         let segment = rsm_tiering::OffsetRange { start: target.start_offset, end: target.end_offset };
-        let mut effect = DeletionEffect { segment, log_start_move: None, holes: Vec::new(), remote_gaps: Vec::new() };
+        let mut effect = DeletionEffect {
+            segment,
+            log_start_move: None,
+            holes: Vec::new(),
+            remote_gaps: Vec::new(),
+            unreadable_copies: Vec::new(),
+        };
         if target.state != RemoteLogSegmentState::CopySegmentFinished {
             return Ok(effect);
         }
+        // Another copy holds some of these offsets only if it reads back whole from this store: a damaged
+        // twin left as the only copy is a hole.
+        let mut others = others;
+        let mut kept = Vec::with_capacity(others.len());
+        for m in others.drain(..) {
+            let overlaps = m.state == RemoteLogSegmentState::CopySegmentFinished
+                && m.start_offset <= segment.end
+                && m.end_offset >= segment.start;
+            match overlaps {
+                false => kept.push(m),
+                true => match expiration::present(&self.shared, &m, true).await {
+                    Ok(()) => kept.push(m),
+                    Err(e) => effect.unreadable_copies.push((
+                        m.remote_log_segment_id.id,
+                        rsm_tiering::OffsetRange { start: m.start_offset, end: m.end_offset },
+                        e.to_string(),
+                    )),
+                },
+            }
+        }
+        let others = kept;
         let before = rsm_tiering::remote_coverage(&offset_ranges(&[&[target.clone()][..], &others].concat())).gaps;
         effect.remote_gaps = rsm_tiering::remote_coverage(&offset_ranges(&others))
             .gaps

@@ -50,10 +50,20 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
             Some(d) => format!("the local log in {} does not hold them either", d.display()),
             None => "and the local log may not hold them: pass the partition directory (--dir) to check it".to_string(),
         };
+        let copies = match effect.unreadable_copies.as_slice() {
+            [] => "no other copied segment holds them".to_string(),
+            damaged => {
+                let each: Vec<String> = damaged
+                    .iter()
+                    .map(|(other, r, why)| format!("segment {other} (offsets {}..={}): {why}", r.start, r.end))
+                    .collect();
+                format!("no other copied segment holds them whole (not read back whole: {})", each.join("; "))
+            }
+        };
         return Err(Error::invalid(format!(
-            "deleting segment {id} of {tp} (offsets {}..={}) would leave offsets {} held nowhere: no other copied \
-             segment holds them, {local_note}, and offsets below them stay in the log, so consumers of them would \
-             find nothing. Add --force to delete it anyway; nothing was deleted",
+            "deleting segment {id} of {tp} (offsets {}..={}) would leave offsets {} held nowhere: {copies}, \
+             {local_note}, and offsets below them stay in the log, so consumers of them would find nothing. Add \
+             --force to delete it anyway; nothing was deleted",
             seg.start,
             seg.end,
             ranges(&effect.holes)
