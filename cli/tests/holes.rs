@@ -289,6 +289,60 @@ fn a_delete_counts_only_copies_that_read_back_whole() {
     assert!(offsets.first() == Some(&152) && offsets.contains(&317), "{offsets:?}");
 }
 
+/// A copy that does not read back whole holds nothing for a delete's coverage, but it stays in the log: the
+/// offsets above it that the delete would free are a hole, not a move of the log start. Here the remote log
+/// starts at 318 (segments 0 and 152 deleted), a shorter store-only copy of 318 (its local segment truncated,
+/// then `rsm copy`) with a damaged index sits beside the full copy 318..=491, and deleting the full copy
+/// must be refused (found by the randomized test, seed 5059: it was taken for a log start move and cut
+/// offsets above the short copy out of the log).
+#[test]
+fn a_damaged_short_copy_below_makes_a_delete_a_hole_not_a_log_start_move() {
+    let p = Partition::new();
+    p.run(&[&["tier", p.d()][..], &KEEP_REMOTE].concat());
+    let segs = p.segments();
+    for first in [&segs[0].2, &segs[1].2] {
+        let out = p.run(&["delete", "--segment", first]);
+        assert!(out.contains("left the log"), "{out}");
+    }
+    let full = p.segments().into_iter().find(|s| s.0 == 318).unwrap().2;
+    // A copy of the directory whose segment 318 keeps its first two batches, copied into the store alone.
+    let short_dir = p.root.join("short").join("codecs-0");
+    std::fs::create_dir_all(&short_dir).unwrap();
+    for e in std::fs::read_dir(&p.dir).unwrap() {
+        let (e, name) = (e.as_ref().unwrap(), e.as_ref().unwrap().file_name().into_string().unwrap());
+        // Segment 318 and the active one only: `rsm copy` copies every closed segment it finds.
+        let numbered = name.split('.').next().unwrap().parse::<i64>().ok();
+        if e.path().is_file() && numbered.is_none_or(|b| b == 318 || b == 638) {
+            std::fs::copy(e.path(), short_dir.join(&name)).unwrap();
+        }
+    }
+    let log = short_dir.join("00000000000000000318.log");
+    let bytes = std::fs::read(&log).unwrap();
+    let batch_len = |at: usize| 12 + u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+    let cut = batch_len(0) + batch_len(batch_len(0));
+    std::fs::write(&log, &bytes[..cut]).unwrap();
+    for ext in ["index", "timeindex"] {
+        std::fs::write(short_dir.join(format!("00000000000000000318.{ext}")), []).unwrap();
+    }
+    ok(&["copy", "--dir", short_dir.to_str().unwrap(), "--store", &p.store]);
+    let rebuilt = p.root.join("rebuilt").display().to_string();
+    ok(&["rebuild-metadata", "--store", &p.store, "--metadata-dir", &rebuilt]);
+    let short = p.segments().into_iter().find(|s| s.0 == 318 && s.2 != full).expect("the short copy").2;
+    let indexes = common::files(&p.root.join("store"))
+        .into_iter()
+        .find(|f| f.to_str().unwrap().ends_with(&format!("-{short}.indexes")))
+        .unwrap();
+    let mut b = std::fs::read(&indexes).unwrap();
+    b[0] ^= 0x40;
+    std::fs::write(&indexes, &b).unwrap();
+
+    let out = rsm(&["delete", "--segment", &full, "--store", &p.store, "--metadata-dir", &rebuilt]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "taken for a log start move: {stdout}");
+    assert!(stderr.contains("held nowhere") && stderr.contains(short.as_str()), "{stderr}");
+    assert!(p.segments().iter().any(|s| s.2 == full), "refused, yet deleted");
+}
+
 /// Item 1, the other way: while the local log still holds the last remote segment's offsets, deleting it
 /// with the partition directory named is no loss, and the next run copies those offsets again.
 #[test]

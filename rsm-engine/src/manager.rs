@@ -452,11 +452,16 @@ impl RemoteLogManager {
         let mut after = offset_ranges(&others);
         after.extend(local.into_iter().flatten());
         let lowest = after.iter().map(|r| r.start).min();
+        // A copy that does not read back whole holds nothing for the coverage, but it stays listed: the log
+        // still starts at or below it, so offsets it does not hold whole above its start are a hole too.
+        let lowest_unreadable = effect.unreadable_copies.iter().map(|(_, r, _)| r.start).min();
         for lost in rsm_tiering::uncovered(segment, &after) {
-            match lowest {
+            let held_below = lowest.is_some_and(|low| low < lost.start);
+            let listed_below = lowest_unreadable.is_some_and(|low| low <= lost.start);
+            match held_below || listed_below {
                 // Something held lies below: these offsets are a hole.
-                Some(low) if low < lost.start => effect.holes.push(lost),
-                _ => effect.log_start_move = Some(lost),
+                true => effect.holes.push(lost),
+                false => effect.log_start_move = Some(lost),
             }
         }
         Ok(effect)
