@@ -914,8 +914,12 @@ impl<'f> Run<'f> {
         if let (Some(min_age), true) = (p.sweep_min_age, alone) {
             self.check_swept(&d, before, min_age)?;
         }
+        // A rebuilt log is a snapshot of the store: one made while another command wrote to it may predate
+        // those writes (the rebuild fails when it sees the store change under it, but not writes that begin
+        // after it ends), so only one made alone is taken up, as an operator would after stopping writers.
         if let Some(new) = &p.rebuilt
             && d.ok()
+            && alone
             && self.rng.chance(50)
         {
             self.md = new.clone();

@@ -629,7 +629,7 @@ impl RemoteLogManager {
         let in_store = match copied.is_empty() {
             true => Default::default(),
             false => {
-                let listing = self.shared.storage.committed_segment_ids(tp);
+                let listing = self.shared.storage.committed_segment_ids(Some(tp));
                 within(&self.shared.config, || format!("listing partition {tp} in the store"), listing).await?
             }
         };

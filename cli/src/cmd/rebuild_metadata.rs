@@ -10,8 +10,17 @@ use std::path::Path;
 /// manifest that does not read is skipped, a line each.
 pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> CmdResult {
     let store = store.open()?;
+    let rt = rsm_facade::runtime();
     let mut whole = Vec::new();
-    for s in store.scan_segments(None)? {
+    let scanned = store.scan_segments(None)?;
+    let seen: std::collections::HashSet<rsm_core::Uuid> = scanned
+        .iter()
+        .filter_map(|s| {
+            rsm_core::storage::layout::parse_segment_key(&store.storage().config().key_prefix, &s.manifest_key)
+        })
+        .map(|k| k.segment_id)
+        .collect();
+    for s in scanned {
         match s.manifest {
             Ok(m) if s.missing.is_empty() => {
                 // A one-object segment's metadata carries its trailer, as its copy returned it: readers and
@@ -28,7 +37,19 @@ pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> CmdResult {
             Err(e) => out!(o, "SKIPPED\t{}\t{}", s.manifest_key, e.full_message()),
         }
     }
-    let n = rsm_facade::runtime().block_on(rsm_metadata::local::LocalMetadataManager::rebuild(metadata_dir, &whole))?;
+    let n = rt.block_on(rsm_metadata::local::LocalMetadataManager::rebuild(metadata_dir, &whole))?;
     out!(o, "rebuilt {} with {n} segments from the store's manifests", metadata_dir.display());
+    // The log is the store as the scan found it: a store another process wrote to meanwhile (a copy, a
+    // delete) has segments the log lacks, or lacks some it lists. One more listing tells.
+    let now = rt.block_on(store.storage().committed_segment_ids(None))?;
+    let (came, went) = (now.difference(&seen).count(), seen.difference(&now).count());
+    if came + went > 0 {
+        return Err(rsm_core::Error::invalid(format!(
+            "the store changed while {} was rebuilt ({came} segments committed, {went} gone since it was scanned): \
+             something is writing to it, and this log does not describe it; stop what writes and rebuild again",
+            metadata_dir.display()
+        ))
+        .into());
+    }
     Ok(())
 }

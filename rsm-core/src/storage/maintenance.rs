@@ -68,16 +68,19 @@ impl TieredStorage {
         (prefix != self.config.key_prefix).then(|| prefix.to_string())
     }
 
-    /// The ids of the segments of `tp` whose commit object (a split segment's manifest, a one-object
-    /// segment's `.segment`) is in the store: one listing, nothing read. What a metadata log says was copied
-    /// but this set lacks is held nowhere, whatever the metadata says.
-    pub async fn committed_segment_ids(&self, tp: &TopicIdPartition) -> Result<std::collections::HashSet<Uuid>> {
-        let prefix = layout::partition_prefix(&self.config.key_prefix, tp);
+    /// The ids of the segments of `tp` (of the whole prefix when `None`) whose commit object (a split
+    /// segment's manifest, a one-object segment's `.segment`) is in the store: one listing, nothing read. What
+    /// a metadata log says was copied but this set lacks is held nowhere, whatever the metadata says.
+    pub async fn committed_segment_ids(
+        &self,
+        tp: Option<&TopicIdPartition>,
+    ) -> Result<std::collections::HashSet<Uuid>> {
+        let prefix = layout::scope_prefix(&self.config.key_prefix, tp);
         let objects = self.backend.list(&prefix).await?;
         Ok(objects
             .iter()
             .filter_map(|o| layout::parse_segment_key(&self.config.key_prefix, &o.key))
-            .filter(|k| k.suffix.commits() && &k.topic_id_partition == tp)
+            .filter(|k| k.suffix.commits() && tp.is_none_or(|tp| &k.topic_id_partition == tp))
             .map(|k| k.segment_id)
             .collect())
     }
