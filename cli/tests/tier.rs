@@ -133,7 +133,7 @@ fn expire_and_delete_remove_remote_segments() {
     s.run(&["tier", &s.dir, "--set", "retention.ms=-1"]);
     let ls = ok(&["ls", "--store", &s.args[1]]);
     let first_id = ls.lines().nth(1).unwrap().split('\t').nth(2).unwrap().to_string();
-    let deleted = s.run(&["delete", "--segment", &first_id]);
+    let deleted = s.run(&["delete", "--segment", &first_id, "--dir", &s.dir]);
     assert!(deleted.starts_with(&format!("deleted segment {first_id}")), "{deleted}");
     // The records are years old: retention of a day expires every remote segment left, and the local ones.
     let expired = s.run(&["expire", &s.dir, "--set", "retention.ms=86400000"]);

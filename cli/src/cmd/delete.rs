@@ -42,36 +42,29 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
         .into());
     }
     let rt = rsm_facade::runtime();
-    let effect = rt.block_on(e.manager.deletion_cut(&tp, &id, local.as_ref().map(|l| l.1.as_slice())))?;
-    let seg = effect.segment;
-    if !effect.holes.is_empty() && !force {
+    let local_ranges = local.as_ref().map(|l| l.1.as_slice());
+    let effect = rt.block_on(e.manager.deletion_cut(&tp, &id, local_ranges))?;
+    if let Some(refused) = refusal(&effect, &id, &tp, dir, force) {
         e.close()?;
-        let local_note = match dir {
-            Some(d) => format!("the local log in {} does not hold them either", d.display()),
-            None => "and the local log may not hold them: pass the partition directory (--dir) to check it".to_string(),
-        };
-        let copies = match effect.unreadable_copies.as_slice() {
-            [] => "no other copied segment holds them".to_string(),
-            damaged => {
-                let each: Vec<String> = damaged
-                    .iter()
-                    .map(|(other, r, why)| format!("segment {other} (offsets {}..={}): {why}", r.start, r.end))
-                    .collect();
-                format!("no other copied segment holds them whole (not read back whole: {})", each.join("; "))
-            }
-        };
-        return Err(Error::invalid(format!(
-            "deleting segment {id} of {tp} (offsets {}..={}) would leave offsets {} held nowhere: {copies}, \
-             {local_note}, and offsets below them stay in the log, so consumers of them would find nothing. Add \
-             --force to delete it anyway; nothing was deleted",
-            seg.start,
-            seg.end,
-            ranges(&effect.holes)
-        ))
-        .into());
+        return Err(refused.into());
     }
     e.close()?;
     let e = engine.open(&[])?;
+    // Decided again with the metadata held for writing: a run that wrote meanwhile (a copy of these offsets,
+    // another delete) changed what this delete leaves, and none writes until this one ends.
+    let effect = match rt.block_on(e.manager.deletion_cut(&tp, &id, local_ranges)) {
+        Ok(effect) => match refusal(&effect, &id, &tp, dir, force) {
+            None => effect,
+            Some(refused) => {
+                e.close()?;
+                return Err(refused.into());
+            }
+        },
+        Err(err) => {
+            e.close()?;
+            return Err(err.into());
+        }
+    };
     let md = rt.block_on(e.manager.delete_segment(&tp, &id))?;
     out!(o, "deleted segment {} of {tp} (offsets {}..={})", id, md.start_offset, md.end_offset);
     if let Some(m) = effect.log_start_move {
@@ -92,6 +85,66 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
         out!(o, "the log of {tp} has a gap at offsets {} now: they are held nowhere", ranges(&effect.holes));
     }
     Ok(e.close()?)
+}
+
+/// Why a delete is refused without `--force`, if it is: it would leave offsets held nowhere, or it moves the
+/// log start while the local log's offsets are not known (without `--dir`: offsets it still holds below
+/// would be copied again by the next run, beside a hole where the segment was).
+fn refusal(
+    effect: &rsm_engine::DeletionEffect,
+    id: &Uuid,
+    tp: &rsm_core::TopicIdPartition,
+    dir: Option<&Path>,
+    force: bool,
+) -> Option<Error> {
+    if force {
+        return None;
+    }
+    if !effect.holes.is_empty() {
+        return Some(hole_refusal(effect, id, tp, dir));
+    }
+    match (effect.log_start_move, dir) {
+        (Some(m), None) => Some(Error::invalid(format!(
+            "deleting segment {id} of {tp} moves the log start past offsets {}..={}, but whether the partition's \
+             local log holds offsets below them is not known (a later run would copy those again, beside a hole \
+             where this segment was): pass the partition directory (--dir) to check, or --force; nothing was \
+             deleted",
+            m.start, m.end
+        ))),
+        _ => None,
+    }
+}
+
+/// The refusal of a delete that would leave offsets held nowhere: which, and why no other copy holds them.
+fn hole_refusal(
+    effect: &rsm_engine::DeletionEffect,
+    id: &Uuid,
+    tp: &rsm_core::TopicIdPartition,
+    dir: Option<&Path>,
+) -> Error {
+    let seg = effect.segment;
+    let local_note = match dir {
+        Some(d) => format!("the local log in {} does not hold them either", d.display()),
+        None => "and the local log may not hold them: pass the partition directory (--dir) to check it".to_string(),
+    };
+    let copies = match effect.unreadable_copies.as_slice() {
+        [] => "no other copied segment holds them".to_string(),
+        damaged => {
+            let each: Vec<String> = damaged
+                .iter()
+                .map(|(other, r, why)| format!("segment {other} (offsets {}..={}): {why}", r.start, r.end))
+                .collect();
+            format!("no other copied segment holds them whole (not read back whole: {})", each.join("; "))
+        }
+    };
+    Error::invalid(format!(
+        "deleting segment {id} of {tp} (offsets {}..={}) would leave offsets {} held nowhere: {copies}, \
+         {local_note}, and offsets below them stay in the log, so consumers of them would find nothing. Add \
+         --force to delete it anyway; nothing was deleted",
+        seg.start,
+        seg.end,
+        ranges(&effect.holes)
+    ))
 }
 
 /// The objects of segment `id` in the store, found by their keys (key, partition, bytes).
