@@ -654,6 +654,9 @@ static void test_async(fixture *fx, const char *work) {
       {"s3.region", "us-east-1"},
       {"aws.access.key.id", "AKIDEXAMPLE"},
       {"aws.secret.access.key", "not-a-real-secret"},
+      /* This part tests cancellation: the fetch deadline (500 ms by default) must not end the fetch first,
+       * which it did under valgrind. The deadline has its own check below. */
+      {"fetch.timeout.ms", "600000"},
   };
   OK(rsm_store_open(s3, sizeof s3 / sizeof s3[0], &store, ERR));
   rsm_operation *fetch_op = NULL, *copy_op = NULL;
@@ -681,6 +684,21 @@ static void test_async(fixture *fx, const char *work) {
   rsm_error_free(wc.err);
   waiter_destroy(&wf);
   waiter_destroy(&wc);
+  CHECK(rsm_store_close(store) == RSM_RESULT_OK, "close");
+
+  /* The fetch deadline: against the same silent server, a fetch nobody cancels ends by itself with a
+   * transient error naming the segment, so a broker's fetch thread is not held for ever. */
+  s3[5].value = "200";
+  OK(rsm_store_open(s3, sizeof s3 / sizeof s3[0], &store, ERR));
+  waiter_init(&wf);
+  OK(rsm_fetch_async(store, &fx->seg[0].md, 0, RSM_END_OF_SEGMENT, on_fetch, &wf, NULL, ERR));
+  wait_for(&wf, "a fetch past its deadline");
+  CHECK(wf.result == RSM_RESULT_STORAGE_TRANSIENT && wf.stream == NULL &&
+            rsm_error_code(wf.err) == RSM_RESULT_STORAGE_TRANSIENT &&
+            strstr(rsm_error_message(wf.err), "orders-0") != NULL,
+        "the fetch timed out: %d %s", (int)wf.result, rsm_error_message(wf.err));
+  rsm_error_free(wf.err);
+  waiter_destroy(&wf);
   CHECK(rsm_store_close(store) == RSM_RESULT_OK, "close");
   close(srv);
   expect_no_open_handles();
