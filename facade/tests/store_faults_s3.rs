@@ -20,6 +20,11 @@
 //! - Throttling is retried a bounded number of times: with the default 3 retries, one failing index fetch
 //!   sends exactly 1 + 3 requests (0.4–0.7 s of backoff with jitter). With the breaker at 3, 20 calls send 12 requests
 //!   (3 calls × 4), the other 17 are refused at once (~1.5 s in all): fewer requests than calls.
+//! - The retry budget (`s3.retry.budget.burst` 5, `.percent` 10; default 50 and 10) under `503 Slow Down`,
+//!   without the breaker: 12 calls send 4, 2, then 1 request each (16 in all, where the client alone sends
+//!   48), each failing as retriable, the last ones saying the budget is spent; the first call's retries
+//!   were paced 157, 323 and 490 ms apart (`s3.throttle.backoff.ms` 100, doubling, at least half each);
+//!   after 23 successful requests a throttled call was retried twice again.
 //! - Answers cut mid-body: never other bytes than the segment's. The client resumes a cut answer with a
 //!   ranged GET from where it was cut, within its retries (4 answers in all), so: cut after 0 or 100 bytes,
 //!   the manifest (756 bytes, first read whole) fails after 4 requests, as retriable; after 4 KiB or 40 KB,
@@ -264,6 +269,8 @@ fn the_breaker_opens_on_a_failing_store_and_its_refusals_send_nothing() {
             ("store.breaker.failures", "3"),
             ("store.breaker.open.ms", &OPEN_MS.to_string()),
             ("s3.max.retries", "1"),
+            ("s3.throttle.backoff.ms", "50"),
+            ("s3.throttle.backoff.max.ms", "200"),
             // Long enough for the client's answer (after its retry): the breaker judges whole calls, and a
             // call that fetch.timeout.ms gives up on is dropped, not judged.
             ("fetch.timeout.ms", "10000"),
@@ -333,7 +340,12 @@ fn throttling_is_retried_a_bounded_number_of_times_and_the_breaker_cuts_the_requ
     let t = tempfile::tempdir().unwrap();
     let segs = small(t.path());
     let s0 = &segs[0];
-    let no_breaker = b.open(&[("store.breaker.failures", "0"), ("fetch.timeout.ms", "10000")]);
+    let no_breaker = b.open(&[
+        ("store.breaker.failures", "0"),
+        ("fetch.timeout.ms", "10000"),
+        ("s3.throttle.backoff.ms", "50"),
+        ("s3.throttle.backoff.max.ms", "200"),
+    ]);
     for s in &segs {
         no_breaker.copy(&s.md, &s.data).unwrap();
     }
@@ -355,6 +367,8 @@ fn throttling_is_retried_a_bounded_number_of_times_and_the_breaker_cuts_the_requ
         ("store.breaker.open.ms", "60000"),
         ("store.breaker.open.max.ms", "60000"),
         ("fetch.timeout.ms", "10000"),
+        ("s3.throttle.backoff.ms", "50"),
+        ("s3.throttle.backoff.max.ms", "200"),
     ]);
     b.proxy.set_fault(Fault::Pass);
     with_breaker.manifest(&s0.md).unwrap();
@@ -369,6 +383,76 @@ fn throttling_is_retried_a_bounded_number_of_times_and_the_breaker_cuts_the_requ
     assert!(took < LIVENESS, "{took:?}");
     println!("throttled, breaker at 3: {CALLS} calls sent {sent} requests in {took:?}, {refused} refused at once");
     println!("requests by fault {:?}", by_fault(&b.proxy.seen()));
+}
+
+/// The store's retry budget (`s3.retry.budget.burst` 5, `.percent` 10) and the wait before retrying a
+/// throttled answer (`s3.throttle.backoff.ms` 100, `.max.ms` 400): under `503 Slow Down`, without the breaker, each
+/// throttled answer spends one retry (the last attempt's too): the first call's 4 answers spend 4, the
+/// second call is retried once and spends the last, and every call after sends one request and fails at
+/// once as retriable, saying the budget is spent: 12 calls send 12 + 4 requests, where object_store alone
+/// would send 12 × 4. Each request after a throttled answer waits at least half the doubled wait (the first
+/// call's retries: 50, 100, 200 ms). Successes earn retries back, a tenth each: after 20 successful requests
+/// or more, a throttled call is retried twice again (three times from 30).
+#[test]
+fn a_throttling_store_sees_one_request_per_call_once_the_retry_budget_is_spent() {
+    let Some(b) = Bench::new("budget") else { return };
+    let t = tempfile::tempdir().unwrap();
+    let segs = small(t.path());
+    let settings = [
+        ("store.breaker.failures", "0"),
+        ("fetch.timeout.ms", "20000"),
+        ("s3.retry.budget.burst", "5"),
+        ("s3.retry.budget.percent", "10"),
+        ("s3.throttle.backoff.ms", "100"),
+        ("s3.throttle.backoff.max.ms", "400"),
+    ];
+    b.open(&settings).copy(&segs[0].md, &segs[0].data).unwrap();
+    let store = b.open(&settings); // a full budget
+    store.manifest(&segs[0].md).unwrap(); // one success: the budget stays full
+    b.proxy.set_fault(Fault::SlowDown);
+    const CALLS: usize = 12;
+    let mut sent = Vec::new();
+    let mut last = None;
+    let first = b.proxy.received();
+    for _ in 0..CALLS {
+        let (r, took, n) = b.timed(|| store.fetch_index(&segs[0].md, IndexType::Offset));
+        let e = r.expect_err("throttled");
+        assert!(e.is_transient(), "{e}");
+        assert!(took < Duration::from_secs(20), "{took:?}");
+        sent.push(n);
+        last = Some(e);
+    }
+    assert_eq!(sent, [4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "requests per call");
+    let last = last.unwrap().full_message();
+    assert!(last.contains("retry budget is spent") && last.contains("SlowDown"), "{last}");
+    // The first call's retries, after each throttled answer: waits of at least 50, 100 and 200 ms.
+    let seen = b.proxy.seen();
+    let gaps: Vec<Duration> = seen[first..first + 4].windows(2).map(|w| w[1].at - w[0].at).collect();
+    for (gap, least) in gaps.iter().zip([50, 100, 200]) {
+        assert!(*gap >= Duration::from_millis(least), "retry after a throttled answer: {gaps:?}");
+    }
+    println!("throttled, budget 5: requests per call {sent:?}; the first call's retries came after {gaps:?}");
+    println!("the last call: {last}");
+
+    // Successes earn it back, a tenth of a retry each: copies of the other segments, 20 requests or more.
+    b.proxy.set_fault(Fault::Pass);
+    let before = b.proxy.received();
+    while b.proxy.received() - before < 20 {
+        for s in &segs[1..] {
+            store.copy(&s.md, &s.data).unwrap();
+        }
+        for s in &segs[1..] {
+            store.delete(&s.md).unwrap();
+        }
+    }
+    store.copy(&segs[1].md, &segs[1].data).unwrap();
+    let successes = b.proxy.received() - before;
+    assert!(successes >= 20, "{successes}");
+    b.proxy.set_fault(Fault::SlowDown);
+    let (r, _, n) = b.timed(|| store.fetch_index(&segs[1].md, IndexType::Offset));
+    assert!(r.is_err());
+    assert_eq!(n, (successes / 10 + 1).min(4), "{successes} successful requests earned {} retries", successes / 10);
+    println!("after {successes} successful requests, a throttled call sent {n} requests");
 }
 
 /// Answers cut mid-body (the connection closed after `n` bytes of each answer's body, each retry's too):

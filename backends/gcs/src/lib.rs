@@ -15,6 +15,10 @@
 //! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
 //! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
 //! | `<p>.max.retries` | 3 | (cloud stores) retries of a request (timeouts, connection errors, 5xx, 429) after the first attempt, with exponential backoff and jitter (as the AWS SDKs' standard mode); more retries add load to a store that is throttling ([0, 100]) |
+//! | `<p>.retry.budget.burst` | 50 | (cloud stores) retries the store's requests may spend ahead of their successes, shared by all calls; once spent, a failure is not retried (the broker retries the call later) until successes earn retries back, so a store that is down or throttling sees about one request per call ([0, 100000]) |
+//! | `<p>.retry.budget.percent` | 10 | (cloud stores) the share of one retry each successful request earns back: beyond the burst, retries are at most this share of requests ([0, 100]) |
+//! | `<p>.throttle.backoff.ms` | 1 s (1000 ms) | (cloud stores) after a throttled answer (429, or 503 such as S3's SlowDown and Azure's ServerBusy), the store's next request (a retry or another call's) waits this long less a random part of up to half, doubled for each throttled answer in a row, on top of the client's own backoff; a success ends it ([0, 10 min (600000 ms)]) |
+//! | `<p>.throttle.backoff.max.ms` | 20 s (20000 ms) | (cloud stores) the longest wait of a request to a throttling store ([0, 1 h (3600000 ms)]) |
 //! <!-- settings:gcs:end -->
 //!
 //! `<p>` is `gcs` in the cloud client's settings (`ClientSettings`).
@@ -119,6 +123,10 @@ impl CloudStore for GcsConfig {
 
     fn upload(&self) -> UploadSettings {
         self.upload
+    }
+
+    fn client(&self) -> &ClientSettings {
+        &self.client
     }
 
     fn redactor(&self) -> Redactor {

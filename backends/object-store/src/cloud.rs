@@ -6,8 +6,10 @@
 //! calls.
 
 use crate::{
-    CountingConnector, MultipartUploads, ObjectStoreBackend, Redactor, RequestCounts, UploadSettings, split_store_url,
+    BudgetConnector, ClientSettings, CountingConnector, MultipartUploads, ObjectStoreBackend, Redactor, RequestCounts,
+    RetryBudget, UploadSettings, split_store_url,
 };
+use object_store::client::ReqwestConnector;
 use object_store::list::PaginatedListStore;
 use object_store::{Attributes, ObjectStore};
 use rsm_core::backend::StorageBackend;
@@ -116,6 +118,9 @@ pub trait CloudStore: Sized {
     /// How uploads are cut into requests.
     fn upload(&self) -> UploadSettings;
 
+    /// The client's timeouts, retries and retry budget.
+    fn client(&self) -> &ClientSettings;
+
     /// Whether the store's client answers suffix range reads (`bytes=-N`), so an object's tail is one GET;
     /// object_store's Azure client refuses them.
     const SUFFIX_READS: bool = true;
@@ -137,7 +142,11 @@ pub trait CloudStore: Sized {
         let kind = Self::KIND;
         let counter = RequestCounts::new();
         let redactor = self.redactor();
-        let stores = self.stores(CountingConnector::new(counter.clone())).map_err(|e| {
+        // Counted over the budget: the counter sees every request sent, the budget every answer.
+        let budget = RetryBudget::new(self.client().retry_budget);
+        let budgeted = BudgetConnector::new(Arc::new(ReqwestConnector::default()), budget);
+        let http = CountingConnector::wrapping(Arc::new(budgeted), counter.clone());
+        let stores = self.stores(http).map_err(|e| {
             let message = redactor.scrub(&format!("cannot build the {} client: {e}", kind.label));
             Error::config(kind.container_setting(), message)
         })?;

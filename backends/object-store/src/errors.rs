@@ -161,6 +161,15 @@ pub fn classify(e: &object_store::Error) -> Class {
         E::InvalidPath { .. } => return Class::InvalidPath,
         _ => {}
     }
+    // A failure the retry budget did not let object_store retry is marked unretriable for object_store
+    // alone: it is the store's trouble, transient.
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if c.is::<crate::RetryBudgetSpent>() {
+            return Class::Transient;
+        }
+        cur = c.source();
+    }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(c) = cur {
         if let Some(h) = c.downcast_ref::<object_store::client::HttpError>() {

@@ -19,12 +19,15 @@
 //!   every message names the key and is scrubbed of secrets (see [`Redactor`]).
 //! - **An HTTP request counter** ([`CountingConnector`], into [`RequestCounts`]) below object_store, counting
 //!   every real request by method.
+//! - **A retry budget per store** ([`BudgetConnector`], under the counter): retries are a share of
+//!   successes beyond a burst, and a throttled answer waits longer before its retry.
 //!
 //! The cloud crates describe their settings and client with a [`CloudStore`]; [`cloud`] assembles the
 //! backend and gives each crate its constructors, so none of them writes that code again.
 
 #![warn(missing_docs)]
 
+mod budget;
 pub mod cloud;
 mod counter;
 mod errors;
@@ -32,6 +35,7 @@ mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use budget::{BudgetConnector, RetryBudget, RetryBudgetSettings, RetryBudgetSpent};
 pub use cloud::{CloudKind, CloudStore, CloudStores};
 pub use counter::CountingConnector;
 pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error, percent_encode};

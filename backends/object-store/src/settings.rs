@@ -1,5 +1,6 @@
 //! Settings every cloud backend shares: request timeouts and retries, and store URLs.
 
+use crate::budget::RetryBudgetSettings;
 use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 use rsm_core::config::{ConfigReader, Setting, Unit};
 use rsm_core::{Error, Result};
@@ -19,6 +20,9 @@ pub struct ClientSettings {
     pub connect_timeout: Duration,
     /// [`ClientSettings::MAX_RETRIES`]: retries of one request after the first attempt.
     pub max_retries: usize,
+    /// [`ClientSettings::RETRY_BURST`], [`ClientSettings::RETRY_SHARE`], [`ClientSettings::THROTTLE_BACKOFF`]
+    /// and [`ClientSettings::THROTTLE_BACKOFF_MAX`]: the store's retry budget ([`crate::BudgetConnector`]).
+    pub retry_budget: RetryBudgetSettings,
 }
 
 impl Default for ClientSettings {
@@ -29,6 +33,12 @@ impl Default for ClientSettings {
             attempt_timeout: Duration::from_millis(Self::ATTEMPT_TIMEOUT.default_int()),
             connect_timeout: Duration::from_millis(Self::CONNECT_TIMEOUT.default_int()),
             max_retries: Self::MAX_RETRIES.default_int(),
+            retry_budget: RetryBudgetSettings {
+                burst: Self::RETRY_BURST.default_int(),
+                share_percent: Self::RETRY_SHARE.default_int(),
+                throttle_backoff: Duration::from_millis(Self::THROTTLE_BACKOFF.default_int()),
+                throttle_backoff_max: Duration::from_millis(Self::THROTTLE_BACKOFF_MAX.default_int()),
+            },
         }
     }
 }
@@ -58,9 +68,42 @@ impl ClientSettings {
          that is throttling",
     );
 
+    /// `<p>.retry.budget.burst`.
+    pub const RETRY_BURST: Setting = Setting::int("<p>.retry.budget.burst", 0, 100_000).with_default(50).with_doc(
+        "(cloud stores) retries the store's requests may spend ahead of their successes, shared by all calls; \
+         once spent, a failure is not retried (the broker retries the call later) until successes earn retries \
+         back, so a store that is down or throttling sees about one request per call",
+    );
+    /// `<p>.retry.budget.percent`.
+    pub const RETRY_SHARE: Setting = Setting::int("<p>.retry.budget.percent", 0, 100).with_default(10).with_doc(
+        "(cloud stores) the share of one retry each successful request earns back: beyond the burst, retries are \
+         at most this share of requests",
+    );
+    /// `<p>.throttle.backoff.ms`.
+    pub const THROTTLE_BACKOFF: Setting =
+        Setting::long("<p>.throttle.backoff.ms", 0, 600_000).with_default(1_000).with_unit(Unit::Millis).with_doc(
+            "(cloud stores) after a throttled answer (429, or 503 such as S3's SlowDown and Azure's ServerBusy), \
+             the store's next request (a retry or another call's) waits this long less a random part of up to \
+             half, doubled for each throttled answer in a row, on top of the client's own backoff; a success ends \
+             it",
+        );
+    /// `<p>.throttle.backoff.max.ms`.
+    pub const THROTTLE_BACKOFF_MAX: Setting = Setting::long("<p>.throttle.backoff.max.ms", 0, 3_600_000)
+        .with_default(20_000)
+        .with_unit(Unit::Millis)
+        .with_doc("(cloud stores) the longest wait of a request to a throttling store");
+
     /// The settings [`ClientSettings::read`] reads, each a family of one key a backend prefix.
-    pub const SETTINGS: [&'static Setting; 4] =
-        [&Self::CALL_TIMEOUT, &Self::ATTEMPT_TIMEOUT, &Self::CONNECT_TIMEOUT, &Self::MAX_RETRIES];
+    pub const SETTINGS: [&'static Setting; 8] = [
+        &Self::CALL_TIMEOUT,
+        &Self::ATTEMPT_TIMEOUT,
+        &Self::CONNECT_TIMEOUT,
+        &Self::MAX_RETRIES,
+        &Self::RETRY_BURST,
+        &Self::RETRY_SHARE,
+        &Self::THROTTLE_BACKOFF,
+        &Self::THROTTLE_BACKOFF_MAX,
+    ];
 
     /// Reads the settings of backend prefix `p`.
     pub fn read(r: &mut ConfigReader<'_>, p: &str) -> Result<Self> {
@@ -68,12 +111,29 @@ impl ClientSettings {
         let call = read(&Self::CALL_TIMEOUT)?;
         let attempt = read(&Self::ATTEMPT_TIMEOUT)?;
         let connect = read(&Self::CONNECT_TIMEOUT)?;
-        let max_retries = r.get_int_at(&Self::MAX_RETRIES, &Self::MAX_RETRIES.key.replace("<p>", p))?;
+        let throttle_backoff = Duration::from_millis(read(&Self::THROTTLE_BACKOFF)?);
+        let throttle_backoff_max = Duration::from_millis(read(&Self::THROTTLE_BACKOFF_MAX)?);
+        let at = |s: &Setting| s.key.replace("<p>", p);
+        let max_retries = r.get_int_at(&Self::MAX_RETRIES, &at(&Self::MAX_RETRIES))?;
+        let burst = r.get_int_at(&Self::RETRY_BURST, &at(&Self::RETRY_BURST))?;
+        let share_percent = r.get_int_at(&Self::RETRY_SHARE, &at(&Self::RETRY_SHARE))?;
+        if throttle_backoff_max < throttle_backoff {
+            return Err(Error::config(
+                at(&Self::THROTTLE_BACKOFF_MAX),
+                format!(
+                    "{} ms is below {} ({} ms)",
+                    throttle_backoff_max.as_millis(),
+                    at(&Self::THROTTLE_BACKOFF),
+                    throttle_backoff.as_millis()
+                ),
+            ));
+        }
         Ok(ClientSettings {
             call_timeout: Duration::from_millis(call),
             attempt_timeout: Duration::from_millis(attempt),
             connect_timeout: Duration::from_millis(connect),
             max_retries,
+            retry_budget: RetryBudgetSettings { burst, share_percent, throttle_backoff, throttle_backoff_max },
         })
     }
 
@@ -158,5 +218,14 @@ mod tests {
         let mut r = ConfigReader::new(&p);
         let e = ClientSettings::read(&mut r, "s3").unwrap_err();
         assert!(e.to_string().contains("`s3.max.retries`"), "{e}");
+
+        let p = props([("gcs.throttle.backoff.ms", "5000"), ("gcs.throttle.backoff.max.ms", "1000")]);
+        let e = ClientSettings::read(&mut ConfigReader::new(&p), "gcs").unwrap_err();
+        assert_eq!(e.config_key(), Some("gcs.throttle.backoff.max.ms"), "{e}");
+        assert!(e.to_string().contains("below gcs.throttle.backoff.ms (5000 ms)"), "{e}");
+
+        let p = props([("azure.retry.budget.burst", "0"), ("azure.retry.budget.percent", "25")]);
+        let b = ClientSettings::read(&mut ConfigReader::new(&p), "azure").unwrap().retry_budget;
+        assert_eq!((b.burst, b.share_percent), (0, 25));
     }
 }

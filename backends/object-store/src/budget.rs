@@ -1,0 +1,387 @@
+//! A store's retry budget, and a longer wait when the store says it is overloaded: an HTTP layer under
+//! object_store's own retries ([`BudgetConnector`], below the request counter).
+//!
+//! object_store retries each request on its own (timeouts, connection failures, 5xx, 429), with the same
+//! short backoff whatever the failure, and each call decides alone. A store that is throttling (S3's `503
+//! SlowDown`, Azure's `503 ServerBusy`, GCS's `429`) or down then sees up to `1 + max.retries` requests
+//! per call: more than on a healthy day, which keeps it throttled. This layer makes retries a shared,
+//! earned resource of the store, as the AWS SDKs' retry quota does:
+//! - **A budget.** Each transient failure that may be retried spends one retry from the store's budget
+//!   ([`RetryBudgetSettings::burst`] at most); each success earns back [`RetryBudgetSettings::share_percent`]
+//!   of one. When the budget is spent, a failure is handed to object_store as one it does not retry (and
+//!   that the SDK still classes as transient, for the broker to retry later), so retries stay a fixed
+//!   share of requests over time: a store that fails every request sees about one request per call.
+//! - **A throttling store is paced.** After a `429` or `503` answer, the store's next request (a retry, or
+//!   another call's) waits before it is sent: [`RetryBudgetSettings::throttle_backoff`], doubled for each
+//!   throttled answer in a row (capped at [`RetryBudgetSettings::throttle_backoff_max`]), less a random part
+//!   of up to half ("equal jitter": requests throttled together spread out, and each waits at least half);
+//!   on top of object_store's own backoff. The wait comes before a request, never after an answer, so the
+//!   last answer of a call that will not be retried returns at once. A success ends it. The caller's
+//!   deadline (`fetch.timeout.ms`, `copy.timeout.ms`) still bounds the call: dropping it drops the wait,
+//!   and nothing is sent.
+//!
+//! Each change between "retrying" and "budget spent" is logged once, at WARN then at INFO.
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use object_store::ClientOptions;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
+};
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One retry, in the budget's units (thousandths of a retry, so a success can earn a fraction).
+const RETRY: u64 = 1000;
+
+/// The most of an error answer's body kept to show in the error (the rest is dropped unread).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// How a store's retries are budgeted, from the `<p>.retry.*` settings ([`crate::ClientSettings`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryBudgetSettings {
+    /// Retries the store may spend ahead of its successes (and the budget a fresh client starts with).
+    pub burst: u32,
+    /// The share of one retry each successful request earns back, in percent: retries stay at most this
+    /// share of requests over time, beyond the burst.
+    pub share_percent: u32,
+    /// The first extra wait before retrying a throttled answer (429 or 503): between half of it and all of it.
+    pub throttle_backoff: Duration,
+    /// The longest extra wait before retrying a throttled answer.
+    pub throttle_backoff_max: Duration,
+}
+
+/// A store's retry budget, shared by all its clients' requests.
+#[derive(Debug)]
+pub struct RetryBudget {
+    settings: RetryBudgetSettings,
+    state: Mutex<State>,
+    throttled: AtomicU64,
+    refused: AtomicU64,
+}
+
+#[derive(Debug)]
+struct State {
+    /// What is left to spend, in thousandths of a retry.
+    tokens: u64,
+    /// Throttled answers in a row (a success or another failure resets it).
+    throttled_in_a_row: u32,
+    /// Whether the last failure found the budget spent (for logging each change once).
+    spent: bool,
+}
+
+/// What the budget says of a transient failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Let object_store retry it.
+    Retry,
+    /// The budget is spent: the failure is final.
+    Final,
+}
+
+impl RetryBudget {
+    /// A full budget.
+    pub fn new(settings: RetryBudgetSettings) -> Arc<Self> {
+        Arc::new(RetryBudget {
+            settings,
+            state: Mutex::new(State { tokens: u64::from(settings.burst) * RETRY, throttled_in_a_row: 0, spent: false }),
+            throttled: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        })
+    }
+
+    /// Throttled answers (429, 503) seen so far.
+    pub fn throttled(&self) -> u64 {
+        self.throttled.load(Ordering::Relaxed)
+    }
+
+    /// Failures not retried because the budget was spent.
+    pub fn retries_refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request succeeded (or failed for good, which is not the store's trouble): it earns back part of a
+    /// retry.
+    fn success(&self) {
+        let mut s = self.state();
+        let earned = u64::from(self.settings.share_percent) * RETRY / 100;
+        s.tokens = (s.tokens + earned).min(u64::from(self.settings.burst) * RETRY);
+        s.throttled_in_a_row = 0;
+        if s.spent && s.tokens >= RETRY {
+            s.spent = false;
+            tracing::info!("the store answers again: its failures are retried again");
+        }
+    }
+
+    /// A transient failure (`throttled`: the store said it is overloaded). Each one spends a retry, whether
+    /// object_store retries it or not (it does not say).
+    fn failure(&self, throttled: bool) -> Verdict {
+        let mut s = self.state();
+        if throttled {
+            self.throttled.fetch_add(1, Ordering::Relaxed);
+            s.throttled_in_a_row = s.throttled_in_a_row.saturating_add(1);
+        } else {
+            s.throttled_in_a_row = 0;
+        }
+        if s.tokens < RETRY {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            if !s.spent {
+                s.spent = true;
+                tracing::warn!(
+                    burst = self.settings.burst,
+                    share_percent = self.settings.share_percent,
+                    "the store's retry budget is spent: its failures are not retried until successes earn it back"
+                );
+            }
+            return Verdict::Final;
+        }
+        s.tokens -= RETRY;
+        Verdict::Retry
+    }
+
+    /// How long the next request waits before it is sent: nothing, unless the store's last answers said
+    /// it is overloaded.
+    fn pacing(&self) -> Duration {
+        let n = self.state().throttled_in_a_row;
+        if n == 0 {
+            return Duration::ZERO;
+        }
+        let doubled = self.settings.throttle_backoff.saturating_mul(1 << (n - 1).min(16));
+        let cap = doubled.min(self.settings.throttle_backoff_max);
+        let half = cap / 2;
+        let jitter = getrandom::u64().unwrap_or(0) % (half.as_micros() as u64 + 1);
+        half + Duration::from_micros(jitter)
+    }
+}
+
+/// A failure the store's retry budget did not let object_store retry. The SDK classes it as transient
+/// ([`crate::classify`]): the caller may try again later.
+#[derive(Debug)]
+pub struct RetryBudgetSpent {
+    what: String,
+    source: Option<HttpError>,
+}
+
+impl fmt::Display for RetryBudgetSpent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; not retried: the store's retry budget is spent (too many of its requests failed)", self.what)
+    }
+}
+
+impl StdError for RetryBudgetSpent {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+/// An [`HttpConnector`] whose clients spend and earn `budget` (see the module's documentation).
+#[derive(Debug)]
+pub struct BudgetConnector {
+    inner: Arc<dyn HttpConnector>,
+    budget: Arc<RetryBudget>,
+}
+
+impl BudgetConnector {
+    /// Budgets the requests of `inner`'s clients with `budget`.
+    pub fn new(inner: Arc<dyn HttpConnector>, budget: Arc<RetryBudget>) -> Self {
+        BudgetConnector { inner, budget }
+    }
+}
+
+impl HttpConnector for BudgetConnector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let inner = self.inner.connect(options)?;
+        Ok(HttpClient::new(BudgetService { inner, budget: self.budget.clone() }))
+    }
+}
+
+#[derive(Debug)]
+struct BudgetService {
+    inner: HttpClient,
+    budget: Arc<RetryBudget>,
+}
+
+/// Whether object_store retries an answer with this status (its rule: 5xx, 429, 408).
+fn retried_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500..=599)
+}
+
+/// Whether an answer with this status says the store is overloaded.
+fn throttling(status: u16) -> bool {
+    matches!(status, 429 | 503)
+}
+
+/// Reads up to [`MAX_ERROR_BODY`] of an error answer's body, for the error's message.
+async fn read_error_body(body: HttpResponseBody) -> Bytes {
+    let mut stream = body.bytes_stream();
+    let mut kept = BytesMut::new();
+    while let Some(Ok(piece)) = stream.next().await {
+        let room = MAX_ERROR_BODY - kept.len();
+        kept.extend_from_slice(&piece[..piece.len().min(room)]);
+        if kept.len() == MAX_ERROR_BODY {
+            break;
+        }
+    }
+    kept.freeze()
+}
+
+/// The error code of an error document (S3's and Azure's `<Code>…</Code>`), for the message.
+fn error_code(body: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(body).ok()?;
+    let start = text.find("<Code>")? + "<Code>".len();
+    let len = text[start..].find("</Code>")?;
+    Some(&text[start..start + len]).filter(|c| c.len() <= 64)
+}
+
+#[async_trait]
+impl HttpService for BudgetService {
+    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let method = req.method().clone();
+        tokio::time::sleep(self.budget.pacing()).await;
+        match self.inner.execute(req).await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                if !retried_status(status) {
+                    self.budget.success();
+                    return Ok(resp);
+                }
+                match self.budget.failure(throttling(status)) {
+                    Verdict::Retry => Ok(resp),
+                    Verdict::Final => {
+                        let (parts, body) = resp.into_parts();
+                        let body = read_error_body(body).await;
+                        let code = error_code(&body).map(|c| format!(" ({c})")).unwrap_or_default();
+                        let what = format!("{method} answered {}{code}", parts.status);
+                        Err(HttpError::new(HttpErrorKind::Unknown, RetryBudgetSpent { what, source: None }))
+                    }
+                }
+            }
+            Err(e) => {
+                // object_store retries connection failures, and timeouts of requests it may repeat; a
+                // request it would not retry anyway costs nothing.
+                let retried = matches!(
+                    e.kind(),
+                    HttpErrorKind::Connect
+                        | HttpErrorKind::Request
+                        | HttpErrorKind::Timeout
+                        | HttpErrorKind::Interrupted
+                );
+                if !retried {
+                    return Err(e);
+                }
+                match self.budget.failure(false) {
+                    Verdict::Retry => Err(e),
+                    Verdict::Final => {
+                        let what = format!("{method} failed");
+                        Err(HttpError::new(HttpErrorKind::Unknown, RetryBudgetSpent { what, source: Some(e) }))
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(burst: u32, share_percent: u32) -> RetryBudgetSettings {
+        RetryBudgetSettings {
+            burst,
+            share_percent,
+            throttle_backoff: Duration::from_millis(100),
+            throttle_backoff_max: Duration::from_millis(400),
+        }
+    }
+
+    #[test]
+    fn retries_are_a_share_of_successes_beyond_the_burst() {
+        // (burst, share %, spent first, successes, then failures, of which retried)
+        let cases = [
+            (3, 10, false, 0, 10, 3),
+            (3, 10, false, 10, 10, 3), // a full budget earns nothing more
+            (3, 10, true, 10, 10, 1),  // ten successes earn one retry
+            (3, 10, true, 9, 10, 0),
+            (3, 10, true, 25, 10, 2),
+            (2, 100, true, 1, 5, 1),
+            (5, 0, true, 1000, 5, 0),  // a share of 0: nothing is earned back
+            (0, 100, false, 10, 5, 0), // a burst of 0: no retry at all
+        ];
+        for (burst, share, spent, successes, failures, want) in cases {
+            let b = RetryBudget::new(settings(burst, share));
+            if spent {
+                b.state().tokens = 0;
+            }
+            for _ in 0..successes {
+                b.success();
+            }
+            let retried = (0..failures).filter(|_| b.failure(false) != Verdict::Final).count();
+            assert_eq!(retried, want, "burst {burst}, share {share}%, spent {spent}, {successes} successes");
+            assert_eq!(b.retries_refused(), (failures - want) as u64);
+        }
+    }
+
+    #[test]
+    fn a_throttling_store_is_paced_longer_for_each_throttled_answer_in_a_row() {
+        let b = RetryBudget::new(settings(100, 10));
+        assert_eq!(b.pacing(), Duration::ZERO, "a store that answers is not paced");
+        // The wait is random between half a cap that doubles and the cap: the most and the least of many
+        // draws show both.
+        for (throttled, cap_ms) in [(1, 100), (2, 200), (3, 400), (4, 400), (9, 400)] {
+            b.state().throttled_in_a_row = throttled;
+            let draws: Vec<Duration> = (0..200).map(|_| b.pacing()).collect();
+            let (least, most) = (*draws.iter().min().unwrap(), *draws.iter().max().unwrap());
+            let cap = Duration::from_millis(cap_ms);
+            assert!(least >= cap / 2 && most <= cap && most > cap * 3 / 4, "{throttled}: {least:?}..={most:?}");
+        }
+        // Throttled answers count the run; another failure or a success ends it.
+        b.state().throttled_in_a_row = 0;
+        assert_eq!(b.failure(true), Verdict::Retry);
+        assert_eq!(b.failure(true), Verdict::Retry);
+        assert_eq!(b.state().throttled_in_a_row, 2);
+        assert_eq!(b.failure(false), Verdict::Retry);
+        assert_eq!(b.pacing(), Duration::ZERO);
+        b.failure(true);
+        b.success();
+        assert_eq!(b.pacing(), Duration::ZERO);
+        assert_eq!(b.throttled(), 3);
+    }
+
+    #[test]
+    fn a_failure_the_budget_did_not_retry_is_transient_and_says_why() {
+        let refused = |source: Option<HttpError>| {
+            let e = HttpError::new(
+                HttpErrorKind::Unknown,
+                RetryBudgetSpent { what: "GET answered 503 Service Unavailable (SlowDown)".into(), source },
+            );
+            object_store::Error::Generic { store: "S3", source: Box::new(e) }
+        };
+        let connect = HttpError::new(HttpErrorKind::Connect, std::io::Error::other("connection refused"));
+        for e in [refused(None), refused(Some(connect))] {
+            assert_eq!(crate::classify(&e), crate::Class::Transient, "{e}");
+            let text = crate::errors::chain_text(&e);
+            assert!(text.contains("SlowDown") && text.contains("retry budget is spent"), "{text}");
+        }
+    }
+
+    #[test]
+    fn error_codes_are_read_from_error_documents() {
+        let cases: [(&[u8], Option<&str>); 4] = [
+            (b"<?xml version=\"1.0\"?><Error><Code>SlowDown</Code><Message>Reduce</Message></Error>", Some("SlowDown")),
+            (b"<Error><Code>ServerBusy</Code></Error>", Some("ServerBusy")),
+            (b"{\"error\":{\"code\":429}}", None),
+            (b"<Code>unterminated", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(error_code(body), want, "{}", String::from_utf8_lossy(body));
+        }
+    }
+}
