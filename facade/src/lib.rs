@@ -383,6 +383,7 @@ impl Store {
         let s = &self.storage;
         let c = s.chunk_cache_stats().unwrap_or_default();
         let (i, m) = (s.index_cache_stats(), s.manifest_cache_stats());
+        let http = s.backend().store_requests().map(|c| c.snapshot()).unwrap_or_default();
         [
             c.memory.hits,
             c.memory.misses,
@@ -413,6 +414,8 @@ impl Store {
             }),
             self.breaker.as_ref().map_or(0, |b| b.times_opened()),
             self.breaker.as_ref().map_or(0, |b| b.calls_refused()),
+            http.throttled,
+            http.retries_refused,
         ]
     }
 }
@@ -421,8 +424,10 @@ impl Store {
 /// held (the chunk cache is the process's, shared by the stores opened with the same cache settings); then
 /// the store's circuit breaker (`store.breaker.*`): its state now (0 closed, 1 open, 2 half-open: a probe
 /// may go), the times it opened and the calls it refused at once since the store was opened (all 0 when it
-/// is off).
-pub const CACHE_METRICS: [&str; 25] = [
+/// is off); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
+/// retried because its retry budget was spent (`<p>.retry.budget.*`), since the store was opened (0 for the
+/// other stores).
+pub const CACHE_METRICS: [&str; 27] = [
     "chunk-cache-hits",
     "chunk-cache-misses",
     "chunk-cache-evictions",
@@ -448,6 +453,8 @@ pub const CACHE_METRICS: [&str; 25] = [
     "store-breaker-state",
     "store-breaker-opened",
     "store-breaker-refused",
+    "store-throttled",
+    "store-retries-refused",
 ];
 
 #[cfg(test)]

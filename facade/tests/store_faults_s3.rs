@@ -423,6 +423,9 @@ fn a_throttling_store_sees_one_request_per_call_once_the_retry_budget_is_spent()
         last = Some(e);
     }
     assert_eq!(sent, [4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "requests per call");
+    // The metrics: 16 throttled answers; 11 failures not retried (the second call's last, and one per call
+    // after).
+    assert_eq!((metric(&store, "store-throttled"), metric(&store, "store-retries-refused")), (16, 11));
     let last = last.unwrap().full_message();
     assert!(last.contains("retry budget is spent") && last.contains("SlowDown"), "{last}");
     // The first call's retries, after each throttled answer: waits of at least 50, 100 and 200 ms.

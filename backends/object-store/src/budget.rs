@@ -29,9 +29,9 @@ use object_store::ClientOptions;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
 };
+use rsm_core::backend::RequestCounts;
 use std::error::Error as StdError;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,8 +60,8 @@ pub struct RetryBudgetSettings {
 pub struct RetryBudget {
     settings: RetryBudgetSettings,
     state: Mutex<State>,
-    throttled: AtomicU64,
-    refused: AtomicU64,
+    /// Where throttled answers and refused retries are counted (the store's HTTP request counts).
+    counts: Arc<RequestCounts>,
 }
 
 #[derive(Debug)]
@@ -84,24 +84,14 @@ enum Verdict {
 }
 
 impl RetryBudget {
-    /// A full budget.
-    pub fn new(settings: RetryBudgetSettings) -> Arc<Self> {
+    /// A full budget, counting throttled answers and refused retries into `counts`
+    /// ([`RequestCounts::throttle`], [`RequestCounts::refuse_retry`]).
+    pub fn new(settings: RetryBudgetSettings, counts: Arc<RequestCounts>) -> Arc<Self> {
         Arc::new(RetryBudget {
             settings,
             state: Mutex::new(State { tokens: u64::from(settings.burst) * RETRY, throttled_in_a_row: 0, spent: false }),
-            throttled: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
+            counts,
         })
-    }
-
-    /// Throttled answers (429, 503) seen so far.
-    pub fn throttled(&self) -> u64 {
-        self.throttled.load(Ordering::Relaxed)
-    }
-
-    /// Failures not retried because the budget was spent.
-    pub fn retries_refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -126,13 +116,13 @@ impl RetryBudget {
     fn failure(&self, throttled: bool) -> Verdict {
         let mut s = self.state();
         if throttled {
-            self.throttled.fetch_add(1, Ordering::Relaxed);
+            self.counts.throttle();
             s.throttled_in_a_row = s.throttled_in_a_row.saturating_add(1);
         } else {
             s.throttled_in_a_row = 0;
         }
         if s.tokens < RETRY {
-            self.refused.fetch_add(1, Ordering::Relaxed);
+            self.counts.refuse_retry();
             if !s.spent {
                 s.spent = true;
                 tracing::warn!(
@@ -316,7 +306,8 @@ mod tests {
             (0, 100, false, 10, 5, 0), // a burst of 0: no retry at all
         ];
         for (burst, share, spent, successes, failures, want) in cases {
-            let b = RetryBudget::new(settings(burst, share));
+            let counts = RequestCounts::new();
+            let b = RetryBudget::new(settings(burst, share), counts.clone());
             if spent {
                 b.state().tokens = 0;
             }
@@ -325,13 +316,14 @@ mod tests {
             }
             let retried = (0..failures).filter(|_| b.failure(false) != Verdict::Final).count();
             assert_eq!(retried, want, "burst {burst}, share {share}%, spent {spent}, {successes} successes");
-            assert_eq!(b.retries_refused(), (failures - want) as u64);
+            assert_eq!(counts.snapshot().retries_refused, (failures - want) as u64);
         }
     }
 
     #[test]
     fn a_throttling_store_is_paced_longer_for_each_throttled_answer_in_a_row() {
-        let b = RetryBudget::new(settings(100, 10));
+        let counts = RequestCounts::new();
+        let b = RetryBudget::new(settings(100, 10), counts.clone());
         assert_eq!(b.pacing(), Duration::ZERO, "a store that answers is not paced");
         // The wait is random between half a cap that doubles and the cap: the most and the least of many
         // draws show both.
@@ -352,7 +344,7 @@ mod tests {
         b.failure(true);
         b.success();
         assert_eq!(b.pacing(), Duration::ZERO);
-        assert_eq!(b.throttled(), 3);
+        assert_eq!(counts.snapshot().throttled, 3);
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub trait CloudStore: Sized {
         let counter = RequestCounts::new();
         let redactor = self.redactor();
         // Counted over the budget: the counter sees every request sent, the budget every answer.
-        let budget = RetryBudget::new(self.client().retry_budget);
+        let budget = RetryBudget::new(self.client().retry_budget, counter.clone());
         let budgeted = BudgetConnector::new(Arc::new(ReqwestConnector::default()), budget);
         let http = CountingConnector::wrapping(Arc::new(budgeted), counter.clone());
         let stores = self.stores(http).map_err(|e| {

@@ -75,6 +75,10 @@ struct Cell {
 #[derive(Debug, Default)]
 pub struct RequestCounts {
     cells: [Cell; 7],
+    /// Answers that said the store is overloaded (counted in the totals only).
+    throttled: AtomicU64,
+    /// Failures the client would have retried, not retried to spare the store (counted in the totals only).
+    retries_refused: AtomicU64,
     /// The same counts by topic (empty in a topic's own counters).
     topics: Mutex<HashMap<String, Arc<RequestCounts>>>,
 }
@@ -163,6 +167,16 @@ impl RequestCounts {
         self.cells[op.index()].failed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts an answer that said the store is overloaded (HTTP 429, 503), already counted as failed.
+    pub fn throttle(&self) {
+        self.throttled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a failure the client did not retry to spare the store (its retry budget was spent).
+    pub fn refuse_retry(&self) {
+        self.retries_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counts so far.
     pub fn snapshot(&self) -> CountSnapshot {
         let mut out = CountSnapshot::default();
@@ -174,6 +188,8 @@ impl RequestCounts {
                 bytes_received: c.received.load(Ordering::Relaxed),
             };
         }
+        out.throttled = self.throttled.load(Ordering::Relaxed);
+        out.retries_refused = self.retries_refused.load(Ordering::Relaxed);
         out
     }
 }
@@ -195,6 +211,10 @@ pub struct OpCount {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CountSnapshot {
     by_op: [OpCount; 7],
+    /// Answers that said the store is overloaded ([`RequestCounts::throttle`]).
+    pub throttled: u64,
+    /// Failures not retried to spare the store ([`RequestCounts::refuse_retry`]).
+    pub retries_refused: u64,
 }
 
 impl CountSnapshot {
@@ -219,6 +239,8 @@ impl CountSnapshot {
                 bytes_received: a.bytes_received - b.bytes_received,
             };
         }
+        out.throttled = self.throttled - earlier.throttled;
+        out.retries_refused = self.retries_refused - earlier.retries_refused;
         out
     }
 }
@@ -254,6 +276,12 @@ impl fmt::Display for CountSnapshot {
         if first {
             f.write_str("no requests")?;
         }
+        if self.throttled > 0 {
+            write!(f, "; {} throttled", self.throttled)?;
+        }
+        if self.retries_refused > 0 {
+            write!(f, "; {} not retried (retry budget spent)", self.retries_refused)?;
+        }
         Ok(())
     }
 }
@@ -280,6 +308,15 @@ mod tests {
         assert_eq!(b.total_requests(), 5);
         assert_eq!(b.get(Op::Put), OpCount { requests: 3, failed: 0, bytes_sent: 10, bytes_received: 0 });
         assert_eq!(CountSnapshot::default().to_string(), "no requests");
+
+        // Throttled answers and refused retries, in the totals.
+        c.start(Op::Get, 0);
+        c.fail(Op::Get);
+        c.throttle();
+        c.refuse_retry();
+        let d = c.snapshot().since(&b);
+        assert_eq!(d.to_string(), "GET 1 (1 failed); 1 throttled; 1 not retried (retry budget spent)");
+        assert_eq!((d.throttled, d.retries_refused), (1, 1));
     }
 
     #[test]

@@ -265,12 +265,16 @@ final class PluginMetricsRecorder implements AutoCloseable {
             Map.entry("store-breaker-opened", "Times the store's circuit breaker opened, since the store was"
                     + " opened"),
             Map.entry("store-breaker-refused", "Calls the store's circuit breaker failed at once without sending"
-                    + " them, since the store was opened"));
+                    + " them, since the store was opened"),
+            Map.entry("store-throttled", "Answers of the cloud store that said it is overloaded (429, 503 such as"
+                    + " S3's SlowDown), since the store was opened"),
+            Map.entry("store-retries-refused", "Failed requests to the cloud store not retried because its retry"
+                    + " budget was spent (<p>.retry.budget.*), since the store was opened"));
 
     /** The description of a cache counter: what it counts (since the cache was made, unless held now). */
     static String cacheMetricDescription(String name) {
         String what = CACHE_METRIC_DESCRIPTIONS.getOrDefault(name, "The cache counter " + name);
-        if (name.startsWith("store-breaker-")) {
+        if (name.startsWith("store-")) {
             return what;
         }
         String since = what.endsWith(" now") ? "" : ", since the cache was made";
