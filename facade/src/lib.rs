@@ -209,10 +209,10 @@ impl Store {
             Ok(r) => r,
             Err(_) => {
                 // The copy's future is dropped mid-way: what it wrote is deleted here (its own cleanup did not
-                // run), within the same bound, so no part of the attempt stays visible. A delete that fails
-                // too leaves objects without a manifest (or a manifest the broker holds only as copy-started)
-                // to `rsm sweep` and `rsm audit`.
-                let cleanup = tokio::time::timeout(limit, self.storage.delete_log_segment_data(md)).await;
+                // run), within the same bound, so no part of the attempt stays visible; and looked for again
+                // after `copy.cleanup.recheck.ms`, for a write still in flight now that the store applies
+                // later, and for a delete that fails too.
+                let cleanup = tokio::time::timeout(limit, self.storage.remove_abandoned_copy(md)).await;
                 let left = match cleanup {
                     Ok(Ok(())) => "what it wrote was deleted".to_string(),
                     Ok(Err(e)) => format!("deleting what it wrote failed too ({e})"),

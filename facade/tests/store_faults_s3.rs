@@ -611,6 +611,45 @@ fn copy_case((case, only, want_left, cleanup): (&str, &[&str], usize, &str)) {
     assert!(read_all(&b.open(&[]), s0, 0, None).unwrap() == s0.log, "{case}");
 }
 
+/// `copy.cleanup.recheck.ms` (1000 here): a copy that timed out with its manifest's PUT and its cleanup's
+/// deletes hung leaves the log and the indexes (as above); once the store answers again, the second look
+/// deletes them without anyone running a sweep. A copy again under the same id is kept whole: its start
+/// cancels the look still pending.
+#[test]
+fn the_second_look_deletes_what_a_timed_out_copy_left() {
+    let Some(b) = Bench::new("recheck") else { return };
+    let t = tempfile::tempdir().unwrap();
+    let segs = small(t.path());
+    let settings = [
+        ("copy.timeout.ms", "500"),
+        ("copy.cleanup.recheck.ms", "1000"),
+        ("s3.api.call.attempt.timeout", "60000"),
+        ("s3.api.call.timeout", "60000"),
+    ];
+    let store = b.open(&settings);
+    let of_segment = |s: &Segment| -> Vec<String> {
+        let (objects, _) = store.list_objects().unwrap();
+        objects.into_iter().map(|o| o.key).filter(|k| k.contains(&s.id())).collect()
+    };
+    for (s, copy_again) in [(&segs[0], false), (&segs[1], true)] {
+        b.proxy.set_fault_on(Fault::Blackhole, &[".manifest", "?delete"]);
+        let e = store.copy(&s.md, &s.data).expect_err("hung");
+        assert!(e.to_string().ends_with("deleting what it wrote timed out too"), "{e}");
+        b.proxy.set_fault(Fault::Pass);
+        assert_eq!(of_segment(s).len(), 2, "the log and the indexes are left at first");
+        if copy_again {
+            store.copy(&s.md, &s.data).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        if copy_again {
+            assert_eq!(of_segment(s).len(), 3, "the copy again is whole: {:?}", of_segment(s));
+            assert!(read_all(&store, s, 0, None).unwrap() == s.log);
+        } else {
+            assert!(of_segment(s).is_empty(), "the second look deleted them: {:?}", of_segment(s));
+        }
+    }
+}
+
 /// A store that hangs opens the breaker through the facade's own deadlines: each fetch `fetch.timeout.ms`
 /// gives up on is a transient failure (its calls were dropped unfinished, so the breaker saw none of them
 /// end); after 3 in a row the breaker is open and the next fetches fail at once, sending nothing. Found by

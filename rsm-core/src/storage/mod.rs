@@ -38,6 +38,7 @@ pub mod layout;
 mod local_read;
 mod maintenance;
 mod manifest_cache;
+mod recheck;
 pub mod settings;
 pub mod single;
 mod single_flight;
@@ -82,6 +83,8 @@ pub struct TieredStorage {
     manifests: ManifestCache,
     /// Remote indexes by segment and type (SR-34), weighed by their bytes.
     indexes: IndexCache,
+    /// Failed copies whose objects are looked for again (`copy.cleanup.recheck.ms`).
+    rechecks: Arc<recheck::CleanupRechecks>,
 }
 
 /// One segment found by [`TieredStorage::scan_segments`].
@@ -197,7 +200,7 @@ impl TieredStorage {
             None => direct,
         };
         let indexes = IndexCache::new(config.index_cache_bytes);
-        TieredStorage { backend, chunks, config, chunk_cache, manifests, indexes }
+        TieredStorage { backend, chunks, config, chunk_cache, manifests, indexes, rechecks: Arc::default() }
     }
 
     /// The same storage manager reading chunks through `chunks` (a cache, a transform) instead.
@@ -268,6 +271,24 @@ impl TieredStorage {
         self.manifests.load(metadata).await
     }
 
+    /// Deletes what a copy that was given up on wrote (the caller dropped it mid-way: its own cleanup did
+    /// not run), as [`RemoteStorageManager::delete_log_segment_data`] does, and looks again later
+    /// (`copy.cleanup.recheck.ms`) for a write the store applied after this.
+    pub async fn remove_abandoned_copy(&self, metadata: &RemoteLogSegmentMetadata) -> Result<()> {
+        // Scheduled first: a caller that bounds this delete in time may drop it mid-way too.
+        self.recheck_later(metadata);
+        self.delete_log_segment_data(metadata).await
+    }
+
+    /// Schedules the second look at a failed copy's objects, when `copy.cleanup.recheck.ms` asks for one.
+    fn recheck_later(&self, metadata: &RemoteLogSegmentMetadata) {
+        if let Some(after) = self.config.copy_cleanup_recheck {
+            let stem = self.keys(metadata).shared_prefix().to_string();
+            let id = &metadata.remote_log_segment_id;
+            self.rechecks.schedule(self.backend.clone(), id.id, id.to_string(), stem, after);
+        }
+    }
+
     /// Tells the storage manager of a copied segment, as a host that keeps the remote log's metadata knows
     /// it (the engine, before reading the segment before it): a sequential reader nearing the end of the
     /// segment before then has this one's manifest and first chunks read ahead without a listing of the
@@ -287,12 +308,14 @@ impl RemoteStorageManager for TieredStorage {
         metadata.validate()?;
         let keys = self.keys(metadata);
         self.forget(&metadata.remote_log_segment_id.id);
+        // A copy again under the same id: the second look at an earlier attempt's objects would delete this
+        // one's.
+        self.rechecks.cancel(&metadata.remote_log_segment_id.id);
         let result = self.copy_segment(metadata, data, &keys).await;
         if let Err(e) = &result {
             tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
             let all = [keys.manifest, keys.segment, keys.log, keys.indexes];
             match self.backend.delete_many(&all).await {
-                Ok(()) => {}
                 // The store refuses the keys themselves (a topic name that tries to leave the store's root):
                 // nothing was written under them, so there is nothing to clean.
                 Err(ce) if ce.kind() == ErrorKind::InvalidArgument => {
@@ -301,8 +324,10 @@ impl RemoteStorageManager for TieredStorage {
                 }
                 Err(ce) => {
                     tracing::warn!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
-                        "cleanup after a failed copy failed; the objects are garbage without a manifest");
+                        "cleanup after a failed copy failed; it is tried again after copy.cleanup.recheck.ms");
+                    self.recheck_later(metadata);
                 }
+                Ok(()) => self.recheck_later(metadata),
             }
         }
         result

@@ -156,6 +156,14 @@ pub const COPY_TIMEOUT_MS: Setting =
          it wrote is deleted (a store that hangs frees the broker's copy thread); 0: as long as the store's own \
          timeouts allow",
     );
+/// `copy.cleanup.recheck.ms`.
+pub const COPY_CLEANUP_RECHECK_MS: Setting =
+    Setting::long("copy.cleanup.recheck.ms", 0, 86_400_000).with_default(60_000).with_unit(Unit::Millis).with_doc(
+        "after a copy fails and deletes what it wrote, its segment's objects are looked for again this long after \
+         (one listing) and deleted: a write the store applied late (a manifest PUT still in flight when the copy \
+         gave up) leaves no segment that looks complete; a new copy under the same segment id cancels it; longer \
+         than the store's own request timeouts; 0: no second look (`rsm sweep` and `rsm audit` find what is left)",
+    );
 /// `fetch.cache.bytes`.
 pub const FETCH_CACHE_BYTES: Setting =
     Setting::long("fetch.cache.bytes", 0, 64 << 30).with_default(0).with_unit(Unit::Bytes).with_doc(
@@ -224,6 +232,7 @@ pub const SETTINGS: &[&Setting] = &[
     &FETCH_CONCURRENCY,
     &FETCH_TIMEOUT_MS,
     &COPY_TIMEOUT_MS,
+    &COPY_CLEANUP_RECHECK_MS,
     &COPY_VERIFY_CHECKSUMS,
     &COMPRESSION_ENABLED,
     &COMPRESSION_HEURISTIC,
@@ -272,6 +281,9 @@ pub struct TieredConfig {
     /// [`COPY_TIMEOUT_MS`]: the longest a blocking caller's copy (the facade's) may take; `None` for no bound
     /// of its own.
     pub copy_timeout: Option<std::time::Duration>,
+    /// [`COPY_CLEANUP_RECHECK_MS`]: how long after a failed copy its objects are looked for again and
+    /// deleted; `None` for no second look.
+    pub copy_cleanup_recheck: Option<std::time::Duration>,
     /// [`COPY_VERIFY_CHECKSUMS`]: check every batch's CRC-32C while copying.
     pub verify_checksums: bool,
     /// [`MANIFEST_CACHE_ENTRIES`]: manifests kept in memory.
@@ -321,6 +333,7 @@ impl Default for TieredConfig {
             fetch_concurrency: FETCH_CONCURRENCY.default_int(),
             fetch_timeout: bound(FETCH_TIMEOUT_MS.default_int()),
             copy_timeout: bound(COPY_TIMEOUT_MS.default_int()),
+            copy_cleanup_recheck: bound(COPY_CLEANUP_RECHECK_MS.default_int()),
             verify_checksums: COPY_VERIFY_CHECKSUMS.default_bool(),
             manifest_cache_entries: MANIFEST_CACHE_ENTRIES.default_int(),
             manifest_cache_ttl: std::time::Duration::from_millis(MANIFEST_CACHE_TTL_MS.default_int()),
@@ -352,6 +365,7 @@ impl TieredConfig {
             fetch_concurrency: r.get_int(&FETCH_CONCURRENCY)?,
             fetch_timeout: bound(r.get_int(&FETCH_TIMEOUT_MS)?),
             copy_timeout: bound(r.get_int(&COPY_TIMEOUT_MS)?),
+            copy_cleanup_recheck: bound(r.get_int(&COPY_CLEANUP_RECHECK_MS)?),
             verify_checksums: r.get_bool(&COPY_VERIFY_CHECKSUMS)?,
             manifest_cache_entries: r.get_int(&MANIFEST_CACHE_ENTRIES)?,
             manifest_cache_ttl: std::time::Duration::from_millis(r.get_int(&MANIFEST_CACHE_TTL_MS)?),
