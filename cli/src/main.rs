@@ -288,6 +288,11 @@ enum Command {
         /// Delete them (and abort the uploads).
         #[arg(long)]
         yes: bool,
+        /// A metadata log (`rsm tier`'s): also list the whole segments it does not name (a copy that gave up
+        /// after its manifest landed, or metadata that lost them). They are kept: a sweep never deletes a
+        /// committed segment.
+        #[arg(long)]
+        metadata_dir: Option<std::path::PathBuf>,
     },
     /// Key rotation: wrap every encrypted segment's data key under another key-encryption key, rewriting
     /// manifests only (one read and one write per segment). Segments already under it are skipped, so a
@@ -384,7 +389,9 @@ fn run(cli: Cli) -> CmdResult {
             cmd::delete::run(o, &segment, force, dir.as_deref(), &engine)
         }
         Command::RebuildMetadata { store, metadata_dir } => cmd::rebuild_metadata::run(o, &store, &metadata_dir),
-        Command::Sweep { store, min_age, yes } => cmd::sweep::run(o, &store, min_age, yes),
+        Command::Sweep { store, min_age, yes, metadata_dir } => {
+            cmd::sweep::run(o, &store, min_age, yes, metadata_dir.as_deref())
+        }
         Command::Rewrap { store, key, topic } => cmd::rewrap::run(o, &store, &key, topic.as_deref()),
         Command::Metadata { bootstrap_server, metadata_topic } => {
             cmd::metadata::run(o, &bootstrap_server, &metadata_topic)

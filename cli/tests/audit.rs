@@ -575,3 +575,62 @@ fn incomplete_multipart_uploads_are_reported_and_aborted_on_s3() {
     let reopened = rsm_facade::Store::open(&url, &settings).unwrap();
     assert_eq!(reopened.list_segments(None).unwrap().len(), segments.len(), "the sweep left every whole segment");
 }
+
+/// A copy that gave up whose manifest landed late (issue 40, item 6): Kafka cleaned the segment up (its
+/// metadata says delete finished) but its objects are whole in the store. `rsm sweep` alone never touches a
+/// committed segment; with the metadata log at hand it lists it (`KEPT`, named, with the command that
+/// deletes it), keeps it under `--yes`, and `rsm delete --segment ID --force` then deletes it.
+#[test]
+fn sweep_lists_a_whole_segment_the_metadata_says_was_deleted() {
+    let root = tempfile::tempdir().unwrap();
+    let (url, _, segments) = tiered(root.path());
+    let meta = root.path().join("late-metadata");
+    record_copied(&meta, &segments[1..]);
+    let late = &segments[0];
+    let manager = LocalMetadataManager::open(LocalMetadataConfig::new(&meta)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let mut started = late.clone();
+        started.state = RemoteLogSegmentState::CopySegmentStarted;
+        manager.add_remote_log_segment_metadata(&started).await.unwrap();
+        for state in [RemoteLogSegmentState::DeleteSegmentStarted, RemoteLogSegmentState::DeleteSegmentFinished] {
+            let update = RemoteLogSegmentMetadataUpdate::of(late, state, 1, 0);
+            manager.update_remote_log_segment_metadata(&update).await.unwrap();
+        }
+        manager.close().await.unwrap();
+    });
+    let meta = meta.to_str().unwrap();
+    let id = late.remote_log_segment_id.id.to_string();
+    let store_dir = Path::new(url.strip_prefix("file://").unwrap());
+    let of_late = || common::files(store_dir).into_iter().filter(|p| p.to_string_lossy().contains(&id)).count();
+    assert_eq!(of_late(), 3);
+
+    let out = rsm(&["sweep", "--store", &url, "--min-age", "0s", "--yes", "--metadata-dir", meta]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let kept: Vec<&str> = text.lines().filter(|l| l.starts_with("KEPT\t")).collect();
+    assert_eq!(kept.len(), 1, "{text}");
+    assert!(kept[0].contains(&id) && kept[0].contains(&format!("rsm delete --segment {id} --force")), "{text}");
+    assert_eq!(of_late(), 3, "kept under --yes: {text}");
+
+    // Without the metadata log, the sweep says nothing of it.
+    let out = rsm(&["sweep", "--store", &url, "--min-age", "0s"]);
+    assert!(!stdout(&out).contains(&id), "{}", stdout(&out));
+
+    // Over a mistyped metadata directory (empty: every segment looks unreferenced), even --force deletes
+    // nothing.
+    let typo = root.path().join("metadta");
+    let out = rsm(&["delete", "--segment", &id, "--force", "--store", &url, "--metadata-dir", typo.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a mistyped --metadata-dir?"), "{out:?}");
+    assert_eq!(of_late(), 3);
+
+    // The command it names deletes it.
+    let out = rsm(&["delete", "--segment", &id, "--force", "--store", &url, "--metadata-dir", meta]);
+    assert!(out.status.success(), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(of_late(), 0, "{}", stdout(&out));
+    for s in &segments[1..] {
+        let other = s.remote_log_segment_id.id.to_string();
+        assert_eq!(common::files(store_dir).iter().filter(|p| p.to_string_lossy().contains(&other)).count(), 3);
+    }
+}

@@ -28,8 +28,23 @@ pub fn run(o: &mut Out, segment: &str, force: bool, dir: Option<&Path>, engine: 
         }
         Err(err) => return Err(err.into()),
     };
-    if !damaged.is_empty() && !rsm_facade::runtime().block_on(e.manager.knows_segment(&tp, &id))? {
-        return delete_unreferenced_damaged(o, e, &id, &tp, &damaged, force);
+    if !rsm_facade::runtime().block_on(e.manager.knows_segment(&tp, &id))? {
+        // No metadata references it (never known, or its deletion finished: a copy that gave up whose
+        // manifest landed late): its objects, whatever they hold, as `rsm audit` and `rsm sweep` report it.
+        let whole = damaged.is_empty();
+        // A whole segment is deleted so only against a metadata log that holds its partition: over a
+        // mistyped --metadata-dir (empty) every segment looks unreferenced.
+        let others = rsm_facade::runtime().block_on(e.manager.metadata().list_remote_log_segments(&tp))?;
+        if whole && others.is_empty() {
+            e.close()?;
+            return Err(Error::not_found(format!(
+                "segment {id} of {tp} is not in the metadata, which holds no segment of {tp} at all (a mistyped \
+                 --metadata-dir?); nothing was deleted"
+            ))
+            .into());
+        }
+        let objects = if whole { objects_of(e.store(), &id)? } else { damaged };
+        return delete_unreferenced(o, e, &id, &tp, &objects, whole, force);
     }
     if let (Some(d), Some((dir_tp, _))) = (dir, &local)
         && *dir_tp != tp
@@ -160,24 +175,32 @@ fn objects_of(store: &rsm_facade::Store, id: &Uuid) -> Result<Vec<(String, rsm_c
         .collect())
 }
 
-/// Deletes the objects of a damaged segment (its manifest does not read) that no metadata references, as
-/// `rsm audit` reports it (`DAMAGED`): only with `--force`, naming them first.
-fn delete_unreferenced_damaged(
+/// Deletes the objects of a segment that no metadata references, whole (`rsm audit`'s `UNREFERENCED`, `rsm
+/// sweep`'s `KEPT`) or damaged (its manifest does not read: `DAMAGED`): only with `--force`, naming them
+/// first.
+fn delete_unreferenced(
     o: &mut Out,
     e: super::engine::Engine,
     id: &Uuid,
     tp: &rsm_core::TopicIdPartition,
     objects: &[(String, rsm_core::TopicIdPartition, u64)],
+    whole: bool,
     force: bool,
 ) -> CmdResult {
     let keys: Vec<String> = objects.iter().map(|x| x.0.clone()).collect();
     let bytes: u64 = objects.iter().map(|x| x.2).sum();
+    let what = if whole { "unreferenced" } else { "damaged" };
     if !force {
         e.close()?;
+        let state = if whole {
+            "is whole, but no metadata references it (a copy that gave up after its manifest landed, or metadata \
+             that lost it)"
+        } else {
+            "is damaged (its manifest does not read) and no metadata references it"
+        };
         return Err(Error::invalid(format!(
-            "segment {id} of {tp} is damaged (its manifest does not read) and no metadata references it: deleting \
-             it deletes its objects {} ({bytes} bytes), whatever they hold. Add --force to delete them; nothing was \
-             deleted",
+            "segment {id} of {tp} {state}: deleting it deletes its objects {} ({bytes} bytes), whatever they hold. \
+             Add --force to delete them; nothing was deleted",
             keys.join(", ")
         ))
         .into());
@@ -185,7 +208,7 @@ fn delete_unreferenced_damaged(
     e.store().delete_objects(&keys)?;
     out!(
         o,
-        "deleted the objects of damaged segment {id} of {tp}, which no metadata references: {} ({bytes} bytes)",
+        "deleted the objects of {what} segment {id} of {tp}, which no metadata references: {} ({bytes} bytes)",
         keys.join(", ")
     );
     Ok(e.close()?)

@@ -1,17 +1,36 @@
 //! `rsm sweep`: what interrupted uploads left in the store, without any metadata, listed or deleted (and
 //! incomplete multipart uploads listed or aborted).
 
+use crate::cmd::audit::{AuditOptions, audit};
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out, upload_fields};
 use crate::settings::StoreArgs;
+use rsm_metadata::local::LocalMetadataManager;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// Lists the objects of segments without a manifest (never committed: the objects of a segment whose
 /// manifest is in the store, readable or not, are never among them), the temporary upload files and the
 /// incomplete multipart uploads to segments' keys last written at least `min_age` ago; deletes (and aborts)
-/// them with `yes`.
-pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool) -> CmdResult {
+/// them with `yes`. With `metadata_dir`, first lists the whole segments that metadata log does not name
+/// (`rsm audit`'s unreferenced ones), kept whatever `yes` says.
+pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool, metadata_dir: Option<&Path>) -> CmdResult {
     let store = store.open()?;
+    if let Some(dir) = metadata_dir {
+        let segments = LocalMetadataManager::open_existing_read_only(dir)?.all_segments()?;
+        let opts = AuditOptions { topic: None, quick: true, min_age, delete_orphans: false };
+        let report = audit(&store, &segments, &opts)?;
+        for ((partition, topic_id), p) in &report.partitions {
+            for (id, start, bytes) in &p.unreferenced {
+                out!(
+                    o,
+                    "KEPT\t{partition}\t{topic_id}\t{id}\toffset {start}\t{bytes} bytes\ta whole segment the metadata \
+                     log does not name (a copy that gave up after its manifest landed, or metadata that lost it): \
+                     `rsm delete --segment {id} --force` deletes it, `rsm rebuild-metadata` would bring it back"
+                );
+            }
+        }
+    }
     let found = store.orphans(None, min_age)?;
     let (verb, abort) = if yes { ("DELETE", "ABORT") } else { ("WOULD DELETE", "WOULD ABORT") };
     for (key, bytes) in &found.uncommitted {
