@@ -1,6 +1,6 @@
-//! What the S3 request-counting and fault tests share: an HTTP proxy in front of moto that logs every request
-//! it receives, counts by HTTP method from its log and from ours, and can be switched at run time to
-//! misbehave as a store does on a bad day ([`Fault`]).
+//! What the request-counting and fault tests share: an HTTP proxy in front of a test store (moto, Azurite,
+//! fake-gcs-server) that logs every request it receives, counts by HTTP method from its log and from ours,
+//! and can be switched at run time to misbehave as a store does on a bad day ([`Fault`]).
 
 // Each test binary that includes this module uses only part of it.
 #![allow(dead_code)]
@@ -36,6 +36,72 @@ pub enum Fault {
     /// Never passed on: answered at once with S3's throttling error, `503 Slow Down` and an XML body
     /// `<Code>SlowDown</Code>`; the connection stays open.
     SlowDown,
+    /// Never passed on: answered at once with the given answer (a store's throttling error: status, headers,
+    /// body); the connection stays open.
+    Throttle(Answer),
+}
+
+/// An answer the proxy makes itself ([`Fault::Throttle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The status line's code and reason (`503 The server is busy.`).
+    pub status: &'static str,
+    /// Further header lines, each ending with CRLF (`Content-Type` and `Content-Length` are added).
+    pub headers: &'static str,
+    /// The body's media type.
+    pub content_type: &'static str,
+    /// The body (not sent to a HEAD).
+    pub body: &'static str,
+}
+
+impl Answer {
+    /// Azure Blob's throttling error: `503 The server is busy.` with `x-ms-error-code: ServerBusy` and the
+    /// XML error body `<Code>ServerBusy</Code>` (Azure's "operations per second is over the account limit").
+    pub const AZURE_SERVER_BUSY: Answer = Answer {
+        status: "503 The server is busy.",
+        headers: "x-ms-error-code: ServerBusy\r\nx-ms-request-id: rsm-test-proxy\r\nx-ms-version: 2021-08-06\r\n",
+        content_type: "application/xml",
+        body: "\u{feff}<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>ServerBusy</Code><Message>Operations per \
+               second is over the account limit.\nRequestId:rsm-test-proxy\nTime:2026-01-01T00:00:00.0000000Z\
+               </Message></Error>",
+    };
+
+    /// GCS's rate limit: `429 Too Many Requests` with the JSON error body `rateLimitExceeded` (usageLimits).
+    pub const GCS_RATE_LIMIT: Answer = Answer {
+        status: "429 Too Many Requests",
+        headers: "X-GUploader-UploadID: rsm-test-proxy\r\n",
+        content_type: "application/json; charset=UTF-8",
+        body: "{\"error\":{\"code\":429,\"message\":\"The rate of change requests to the object exceeds the rate \
+               limit. Please reduce the rate of create, update, and delete requests.\",\"errors\":[{\"message\":\
+               \"The rate of change requests to the object exceeds the rate limit.\",\"domain\":\"usageLimits\",\
+               \"reason\":\"rateLimitExceeded\"}]}}",
+    };
+
+    /// GCS's overload answer: `503 Service Unavailable` with the JSON error body `backendError`.
+    pub const GCS_BACKEND_ERROR: Answer = Answer {
+        status: "503 Service Unavailable",
+        headers: "X-GUploader-UploadID: rsm-test-proxy\r\n",
+        content_type: "application/json; charset=UTF-8",
+        body: "{\"error\":{\"code\":503,\"message\":\"We encountered an internal error. Please try again.\",\
+               \"errors\":[{\"message\":\"We encountered an internal error. Please try again.\",\"domain\":\
+               \"global\",\"reason\":\"backendError\"}]}}",
+    };
+
+    /// The answer's bytes, to a request of `method`.
+    fn bytes(&self, method: &str) -> Vec<u8> {
+        let mut out = format!(
+            "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}\r\n",
+            self.status,
+            self.content_type,
+            self.body.len(),
+            self.headers
+        )
+        .into_bytes();
+        if method != "HEAD" {
+            out.extend_from_slice(self.body.as_bytes());
+        }
+        out
+    }
 }
 
 /// One request the proxy received: when, what, and the fault that applied to it.
@@ -57,16 +123,20 @@ pub struct Seen {
 #[derive(Default)]
 struct Shared {
     log: Mutex<Vec<Seen>>,
-    /// The fault, and the texts one of which a request's target must contain for it to apply (else it
-    /// passes); none: every request.
+    /// The fault, and the texts one of which a request's method and target (`DELETE /bucket/key?x=1`) must
+    /// contain for it to apply (else it passes); none: every request.
     fault: Mutex<(Fault, Vec<String>)>,
     connections: AtomicU64,
+    /// The `Host` the server expects (its own address), put into each request passed on; `None`: the
+    /// client's passes as it is.
+    host: Option<String>,
 }
 
 impl Shared {
-    fn fault_for(&self, target: &str) -> Fault {
+    fn fault_for(&self, method: &str, target: &str) -> Fault {
         let (fault, only) = &*self.fault.lock().unwrap();
-        if only.is_empty() || only.iter().any(|part| target.contains(part.as_str())) { *fault } else { Fault::Pass }
+        let request = format!("{method} {target}");
+        if only.is_empty() || only.iter().any(|part| request.contains(part.as_str())) { *fault } else { Fault::Pass }
     }
 }
 
@@ -83,17 +153,30 @@ pub struct CountingProxy {
 }
 
 impl CountingProxy {
-    /// A proxy to the plain-HTTP server at `endpoint` (`http://host:port`, moto's).
+    /// A proxy to the plain-HTTP server at `endpoint` (`http://host:port`, moto's; a path after the port,
+    /// as in Azurite's `http://host:port/account`, is the client's business: see [`CountingProxy::url_for`]).
     pub fn in_front_of(endpoint: &str) -> CountingProxy {
-        let upstream = endpoint.trim_end_matches('/').strip_prefix("http://").expect("moto serves plain HTTP");
-        CountingProxy::start(upstream.to_string())
+        CountingProxy::start(upstream_of(endpoint))
+    }
+
+    /// As [`CountingProxy::in_front_of`], but each request passed on says `Host: host:port` of `endpoint`,
+    /// not the proxy's: for a server that serves requests by their host (fake-gcs-server serves its XML API
+    /// only to its `-public-host`). For clients that do not sign the `Host` header (S3's SigV4 does).
+    pub fn in_front_of_as_server(endpoint: &str) -> CountingProxy {
+        let upstream = upstream_of(endpoint);
+        CountingProxy::start_with(upstream.clone(), Some(upstream))
     }
 
     /// A proxy to `upstream` (`host:port`), on a port of its own.
     pub fn start(upstream: String) -> CountingProxy {
+        CountingProxy::start_with(upstream, None)
+    }
+
+    /// A proxy to `upstream` (`host:port`) that says `Host: host` to it when given.
+    fn start_with(upstream: String, host: Option<String>) -> CountingProxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared { host, ..Shared::default() });
         let s = shared.clone();
         std::thread::spawn(move || {
             for down in listener.incoming().map_while(Result::ok) {
@@ -105,6 +188,13 @@ impl CountingProxy {
             }
         });
         CountingProxy { port, shared }
+    }
+
+    /// `endpoint` (`http://host:port[/path]`) with the proxy's address in place of the server's.
+    pub fn url_for(&self, endpoint: &str) -> String {
+        let rest = endpoint.strip_prefix("http://").expect("a plain-HTTP endpoint");
+        let path = rest.find('/').map_or("", |i| &rest[i..]);
+        format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// Every request received so far, in order (with [`Fault::Pass`], every request passed on).
@@ -132,8 +222,9 @@ impl CountingProxy {
         *self.shared.fault.lock().unwrap() = (fault, Vec::new());
     }
 
-    /// Treats the requests read from now on whose target contains one of `parts` (a key's suffix such as
-    /// `.manifest`, a query such as `?delete`) as `fault` says; the others pass.
+    /// Treats the requests read from now on whose method and target (`PUT /bucket/key.log`) contain one of
+    /// `parts` (a key's suffix such as `.manifest`, a query such as `?delete`, a method such as `DELETE `) as
+    /// `fault` says; the others pass.
     pub fn set_fault_on(&self, fault: Fault, parts: &[&str]) {
         assert!(!parts.is_empty(), "no target to fault");
         *self.shared.fault.lock().unwrap() = (fault, parts.iter().map(|p| p.to_string()).collect());
@@ -166,6 +257,26 @@ impl Head {
     fn length(&self) -> Option<u64> {
         self.header("content-length").and_then(|v| v.parse().ok())
     }
+}
+
+/// The `host:port` of a plain-HTTP `endpoint` (`http://host:port[/path]`).
+fn upstream_of(endpoint: &str) -> String {
+    let rest = endpoint.strip_prefix("http://").expect("the test server serves plain HTTP");
+    rest.split('/').next().unwrap_or_default().to_string()
+}
+
+/// `raw`, a request's head, with its `Host` header saying `host`.
+fn with_host(raw: &[u8], host: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(raw);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if line.split_once(':').is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case("host")) {
+            out.push_str(&format!("Host: {host}\r\n"));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out.into_bytes()
 }
 
 /// Reads a head up to its empty line; `None` when the connection ends first.
@@ -251,6 +362,9 @@ struct Upstream {
 
 /// Serves one client connection, request by request.
 fn serve(down: TcpStream, upstream: &str, shared: &Shared) -> std::io::Result<()> {
+    // Each answer goes out in a few writes (head, body): without this, each write after the first waited
+    // for the client's delayed acknowledgement, some 40 ms a request.
+    down.set_nodelay(true)?;
     let mut reader = BufReader::new(down.try_clone()?);
     let mut down = down;
     let mut up: Option<Upstream> = None;
@@ -260,7 +374,7 @@ fn serve(down: TcpStream, upstream: &str, shared: &Shared) -> std::io::Result<()
         let first = head.first_line();
         let method = first.first().cloned().unwrap_or_default();
         let target = first.get(1).cloned().unwrap_or_default();
-        let fault = shared.fault_for(&target);
+        let fault = shared.fault_for(&method, &target);
         let range = head.header("range");
         shared.log.lock().unwrap().push(Seen { at: Instant::now(), method: method.clone(), target, range, fault });
         match fault {
@@ -279,14 +393,22 @@ fn serve(down: TcpStream, upstream: &str, shared: &Shared) -> std::io::Result<()
                 down.write_all(&slow_down(&method))?;
                 continue;
             }
+            Fault::Throttle(answer) => {
+                down.write_all(&answer.bytes(&method))?;
+                continue;
+            }
             Fault::Pass | Fault::ResetAfter(_) | Fault::Slow { .. } => {}
         }
         if up.is_none() {
             let s = TcpStream::connect(upstream)?;
+            s.set_nodelay(true)?;
             up = Some(Upstream { reader: BufReader::new(s.try_clone()?), writer: s });
         }
         let u = up.as_mut().expect("connected above");
-        u.writer.write_all(&head.raw)?;
+        match &shared.host {
+            Some(host) => u.writer.write_all(&with_host(&head.raw, host))?,
+            None => u.writer.write_all(&head.raw)?,
+        }
         u.writer.write_all(&body)?;
         // Interim answers (100 Continue) pass back as they come; then the final one, read whole.
         let answer = loop {
@@ -359,7 +481,7 @@ pub fn by_method(log: &[Logged], name: Option<&str>) -> BTreeMap<String, u64> {
     out
 }
 
-/// Requests received by the fault that applied to them (`Pass`, `SlowDown`, …).
+/// Requests received by the fault that applied to them (`Pass`, `SlowDown`, `Throttle`, …).
 pub fn by_fault(seen: &[Seen]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for s in seen {
