@@ -11,14 +11,14 @@
 //!   of one. When the budget is spent, a failure is handed to object_store as one it does not retry (and
 //!   that the SDK still classes as transient, for the broker to retry later), so retries stay a fixed
 //!   share of requests over time: a store that fails every request sees about one request per call.
-//! - **A throttling store is paced.** After a `429` or `503` answer, the store's next request (a retry, or
-//!   another call's) waits before it is sent: [`RetryBudgetSettings::throttle_backoff`], doubled for each
-//!   throttled answer in a row (capped at [`RetryBudgetSettings::throttle_backoff_max`]), less a random part
-//!   of up to half ("equal jitter": requests throttled together spread out, and each waits at least half);
-//!   on top of object_store's own backoff. The wait comes before a request, never after an answer, so the
-//!   last answer of a call that will not be retried returns at once. A success ends it. The caller's
-//!   deadline (`fetch.timeout.ms`, `copy.timeout.ms`) still bounds the call: dropping it drops the wait,
-//!   and nothing is sent.
+//! - **A throttling store is paced.** A `429` or `503` answer sets a time before which the store gets no
+//!   request (a retry, or another call's): [`RetryBudgetSettings::throttle_backoff`] from the answer,
+//!   doubled for each throttled answer in a row (capped at [`RetryBudgetSettings::throttle_backoff_max`]),
+//!   less a random part of up to half ("equal jitter": requests throttled together spread out, and each
+//!   waits at least half); on top of object_store's own backoff. The wait comes before a request, never
+//!   after an answer, so the last answer of a call that will not be retried returns at once; and it is a
+//!   time, not a count, so requests dropped while they wait (a fetch's deadline is shorter than a pause)
+//!   do not keep the store paused: the first request after it goes. Any other answer ends it.
 //!
 //! Each change between "retrying" and "budget spent" is logged once, at WARN then at INFO.
 
@@ -33,7 +33,7 @@ use rsm_core::backend::RequestCounts;
 use std::error::Error as StdError;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One retry, in the budget's units (thousandths of a retry, so a success can earn a fraction).
 const RETRY: u64 = 1000;
@@ -70,6 +70,9 @@ struct State {
     tokens: u64,
     /// Throttled answers in a row (a success or another failure resets it).
     throttled_in_a_row: u32,
+    /// No request is sent before this (set by the last throttled answer): a time, not a wait, so a request
+    /// dropped while it waits (its caller's deadline) neither extends nor keeps the pause.
+    not_before: Option<Instant>,
     /// Whether the last failure found the budget spent (for logging each change once).
     spent: bool,
 }
@@ -89,7 +92,12 @@ impl RetryBudget {
     pub fn new(settings: RetryBudgetSettings, counts: Arc<RequestCounts>) -> Arc<Self> {
         Arc::new(RetryBudget {
             settings,
-            state: Mutex::new(State { tokens: u64::from(settings.burst) * RETRY, throttled_in_a_row: 0, spent: false }),
+            state: Mutex::new(State {
+                tokens: u64::from(settings.burst) * RETRY,
+                throttled_in_a_row: 0,
+                not_before: None,
+                spent: false,
+            }),
             counts,
         })
     }
@@ -105,6 +113,7 @@ impl RetryBudget {
         let earned = u64::from(self.settings.share_percent) * RETRY / 100;
         s.tokens = (s.tokens + earned).min(u64::from(self.settings.burst) * RETRY);
         s.throttled_in_a_row = 0;
+        s.not_before = None;
         if s.spent && s.tokens >= RETRY {
             s.spent = false;
             tracing::info!("the store answers again: its failures are retried again");
@@ -118,8 +127,10 @@ impl RetryBudget {
         if throttled {
             self.counts.throttle();
             s.throttled_in_a_row = s.throttled_in_a_row.saturating_add(1);
+            s.not_before = Some(Instant::now() + self.pause(s.throttled_in_a_row));
         } else {
             s.throttled_in_a_row = 0;
+            s.not_before = None;
         }
         if s.tokens < RETRY {
             self.counts.refuse_retry();
@@ -137,14 +148,16 @@ impl RetryBudget {
         Verdict::Retry
     }
 
-    /// How long the next request waits before it is sent: nothing, unless the store's last answers said
-    /// it is overloaded.
+    /// How long the next request waits before it is sent: nothing, unless the store's last answer said it is
+    /// overloaded and its pause has not ended.
     fn pacing(&self) -> Duration {
-        let n = self.state().throttled_in_a_row;
-        if n == 0 {
-            return Duration::ZERO;
-        }
-        let doubled = self.settings.throttle_backoff.saturating_mul(1 << (n - 1).min(16));
+        self.state().not_before.map_or(Duration::ZERO, |t| t.saturating_duration_since(Instant::now()))
+    }
+
+    /// The pause after `n` throttled answers in a row: the backoff doubled `n - 1` times, capped, less a
+    /// random part of up to half.
+    fn pause(&self, n: u32) -> Duration {
+        let doubled = self.settings.throttle_backoff.saturating_mul(1 << n.saturating_sub(1).min(16));
         let cap = doubled.min(self.settings.throttle_backoff_max);
         let half = cap / 2;
         let jitter = getrandom::u64().unwrap_or(0) % (half.as_micros() as u64 + 1);
@@ -325,26 +338,33 @@ mod tests {
         let counts = RequestCounts::new();
         let b = RetryBudget::new(settings(100, 10), counts.clone());
         assert_eq!(b.pacing(), Duration::ZERO, "a store that answers is not paced");
-        // The wait is random between half a cap that doubles and the cap: the most and the least of many
+        // The pause is random between half a cap that doubles and the cap: the most and the least of many
         // draws show both.
         for (throttled, cap_ms) in [(1, 100), (2, 200), (3, 400), (4, 400), (9, 400)] {
-            b.state().throttled_in_a_row = throttled;
-            let draws: Vec<Duration> = (0..200).map(|_| b.pacing()).collect();
+            let draws: Vec<Duration> = (0..200).map(|_| b.pause(throttled)).collect();
             let (least, most) = (*draws.iter().min().unwrap(), *draws.iter().max().unwrap());
             let cap = Duration::from_millis(cap_ms);
             assert!(least >= cap / 2 && most <= cap && most > cap * 3 / 4, "{throttled}: {least:?}..={most:?}");
         }
-        // Throttled answers count the run; another failure or a success ends it.
-        b.state().throttled_in_a_row = 0;
+        // A throttled answer pauses the store from now: the next request waits up to the pause, less the time
+        // already gone.
         assert_eq!(b.failure(true), Verdict::Retry);
+        let first = b.pacing();
+        assert!(first > Duration::from_millis(40) && first <= Duration::from_millis(100), "{first:?}");
         assert_eq!(b.failure(true), Verdict::Retry);
+        assert!(b.pacing() > Duration::from_millis(90), "the second in a row: {:?}", b.pacing());
         assert_eq!(b.state().throttled_in_a_row, 2);
-        assert_eq!(b.failure(false), Verdict::Retry);
+        // Requests that never went (dropped while waiting) do not keep it: once the time is past, nothing waits.
+        b.state().not_before = Some(Instant::now() - Duration::from_millis(1));
         assert_eq!(b.pacing(), Duration::ZERO);
+        // Another failure, or a success, ends the run.
+        b.failure(true);
+        assert_eq!(b.failure(false), Verdict::Retry);
+        assert_eq!((b.pacing(), b.state().throttled_in_a_row), (Duration::ZERO, 0));
         b.failure(true);
         b.success();
-        assert_eq!(b.pacing(), Duration::ZERO);
-        assert_eq!(counts.snapshot().throttled, 3);
+        assert_eq!((b.pacing(), b.state().throttled_in_a_row), (Duration::ZERO, 0));
+        assert_eq!(counts.snapshot().throttled, 4);
     }
 
     #[test]
