@@ -106,22 +106,10 @@ impl Shared {
         retry: bool,
         accept: &[u16],
     ) -> object_store::Result<Answer> {
-        let started = std::time::Instant::now();
-        let mut attempt = 0usize;
-        loop {
-            let r = self.send_once(method, url, headers, body.clone(), accept).await;
-            let transient = match &r {
-                Ok(_) => false,
-                Err(e) => matches!(rsm_backend_object_store::classify(e), rsm_backend_object_store::Class::Transient),
-            };
-            if !(retry && transient && attempt < self.retry.max_retries && started.elapsed() < self.retry.call_timeout)
-            {
-                return r;
-            }
-            let backoff = std::time::Duration::from_millis(100u64 << attempt.min(7));
-            tokio::time::sleep(backoff.min(std::time::Duration::from_secs(15))).await;
-            attempt += 1;
+        if !retry {
+            return self.send_once(method, url, headers, body, accept).await;
         }
+        self.retry.retrying(|| self.send_once(method, url, headers, body.clone(), accept)).await
     }
 
     async fn send_once(

@@ -185,6 +185,19 @@ impl StdError for RetryBudgetSpent {
     }
 }
 
+/// Whether `e` is a failure the store's retry budget refused to retry: a client's own retry loop (GCS's
+/// uploads) must not retry it either.
+pub fn retry_budget_spent(e: &object_store::Error) -> bool {
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if c.is::<RetryBudgetSpent>() {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
+}
+
 /// An [`HttpConnector`] whose clients spend and earn `budget` (see the module's documentation).
 #[derive(Debug)]
 pub struct BudgetConnector {

@@ -163,12 +163,8 @@ pub fn classify(e: &object_store::Error) -> Class {
     }
     // A failure the retry budget did not let object_store retry is marked unretriable for object_store
     // alone: it is the store's trouble, transient.
-    let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(c) = cur {
-        if c.is::<crate::RetryBudgetSpent>() {
-            return Class::Transient;
-        }
-        cur = c.source();
+    if crate::retry_budget_spent(e) {
+        return Class::Transient;
     }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(c) = cur {

@@ -35,7 +35,7 @@ mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use budget::{BudgetConnector, RetryBudget, RetryBudgetSettings, RetryBudgetSpent};
+pub use budget::{BudgetConnector, RetryBudget, RetryBudgetSettings, RetryBudgetSpent, retry_budget_spent};
 pub use cloud::{CloudKind, CloudStore, CloudStores};
 pub use counter::CountingConnector;
 pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error, percent_encode};

@@ -6,6 +6,11 @@ use rsm_core::config::{ConfigReader, Setting, Unit};
 use rsm_core::{Error, Result};
 use std::time::Duration;
 
+/// The first wait before a retry of a cloud request.
+const INITIAL_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait before a retry of a cloud request.
+const MAX_BACKOFF: Duration = Duration::from_secs(15);
+
 /// Timeouts and retries of a cloud client, read from `{p}.api.call.timeout`,
 /// `{p}.api.call.attempt.timeout`, `{p}.connect.timeout` and `{p}.max.retries` for a backend prefix `p`
 /// (`s3`, `azure`, `gcs`), after Aiven's `s3.api.call.timeout` and `s3.api.call.attempt.timeout`; each
@@ -145,15 +150,45 @@ impl ClientSettings {
             .with_allow_http(allow_http)
     }
 
+    /// The wait before retry `attempt` (0 for the first) of a client's own retry loop (GCS's uploads): as
+    /// object_store's ([`ClientSettings::retry_config`]), 100 ms doubled each retry up to 15 s, less a random
+    /// part of up to half, so that callers failing together spread out.
+    pub fn backoff(attempt: usize) -> Duration {
+        let cap = (INITIAL_BACKOFF * (1u32 << attempt.min(8))).min(MAX_BACKOFF);
+        let half = cap / 2;
+        half + Duration::from_micros(getrandom::u64().unwrap_or(0) % (half.as_micros() as u64 + 1))
+    }
+
+    /// Runs `call` as object_store runs its own requests, for a client's own requests (S3's listings of
+    /// uploads, GCS's uploads): a transient failure is retried, `max_retries` times at most and none started
+    /// after `call_timeout`, after [`ClientSettings::backoff`]; not one the store's retry budget refused
+    /// (retrying it would spend what the budget saves).
+    pub async fn retrying<T, F, Fut>(&self, mut call: F) -> object_store::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = object_store::Result<T>>,
+    {
+        let started = std::time::Instant::now();
+        let mut attempt = 0usize;
+        loop {
+            let r = call().await;
+            let retriable = match &r {
+                Ok(_) => false,
+                Err(e) => crate::classify(e) == crate::Class::Transient && !crate::retry_budget_spent(e),
+            };
+            if !retriable || attempt >= self.max_retries || started.elapsed() >= self.call_timeout {
+                return r;
+            }
+            tokio::time::sleep(Self::backoff(attempt)).await;
+            attempt += 1;
+        }
+    }
+
     /// The retry policy: exponential backoff with jitter, at most `max_retries` retries, none started
     /// after `call_timeout`.
     pub fn retry_config(&self) -> RetryConfig {
         RetryConfig {
-            backoff: BackoffConfig {
-                init_backoff: Duration::from_millis(100),
-                max_backoff: Duration::from_secs(15),
-                base: 2.0,
-            },
+            backoff: BackoffConfig { init_backoff: INITIAL_BACKOFF, max_backoff: MAX_BACKOFF, base: 2.0 },
             max_retries: self.max_retries,
             retry_timeout: self.call_timeout,
         }
@@ -210,6 +245,16 @@ mod tests {
             (Duration::from_secs(30), Duration::from_secs(30), Duration::from_secs(5))
         );
         assert_eq!(d.max_retries, 3);
+    }
+
+    #[test]
+    fn a_clients_own_retries_back_off_with_jitter() {
+        for (attempt, cap_ms) in [(0, 100), (1, 200), (2, 400), (7, 12_800), (8, 15_000), (30, 15_000)] {
+            let draws: Vec<Duration> = (0..100).map(|_| ClientSettings::backoff(attempt)).collect();
+            let cap = Duration::from_millis(cap_ms);
+            let (least, most) = (*draws.iter().min().unwrap(), *draws.iter().max().unwrap());
+            assert!(least >= cap / 2 && most <= cap && least < most, "{attempt}: {least:?}..={most:?}");
+        }
     }
 
     #[test]

@@ -60,18 +60,7 @@ impl S3Uploads {
 
     /// One signed GET of `path` with the query `query`, retried while transient; the body of a 2xx answer.
     async fn get(&self, path: &Path, query: &[(&str, &str)]) -> object_store::Result<Vec<u8>> {
-        let started = std::time::Instant::now();
-        let mut attempt = 0usize;
-        loop {
-            let r = self.get_once(path, query).await;
-            let transient = matches!(&r, Err(e) if classify(e) == Class::Transient);
-            if !(transient && attempt < self.retry.max_retries && started.elapsed() < self.retry.call_timeout) {
-                return r;
-            }
-            let backoff = Duration::from_millis(100u64 << attempt.min(7));
-            tokio::time::sleep(backoff.min(Duration::from_secs(15))).await;
-            attempt += 1;
-        }
+        self.retry.retrying(|| self.get_once(path, query)).await
     }
 
     async fn get_once(&self, path: &Path, query: &[(&str, &str)]) -> object_store::Result<Vec<u8>> {
