@@ -249,12 +249,21 @@ async fn read_error_body(body: HttpResponseBody) -> Bytes {
     kept.freeze()
 }
 
-/// The error code of an error document (S3's and Azure's `<Code>…</Code>`), for the message.
+/// The error code of an error document (S3's and Azure's XML `<Code>…</Code>`, GCS's JSON `"reason": "…"`),
+/// for the message.
 fn error_code(body: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(body).ok()?;
-    let start = text.find("<Code>")? + "<Code>".len();
-    let len = text[start..].find("</Code>")?;
-    Some(&text[start..start + len]).filter(|c| c.len() <= 64)
+    let between = |open: &str, close: &str| {
+        let start = text.find(open)? + open.len();
+        let len = text[start..].find(close)?;
+        Some(&text[start..start + len])
+    };
+    let code = between("<Code>", "</Code>").or_else(|| {
+        let after = &text[text.find("\"reason\"")? + "\"reason\"".len()..];
+        let value = after.trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+        value.find('"').map(|end| &value[..end])
+    })?;
+    Some(code).filter(|c| !c.is_empty() && c.len() <= 64 && c.chars().all(|ch| ch.is_ascii_alphanumeric()))
 }
 
 #[async_trait]
@@ -399,11 +408,14 @@ mod tests {
 
     #[test]
     fn error_codes_are_read_from_error_documents() {
-        let cases: [(&[u8], Option<&str>); 4] = [
+        let cases: [(&[u8], Option<&str>); 7] = [
             (b"<?xml version=\"1.0\"?><Error><Code>SlowDown</Code><Message>Reduce</Message></Error>", Some("SlowDown")),
             (b"<Error><Code>ServerBusy</Code></Error>", Some("ServerBusy")),
+            (b"{\"error\":{\"code\":429,\"errors\":[{\"reason\": \"rateLimitExceeded\"}]}}", Some("rateLimitExceeded")),
             (b"{\"error\":{\"code\":429}}", None),
             (b"<Code>unterminated", None),
+            (b"<Code>not a code</Code>", None),
+            (b"{\"reason\":\"", None),
         ];
         for (body, want) in cases {
             assert_eq!(error_code(body), want, "{}", String::from_utf8_lossy(body));
