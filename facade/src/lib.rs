@@ -383,7 +383,10 @@ impl Store {
         let s = &self.storage;
         let c = s.chunk_cache_stats().unwrap_or_default();
         let (i, m) = (s.index_cache_stats(), s.manifest_cache_stats());
-        let http = s.backend().store_requests().map(|c| c.snapshot()).unwrap_or_default();
+        let http = s.backend().store_requests().map(|c| c.snapshot());
+        // Bytes read from the store: what its client received over HTTP, or the contract's reads' bytes.
+        let read = http.as_ref().unwrap_or(&self.counts.snapshot()).get(rsm_core::backend::Op::Get).bytes_received;
+        let http = http.unwrap_or_default();
         [
             c.memory.hits,
             c.memory.misses,
@@ -416,6 +419,7 @@ impl Store {
             self.breaker.as_ref().map_or(0, |b| b.calls_refused()),
             http.throttled,
             http.retries_refused,
+            read,
         ]
     }
 }
@@ -426,8 +430,10 @@ impl Store {
 /// may go), the times it opened and the calls it refused at once since the store was opened (all 0 when it
 /// is off); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
 /// retried because its retry budget was spent (`<p>.retry.budget.*`), since the store was opened (0 for the
-/// other stores).
-pub const CACHE_METRICS: [&str; 27] = [
+/// other stores); then the bytes read from the store since it was opened (what its HTTP client received, or
+/// what the store's reads returned; a filesystem store's files read in place count not), to set beside the
+/// bytes the fetches served.
+pub const CACHE_METRICS: [&str; 28] = [
     "chunk-cache-hits",
     "chunk-cache-misses",
     "chunk-cache-evictions",
@@ -455,6 +461,7 @@ pub const CACHE_METRICS: [&str; 27] = [
     "store-breaker-refused",
     "store-throttled",
     "store-retries-refused",
+    "store-bytes-read",
 ];
 
 #[cfg(test)]

@@ -81,6 +81,27 @@ fn each_topics_http_requests_are_what_the_server_was_sent() {
     assert_eq!(http.len(), 2, "{:?}", http.keys().collect::<Vec<_>>());
     let all = store.store_requests().unwrap();
     assert_eq!(as_methods(&all), by_method(&log, None), "in all: ours {all}");
+    // The bytes read from the store (`store-bytes-read`) against the proxy's log: each read's range, or the
+    // whole object for a read without one.
+    let sizes: BTreeMap<String, u64> = store.list_objects().unwrap().0.into_iter().map(|o| (o.key, o.size)).collect();
+    let bucket = format!("/{}/", v["RSM_TEST_S3_BUCKET"]);
+    let sent: u64 = proxy
+        .seen()
+        .iter()
+        .filter(|r| r.method == "GET" && !r.target.contains('?'))
+        .map(|r| {
+            let key = r.target.strip_prefix(&bucket).unwrap();
+            let size = *sizes.get(key).unwrap_or_else(|| panic!("a read of {key}, not in the store"));
+            match r.range.as_deref().and_then(|h| h.strip_prefix("bytes=")?.split_once('-')) {
+                Some((a, b)) => b.parse::<u64>().unwrap().min(size - 1) + 1 - a.parse::<u64>().unwrap(),
+                None => size,
+            }
+        })
+        .sum();
+    let i = rsm_facade::CACHE_METRICS.iter().position(|n| *n == "store-bytes-read").unwrap();
+    assert_eq!(store.cache_metrics()[i], sent, "bytes read from the store");
+    assert!(sent > 100, "{sent}");
+
     // A price table turns a topic's counts into money.
     let c = &http["clicks"];
     let e = store.prices().unwrap().estimate(c, None);

@@ -269,7 +269,10 @@ final class PluginMetricsRecorder implements AutoCloseable {
             Map.entry("store-throttled", "Answers of the cloud store that said it is overloaded (429, 503 such as"
                     + " S3's SlowDown), since the store was opened"),
             Map.entry("store-retries-refused", "Failed requests to the cloud store not retried because its retry"
-                    + " budget was spent (<p>.retry.budget.*), since the store was opened"));
+                    + " budget was spent (<p>.retry.budget.*), since the store was opened"),
+            Map.entry("store-bytes-read", "Bytes read from the remote store (each retry's and read-ahead's included;"
+                    + " a filesystem store's files read in place not), since the store was opened: beside"
+                    + " fetch-segment's bytes, what reading cost"));
 
     /** The description of a cache counter: what it counts (since the cache was made, unless held now). */
     static String cacheMetricDescription(String name) {
