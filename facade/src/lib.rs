@@ -417,6 +417,7 @@ impl Store {
             }),
             self.breaker.as_ref().map_or(0, |b| b.times_opened()),
             self.breaker.as_ref().map_or(0, |b| b.calls_refused()),
+            self.breaker.as_ref().map_or(0, |b| b.time_down().as_millis() as u64),
             http.throttled,
             http.retries_refused,
             read,
@@ -427,13 +428,13 @@ impl Store {
 /// The names of [`Store::cache_metrics`], in its order: counts since the cache was made, and `-bytes` now
 /// held (the chunk cache is the process's, shared by the stores opened with the same cache settings); then
 /// the store's circuit breaker (`store.breaker.*`): its state now (0 closed, 1 open, 2 half-open: a probe
-/// may go), the times it opened and the calls it refused at once since the store was opened (all 0 when it
-/// is off); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
+/// may go), the times it opened, the calls it refused at once and the milliseconds it was open or half-open
+/// (the store taken as down) since the store was opened (all 0 when it is off); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
 /// retried because its retry budget was spent (`<p>.retry.budget.*`), since the store was opened (0 for the
 /// other stores); then the bytes read from the store since it was opened (what its HTTP client received, or
 /// what the store's reads returned; a filesystem store's files read in place count not), to set beside the
 /// bytes the fetches served.
-pub const CACHE_METRICS: [&str; 28] = [
+pub const CACHE_METRICS: [&str; 29] = [
     "chunk-cache-hits",
     "chunk-cache-misses",
     "chunk-cache-evictions",
@@ -459,6 +460,7 @@ pub const CACHE_METRICS: [&str; 28] = [
     "store-breaker-state",
     "store-breaker-opened",
     "store-breaker-refused",
+    "store-breaker-down-ms",
     "store-throttled",
     "store-retries-refused",
     "store-bytes-read",

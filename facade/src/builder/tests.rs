@@ -187,5 +187,9 @@ fn a_failing_store_is_refused_at_once_and_refused_calls_are_not_counted() {
             if on { [1, 1, 3] } else { [0, 0, 0] },
             "{settings:?}"
         );
+        // Down since it opened (0 when off): the time grows while it stays open.
+        let down = metric("store-breaker-down-ms");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(metric("store-breaker-down-ms") > down, on, "{settings:?}: {down}");
     }
 }

@@ -129,6 +129,8 @@ struct Machine {
     interval: Duration,
     /// When the breaker first opened in this run of failures.
     down_since: Option<Instant>,
+    /// The time spent open or half-open in the runs of failures that ended.
+    down_before: Duration,
 }
 
 impl Machine {
@@ -140,7 +142,13 @@ impl Machine {
             last: String::new(),
             interval: Duration::ZERO,
             down_since: None,
+            down_before: Duration::ZERO,
         }
+    }
+
+    /// The time spent open or half-open (not closed) in all, up to `now`.
+    fn time_down(&self, now: Instant) -> Duration {
+        self.down_before + self.down_since.map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
     }
 
     fn state(&self, now: Instant) -> BreakerState {
@@ -209,6 +217,7 @@ impl Machine {
                 self.enter(Phase::Closed);
                 self.streak = 0;
                 self.interval = Duration::ZERO;
+                self.down_before += self.down_since.map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
                 self.down_since = None;
                 Some(change)
             }
@@ -302,6 +311,11 @@ impl BreakerStats {
     /// The calls that failed at once, without reaching the store, since it was made.
     pub fn calls_refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The time the breaker spent open or half-open (the store taken as down), since it was made.
+    pub fn time_down(&self) -> Duration {
+        self.machine().time_down(Instant::now())
     }
 }
 
@@ -746,9 +760,11 @@ mod tests {
         assert!(p3.probe);
         assert_eq!(m.record(&policy, p2, Outcome::Success, at(5500)), None, "superseded");
         assert_eq!(m.state(at(5500)), BreakerState::HalfOpen);
+        assert_eq!(m.time_down(at(5500)), ms(5500), "down since it opened");
         let closed = m.record(&policy, p3, Outcome::Success, at(6000));
         assert_eq!(closed, Some(Change::Closed { failures: 2, down: ms(6000) }));
         assert_eq!(m.state(at(6000)), BreakerState::Closed);
+        assert_eq!(m.time_down(at(9000)), ms(6000), "closed: the time down stays");
     }
 
     /// A caller that gives up at its own deadline (the facade's `fetch.timeout.ms`) drops its calls
