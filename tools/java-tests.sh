@@ -8,6 +8,8 @@
 #     (moto: the one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here), the jar
 #     on the broker's class path as the KIP-877 class, with the plugin's compression and encryption on;
 #   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM;
+#   - after the others, the newest broker on S3 (moto) through the Rust tests' fault-injecting proxy (the cargo
+#     example fault_proxy), in phases of a black hole, 503 Slow Down and cut answers (BrokerStoreFaultsIT);
 #   - java-bindings/README.md's build-by-hand commands, as written, in a fresh copy of the tree
 #     (tools/check-build-by-hand.sh).
 # Needs cargo, a JDK 17+ and Maven; the first run downloads what it needs into ~/.m2 (a few hundred MB), later
@@ -91,11 +93,20 @@ done
 step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers $NEWEST, $FIRST4 and $OLDEST"
 "${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" -Dkafka.api.version="$OLDEST" \
   -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$FIRST4=$OUT/broker-$FIRST4.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
-  -Drsm.bench.classpath="$OUT/bench.classpath" -Drsm.cli="$CARGO_TARGET_DIR/debug/rsm" "${s3_props[@]}" 2>&1 | tee "$OUT/java-tests-baseline.txt"
+  -Drsm.bench.classpath="$OUT/bench.classpath" -Drsm.cli="$CARGO_TARGET_DIR/debug/rsm" "${s3_props[@]}" \
+  -Dit.test='*IT,!BrokerStoreFaultsIT' 2>&1 | tee "$OUT/java-tests-baseline.txt"
 
 step "unit tests compiled and run on the Kafka $NEWEST API"
 "${MVN[@]}" -f java-bindings/pom.xml test -Drsm.native.dir="$dist" -Dkafka.api.version="$NEWEST" \
   -Drsm.build.dir="$OUT/kafka-$NEWEST" 2>&1 | tee "$OUT/java-tests-newest.txt"
+
+step "one broker under the store's bad days: Kafka $NEWEST on S3 through the fault proxy (BrokerStoreFaultsIT)"
+# The Rust tests' fault-injecting proxy as a process (facade/examples/fault_proxy.rs), between the plugin and moto.
+cargo build --locked -p rsm-facade --example fault_proxy
+"${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" -Dkafka.api.version="$OLDEST" \
+  -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath" -Dtest=NoUnitTestsHere -Dsurefire.failIfNoSpecifiedTests=false \
+  -Dit.test=BrokerStoreFaultsIT -Drsm.fault.proxy="$CARGO_TARGET_DIR/debug/examples/fault_proxy" "${s3_props[@]}" \
+  2>&1 | tee "$OUT/java-tests-store-faults.txt"
 
 # The unit tests run with -Xcheck:jni: any complaint of the JVM about our JNI use fails the run.
 if grep -rlE 'WARNING in native method|FATAL ERROR in native method|JNI call made' "$OUT"/java-tests-*.txt \
@@ -111,7 +122,7 @@ for f in "$OUT"/e2e/*/summary.txt; do
 done
 # Sum Maven's per-run totals (the unindented "Tests run:" lines); refuse skipped tests: every test must run.
 totals=$(grep -hE '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' \
-  "$OUT/java-tests-baseline.txt" "$OUT/java-tests-newest.txt")
+  "$OUT/java-tests-baseline.txt" "$OUT/java-tests-newest.txt" "$OUT/java-tests-store-faults.txt")
 passed=$(echo "$totals" | awk -F'[:,]' '{s+=$2-$4-$6-$8} END {print s+0}')
 failed=$(echo "$totals" | awk -F'[:,]' '{s+=$4+$6} END {print s+0}')
 skipped=$(echo "$totals" | awk -F'[:,]' '{s+=$8} END {print s+0}')

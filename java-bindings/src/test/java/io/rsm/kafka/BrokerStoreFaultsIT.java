@@ -1,0 +1,822 @@
+package io.rsm.kafka;
+
+import static io.rsm.kafka.BrokerEndToEndIT.deleteRecursively;
+import static io.rsm.kafka.BrokerEndToEndIT.log;
+import static io.rsm.kafka.BrokerEndToEndIT.offset;
+import static io.rsm.kafka.BrokerEndToEndIT.percentile;
+import static io.rsm.kafka.BrokerEndToEndIT.sleep;
+import static io.rsm.kafka.BrokerEndToEndIT.waitFor;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXServiceURL;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The store's bad days under a real broker: one Kafka broker (the newest of {@code rsm.brokers}, 4.4.0) with our
+ * plugin on S3 (moto), its {@code s3.endpoint.url} pointed at the fault-injecting proxy of the Rust tests
+ * ({@link FaultProxy}: {@code facade/examples/fault_proxy.rs}), switched through phases of about
+ * {@value #PHASE_SECONDS} s: pass (the baseline), black hole, pass, {@code 503 Slow Down}, pass, answers cut after
+ * 40,000 bytes, pass. Throughout, a producer sends {@value #RATE} records of {@value #VALUE_BYTES} bytes a second
+ * with acks=all (1 MiB segments, local retention 1 s, so segments are copied in every phase) and a consumer reads
+ * the remote offsets again and again from offset 0 (at most {@value #READ_RATE} records a second, 256 KiB per
+ * fetch; the plugin's chunk cache off, so each fetch reaches the store).
+ *
+ * <p>Per phase it records the producer's acknowledgement latency (p50, p99) and errors, the remote records the
+ * consumer read, the requests the proxy received and those the fault applied to, per second, the broker log's
+ * lines per second (WARN and ERROR apart; the broker logs at INFO, as an operator runs it), Kafka's remote reader
+ * queue (its largest size, sampled each second) and remote fetch errors, the plugin's fetch, index and copy errors
+ * and its breaker's and throttling counters (over JMX), and for each pass phase after a fault the time until the
+ * consumer read remote records again (which includes what is left of the breaker's open time: at the defaults it
+ * has doubled to 16 s by the end of an 18 s fault). At the end of each pass phase a request of the test's own goes
+ * to the store through the proxy and directly (a stalled pass phase then says whether the store, the proxy or the
+ * plugin is stuck). The table, a sample of each kind of WARN and ERROR line per phase and the first ERROR with its
+ * stack trace go to stdout and to {@code target/e2e/store-faults/summary.txt}; a broker log over 64 MiB is cut to
+ * its first and last 32 MiB afterwards.
+ *
+ * <p>Asserted (liveness and counts, no speed): no send fails in any phase; every acknowledged record reads back
+ * exactly once at its acknowledged offset at the end; in each fault phase the broker log grows by fewer than
+ * {@value #LOG_LINES_PER_SECOND} lines a second; under 503 Slow Down the proxy receives no more requests a second
+ * than in the baseline (the plugin's retry budget, throttle pacing and breaker); the consumer reads remote data
+ * again within {@value #RECOVERY_SECONDS} s of each pass phase's start; the broker is alive at the end. The log
+ * bound counts Kafka's own lines too: Kafka's {@code RemoteLogReader} logs each failed remote read at ERROR with its
+ * stack trace, and a consumer fetches again at once after an error, so it holds only while failed reads stay few a
+ * second.
+ *
+ * <p>The plugin runs with its defaults ({@code fetch.timeout.ms} 500, {@code copy.timeout.ms} 600000, breaker
+ * after 5 failures for 1 s doubling up to 30 s, {@code s3.api.call.timeout} 30 s, 3 retries from a budget of 50,
+ * throttle backoff 200 ms doubling up to 10 s), but for the chunk size of every broker test (256 KiB); the broker
+ * has the broker tests' {@code remote.log.manager.task.interval.ms} of 500 ms (so segments are copied within a
+ * phase), which also makes Kafka retry a failed copy every half second. With the S3 client's 30 s attempt
+ * timeout, a copy caught by the black hole may hang into the next phase: the table shows what that costs.
+ *
+ * <p>Needs {@code rsm.brokers}, {@code rsm.plugin.jar}, the {@code rsm.s3.*} properties of moto, and
+ * {@code rsm.fault.proxy}, the path of the built example (tools/java-tests.sh passes them all).
+ */
+class BrokerStoreFaultsIT {
+    static final Path OUT = Paths.get(System.getProperty("rsm.e2e.out", "target/e2e"));
+    static final int PHASE_SECONDS = 18;
+    static final int RATE = 200;
+    static final int VALUE_BYTES = 1000;
+    static final int READ_RATE = 1500;
+    static final int LOG_LINES_PER_SECOND = 50;
+    static final int RECOVERY_SECONDS = 60;
+    static final int READ_BACK_SECONDS = 120;
+    /** A broker log longer than this is cut to its first and last halves of it once the test is over. */
+    static final long LOG_KEPT_BYTES = 64L << 20;
+    static final String TOPIC = "faults";
+    static final TopicPartition TP = new TopicPartition(TOPIC, 0);
+
+    static {
+        // The consumer warns of each fetch the broker answers with an error: thousands a second once remote reads
+        // fail at once. Counted over JMX instead (Kafka's RemoteFetchErrorsPerSec).
+        System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.FetchCollector",
+                "error");
+    }
+
+    /** One phase: its name, the proxy's command, and what was seen during it. */
+    static final class Phase {
+        final String name;
+        final String command;
+        final boolean fault;
+        final List<Long> ackMicros = Collections.synchronizedList(new ArrayList<>());
+        final AtomicLong sent = new AtomicLong();
+        final AtomicLong sendErrors = new AtomicLong();
+        final AtomicLong remoteRead = new AtomicLong();
+        final AtomicLong consumerErrors = new AtomicLong();
+        /** When the consumer first got remote records in this phase (System.nanoTime), or 0. */
+        volatile long firstRemoteRead;
+        volatile double queueMax = -1;
+        long start;
+        long end;
+        FaultProxy.Stats proxyStart;
+        FaultProxy.Stats proxyEnd;
+        Map<String, Double> jmxStart;
+        Map<String, Double> jmxEnd;
+        long logStart;
+        long logEnd;
+        long lines;
+        long warnLines;
+        long errorLines;
+        long pluginLines;
+        /** The first WARN and ERROR lines of the phase, one per logger and message start. */
+        final Map<String, String> samples = new LinkedHashMap<>();
+        /** For a pass phase, how a request of the test's own fared at its end, through the proxy and directly. */
+        String health;
+        /** The phase's first ERROR line with the stack trace that follows it. */
+        final List<String> firstError = new ArrayList<>();
+
+        Phase(String name, String command) {
+            this.name = name;
+            this.command = command;
+            this.fault = !command.equals("pass");
+        }
+
+        double seconds() {
+            return (end - start) / 1e9;
+        }
+
+        double delta(String key) {
+            Double a = jmxStart.get(key);
+            Double b = jmxEnd.get(key);
+            return a == null || b == null ? Double.NaN : b - a;
+        }
+
+        /** Seconds from the phase's start to the consumer's first remote records in it, or -1. */
+        double recovery() {
+            long first = firstRemoteRead;
+            return first == 0 ? -1 : Math.max(0, first - start) / 1e9;
+        }
+    }
+
+    private final AtomicBoolean running = new AtomicBoolean(true);
+    private volatile Phase current;
+    /** The producer's sequence number to the offset its record was acknowledged at. */
+    private final Map<Long, Long> acked = new ConcurrentHashMap<>();
+    private final AtomicLong sendFailures = new AtomicLong();
+    private final List<String> failures = Collections.synchronizedList(new ArrayList<>());
+
+    @Test
+    void aBrokerSurvivesTheStoresBadDays() throws Exception {
+        String spec = System.getProperty("rsm.brokers", "").trim();
+        assertTrue(!spec.isEmpty(), "no broker class path given (rsm.brokers)");
+        String[] newest = spec.split(",")[0].trim().split("=", 2);
+        String version = newest[0];
+        String classpath = Files.readString(Paths.get(newest[1])).trim();
+        Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
+        assertTrue(Files.isRegularFile(jar), "plugin jar " + jar);
+        Path proxyBinary = Paths.get(System.getProperty("rsm.fault.proxy", "../target/debug/examples/fault_proxy"));
+        assertTrue(Files.isExecutable(proxyBinary), "the fault proxy " + proxyBinary.toAbsolutePath()
+                + " (system property rsm.fault.proxy; cargo build -p rsm-facade --example fault_proxy)");
+        TestStore store = TestStore.s3FromSystemProperties();
+        assertTrue(store != null,
+                "no S3 server given (system property rsm.s3.endpoint; tools/java-tests.sh starts moto)");
+        String endpoint = System.getProperty("rsm.s3.endpoint").trim();
+        Path work = OUT.resolve("store-faults");
+        deleteRecursively(work);
+        Files.createDirectories(work);
+        long t0 = System.nanoTime();
+
+        List<Phase> phases = List.of(new Phase("pass (baseline)", "pass"), new Phase("blackhole", "blackhole"),
+                new Phase("pass", "pass"), new Phase("slowdown (503)", "slowdown"), new Phase("pass", "pass"),
+                new Phase("reset after 40000 B", "reset 40000"), new Phase("pass", "pass"));
+        Map<String, String> facts = new LinkedHashMap<>();
+        String table = null;
+        try (FaultProxy proxy = new FaultProxy(proxyBinary, endpoint, work.resolve("fault-proxy.err"));
+                KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store, false)) {
+            // The plugin reaches S3 through the proxy; the test lists the store directly.
+            broker.set("rsm.config.s3.endpoint.url", proxy.url());
+            operatorLogging(broker);
+            broker.format();
+            broker.start();
+            log("store faults: Kafka " + version + " started in " + BrokerEndToEndIT.ms(t0) + " ms, S3 through the "
+                    + "fault proxy on " + proxy.url() + " in front of " + endpoint);
+            facts.put("broker", "Kafka " + version + ", plugin " + jar.getFileName() + " in "
+                    + "remote.log.storage.manager.class.path, store " + store + " through the fault proxy");
+            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap()));
+                    Jmx jmx = new Jmx(broker.jmxPort)) {
+                Map<String, String> cfg = new HashMap<>();
+                cfg.put("remote.storage.enable", "true");
+                cfg.put("segment.bytes", String.valueOf(1 << 20));
+                cfg.put("local.retention.ms", "1000");
+                cfg.put("retention.ms", "-1");
+                admin.createTopics(List.of(new NewTopic(TOPIC, 1, (short) 1).configs(cfg))).all()
+                        .get(60, TimeUnit.SECONDS);
+                BrokerEndToEndIT.topicId(admin, TOPIC);
+                current = new Phase("warm-up", "pass");
+                Thread producer = thread("producer", () -> produce(broker));
+                Thread consumer = thread("consumer", () -> consume(broker, admin));
+                Thread sampler = thread("jmx-sampler", () -> sample(jmx));
+                long warm = System.nanoTime();
+                waitFor("remote records read before the first phase", 120, () -> current.remoteRead.get() > 0);
+                facts.put("warm-up", String.format("%.1f s until the consumer read remote records (earliest local "
+                        + "offset %d)", (System.nanoTime() - warm) / 1e9,
+                        offset(admin, TP, OffsetSpec.earliestLocal())));
+
+                Phase previous = null;
+                for (Phase phase : phases) {
+                    phase.proxyStart = proxy.stats();
+                    phase.jmxStart = jmx.snapshot();
+                    phase.logStart = Files.size(broker.brokerLog);
+                    proxy.set(phase.command);
+                    phase.start = System.nanoTime();
+                    current = phase;
+                    log("phase " + phase.name);
+                    long until = phase.start + TimeUnit.SECONDS.toNanos(PHASE_SECONDS);
+                    // A pass phase after a fault lasts until the consumer reads remote data again (at most
+                    // RECOVERY_SECONDS), so that its figures describe the store passing requests again.
+                    long recoveryDeadline = phase.start + TimeUnit.SECONDS.toNanos(RECOVERY_SECONDS);
+                    boolean waitRecovery = !phase.fault && previous != null && previous.fault;
+                    while (System.nanoTime() < until
+                            || waitRecovery && phase.firstRemoteRead == 0 && System.nanoTime() < recoveryDeadline) {
+                        assertTrue(broker.running(), "the broker died in phase " + phase.name + ": " + broker.tail());
+                        Thread.sleep(200);
+                    }
+                    phase.end = System.nanoTime();
+                    phase.proxyEnd = proxy.stats();
+                    phase.jmxEnd = jmx.snapshot();
+                    phase.logEnd = Files.size(broker.brokerLog);
+                    countLogLines(broker.brokerLog, phase);
+                    if (!phase.fault) {
+                        phase.health = health(proxy, endpoint);
+                    }
+                    previous = phase;
+                }
+                proxy.set("pass");
+                running.set(false);
+                producer.join(60_000);
+                consumer.join(60_000);
+                sampler.join(10_000);
+                table = table(phases);
+                System.out.println(table);
+
+                facts.put("sends", (RATE * 1L) + " records/s of " + VALUE_BYTES + " B, acks=all; " + acked.size()
+                        + " acknowledged, " + sendFailures.get() + " failed");
+                facts.put("proxy after the phases", proxy.stats().toString());
+
+                // Every acknowledged record, read back once, at its acknowledged offset.
+                long t = System.nanoTime();
+                long end = offset(admin, TP, OffsetSpec.latest());
+                long earliestLocal = offset(admin, TP, OffsetSpec.earliestLocal());
+                Map<Long, Integer> seen = new HashMap<>();
+                String stalled = readBack(broker, end, seen);
+                long wrongOffset = 0;
+                long missing = 0;
+                long twice = 0;
+                for (Map.Entry<Long, Long> a : acked.entrySet()) {
+                    Integer n = seen.get(a.getKey());
+                    if (n == null) {
+                        missing++;
+                    } else if (n > 1) {
+                        twice++;
+                    }
+                }
+                for (Map.Entry<Long, Integer> s : seen.entrySet()) {
+                    if (!acked.containsKey(s.getKey())) {
+                        wrongOffset++;
+                    }
+                }
+                wrongOffset += readBackMismatches;
+                facts.put("read back", String.format("%d records of offsets 0..%d in %.1f s (below %d from remote): "
+                        + "%d acknowledged, %d missing, %d more than once, %d unacknowledged or at another offset%s",
+                        seen.values().stream().mapToLong(Integer::longValue).sum(), end - 1,
+                        (System.nanoTime() - t) / 1e9, earliestLocal, acked.size(), missing, twice, wrongOffset,
+                        stalled == null ? "" : "; " + stalled));
+                facts.put("proxy at the end", proxy.stats().toString());
+                facts.put("store health at the end", health(proxy, endpoint));
+                facts.put("broker alive at the end", String.valueOf(broker.running()));
+                facts.put("wall time", (BrokerEndToEndIT.ms(t0) / 1000) + " s");
+
+                // What the plugin promises, phase by phase.
+                List<String> broken = new ArrayList<>();
+                Phase baseline = phases.get(0);
+                for (int i = 0; i < phases.size(); i++) {
+                    Phase p = phases.get(i);
+                    if (p.sendErrors.get() != 0) {
+                        broken.add(p.name + ": " + p.sendErrors.get() + " sends failed");
+                    }
+                    double linesPerSecond = p.lines / p.seconds();
+                    if (p.fault && linesPerSecond >= LOG_LINES_PER_SECOND) {
+                        broken.add(String.format("%s: the broker log grew by %.1f lines/s (bound %d)", p.name,
+                                linesPerSecond, LOG_LINES_PER_SECOND));
+                    }
+                    if (!p.fault && (i == 0 || phases.get(i - 1).fault) && p.firstRemoteRead == 0) {
+                        broken.add(p.name + " (phase " + (i + 1) + "): the consumer read no remote records within "
+                                + Math.round(p.seconds()) + " s");
+                    }
+                }
+                Phase slowdown = phases.get(3);
+                double slowRate = (slowdown.proxyEnd.received() - slowdown.proxyStart.received()) / slowdown.seconds();
+                double passRate = (baseline.proxyEnd.received() - baseline.proxyStart.received()) / baseline.seconds();
+                if (slowRate > passRate) {
+                    broken.add(String.format("under 503 Slow Down the store got %.1f requests/s, more than the "
+                            + "baseline's %.1f", slowRate, passRate));
+                }
+                if (missing + twice + wrongOffset != 0 || stalled != null) {
+                    broken.add(facts.get("read back"));
+                }
+                if (!broker.running()) {
+                    broken.add("the broker is not running at the end");
+                }
+                if (!failures.isEmpty()) {
+                    facts.put("first send failures",
+                            String.join(" | ", failures.subList(0, Math.min(5, failures.size()))));
+                }
+                assertEquals(List.of(), broken, "the broker under store faults");
+                assertEquals(0, sendFailures.get(), "failed sends");
+                assertTrue(acked.size() > RATE * PHASE_SECONDS, "records acknowledged: " + acked.size());
+            }
+        } finally {
+            running.set(false);
+            StringBuilder sb = new StringBuilder("store faults: one broker, the plugin on S3 (moto) through the fault "
+                    + "proxy\n");
+            facts.forEach((k, v) -> sb.append(k).append(": ").append(v).append('\n'));
+            if (table != null) {
+                sb.append(table);
+            }
+            for (Phase p : phases) {
+                if (p.health != null) {
+                    sb.append("store health at the end of phase ").append(p.name).append(": ").append(p.health)
+                            .append('\n');
+                }
+            }
+            boolean traced = false;
+            for (Phase p : phases) {
+                if (!p.samples.isEmpty()) {
+                    sb.append("WARN/ERROR lines of phase ").append(p.name).append(" (first of each kind):\n");
+                    p.samples.values().forEach(l -> sb.append("  ").append(l).append('\n'));
+                }
+                String cause = p.firstError.stream().filter(l -> l.startsWith("Caused by")).reduce((a, b) -> b)
+                        .orElse(null);
+                if (cause != null) {
+                    sb.append("the root cause of the first ERROR of phase ").append(p.name).append(":\n  ")
+                            .append(cause).append('\n');
+                }
+                if (p.fault && !traced && !p.firstError.isEmpty()) {
+                    traced = true;
+                    sb.append("the first ERROR of phase ").append(p.name).append(", as logged (")
+                            .append(p.firstError.size()).append(" lines):\n");
+                    p.firstError.forEach(l -> sb.append("  ").append(l).append('\n'));
+                }
+            }
+            Files.writeString(work.resolve("summary.txt"), sb.toString());
+            System.out.println("--- summary store faults\n" + sb);
+            trim(work.resolve("broker.log"));
+        }
+    }
+
+    /**
+     * Cuts a broker log longer than {@link #LOG_KEPT_BYTES} to its first and last halves of that, with a line
+     * saying how much was left out: a flooded log of gigabytes stays out of the build directory.
+     */
+    static void trim(Path log) throws IOException {
+        if (!Files.exists(log) || Files.size(log) <= LOG_KEPT_BYTES) {
+            return;
+        }
+        long size = Files.size(log);
+        Path cut = log.resolveSibling("broker.log.cut");
+        int half = (int) (LOG_KEPT_BYTES / 2);
+        try (RandomAccessFile in = new RandomAccessFile(log.toFile(), "r");
+                java.io.OutputStream out = Files.newOutputStream(cut)) {
+            byte[] buffer = new byte[half];
+            in.readFully(buffer);
+            out.write(buffer);
+            out.write(String.format("%n... %d bytes of the broker log left out by the test ...%n", size - 2L * half)
+                    .getBytes(StandardCharsets.UTF_8));
+            in.seek(size - half);
+            in.readFully(buffer);
+            out.write(buffer);
+        }
+        Files.move(cut, log, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    /** The broker logging as an operator runs it: INFO, our plugin too (not the broker tests' DEBUG). */
+    static void operatorLogging(KafkaBroker broker) throws IOException {
+        Files.writeString(broker.work.resolve("log4j2.properties"), String.join("\n",
+                "status = warn",
+                "appender.file.type = File",
+                "appender.file.name = FILE",
+                "appender.file.fileName = " + broker.brokerLog,
+                "appender.file.append = true",
+                "appender.file.layout.type = PatternLayout",
+                "appender.file.layout.pattern = [%d] %p [%t] %c - %m%n",
+                "rootLogger.level = INFO",
+                "rootLogger.appenderRef.file.ref = FILE",
+                ""));
+    }
+
+    private Thread thread(String name, ThrowingRunnable body) {
+        Thread t = new Thread(() -> {
+            try {
+                body.run();
+            } catch (Exception e) {
+                failures.add(name + ": " + e);
+                e.printStackTrace();
+            }
+        }, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    /** Sends {@link #RATE} records a second until stopped, each value starting with its sequence number. */
+    private void produce(KafkaBroker broker) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            long start = System.nanoTime();
+            for (long seq = 0; running.get(); seq++) {
+                long due = start + seq * 1_000_000_000L / RATE;
+                long wait = due - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+                byte[] value = new byte[VALUE_BYTES];
+                ThreadLocalRandom.current().nextBytes(value);
+                ByteBuffer.wrap(value).putLong(0, seq);
+                Phase phase = current;
+                phase.sent.incrementAndGet();
+                long sentAt = System.nanoTime();
+                long s = seq;
+                try {
+                    producer.send(new ProducerRecord<>(TOPIC, 0, null, value), (md, e) -> {
+                        if (e != null) {
+                            phase.sendErrors.incrementAndGet();
+                            sendFailures.incrementAndGet();
+                            failures.add("send " + s + ": " + e);
+                        } else {
+                            phase.ackMicros.add((System.nanoTime() - sentAt) / 1000);
+                            acked.put(s, md.offset());
+                        }
+                    });
+                } catch (RuntimeException e) {
+                    phase.sendErrors.incrementAndGet();
+                    sendFailures.incrementAndGet();
+                    failures.add("send " + s + ": " + e);
+                }
+            }
+            producer.flush();
+        }
+    }
+
+    /**
+     * Reads the remote offsets (below the earliest local offset) again and again, from offset 0 to their end and
+     * back, at most {@link #READ_RATE} records a second, counting them to the phase they were read in.
+     */
+    private void consume(KafkaBroker broker, Admin admin) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 256 << 10);
+        p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 256 << 10);
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            c.assign(List.of(TP));
+            c.seek(TP, 0);
+            long bound = 0;
+            long start = System.nanoTime();
+            long read = 0;
+            while (running.get()) {
+                try {
+                    long position = c.position(TP, Duration.ofSeconds(5));
+                    if (position >= bound) {
+                        // The end of the remote offsets as of now (local retention only moves it on).
+                        bound = offset(admin, TP, OffsetSpec.earliestLocal());
+                        if (position >= bound) {
+                            c.seek(TP, 0);
+                            if (bound == 0) {
+                                sleep(200);
+                                continue;
+                            }
+                        }
+                    }
+                    long remote = 0;
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                        if (r.offset() < bound) {
+                            remote++;
+                        }
+                    }
+                    if (remote > 0) {
+                        Phase phase = current;
+                        if (phase.firstRemoteRead == 0) {
+                            phase.firstRemoteRead = System.nanoTime();
+                        }
+                        phase.remoteRead.addAndGet(remote);
+                        read += remote;
+                    }
+                    long ahead = read * 1000 / READ_RATE - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                    if (ahead > 0) {
+                        sleep(ahead);
+                    } else if (ahead < -1000) {
+                        // After a stall, at most a second's worth of catching up.
+                        start += TimeUnit.MILLISECONDS.toNanos(-ahead - 1000);
+                    }
+                } catch (RuntimeException e) {
+                    current.consumerErrors.incrementAndGet();
+                    sleep(200);
+                }
+            }
+        }
+    }
+
+    /** Samples Kafka's remote reader queue each second, for each phase's largest size. */
+    private void sample(Jmx jmx) {
+        while (running.get()) {
+            Double q = jmx.value(READER_QUEUE, "Value");
+            Phase phase = current;
+            if (q != null && q > phase.queueMax) {
+                phase.queueMax = q;
+            }
+            sleep(1000);
+        }
+    }
+
+    private long readBackMismatches;
+
+    /**
+     * Reads every record of offsets [0, end), counting into {@code seen} how many times each sequence number was
+     * read; returns null, or what stalled.
+     */
+    private String readBack(KafkaBroker broker, long end, Map<Long, Integer> seen) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            c.assign(List.of(TP));
+            c.seek(TP, 0);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(READ_BACK_SECONDS);
+            while (c.position(TP) < end) {
+                if (System.nanoTime() > deadline) {
+                    return "the read-back stalled at offset " + c.position(TP) + " of " + end + " for "
+                            + READ_BACK_SECONDS + " s";
+                }
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
+                    if (r.offset() >= end) {
+                        break;
+                    }
+                    long seq = ByteBuffer.wrap(r.value()).getLong(0);
+                    seen.merge(seq, 1, Integer::sum);
+                    Long at = acked.get(seq);
+                    if (at == null || at != r.offset()) {
+                        readBackMismatches++;
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A request of the test's own to the store (a listing of an empty prefix), through the proxy and directly,
+     * each with a 5 s timeout: whether the store and the proxy answer, and in how long.
+     */
+    static String health(FaultProxy proxy, String endpoint) {
+        return "through the proxy " + probe(proxy.url()) + ", directly " + probe(endpoint);
+    }
+
+    /** One request on a fresh connection (not a pooled one: a proxy that stopped accepting shows). */
+    private static String probe(String base) {
+        java.net.URI uri = java.net.URI.create(base);
+        String bucket = System.getProperty("rsm.s3.bucket", "").trim();
+        long t = System.nanoTime();
+        try (java.net.Socket socket = new java.net.Socket()) {
+            socket.connect(new java.net.InetSocketAddress(uri.getHost(), uri.getPort()), 5000);
+            socket.setSoTimeout(5000);
+            socket.getOutputStream().write(("GET /" + bucket + "?list-type=2&prefix=health-check/ HTTP/1.1\r\nHost: "
+                    + uri.getHost() + ":" + uri.getPort() + "\r\nConnection: close\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            String status = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
+                    StandardCharsets.US_ASCII)).readLine();
+            return String.format("%s in %.0f ms", status == null ? "closed without an answer" : status.trim(),
+                    (System.nanoTime() - t) / 1e6);
+        } catch (IOException e) {
+            return String.format("%s after %.0f ms", e, (System.nanoTime() - t) / 1e6);
+        }
+    }
+
+    /**
+     * Counts the broker log's lines of the phase (its bytes between the phase's two sizes), read as they stream
+     * (a flooded phase writes gigabytes), one byte a character.
+     */
+    static void countLogLines(Path brokerLog, Phase phase) throws IOException {
+        long left = phase.logEnd - phase.logStart;
+        int trace = 0;
+        try (java.io.InputStream in = Files.newInputStream(brokerLog);
+                java.io.BufferedReader r = new java.io.BufferedReader(
+                        new InputStreamReader(in, StandardCharsets.ISO_8859_1), 1 << 16)) {
+            in.skipNBytes(phase.logStart);
+            String line;
+            while (left > 0 && (line = r.readLine()) != null) {
+                left -= line.length() + 1;
+                if (line.isEmpty()) {
+                    continue;
+                }
+                trace = countLine(phase, line, trace);
+            }
+        }
+    }
+
+    /** Counts one log line into {@code phase}; {@code trace} says where the first ERROR's stack trace is. */
+    private static int countLine(Phase phase, String line, int trace) {
+        phase.lines++;
+        boolean warn = line.contains("] WARN [");
+        boolean error = line.contains("] ERROR [");
+        phase.warnLines += warn ? 1 : 0;
+        phase.errorLines += error ? 1 : 0;
+        if (line.startsWith("[") && line.contains("] io.rsm")) {
+            phase.pluginLines++;
+        }
+        // The first ERROR line and what follows it up to the next log line (its stack trace).
+        boolean follows = !line.startsWith("[");
+        if (trace == 0 && error || trace == 1 && follows && phase.firstError.size() < 40) {
+            phase.firstError.add(line.length() > 300 ? line.substring(0, 300) + "..." : line);
+            trace = 1;
+        } else if (trace == 1) {
+            trace = 2;
+        }
+        if ((warn || error) && phase.samples.size() < 12) {
+            // One sample per logger and message start (numbers, ids and offsets aside).
+            String rest = line.replaceFirst("^\\[[^]]*\\] ", "");
+            String kind = rest.replaceFirst("\\[[^]]*\\] ", "").replaceAll("[0-9a-zA-Z_-]{20,}|[0-9]+", "#");
+            kind = kind.substring(0, Math.min(90, kind.length()));
+            phase.samples.putIfAbsent(kind, rest.length() > 400 ? rest.substring(0, 400) + "..." : rest);
+        }
+        return trace;
+    }
+
+    static final String READER_QUEUE =
+            "kafka.log.remote:type=RemoteStorageThreadPool,name=RemoteLogReaderTaskQueueSize";
+
+    /** What each column of {@link #table} shows. */
+    static final String COLUMNS = String.join(" ",
+            "columns: s = phase length; sent = records sent; ack-p50/p99 = acks=all latency (ms);",
+            "s-err = failed sends; remote = remote records the consumer read; c-err = consumer exceptions;",
+            "req/s = requests the proxy received a second; fault/s = those the phase's fault applied to (for the",
+            "reset phase: every request, though answers of up to 40000 B pass whole); conn = connections the proxy",
+            "accepted; p-req, p-fail = the plugin's own count of the topic's store requests and failed ones",
+            "(remote-requests-total, -failed-total); log/s = broker log lines a second (INFO and up); warn, error =",
+            "WARN and ERROR lines; ours = lines of io.rsm loggers; queue = Kafka's RemoteLogReaderTaskQueueSize,",
+            "largest sample; k-ferr = Kafka's RemoteFetchErrorsPerSec count; p-ferr, p-ierr, p-cerr = the plugin's",
+            "fetch-segment, fetch-index and copy-segment error-total; b-open, b-ref = the plugin's",
+            "store-breaker-opened, -refused; thrtl = store-throttled; rd-MB = MB the plugin read from the store",
+            "(store-bytes-read); sv-MB = MB it served to the broker (fetch-segment byte-total); recover = for a pass",
+            "phase, s from its start to the consumer's first remote records in it");
+
+    /** The figures of one phase, a row each, each column as wide as its widest cell. */
+    static String table(List<Phase> phases) {
+        List<List<String>> rows = new ArrayList<>();
+        rows.add(List.of("phase", "s", "sent", "ack-p50", "ack-p99", "s-err", "remote", "c-err", "req/s", "fault/s",
+                "conn", "p-req", "p-fail", "log/s", "warn", "error", "ours", "queue", "k-ferr", "p-ferr", "p-ierr",
+                "p-cerr", "b-open", "b-ref", "thrtl", "rd-MB", "sv-MB", "recover"));
+        for (Phase p : phases) {
+            double s = p.seconds();
+            List<Long> acks = new ArrayList<>(p.ackMicros);
+            Collections.sort(acks);
+            long requests = p.proxyEnd.received() - p.proxyStart.received();
+            long faulted = p.proxyEnd.faulted() - p.proxyStart.faulted();
+            rows.add(List.of(p.name, f1(s), String.valueOf(p.sent.get()), f1(percentile(acks, 50) / 1000.0),
+                    f1(percentile(acks, 99) / 1000.0), String.valueOf(p.sendErrors.get()),
+                    String.valueOf(p.remoteRead.get()), String.valueOf(p.consumerErrors.get()), f1(requests / s),
+                    f1(faulted / s), String.valueOf(p.proxyEnd.connections() - p.proxyStart.connections()),
+                    n(p.delta("plugin.requests")), n(p.delta("plugin.requests.failed")), f1(p.lines / s),
+                    String.valueOf(p.warnLines), String.valueOf(p.errorLines), String.valueOf(p.pluginLines),
+                    n(p.queueMax), n(p.delta("kafka.fetch.errors")), n(p.delta("plugin.fetch.errors")),
+                    n(p.delta("plugin.index.errors")), n(p.delta("plugin.copy.errors")), n(p.delta("breaker.opened")),
+                    n(p.delta("breaker.refused")), n(p.delta("throttled")), mb(p.delta("store.bytes.read")),
+                    mb(p.delta("plugin.fetch.bytes")), p.fault || p.recovery() < 0 ? "-" : f1(p.recovery())));
+        }
+        int[] widths = new int[rows.get(0).size()];
+        for (List<String> row : rows) {
+            for (int i = 0; i < row.size(); i++) {
+                widths[i] = Math.max(widths[i], row.get(i).length());
+            }
+        }
+        StringBuilder sb = new StringBuilder();
+        for (List<String> row : rows) {
+            for (int i = 0; i < row.size(); i++) {
+                String cell = row.get(i);
+                String pad = " ".repeat(widths[i] - cell.length());
+                // The phase's name to the left, the figures to the right.
+                sb.append(i == 0 ? cell + pad : " " + pad + cell);
+            }
+            sb.append('\n');
+        }
+        return sb.append(COLUMNS).append('\n').toString();
+    }
+
+    static String f1(double v) {
+        return String.format("%.1f", v);
+    }
+
+    static String mb(double bytes) {
+        return Double.isNaN(bytes) || bytes < 0 ? "n/a" : String.format("%.1f", bytes / 1e6);
+    }
+
+    static String n(double v) {
+        return Double.isNaN(v) || v < 0 ? "n/a" : String.format("%.0f", v);
+    }
+
+    /** A JMX connection to the broker, kept open, for the figures of each phase. */
+    static final class Jmx implements AutoCloseable {
+        private final JMXConnector connector;
+        private final MBeanServerConnection server;
+
+        Jmx(int port) throws IOException {
+            connector = JMXConnectorFactory.connect(
+                    new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + port + "/jmxrmi"));
+            server = connector.getMBeanServerConnection();
+        }
+
+        /** The attribute of one MBean, or null when it is not there (yet). */
+        Double value(String name, String attribute) {
+            try {
+                Object v = server.getAttribute(new ObjectName(name), attribute);
+                return v instanceof Number ? ((Number) v).doubleValue() : null;
+            } catch (Exception e) {
+                return null;
+            }
+        }
+
+        /** The sum of an attribute over the MBeans matching a pattern, or null when none matches. */
+        Double sum(String pattern, String attribute) {
+            try {
+                Double total = null;
+                for (ObjectName name : server.queryNames(new ObjectName(pattern), null)) {
+                    Object v = server.getAttribute(name, attribute);
+                    if (v instanceof Number) {
+                        total = (total == null ? 0 : total) + ((Number) v).doubleValue();
+                    }
+                }
+                return total;
+            } catch (Exception e) {
+                return null;
+            }
+        }
+
+        /** The counters the phases compare, by a short name (those the broker does not have are left out). */
+        Map<String, Double> snapshot() {
+            Map<String, Double> m = new TreeMap<>();
+            String plugin = "io.rsm.kafka:type=remote-storage-manager-metrics,broker-id=1";
+            put(m, "kafka.fetch.errors", value("kafka.server:type=BrokerTopicMetrics,name=RemoteFetchErrorsPerSec",
+                    "Count"));
+            put(m, "kafka.fetch.requests", value(
+                    "kafka.server:type=BrokerTopicMetrics,name=RemoteFetchRequestsPerSec", "Count"));
+            put(m, "kafka.copy.errors", value("kafka.server:type=BrokerTopicMetrics,name=RemoteCopyErrorsPerSec",
+                    "Count"));
+            put(m, "plugin.fetch.errors", value(plugin + ",operation=fetch-segment", "error-total"));
+            put(m, "plugin.fetch.requests", value(plugin + ",operation=fetch-segment", "request-total"));
+            put(m, "plugin.fetch.bytes", value(plugin + ",operation=fetch-segment", "byte-total"));
+            put(m, "store.bytes.read", value(plugin, "store-bytes-read"));
+            put(m, "plugin.index.errors", value(plugin + ",operation=fetch-index", "error-total"));
+            put(m, "plugin.copy.errors", value(plugin + ",operation=copy-segment", "error-total"));
+            put(m, "plugin.copies", value(plugin + ",operation=copy-segment", "request-total"));
+            put(m, "plugin.requests", sum(plugin + ",topic=" + TOPIC + ",op=*", "remote-requests-total"));
+            put(m, "plugin.requests.failed", sum(plugin + ",topic=" + TOPIC + ",op=*", "remote-requests-failed-total"));
+            put(m, "breaker.opened", value(plugin, "store-breaker-opened"));
+            put(m, "breaker.refused", value(plugin, "store-breaker-refused"));
+            put(m, "throttled", value(plugin, "store-throttled"));
+            put(m, "retries.refused", value(plugin, "store-retries-refused"));
+            return m;
+        }
+
+        private static void put(Map<String, Double> m, String key, Double v) {
+            if (v != null) {
+                m.put(key, v);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            connector.close();
+        }
+    }
+}
