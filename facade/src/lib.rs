@@ -251,7 +251,7 @@ impl Store {
         end: Option<i32>,
     ) -> Result<SegmentReader> {
         let wait = self.fetch_wait(md);
-        let open = async {
+        let open = || async {
             // A store of local files, a segment stored as it is: read straight into the caller's buffers.
             if let Some(local) = self.storage.local_log_reader(md, start, end).await? {
                 return Ok(SegmentReader::local(local));
@@ -259,13 +259,13 @@ impl Store {
             let stream = self.storage.fetch_log_segment(md, start, end).await?;
             Ok(SegmentReader::stream(stream).with_wait(wait.clone()))
         };
-        wait.bound(open).await
+        wait.bound_again(open).await
     }
 
     /// The exact bytes of an index (see [`RemoteStorageManager::fetch_index`]), within `fetch.timeout.ms`.
     pub fn fetch_index(&self, md: &RemoteLogSegmentMetadata, index: IndexType) -> Result<Bytes> {
         let wait = self.fetch_wait(md);
-        runtime().block_on(wait.bound(self.storage.fetch_index(md, index)))
+        runtime().block_on(wait.bound_again(|| self.storage.fetch_index(md, index)))
     }
 
     /// How long a fetch of `md` waits on the store at a time (`fetch.timeout.ms`), and what its timeout

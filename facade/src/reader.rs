@@ -29,6 +29,10 @@ pub struct SegmentReader {
     wait: Wait,
 }
 
+/// A refusal of the store's circuit breaker held until a deadline is returned this long before it, so that
+/// it, not the timeout, is what the caller gets.
+const MARGIN: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// How long a reader waits on the store at a time (`fetch.timeout.ms`), and what it is reading, for the
 /// error when that passes.
 #[derive(Clone, Debug, Default)]
@@ -50,22 +54,75 @@ impl Wait {
     }
 
     /// `f`, failed as retriable once the limit passes (and dropped, which cancels the requests behind it).
+    /// A refusal of the store's circuit breaker is returned at the limit, not at once (see
+    /// [`Wait::bound_again`]).
     pub(crate) async fn bound<T>(&self, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         let Some(limit) = self.limit else { return f.await };
-        match tokio::time::timeout(limit, f).await {
-            Ok(r) => r,
-            Err(_) => {
-                let message = format!(
-                    "reading {} took longer than fetch.timeout.ms ({} ms): the store did not answer in time",
-                    self.what,
-                    limit.as_millis()
-                );
-                if let Some(b) = &self.breaker {
-                    b.gave_up(&message);
-                }
-                Err(rsm_core::Error::retriable(message, "timed out"))
+        let deadline = tokio::time::Instant::now() + limit;
+        match tokio::time::timeout_at(deadline, f).await {
+            Ok(Err(e)) if rsm_core::backend::layers::is_refusal(&e) => {
+                tokio::time::sleep_until(deadline.checked_sub(MARGIN).unwrap_or(deadline)).await;
+                Err(e)
             }
+            Ok(r) => r,
+            Err(_) => Err(self.timed_out(limit)),
         }
+    }
+
+    /// `call()`, within the limit as [`Wait::bound`]; made again while the store's circuit breaker refuses
+    /// it, once the breaker may let a call through (its probe), as long as that comes within the limit.
+    ///
+    /// A refusal is not returned at once: Kafka retries a failed remote fetch at once, and logs each failure
+    /// with its stack trace, so failing in microseconds while the store is down made a consumer spin and the
+    /// broker log thousands of lines a second. Held until the limit (Kafka's own wait for a remote fetch,
+    /// `remote.fetch.max.wait.ms`), a refused fetch costs what a fetch of a hung store costs, sends nothing,
+    /// and succeeds if the store comes back meanwhile.
+    pub(crate) async fn bound_again<T, Fut>(&self, mut call: impl FnMut() -> Fut) -> Result<T>
+    where
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let Some(limit) = self.limit else { return call().await };
+        let deadline = tokio::time::Instant::now() + limit;
+        let attempts = async {
+            loop {
+                match call().await {
+                    Err(e) if rsm_core::backend::layers::is_refusal(&e) => self.hold(e, deadline).await?,
+                    r => return r,
+                }
+            }
+        };
+        match tokio::time::timeout_at(deadline, attempts).await {
+            Ok(r) => r,
+            Err(_) => Err(self.timed_out(limit)),
+        }
+    }
+
+    /// The error of a wait past `limit`, told to the breaker: a store that hangs is a failing store.
+    fn timed_out(&self, limit: std::time::Duration) -> rsm_core::Error {
+        let message = format!(
+            "reading {} took longer than fetch.timeout.ms ({} ms): the store did not answer in time",
+            self.what,
+            limit.as_millis()
+        );
+        if let Some(b) = &self.breaker {
+            b.gave_up(&message);
+        }
+        rsm_core::Error::retriable(message, "timed out")
+    }
+
+    /// After the breaker refused a call: waits until it may let one through, then `Ok` (make the call
+    /// again); when that is not before `deadline`, waits until just before it and returns the refusal `e`.
+    async fn hold(&self, e: rsm_core::Error, deadline: tokio::time::Instant) -> Result<()> {
+        // While a probe runs, its end is not known: look again shortly.
+        const WHILE_PROBING: std::time::Duration = std::time::Duration::from_millis(20);
+        let until = self.breaker.as_ref().and_then(|b| b.until_admitted()).unwrap_or(WHILE_PROBING);
+        let now = tokio::time::Instant::now();
+        if now + until + MARGIN < deadline {
+            tokio::time::sleep(until.max(std::time::Duration::from_millis(1))).await;
+            return Ok(());
+        }
+        tokio::time::sleep_until(deadline.checked_sub(MARGIN).unwrap_or(now)).await;
+        Err(e)
     }
 }
 

@@ -157,3 +157,60 @@ fn a_copy_that_outlives_copy_timeout_fails_and_leaves_nothing() {
     store.fetch(&md, 0, None).unwrap().read_to_end(&mut got).unwrap();
     assert!(got == std::fs::read(&data.log_segment).unwrap());
 }
+
+/// A fetch the circuit breaker refuses is held until `fetch.timeout.ms`, not failed at once (Kafka retries a
+/// failed remote fetch at once and logs each failure with its stack trace: failing in microseconds made a
+/// consumer spin and the broker log thousands of lines a second), and sends nothing; a fetch made while the
+/// breaker is open succeeds if the breaker lets a call through (its probe) within the fetch's wait and the
+/// store answers again. Here two hung index fetches (200 ms each) open the breaker for 300 ms.
+#[test]
+fn a_refused_fetch_is_held_until_its_deadline_and_probes_when_the_breaker_allows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = PartitionSpec {
+        topic_id: Uuid::random(),
+        segment_bytes: 100 << 10,
+        records: 2000,
+        records_per_batch: 8,
+        value_bytes: 100,
+        first_timestamp: 1_700_000_000_000,
+        epoch_every_batches: 0,
+        seed: 9,
+        compression: None,
+    };
+    let partition = LocalPartition::open(&generate_partition(&tmp.path().join("t-0"), &spec).unwrap()).unwrap();
+    let seg = partition.closed_segments()[0].clone();
+    let md = partition.segment_metadata(&seg, 1, 0).unwrap();
+    let root = tmp.path().join("store");
+    std::fs::create_dir(&root).unwrap();
+    let settings = BTreeMap::from([
+        ("fetch.timeout.ms".to_string(), "200".to_string()),
+        ("store.breaker.failures".to_string(), "2".to_string()),
+        ("store.breaker.open.ms".to_string(), "300".to_string()),
+    ]);
+    let faults = Faults::default();
+    let url = format!("file://{}", root.display());
+    let store = StoreBuilder::new(&url, &settings).layer(faults.clone()).open().unwrap();
+    store.copy(&md, &partition.segment_data(&seg).unwrap()).unwrap();
+    let want = std::fs::read(partition.segment_data(&seg).unwrap().offset_index).unwrap();
+
+    faults.hang("*.indexes");
+    for _ in 0..2 {
+        let e = store.fetch_index(&md, IndexType::Offset).unwrap_err();
+        assert!(e.to_string().contains("fetch.timeout.ms (200 ms)"), "{e}");
+    }
+    faults.clear();
+    let gets = || store.counts().get(Op::Get).requests;
+    // Open for ~300 ms more, past this fetch's 200: refused, at its deadline, sending nothing.
+    let (before, t) = (gets(), Instant::now());
+    let e = store.fetch_index(&md, IndexType::Offset).unwrap_err();
+    let held = t.elapsed();
+    assert!(e.is_transient() && e.to_string().contains("is failing"), "{e}");
+    assert!(held >= Duration::from_millis(150), "held until the deadline, not failed at once: {held:?}");
+    assert_eq!(gets(), before, "a refused fetch sends nothing");
+    // Open for ~100 ms more: the fetch waits for it, probes, and the store answers.
+    let t = Instant::now();
+    let got = store.fetch_index(&md, IndexType::Offset).unwrap();
+    assert_eq!(got.as_ref(), want, "the probe's answer");
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    println!("a refused fetch held {held:?}; the next one waited for the probe and succeeded in {:?}", t.elapsed());
+}

@@ -102,6 +102,15 @@ impl Outcome {
     }
 }
 
+/// The field ([`Error::field`]) that marks a call the breaker refused.
+const REFUSED: &str = "refused";
+
+/// Whether `e` is a call the breaker refused (no request was sent): a caller with a deadline may wait for
+/// the breaker to let a call through ([`BreakerStats::until_admitted`]) rather than fail at once.
+pub fn is_refusal(e: &Error) -> bool {
+    e.field(REFUSED).is_some()
+}
+
 /// A change of state, to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Change {
@@ -311,6 +320,18 @@ impl BreakerStats {
     /// The calls that failed at once, without reaching the store, since it was made.
     pub fn calls_refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// How long until the breaker may let a call through: zero when closed, or when the interval is over
+    /// and the next call probes; the rest of the interval when open; `None` while a probe runs (its end is
+    /// not known).
+    pub fn until_admitted(&self) -> Option<Duration> {
+        let now = Instant::now();
+        match self.machine().phase {
+            Phase::Closed => Some(Duration::ZERO),
+            Phase::Open { until } => Some(until.saturating_duration_since(now)),
+            Phase::Probing { .. } => None,
+        }
     }
 
     /// The time the breaker spent open or half-open (the store taken as down), since it was made.
@@ -568,7 +589,11 @@ impl BreakerLayer {
         };
         let message =
             format!("{} is failing ({failures} transient failure{s} in a row, the last: {last}): {when}", self.named());
-        Error::new(ErrorKind::Storage, message).transient().with_operation(operation).with_field("key", key)
+        Error::new(ErrorKind::Storage, message)
+            .transient()
+            .with_operation(operation)
+            .with_field("key", key)
+            .with_field(REFUSED, "by the store's circuit breaker, without a request")
     }
 
     fn log(&self, change: &Change) {

@@ -30,7 +30,7 @@ mod retry;
 mod tracing;
 
 pub use self::tracing::{Tracing, TracingLayer};
-pub use breaker::{BreakerConfig, BreakerLayer, BreakerState, BreakerStats};
+pub use breaker::{BreakerConfig, BreakerLayer, BreakerState, BreakerStats, is_refusal};
 pub use counting::{Counting, CountingLayer};
 pub use faults::{Fault, FaultLayer, FaultRule};
 pub use parallel::{MAX_SPLIT_BYTES, ParallelReadLayer, ParallelReads};

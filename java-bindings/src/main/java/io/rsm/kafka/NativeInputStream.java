@@ -94,8 +94,9 @@ final class NativeInputStream extends InputStream {
             failureCounted = true;
             failed.run();
         }
-        return new IOException(what + ": " + t.getMessage(),
+        IOException e = new IOException(what + ": " + t.getMessage(),
                 RustRemoteStorageManager.toRemoteStorageException(t, what));
+        return RustRemoteStorageManager.isRetriable(t) ? RustRemoteStorageManager.withoutFrames(e) : e;
     }
 
     @Override

@@ -430,12 +430,32 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
                     return notFoundIsResource ? new RemoteResourceNotFoundException(message, e)
                             : new RemoteStorageException(message, e);
                 case NativeStorageException.RETRIABLE:
-                    return retriable(message, e);
+                    return withoutFrames(retriable(message, withoutFrames(e)));
                 default:
                     return new RemoteStorageException(message, e);
             }
         }
         return new RemoteStorageException(what + ": unexpected failure in the rsm plugin: " + t, t);
+    }
+
+    /** No stack frames: see {@link #withoutFrames}. */
+    private static final StackTraceElement[] NO_FRAMES = new StackTraceElement[0];
+
+    /**
+     * {@code t} without its stack frames, for a transient failure of the store: Kafka's remote log reader logs
+     * every failed remote read at ERROR with its stack trace (some 30 lines of the broker's and our frames
+     * that say nothing the message does not), once per fetch the consumer retries; the message names the
+     * segment, the key and the store's error.
+     */
+    static <T extends Throwable> T withoutFrames(T t) {
+        t.setStackTrace(NO_FRAMES);
+        return t;
+    }
+
+    /** Whether {@code t} is a transient failure of the store, as the native library reported it. */
+    static boolean isRetriable(Throwable t) {
+        return t instanceof NativeStorageException
+                && ((NativeStorageException) t).kind() == NativeStorageException.RETRIABLE;
     }
 
     private static RemoteStorageException retriable(String message, Throwable cause) {

@@ -423,6 +423,11 @@ class RustRemoteStorageManagerTest {
             String expected = kind == 1 ? RemoteResourceNotFoundException.class.getName()
                     : kind == 2 && brokerHasRetriable ? retriable : RemoteStorageException.class.getName();
             assertEquals(expected, mapped.getClass().getName(), "kind " + kind);
+            // A transient failure of the store carries no stack frames (Kafka logs each failed remote read
+            // with its trace); the others keep theirs.
+            boolean framed = kind != NativeStorageException.RETRIABLE;
+            assertEquals(framed, mapped.getStackTrace().length > 0, "kind " + kind);
+            assertEquals(framed, mapped.getCause().getStackTrace().length > 0, "kind " + kind);
         }
         // Before Kafka 4.2 there is no RetriableRemoteStorageException; from 4.2 there is.
         assertEquals(TestSegments.kafkaApiAtLeast(4, 2), brokerHasRetriable, System.getProperty("kafka.api.version"));
