@@ -86,7 +86,7 @@ impl Wait {
         let attempts = async {
             loop {
                 match call().await {
-                    Err(e) if rsm_core::backend::layers::is_refusal(&e) => self.hold(e, deadline).await?,
+                    Err(e) if rsm_core::backend::layers::is_refusal(&e) => self.hold(e, deadline, limit).await?,
                     r => return r,
                 }
             }
@@ -111,13 +111,16 @@ impl Wait {
     }
 
     /// After the breaker refused a call: waits until it may let one through, then `Ok` (make the call
-    /// again); when that is not before `deadline`, waits until just before it and returns the refusal `e`.
-    async fn hold(&self, e: rsm_core::Error, deadline: tokio::time::Instant) -> Result<()> {
+    /// again, maybe as the breaker's probe); when that does not leave at least half of the wait `limit`
+    /// before `deadline`, waits until just before the deadline and returns the refusal `e`. A probe with
+    /// little time left would time out on a store that answers, and a failed probe keeps the breaker open
+    /// twice as long.
+    async fn hold(&self, e: rsm_core::Error, deadline: tokio::time::Instant, limit: std::time::Duration) -> Result<()> {
         // While a probe runs, its end is not known: look again shortly.
         const WHILE_PROBING: std::time::Duration = std::time::Duration::from_millis(20);
         let until = self.breaker.as_ref().and_then(|b| b.until_admitted()).unwrap_or(WHILE_PROBING);
         let now = tokio::time::Instant::now();
-        if now + until + MARGIN < deadline {
+        if now + until + limit / 2 <= deadline {
             tokio::time::sleep(until.max(std::time::Duration::from_millis(1))).await;
             return Ok(());
         }

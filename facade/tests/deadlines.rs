@@ -162,7 +162,8 @@ fn a_copy_that_outlives_copy_timeout_fails_and_leaves_nothing() {
 /// failed remote fetch at once and logs each failure with its stack trace: failing in microseconds made a
 /// consumer spin and the broker log thousands of lines a second), and sends nothing; a fetch made while the
 /// breaker is open succeeds if the breaker lets a call through (its probe) within the fetch's wait and the
-/// store answers again. Here two hung index fetches (200 ms each) open the breaker for 300 ms.
+/// store answers again, leaving it at least half its wait (a probe with less would time out and keep the
+/// breaker open twice as long). Here two hung index fetches (400 ms each) open the breaker for 500 ms.
 #[test]
 fn a_refused_fetch_is_held_until_its_deadline_and_probes_when_the_breaker_allows() {
     let tmp = tempfile::tempdir().unwrap();
@@ -183,9 +184,9 @@ fn a_refused_fetch_is_held_until_its_deadline_and_probes_when_the_breaker_allows
     let root = tmp.path().join("store");
     std::fs::create_dir(&root).unwrap();
     let settings = BTreeMap::from([
-        ("fetch.timeout.ms".to_string(), "200".to_string()),
+        ("fetch.timeout.ms".to_string(), "400".to_string()),
         ("store.breaker.failures".to_string(), "2".to_string()),
-        ("store.breaker.open.ms".to_string(), "300".to_string()),
+        ("store.breaker.open.ms".to_string(), "500".to_string()),
     ]);
     let faults = Faults::default();
     let url = format!("file://{}", root.display());
@@ -196,18 +197,18 @@ fn a_refused_fetch_is_held_until_its_deadline_and_probes_when_the_breaker_allows
     faults.hang("*.indexes");
     for _ in 0..2 {
         let e = store.fetch_index(&md, IndexType::Offset).unwrap_err();
-        assert!(e.to_string().contains("fetch.timeout.ms (200 ms)"), "{e}");
+        assert!(e.to_string().contains("fetch.timeout.ms (400 ms)"), "{e}");
     }
     faults.clear();
     let gets = || store.counts().get(Op::Get).requests;
-    // Open for ~300 ms more, past this fetch's 200: refused, at its deadline, sending nothing.
+    // Open for ~500 ms more, past this fetch's 400: refused, at its deadline, sending nothing.
     let (before, t) = (gets(), Instant::now());
     let e = store.fetch_index(&md, IndexType::Offset).unwrap_err();
     let held = t.elapsed();
     assert!(e.is_transient() && e.to_string().contains("is failing"), "{e}");
-    assert!(held >= Duration::from_millis(150), "held until the deadline, not failed at once: {held:?}");
+    assert!(held >= Duration::from_millis(350), "held until the deadline, not failed at once: {held:?}");
     assert_eq!(gets(), before, "a refused fetch sends nothing");
-    // Open for ~100 ms more: the fetch waits for it, probes, and the store answers.
+    // Open for ~100 ms more, leaving ~300 of this fetch's 400: it waits, probes, and the store answers.
     let t = Instant::now();
     let got = store.fetch_index(&md, IndexType::Offset).unwrap();
     assert_eq!(got.as_ref(), want, "the probe's answer");
