@@ -86,7 +86,7 @@ impl ClientSettings {
     );
     /// `<p>.throttle.backoff.ms`.
     pub const THROTTLE_BACKOFF: Setting =
-        Setting::long("<p>.throttle.backoff.ms", 0, 600_000).with_default(200).with_unit(Unit::Millis).with_doc(
+        Setting::long("<p>.throttle.backoff.ms", 0, 600_000).with_default(50).with_unit(Unit::Millis).with_doc(
             "(cloud stores) after a throttled answer (429, or 503 such as S3's SlowDown and Azure's ServerBusy), \
              the store gets no request (a retry or another call's) for this long less a random part of up to half, \
              doubled for each throttled answer in a row, on top of the client's own backoff; requests dropped \
@@ -94,9 +94,14 @@ impl ClientSettings {
         );
     /// `<p>.throttle.backoff.max.ms`.
     pub const THROTTLE_BACKOFF_MAX: Setting = Setting::long("<p>.throttle.backoff.max.ms", 0, 3_600_000)
-        .with_default(10_000)
+        .with_default(200)
         .with_unit(Unit::Millis)
-        .with_doc("(cloud stores) the longest pause of a throttling store");
+        .with_doc(
+            "(cloud stores) the longest pause of a throttling store; keep it well below `fetch.timeout.ms`: a fetch \
+             that outlives its wait while paused counts as a failure of the store for the circuit breaker, and \
+             kept it open long after the store recovered (the retry budget and the breaker are what cut the \
+             requests to a throttling store)",
+        );
 
     /// The settings [`ClientSettings::read`] reads, each a family of one key a backend prefix.
     pub const SETTINGS: [&'static Setting; 8] = [
