@@ -395,7 +395,7 @@ impl BreakerConfig {
         );
     /// `store.breaker.open.max.ms`.
     pub const OPEN_MAX_MS: Setting = Setting::long("store.breaker.open.max.ms", 1, 3_600_000)
-        .with_default(30_000)
+        .with_default(5_000)
         .with_unit(Unit::Millis)
         .with_checks("not below `store.breaker.open.ms`")
         .with_doc(
@@ -1021,10 +1021,10 @@ mod tests {
     #[test]
     fn settings_are_read_and_checked() {
         let c = BreakerConfig::read(&mut ConfigReader::new(&std::collections::BTreeMap::new())).unwrap();
-        assert_eq!((c.failures, c.open, c.open_max), (5, ms(1000), ms(30_000)));
+        assert_eq!((c.failures, c.open, c.open_max), (5, ms(1000), ms(5_000)));
         let p = props([("store.breaker.failures", "2"), ("store.breaker.open.ms", "50")]);
         let c = BreakerConfig::read(&mut ConfigReader::new(&p)).unwrap();
-        assert_eq!((c.failures, c.open, c.open_max, c.enabled()), (2, ms(50), ms(30_000), true));
+        assert_eq!((c.failures, c.open, c.open_max, c.enabled()), (2, ms(50), ms(5_000), true));
         let bad = [
             ("store.breaker.failures", "-1", "store.breaker.failures"),
             ("store.breaker.open.ms", "0", "store.breaker.open.ms"),
