@@ -1,16 +1,20 @@
-//! What the Azure and GCS fault tests (`store_faults_azure.rs`, `store_faults_gcs.rs`) share: a store of its
-//! own on the test server behind a fault-injecting proxy ([`Bench`]), the segments they copy, and the tests
-//! themselves, written once for both stores ([`Cloud`]) after `store_faults_s3.rs`: each test file calls
-//! them with its store and asserts what is particular to it.
+//! What the store fault tests (`store_faults_s3.rs`, `store_faults_azure.rs`, `store_faults_gcs.rs`) share: one
+//! suite over every store, as object_store's own tests are. A store of its own (a fresh key prefix) on the
+//! store's test server behind a fault-injecting proxy ([`Bench`]), the segments the tests copy, each scenario
+//! written once for the three stores ([`Cloud`], whose tables say how each store answers and what selects its
+//! uploads and deletes), and [`cloud_fault_tests!`], which defines the suite's tests in the test file that
+//! calls it: each file calls it with its store (and documents its store's figures). Include it as `faults`,
+//! beside `mod proxy;`.
 
-// Each test binary that includes this module uses only part of it.
+// Each test binary runs the suite on one store (the others' variants unused), and prints the figures
+// returned rather than reading each of them.
 #![allow(dead_code)]
 
 use crate::proxy::{Answer, CountingProxy, Fault, Seen, by_fault};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::Uuid;
-use rsm_core::testkit::test_server_vars;
+use rsm_core::testkit::{s3_test_server, test_server_vars};
 use rsm_core::{IndexType, LogSegmentData, RemoteLogSegmentMetadata};
 use rsm_facade::{CACHE_METRICS, Store};
 use std::collections::BTreeMap;
@@ -20,9 +24,30 @@ use std::time::{Duration, Instant};
 /// 30 s), not a speed figure.
 pub const LIVENESS: Duration = Duration::from_secs(10);
 
+/// S3's throttling error, as [`Fault::SlowDown`] answers it: `503 Slow Down` with the XML body
+/// `<Code>SlowDown</Code>`.
+pub const S3_SLOW_DOWN: Answer = Answer {
+    status: "503 Slow Down",
+    headers: "x-amz-request-id: rsm-test-proxy\r\n",
+    content_type: "application/xml",
+    body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your \
+           request rate.</Message><RequestId>rsm-test-proxy</RequestId></Error>",
+};
+
+/// The error code of a throttling answer's body (S3's and Azure's XML `<Code>`, GCS's JSON `"reason"`): what
+/// the error of a call the retry budget did not retry names.
+pub fn error_code(answer: &Answer) -> &'static str {
+    let body = answer.body;
+    let (open, close) = if body.contains("<Code>") { ("<Code>", "</Code>") } else { ("\"reason\":\"", "\"") };
+    let start = body.find(open).expect("an error code") + open.len();
+    &body[start..start + body[start..].find(close).expect("the code's end")]
+}
+
 /// The store under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cloud {
+    /// S3 on moto (`tools/servers/moto.sh`), SigV4 signed.
+    S3,
     /// Azure Blob on Azurite (`tools/servers/azurite.sh`), shared-key signed.
     Azure,
     /// GCS on fake-gcs-server (`tools/servers/fake-gcs.sh`), anonymous.
@@ -30,9 +55,10 @@ pub enum Cloud {
 }
 
 impl Cloud {
-    /// The prefix of its client settings (`azure.max.retries`, …).
+    /// The prefix of its client settings (`s3.max.retries`, `azure.max.retries`, …).
     pub fn prefix(self) -> &'static str {
         match self {
+            Cloud::S3 => "s3",
             Cloud::Azure => "azure",
             Cloud::Gcs => "gcs",
         }
@@ -46,6 +72,7 @@ impl Cloud {
     /// The test server's variables, as [`test_server_vars`] gives them (its skip variable skips locally).
     fn server(self) -> Option<BTreeMap<String, String>> {
         match self {
+            Cloud::S3 => s3_test_server(),
             Cloud::Azure => test_server_vars(
                 &[
                     "RSM_TEST_AZURE_ENDPOINT",
@@ -64,29 +91,32 @@ impl Cloud {
         }
     }
 
-    /// The store's throttling answers, as it answers them: Azure `503 ServerBusy` (XML), GCS `429
-    /// rateLimitExceeded` and `503 backendError` (JSON).
+    /// The store's throttling answers, as it answers them: S3 `503 Slow Down` ([`S3_SLOW_DOWN`]), Azure `503
+    /// ServerBusy` (XML), GCS `429 rateLimitExceeded` and `503 backendError` (JSON).
     pub fn throttles(self) -> &'static [Answer] {
         match self {
+            Cloud::S3 => &[S3_SLOW_DOWN],
             Cloud::Azure => &[Answer::AZURE_SERVER_BUSY],
             Cloud::Gcs => &[Answer::GCS_RATE_LIMIT, Answer::GCS_BACKEND_ERROR],
         }
     }
 
-    /// What selects the store's upload requests in the proxy: Azure's `PUT`s (a blob, or a block), GCS's
-    /// JSON API uploads (`POST /upload/storage/v1/b/…?uploadType=media`, the backend's own requests and
-    /// retries, not object_store's).
+    /// What selects the store's upload requests in the proxy: S3's and Azure's `PUT`s (an object, a blob, a
+    /// block), GCS's JSON API uploads (`POST /upload/storage/v1/b/…?uploadType=media`, the backend's own
+    /// requests and retries, not object_store's).
     pub fn uploads(self) -> &'static [&'static str] {
         match self {
-            Cloud::Azure => &["PUT "],
+            Cloud::S3 | Cloud::Azure => &["PUT "],
             Cloud::Gcs => &["uploadType="],
         }
     }
 
-    /// What selects the store's delete requests in the proxy ([`CountingProxy::set_fault_on`]): Azure's
-    /// blob batch (`POST …?restype=container&comp=batch`) and single `DELETE`s, GCS's `DELETE`s.
+    /// What selects the store's delete requests in the proxy ([`CountingProxy::set_fault_on`]): S3's batch
+    /// (`POST /bucket?delete`), Azure's blob batch (`POST …?restype=container&comp=batch`) and single
+    /// `DELETE`s, GCS's `DELETE`s (one key each: GCS has no batch delete).
     pub fn deletes(self) -> &'static [&'static str] {
         match self {
+            Cloud::S3 => &["?delete"],
             Cloud::Azure => &["comp=batch", "DELETE "],
             Cloud::Gcs => &["DELETE "],
         }
@@ -105,19 +135,33 @@ impl Bench {
     /// `None` when the server is absent and its skip variable says so (else that fails loudly).
     pub fn new(cloud: Cloud, name: &str) -> Option<Bench> {
         let v = cloud.server()?;
-        let (proxy, url) = match cloud {
-            // Azurite's endpoint names the account in its path; the client signs no Host.
-            Cloud::Azure => (
-                CountingProxy::in_front_of(&v["RSM_TEST_AZURE_ENDPOINT"]),
-                format!("az://{}/store-faults-{name}-{}/", v["RSM_TEST_AZURE_CONTAINER"], Uuid::random()),
-            ),
-            // fake-gcs-server serves its XML API (reads, listings, deletes) only to its public host.
-            Cloud::Gcs => (
-                CountingProxy::in_front_of_as_server(&v["RSM_TEST_GCS_ENDPOINT"]),
-                format!("gs://{}/store-faults-{name}-{}/", v["RSM_TEST_GCS_BUCKET"], Uuid::random()),
-            ),
+        let (bucket, scheme) = match cloud {
+            Cloud::S3 => ("RSM_TEST_S3_BUCKET", "s3"),
+            Cloud::Azure => ("RSM_TEST_AZURE_CONTAINER", "az"),
+            Cloud::Gcs => ("RSM_TEST_GCS_BUCKET", "gs"),
         };
+        let url = format!("{scheme}://{}/store-faults-{name}-{}/", v[bucket], Uuid::random());
+        let proxy = Bench::proxy_to(cloud, &v);
         Some(Bench { cloud, v, proxy, url })
+    }
+
+    /// A proxy of its own in front of the same server, to the same store (the same key prefix): for cases
+    /// that run at once on the same objects, each faulting its own requests.
+    pub fn beside(&self) -> Bench {
+        let proxy = Bench::proxy_to(self.cloud, &self.v);
+        Bench { cloud: self.cloud, v: self.v.clone(), proxy, url: self.url.clone() }
+    }
+
+    /// A proxy in front of the server of `cloud` whose variables are `v`.
+    fn proxy_to(cloud: Cloud, v: &BTreeMap<String, String>) -> CountingProxy {
+        match cloud {
+            // SigV4 signs the Host: the proxy passes the client's on.
+            Cloud::S3 => CountingProxy::in_front_of(&v["RSM_TEST_S3_ENDPOINT"]),
+            // Azurite's endpoint names the account in its path; the client signs no Host.
+            Cloud::Azure => CountingProxy::in_front_of(&v["RSM_TEST_AZURE_ENDPOINT"]),
+            // fake-gcs-server serves its XML API (reads, listings, deletes) only to its public host.
+            Cloud::Gcs => CountingProxy::in_front_of_as_server(&v["RSM_TEST_GCS_ENDPOINT"]),
+        }
     }
 
     /// A store opened afresh (empty caches, its own breaker) with `extra` settings.
@@ -128,27 +172,27 @@ impl Bench {
     /// A store opened afresh with `extra` settings, with the client's waits after throttled answers
     /// shortened (`short_throttle_waits`, see below) or at their defaults.
     pub fn open_as(&self, extra: &[(&str, &str)], short_throttle_waits: bool) -> Store {
-        let mut settings: BTreeMap<String, String> = match self.cloud {
-            Cloud::Azure => [
+        let settings = match self.cloud {
+            Cloud::S3 => vec![
+                ("s3.endpoint.url", self.proxy.url_for(&self.v["RSM_TEST_S3_ENDPOINT"])),
+                ("s3.region", self.v["RSM_TEST_S3_REGION"].clone()),
+                ("aws.access.key.id", self.v["RSM_TEST_S3_ACCESS_KEY"].clone()),
+                ("aws.secret.access.key", self.v["RSM_TEST_S3_SECRET_KEY"].clone()),
+            ],
+            Cloud::Azure => vec![
                 ("azure.endpoint.url", self.proxy.url_for(&self.v["RSM_TEST_AZURE_ENDPOINT"])),
                 ("azure.account.name", self.v["RSM_TEST_AZURE_ACCOUNT"].clone()),
                 ("azure.account.key", self.v["RSM_TEST_AZURE_KEY"].clone()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-            Cloud::Gcs => [
+            ],
+            Cloud::Gcs => vec![
                 ("gcs.endpoint.url", self.proxy.url_for(&self.v["RSM_TEST_GCS_ENDPOINT"])),
                 ("gcs.credentials.default", "false".to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
+            ],
         };
-        // The wait a throttled answer adds before the store's next request: 50 ms doubled for each
-        // throttled answer in a row, at most 100 ms: these tests count requests, and at the defaults (1 s,
-        // up to 20 s) the throttled calls of the breaker's test alone outlast its `fetch.timeout.ms` of
-        // 10 s (see [`a_store_that_answers_again_is_asked_again`] for what the defaults do).
+        let mut settings: BTreeMap<String, String> = settings.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        // The pause a throttled answer sets before the store's next request: 50 ms doubled for each throttled
+        // answer in a row, at most 100 ms, pinned: these tests count requests and time retries whatever the
+        // defaults (50 ms, up to 200 ms; see [`a_store_that_answers_again_is_asked_again`] for what they do).
         if short_throttle_waits {
             settings.insert(self.cloud.key("throttle.backoff.ms"), "50".to_string());
             settings.insert(self.cloud.key("throttle.backoff.max.ms"), "100".to_string());
@@ -169,12 +213,53 @@ impl Bench {
     pub fn sent_since(&self, from: usize) -> Vec<String> {
         self.proxy.seen()[from..].iter().map(describe).collect()
     }
+
+    /// Whether the proxy received, from request `from` on, a request that `pick` picks, waiting a second for it
+    /// (a request may reach the proxy after its call gave up, on a loaded machine).
+    pub fn received_since(&self, from: usize, pick: impl Fn(&Seen) -> bool) -> bool {
+        let until = Instant::now() + Duration::from_secs(1);
+        loop {
+            if self.proxy.seen()[from..].iter().any(&pick) {
+                return true;
+            }
+            if Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The objects of segment `s` in the store (by `store`'s listing).
+    pub fn objects_of(&self, store: &Store, s: &Segment) -> Vec<String> {
+        let (objects, _) = store.list_objects().unwrap();
+        objects.into_iter().map(|o| o.key).filter(|k| k.contains(&s.id())).collect()
+    }
+}
+
+/// `target` percent-decoded (object_store's GCS client encodes every character of a key but letters and
+/// digits: `%2D` for `-`, `%2E` for `.`).
+pub fn decoded(target: &str) -> String {
+    let (mut out, mut rest) = (Vec::new(), target.as_bytes());
+    while let Some((&c, tail)) = rest.split_first() {
+        let hex = tail.get(..2).and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match hex {
+            Some(byte) if c == b'%' => {
+                out.push(byte);
+                rest = &tail[2..];
+            }
+            _ => {
+                out.push(c);
+                rest = tail;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A request as `METHOD last-path-part (range) fault`, for the figures printed.
 pub fn describe(x: &Seen) -> String {
-    let name = x.target.rsplit('/').next().unwrap_or_default();
-    let name = name.rsplit("%2F").next().unwrap_or(name);
+    let target = decoded(&x.target);
+    let name = target.rsplit('/').next().unwrap_or_default();
     let fault = format!("{:?}", x.fault);
     let fault = fault.split([' ', '(', '{']).next().unwrap_or_default();
     match &x.range {
@@ -286,7 +371,8 @@ pub struct FetchFigures {
 /// Each wait of a fetch is bounded by `fetch.timeout.ms` (300) on a store that does not answer (a black
 /// hole), answers late, or answers too slowly, at each of its steps: the open of a cold store (its
 /// manifest), a piece of the log's bytes, an index. A store slow but within the bound is read whole. Once
-/// the store answers again, the same reads give the right bytes. Returns the figures of each case.
+/// the store answers again, the same reads give the right bytes. The cases run at once, each on a proxy and
+/// a key prefix of its own. Returns the figures of each case.
 pub fn fetch_gives_up_within_fetch_timeout(cloud: Cloud) -> Vec<FetchFigures> {
     // (case, fault, whether each step must time out)
     let cases = [
@@ -295,74 +381,94 @@ pub fn fetch_gives_up_within_fetch_timeout(cloud: Cloud) -> Vec<FetchFigures> {
         ("512 B/s", Fault::Slow { first_byte_ms: 0, bytes_per_sec: 512 }, true),
         ("slow, in time", Fault::Slow { first_byte_ms: 20, bytes_per_sec: 4 << 20 }, false),
     ];
-    let mut out = Vec::new();
-    for (case, fault, times_out) in cases {
-        let Some(b) = Bench::new(cloud, "fetch") else { return out };
-        let t = tempfile::tempdir().unwrap();
-        let segs = small(t.path());
-        let (s0, s1) = (&segs[0], &segs[1]);
-        let settings = [("fetch.timeout.ms", "300")];
-        let warm = b.open(&settings);
-        for s in &segs {
-            warm.copy(&s.md, &s.data).unwrap();
-        }
-        assert!(read_all(&warm, s0, 0, None).unwrap() == s0.log, "{case}: a store that answers serves the segment");
+    std::thread::scope(|scope| {
+        let runs = cases.map(|case| scope.spawn(move || fetch_case(cloud, case)));
+        runs.into_iter().filter_map(|r| r.join().unwrap()).collect()
+    })
+}
 
-        b.proxy.set_fault(fault);
-        // The open, by a store opened since: its manifest cache is empty.
-        let cold = b.open(&settings);
-        let (open, took_open, sent_open) = b.timed(|| read_all(&cold, s1, 0, None));
-        // The log's bytes, the manifest already held: the open sends nothing, the first piece waits.
-        let (bytes, took_bytes, sent_bytes) = b.timed(|| {
-            let mut r = warm.fetch(&s0.md, 0, None).expect("the open reads the manifest held in memory");
-            let mut buf = vec![0u8; 4096];
-            let first = r.read_into(&mut buf);
-            let after = first.is_err().then(|| r.read_into(&mut buf));
-            (first, after)
-        });
-        let (index, took_index, sent_index) = b.timed(|| warm.fetch_index(&s0.md, IndexType::Offset));
-        println!(
-            "{cloud:?} {case}: open {took_open:?} ({sent_open} requests), log bytes {took_bytes:?} ({sent_bytes}), \
-             index {took_index:?} ({sent_index})"
-        );
-        // Each step sends one request (on a loaded machine it may reach the proxy during the next step), and
-        // none is retried: the client's own attempt timeout is 30 s.
-        let sent = sent_open + sent_bytes + sent_index;
-        assert!(sent >= 1, "{case}: the store was asked");
-        if times_out {
-            assert!(sent <= 3, "{case}: one request a step: {sent}");
-            timed_out(&format!("{case}: open"), open, s1, took_open);
-            timed_out(&format!("{case}: log bytes"), bytes.0, s0, took_bytes);
-            assert_eq!(bytes.1.unwrap().unwrap(), 0, "{case}: the failed reader has ended");
-            timed_out(&format!("{case}: index"), index, s0, took_index);
-        } else {
-            assert!(open.unwrap() == s1.log, "{case}: the open");
-            assert!(bytes.0.unwrap() > 0, "{case}: log bytes");
-            assert_eq!(index.unwrap().as_ref(), s0.offset_index(), "{case}: index");
-        }
-
-        b.proxy.set_fault(Fault::Pass);
-        assert!(read_all(&cold, s1, 0, None).unwrap() == s1.log, "{case}: the open, the store back");
-        assert!(read_all(&warm, s0, 0, None).unwrap() == s0.log, "{case}: log bytes, the store back");
-        assert_eq!(warm.fetch_index(&s0.md, IndexType::Offset).unwrap().as_ref(), s0.offset_index(), "{case}");
-        println!("{cloud:?} {case}: requests by fault {:?}", by_fault(&b.proxy.seen()));
-        out.push(FetchFigures {
-            case,
-            open: (took_open, sent_open),
-            bytes: (took_bytes, sent_bytes),
-            index: (took_index, sent_index),
-        });
+/// One case of [`fetch_gives_up_within_fetch_timeout`].
+fn fetch_case(cloud: Cloud, (case, fault, times_out): (&'static str, Fault, bool)) -> Option<FetchFigures> {
+    let b = Bench::new(cloud, "fetch")?;
+    let t = tempfile::tempdir().unwrap();
+    let segs = small(t.path());
+    let (s0, s1) = (&segs[0], &segs[1]);
+    let settings = [("fetch.timeout.ms", "300")];
+    let warm = b.open(&settings);
+    for s in &segs {
+        warm.copy(&s.md, &s.data).unwrap();
     }
-    out
+    assert!(read_all(&warm, s0, 0, None).unwrap() == s0.log, "{case}: a store that answers serves the segment");
+
+    b.proxy.set_fault(fault);
+    let from = b.proxy.received();
+    // The open, by a store opened since: its manifest cache is empty.
+    let cold = b.open(&settings);
+    let (open, took_open, sent_open) = b.timed(|| read_all(&cold, s1, 0, None));
+    // The log's bytes, the manifest already held: the open sends nothing, the first piece waits.
+    let (bytes, took_bytes, sent_bytes) = b.timed(|| {
+        let mut r = warm.fetch(&s0.md, 0, None).expect("the open reads the manifest held in memory");
+        let mut buf = vec![0u8; 4096];
+        let first = r.read_into(&mut buf);
+        let after = first.is_err().then(|| r.read_into(&mut buf));
+        (first, after)
+    });
+    let (index, took_index, sent_index) = b.timed(|| warm.fetch_index(&s0.md, IndexType::Offset));
+    println!(
+        "{cloud:?} {case}: open {took_open:?} ({sent_open} requests), log bytes {took_bytes:?} ({sent_bytes}), \
+         index {took_index:?} ({sent_index})"
+    );
+    // Each step sends one request (on a loaded machine it may reach the proxy during the next step), and
+    // none is retried: the client's own attempt timeout is 30 s.
+    let sent = sent_open + sent_bytes + sent_index;
+    assert!(sent >= 1, "{case}: the store was asked");
+    // Each step asked the store: the open for the segment's manifest, the bytes for its log, the index
+    // for its indexes.
+    let (s0_id, s1_id) = (s0.id(), s1.id());
+    assert!(b.received_since(from, |x| decoded(&x.target).contains(&s1_id)), "{case}: the open asked the store");
+    let asked = |suffix: &str| {
+        b.received_since(from, |x| {
+            let target = decoded(&x.target);
+            target.contains(&s0_id) && target.contains(suffix)
+        })
+    };
+    assert!(asked(".log"), "{case}: the log's bytes were asked for");
+    assert!(asked(".indexes"), "{case}: the index was asked for");
+    if times_out {
+        assert!(sent <= 3, "{case}: one request a step: {sent}");
+        timed_out(&format!("{case}: open"), open, s1, took_open);
+        timed_out(&format!("{case}: log bytes"), bytes.0, s0, took_bytes);
+        assert_eq!(bytes.1.unwrap().unwrap(), 0, "{case}: the failed reader has ended");
+        timed_out(&format!("{case}: index"), index, s0, took_index);
+    } else {
+        assert!(open.unwrap() == s1.log, "{case}: the open");
+        assert!(bytes.0.unwrap() > 0, "{case}: log bytes");
+        assert_eq!(index.unwrap().as_ref(), s0.offset_index(), "{case}: index");
+    }
+
+    b.proxy.set_fault(Fault::Pass);
+    assert!(read_all(&cold, s1, 0, None).unwrap() == s1.log, "{case}: the open, the store back");
+    assert!(read_all(&warm, s0, 0, None).unwrap() == s0.log, "{case}: log bytes, the store back");
+    assert_eq!(warm.fetch_index(&s0.md, IndexType::Offset).unwrap().as_ref(), s0.offset_index(), "{case}");
+    println!("{cloud:?} {case}: requests by fault {:?}", by_fault(&b.proxy.seen()));
+    Some(FetchFigures {
+        case,
+        open: (took_open, sent_open),
+        bytes: (took_bytes, sent_bytes),
+        index: (took_index, sent_index),
+    })
 }
 
 /// With `store.breaker.failures` 3 and `<p>.max.retries` 1, a store that refuses connections, or answers
 /// `answer` (its throttling), opens the breaker after three failed calls (each after its retry); calls
-/// then fail at once with the breaker's error and send no request at all, nor open a connection; once the
-/// store is back and `store.breaker.open.ms` has passed, one call probes, and succeeds, and the breaker
+/// then fail with the breaker's error, held until their `fetch.timeout.ms` (600 here) rather than at once
+/// (Kafka retries a failed remote fetch at once), and send no request at all, nor open a connection; once
+/// the store is back and `store.breaker.open.ms` has passed, one call probes, and succeeds, and the breaker
 /// closes. Returns the requests each of the three failed calls sent.
 pub fn breaker_opens_and_refuses_without_requests(cloud: Cloud, case: &str, fault: Fault) -> Option<Vec<usize>> {
+    // Longer than a refused call is held (from the breaker's opening on), so that none of them probes.
     const OPEN_MS: u64 = 1_500;
+    const FETCH_TIMEOUT_MS: u64 = 600;
     let b = Bench::new(cloud, "breaker")?;
     let t = tempfile::tempdir().unwrap();
     let segs = small(t.path());
@@ -372,9 +478,9 @@ pub fn breaker_opens_and_refuses_without_requests(cloud: Cloud, case: &str, faul
         ("store.breaker.failures", "3"),
         ("store.breaker.open.ms", &OPEN_MS.to_string()),
         (&retries, "1"),
-        // Long enough for the client's answer (after its retry): the breaker judges whole calls, and a
-        // call that fetch.timeout.ms gives up on is dropped, not judged.
-        ("fetch.timeout.ms", "10000"),
+        // Long enough for the client's answer after its retry (~0.1 s), so that each failure is the store's
+        // own; a refused call is held this long.
+        ("fetch.timeout.ms", &FETCH_TIMEOUT_MS.to_string()),
     ]);
     for s in &segs {
         store.copy(&s.md, &s.data).unwrap();
@@ -391,7 +497,7 @@ pub fn breaker_opens_and_refuses_without_requests(cloud: Cloud, case: &str, faul
         assert!(!e.to_string().contains("is failing"), "{case} {i}: the store's own failure: {e}");
         assert!(took < LIVENESS, "{case} {i}: {took:?}");
         if i == 1 {
-            println!("{cloud:?} {case}: a failed call: {}", e.full_message());
+            println!("{cloud:?} {case}: a failed call ({took:?}): {}", e.full_message());
         }
         sent.push(n);
         let want = if i < 3 { (0, 0, 0) } else { (1, 1, 0) };
@@ -399,26 +505,45 @@ pub fn breaker_opens_and_refuses_without_requests(cloud: Cloud, case: &str, faul
     }
     let opened_at = Instant::now();
 
-    // Open: calls fail at once, and the store sees nothing of them (no request, no connection).
+    // Open: 6 calls at once (index fetches, a fetch's bytes) fail with the breaker's error, each held until
+    // its deadline, and the store sees nothing of them (no request, no connection).
     let (received, connections) = (b.proxy.received(), b.proxy.connections());
-    let t = Instant::now();
-    for i in 0..5 {
-        let e = store.fetch_index(&s0.md, IndexType::Offset).expect_err(case);
+    let refusals: Vec<(Duration, rsm_core::Error)> = std::thread::scope(|scope| {
+        let mut calls: Vec<_> = (0..5)
+            .map(|_| {
+                scope.spawn(|| {
+                    let t = Instant::now();
+                    let e = store.fetch_index(&s0.md, IndexType::Offset).expect_err(case);
+                    (t.elapsed(), e)
+                })
+            })
+            .collect();
+        calls.push(scope.spawn(|| {
+            let t = Instant::now();
+            let e = read_all(&store, &segs[1], 0, None).expect_err(case);
+            (t.elapsed(), e)
+        }));
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let held: Vec<Duration> = refusals.iter().map(|r| r.0).collect();
+    for (i, (took, e)) in refusals.iter().enumerate() {
         let msg = e.to_string();
         assert!(e.is_transient(), "{case}: {e}");
         assert!(msg.contains("is failing (3 transient failures in a row"), "{case} {i}: {msg}");
         assert!(msg.contains(b.url.trim_end_matches('/')), "{case} {i}: names the store: {msg}");
+        let least = Duration::from_millis(FETCH_TIMEOUT_MS * 9 / 10);
+        assert!(
+            *took >= least && *took < LIVENESS,
+            "{case} {i}: held until fetch.timeout.ms, not failed at once: {took:?}"
+        );
     }
-    let e = read_all(&store, &segs[1], 0, None).expect_err(case);
-    assert!(e.to_string().contains("is failing"), "{case}: a fetch's bytes: {e}");
-    println!("{cloud:?} {case}: refused: {e}");
-    let took = t.elapsed();
+    println!("{cloud:?} {case}: refused: {}", refusals[5].1);
     assert_eq!(b.proxy.received(), received, "{case}: refused calls send no request");
     assert_eq!(b.proxy.connections(), connections, "{case}: nor open a connection");
     let (state, opened, refused) = breaker(&store);
     assert_eq!((state, opened), (1, 1), "{case}");
     assert!(refused >= 6, "{case}: {refused} refused");
-    println!("{cloud:?} {case}: requests per failed call {sent:?}; 6 refused calls in {took:?}, sending nothing");
+    println!("{cloud:?} {case}: requests per failed call {sent:?}; 6 refused calls held {held:?}, sending nothing");
 
     // Back: after the interval, one call probes and succeeds; the breaker closes.
     b.proxy.set_fault(Fault::Pass);
@@ -438,14 +563,15 @@ pub fn breaker_opens_and_refuses_without_requests(cloud: Cloud, case: &str, faul
 pub struct ThrottleFigures {
     /// One call without a breaker: its requests, its time, its error's whole message.
     pub one: (usize, Duration, String),
-    /// Twenty calls with the breaker at 3: their requests, their time, the calls refused at once.
+    /// Twenty calls with the breaker at 3: their requests, their time, the calls refused.
     pub burst: Option<(usize, Duration, u64)>,
 }
 
 /// A store that throttles every request with `answer`: the client retries a request `<p>.max.retries`
 /// times (3 by default), no more, and the call fails as retriable, naming the status; with the breaker on,
 /// a burst of 20 calls (when `burst`) sends at most the breaker's threshold of calls' worth of requests,
-/// fewer requests than calls.
+/// fewer requests than calls: the calls after it opened (made at once, each refusal held until
+/// `fetch.timeout.ms`) send nothing.
 pub fn throttling_is_retried_a_bounded_number_of_times(
     cloud: Cloud,
     answer: Answer,
@@ -476,19 +602,35 @@ pub fn throttling_is_retried_a_bounded_number_of_times(
         return Some(ThrottleFigures { one, burst: None });
     }
 
-    // With the breaker: 20 calls.
+    // With the breaker: 20 calls, one after another until the breaker opens, the rest at once (each refusal
+    // is held until fetch.timeout.ms: 17 in a row would take 17 times that).
     const CALLS: usize = 20;
     let with_breaker = b.open(&[
         ("store.breaker.failures", "3"),
         ("store.breaker.open.ms", "60000"),
         ("store.breaker.open.max.ms", "60000"),
-        ("fetch.timeout.ms", "10000"),
+        // Longer than a call's 4 throttled answers (0.3-0.9 s); were it not, the call would count as failed
+        // all the same (the breaker is told of a call given up at its deadline).
+        ("fetch.timeout.ms", "1000"),
     ]);
     b.proxy.set_fault(Fault::Pass);
     with_breaker.manifest(&s0.md).unwrap();
     b.proxy.set_fault(Fault::Throttle(answer));
-    let (results, took, sent) =
-        b.timed(|| (0..CALLS).map(|_| with_breaker.fetch_index(&s0.md, IndexType::Offset)).collect::<Vec<_>>());
+    let call = || with_breaker.fetch_index(&s0.md, IndexType::Offset);
+    let (results, took, sent) = b.timed(|| {
+        let mut results = Vec::new();
+        while results.len() < CALLS && breaker(&with_breaker).0 == 0 {
+            results.push(call());
+        }
+        let before_open = results.len();
+        std::thread::scope(|scope| {
+            let rest: Vec<_> = (before_open..CALLS).map(|_| scope.spawn(call)).collect();
+            results.extend(rest.into_iter().map(|c| c.join().unwrap()));
+        });
+        (before_open, results)
+    });
+    let (before_open, results) = results;
+    assert_eq!(before_open, 3, "{status}: the breaker opens after 3 failed calls");
     assert!(results.iter().all(|r| r.as_ref().is_err_and(|e| e.is_transient())));
     let (state, opened, refused) = breaker(&with_breaker);
     assert_eq!((state, opened, refused), (1, 1, CALLS as u64 - 3), "{status}");
@@ -497,7 +639,7 @@ pub fn throttling_is_retried_a_bounded_number_of_times(
     assert!(took < LIVENESS, "{took:?}");
     println!(
         "{cloud:?} throttled ({status}), breaker at 3: {CALLS} calls sent {sent} requests in {took:?}, {refused} \
-         refused at once"
+         refused (held until fetch.timeout.ms)"
     );
     println!("{cloud:?} requests by fault {:?}", by_fault(&b.proxy.seen()));
     Some(ThrottleFigures { one, burst: Some((sent, took, refused)) })
@@ -513,65 +655,82 @@ pub struct CutFigures {
     pub index: (bool, usize),
 }
 
+/// The cases of [`cut_answers_give_the_right_bytes_or_an_error`]: the bytes each answer keeps, and whether the
+/// whole fetch must succeed (`None`: either way).
+pub const CUTS: [(usize, Option<bool>); 6] =
+    [(0, Some(false)), (100, Some(false)), (4_096, None), (40_000, None), (100_000, Some(true)), (1 << 20, Some(true))];
+
 /// Answers cut mid-body (the connection closed after `n` bytes of each answer's body, each retry's too):
 /// a fetch (whole, or a range) and an index fetch give the right bytes or fail as retriable, never other
 /// bytes. Each case reads through a store opened for it (the manifest's answer is cut too). `cases`: the
-/// bytes each answer keeps, and whether the whole fetch must succeed (`None`: either way).
+/// bytes each answer keeps, and whether the whole fetch must succeed (`None`: either way). The cases run at
+/// once, each through a proxy of its own to the same segment.
 pub fn cut_answers_give_the_right_bytes_or_an_error(cloud: Cloud, cases: &[(usize, Option<bool>)]) -> Vec<CutFigures> {
-    let mut out = Vec::new();
-    let Some(b) = Bench::new(cloud, "cut") else { return out };
+    let Some(b) = Bench::new(cloud, "cut") else { return Vec::new() };
     let t = tempfile::tempdir().unwrap();
     let segs = chunked(t.path());
     let s0 = &segs[0];
-    let settings = [("chunk.size", "65536"), ("fetch.timeout.ms", "20000"), ("store.breaker.failures", "0")];
-    b.open(&settings).copy(&s0.md, &s0.data).unwrap();
+    b.open(&CUT_SETTINGS).copy(&s0.md, &s0.data).unwrap();
+    let out = std::thread::scope(|scope| {
+        let b = &b;
+        let runs: Vec<_> = cases.iter().map(|&case| scope.spawn(move || cut_case(&b.beside(), s0, case))).collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert!(read_all(&b.open(&CUT_SETTINGS), s0, 0, None).unwrap() == s0.log);
+    out
+}
+
+/// The settings of [`cut_answers_give_the_right_bytes_or_an_error`]'s stores.
+const CUT_SETTINGS: [(&str, &str); 3] =
+    [("chunk.size", "65536"), ("fetch.timeout.ms", "20000"), ("store.breaker.failures", "0")];
+
+/// One case of [`cut_answers_give_the_right_bytes_or_an_error`], through `b`.
+fn cut_case(b: &Bench, s0: &Segment, (n, whole_ok): (usize, Option<bool>)) -> CutFigures {
+    let cloud = b.cloud;
     let (start, end) = (70_000, 150_000);
     let range = &s0.log[start as usize..=end as usize];
-    for &(n, whole_ok) in cases {
-        b.proxy.set_fault(Fault::ResetAfter(n));
-        let cold = b.open(&settings);
-        let from = b.proxy.received();
-        let (whole, took_whole, sent_whole) = b.timed(|| read_all(&cold, s0, 0, None));
-        let (part, took_part, sent_part) = b.timed(|| read_all(&cold, s0, start, Some(end)));
-        let (index, took_index, sent_index) = b.timed(|| cold.fetch_index(&s0.md, IndexType::Offset));
-        fn show<T: AsRef<[u8]>>(r: &rsm_core::Result<T>) -> String {
-            match r {
-                Ok(v) => format!("{} bytes", v.as_ref().len()),
-                Err(e) => format!("failed ({})", e.full_message().rsplit(": ").next().unwrap_or_default()),
-            }
-        }
-        println!(
-            "{cloud:?} cut after {n} bytes: whole {} in {took_whole:?} ({sent_whole} requests), range {} in \
-             {took_part:?} ({sent_part}), index {} in {took_index:?} ({sent_index}); sent {:?}",
-            show(&whole),
-            show(&part),
-            show(&index),
-            b.sent_since(from),
-        );
-        if let Some(ok) = whole_ok {
-            assert_eq!(whole.is_ok(), ok, "cut after {n}: whole: {}", show(&whole));
-        }
-        out.push(CutFigures {
-            after: n,
-            whole: (whole.is_ok(), sent_whole),
-            range: (part.is_ok(), sent_part),
-            index: (index.is_ok(), sent_index),
-        });
-        for (what, r, want) in [("whole", whole, &s0.log[..]), ("range", part, range)] {
-            match r {
-                Ok(got) => assert!(got == want, "cut after {n}: {what}: {} bytes, not the segment's", got.len()),
-                Err(e) => assert!(e.is_transient(), "cut after {n}: {what}: a cut answer is retriable: {e}"),
-            }
-        }
-        match index {
-            Ok(got) => assert_eq!(got.as_ref(), s0.offset_index(), "cut after {n}: index"),
-            Err(e) => assert!(e.is_transient(), "cut after {n}: index: {e}"),
+    b.proxy.set_fault(Fault::ResetAfter(n));
+    let cold = b.open(&CUT_SETTINGS);
+    let (whole, took_whole, sent_whole) = b.timed(|| read_all(&cold, s0, 0, None));
+    let (part, took_part, sent_part) = b.timed(|| read_all(&cold, s0, start, Some(end)));
+    let (index, took_index, sent_index) = b.timed(|| cold.fetch_index(&s0.md, IndexType::Offset));
+    fn show<T: AsRef<[u8]>>(r: &rsm_core::Result<T>) -> String {
+        match r {
+            Ok(v) => format!("{} bytes", v.as_ref().len()),
+            Err(e) => format!("failed ({})", e.full_message().rsplit(": ").next().unwrap_or_default()),
         }
     }
+    println!(
+        "{cloud:?} cut after {n} bytes: whole {} in {took_whole:?} ({sent_whole} requests), range {} in \
+         {took_part:?} ({sent_part}), index {} in {took_index:?} ({sent_index}); sent {:?}",
+        show(&whole),
+        show(&part),
+        show(&index),
+        b.sent_since(0),
+    );
+    if let Some(ok) = whole_ok {
+        assert_eq!(whole.is_ok(), ok, "cut after {n}: whole: {}", show(&whole));
+    }
+    let figures = CutFigures {
+        after: n,
+        whole: (whole.is_ok(), sent_whole),
+        range: (part.is_ok(), sent_part),
+        index: (index.is_ok(), sent_index),
+    };
+    for (what, r, want) in [("whole", whole, &s0.log[..]), ("range", part, range)] {
+        match r {
+            Ok(got) => assert!(got == want, "cut after {n}: {what}: {} bytes, not the segment's", got.len()),
+            Err(e) => assert!(e.is_transient(), "cut after {n}: {what}: a cut answer is retriable: {e}"),
+        }
+    }
+    match index {
+        Ok(got) => assert_eq!(got.as_ref(), s0.offset_index(), "cut after {n}: index"),
+        Err(e) => assert!(e.is_transient(), "cut after {n}: index: {e}"),
+    }
     b.proxy.set_fault(Fault::Pass);
-    assert!(read_all(&b.open(&settings), s0, 0, None).unwrap() == s0.log);
-    println!("{cloud:?} requests by fault {:?}", by_fault(&b.proxy.seen()));
-    out
+    assert!(read_all(&b.open(&CUT_SETTINGS), s0, 0, None).unwrap() == s0.log, "cut after {n}: the store back");
+    println!("{cloud:?} cut after {n} bytes: requests by fault {:?}", by_fault(&b.proxy.seen()));
+    figures
 }
 
 /// One case of [`copy_gives_up_within_copy_timeout`]: its name, the requests the black hole takes (those
@@ -597,9 +756,18 @@ pub struct CopyFigures {
 /// `copy.timeout.ms` (2000), well before the client's own timeouts (60 s here), and deletes what it wrote,
 /// within the same bound again. When the store answers the deletes, nothing of the segment is left; when
 /// the deletes hang too, the objects written before are left without a manifest, and a sweep of orphans
-/// removes them. Either way, once the store answers, the copy again succeeds. The cases run at once, each
-/// on a proxy and a key prefix of its own.
-pub fn copy_gives_up_within_copy_timeout(cloud: Cloud, cases: Vec<CopyCase>) -> Vec<CopyFigures> {
+/// removes them. Either way, once the store answers, the copy again succeeds. The cases (everything hangs,
+/// the manifest's upload, the log's, or the manifest's upload and the deletes) run at once, each on a proxy
+/// and a key prefix of its own.
+pub fn copy_gives_up_within_copy_timeout(cloud: Cloud) -> Vec<CopyFigures> {
+    let mut deletes = vec![".manifest"];
+    deletes.extend(cloud.deletes());
+    let cases: Vec<CopyCase> = vec![
+        ("everything", vec![], 0, NOT_DELETED),
+        ("the manifest", vec![".manifest"], 0, DELETED),
+        ("the log", vec![".log"], 0, DELETED),
+        ("the manifest and the deletes", deletes, 2, NOT_DELETED),
+    ];
     std::thread::scope(|scope| {
         let runs: Vec<_> = cases.into_iter().map(|case| scope.spawn(move || copy_case(cloud, case))).collect();
         runs.into_iter().filter_map(|r| r.join().unwrap()).collect()
@@ -631,10 +799,7 @@ fn copy_case(cloud: Cloud, (case, only, want_left, cleanup): CopyCase) -> Option
     assert!(msg.ends_with(cleanup), "{case}: {msg}; sent {sent:?}");
 
     b.proxy.set_fault(Fault::Pass);
-    let of_segment = |store: &Store| -> Vec<String> {
-        let (objects, _) = store.list_objects().unwrap();
-        objects.into_iter().map(|o| o.key).filter(|k| k.contains(&s0.id())).collect()
-    };
+    let of_segment = |store: &Store| b.objects_of(store, s0);
     let left = of_segment(&store);
     assert_eq!(left.len(), want_left, "{case}: left behind: {left:?} ({msg}); sent {sent:?}");
     assert!(left.iter().all(|k| !k.ends_with(".manifest")), "{case}: no manifest is visible: {left:?}");
@@ -690,7 +855,7 @@ pub fn a_copy_to_a_throttling_store_fails_after_bounded_retries(cloud: Cloud, an
     let others: Vec<String> = seen.iter().filter(|x| x.fault == Fault::Pass).map(describe).collect();
     // The waits between the attempts of the log's upload.
     let log: Vec<Instant> =
-        seen.iter().filter(|x| x.target.contains(".log") && x.fault != Fault::Pass).map(|x| x.at).collect();
+        seen.iter().filter(|x| decoded(&x.target).contains(".log") && x.fault != Fault::Pass).map(|x| x.at).collect();
     let waits: Vec<Duration> = log.windows(2).map(|w| w[1] - w[0]).collect();
     println!(
         "{cloud:?} uploads throttled ({status}): the copy failed in {took:?} after {uploads} upload requests (the \
@@ -705,8 +870,7 @@ pub fn a_copy_to_a_throttling_store_fails_after_bounded_retries(cloud: Cloud, an
     assert!(uploads <= 2 * (1 + RETRIES), "{status}: at most {retries} retries of each object: {uploads}");
 
     b.proxy.set_fault(Fault::Pass);
-    let (objects, _) = store.list_objects().unwrap();
-    let left: Vec<String> = objects.into_iter().map(|o| o.key).filter(|k| k.contains(&s0.id())).collect();
+    let left = b.objects_of(&store, s0);
     assert!(left.is_empty(), "{status}: left behind: {left:?}");
     store.copy(&s0.md, &s0.data).unwrap();
     assert!(read_all(&b.open(&[]), s0, 0, None).unwrap() == s0.log, "{status}");
@@ -714,29 +878,43 @@ pub fn a_copy_to_a_throttling_store_fails_after_bounded_retries(cloud: Cloud, an
 }
 
 /// A store that hangs opens the breaker through the facade's own deadlines: each fetch `fetch.timeout.ms`
-/// gives up on is a transient failure; after 3 in a row the breaker is open and the next fetches fail at
-/// once, sending nothing. Returns the requests of each of 6 fetches.
+/// (300) gives up on is a transient failure; after 3 in a row the breaker is open (for
+/// `store.breaker.open.ms`, 5 s here) and the next fetches fail with its refusal, each held until its
+/// `fetch.timeout.ms` as a fetch of the hung store, sending nothing. Returns the requests of each of 6
+/// fetches.
 pub fn a_hung_store_opens_the_breaker(cloud: Cloud) -> Option<Vec<usize>> {
     let b = Bench::new(cloud, "hung")?;
     let t = tempfile::tempdir().unwrap();
     let segs = small(t.path());
     let s0 = &segs[0];
-    let store = b.open(&[("store.breaker.failures", "3"), ("fetch.timeout.ms", "300")]);
+    let store = b.open(&[
+        ("store.breaker.failures", "3"),
+        // Open past the refused fetches below (a fetch held while the interval ends would probe).
+        ("store.breaker.open.ms", "5000"),
+        ("store.breaker.open.max.ms", "5000"),
+        ("fetch.timeout.ms", "300"),
+    ]);
     store.copy(&s0.md, &s0.data).unwrap();
     store.manifest(&s0.md).unwrap();
     b.proxy.set_fault(Fault::Blackhole);
     let from = b.proxy.received();
-    let mut sent = Vec::new();
-    for _ in 0..6 {
-        let (r, took, n) = b.timed(|| store.fetch_index(&s0.md, IndexType::Offset));
-        assert!(r.is_err_and(|e| e.is_transient()) && took < LIVENESS);
+    let (mut sent, mut took) = (Vec::new(), Vec::new());
+    for i in 0..6 {
+        let (r, t, n) = b.timed(|| store.fetch_index(&s0.md, IndexType::Offset));
+        let e = r.expect_err("hung");
+        assert!(e.is_transient() && t < LIVENESS, "{e}");
+        if i >= 3 {
+            assert!(e.to_string().contains("is failing (3 transient failures in a row"), "{i}: refused: {e}");
+            assert!(t >= Duration::from_millis(270), "{i}: held until fetch.timeout.ms, not failed at once: {t:?}");
+        }
         sent.push(n);
+        took.push(t);
     }
     // A request of the third fetch may reach the proxy late, on a loaded machine.
     std::thread::sleep(Duration::from_millis(300));
     let all = b.proxy.received() - from;
     println!(
-        "{cloud:?} a hung store: requests per fetch {sent:?}; breaker (state, opened, refused) {:?}",
+        "{cloud:?} a hung store: requests per fetch {sent:?} in {took:?}; breaker (state, opened, refused) {:?}",
         breaker(&store)
     );
     assert_eq!(breaker(&store), (1, 1, 3), "open after 3 timed-out fetches in a row; requests per fetch {sent:?}");
@@ -749,8 +927,10 @@ pub fn a_hung_store_opens_the_breaker(cloud: Cloud) -> Option<Vec<usize>> {
 pub type AfterThrottling = Vec<(Duration, usize, bool)>;
 
 /// With every setting at its default (`fetch.timeout.ms` 500, the breaker at 5, the client's retries and
-/// throttling waits): one fetch throttled with `answer` fails as retriable; once the store answers again,
-/// fetches (one every 200 ms, for 5 s) reach it again and succeed. Returns each fetch's figures.
+/// throttling pause, 50 ms doubling to 200 ms): one fetch throttled with `answer` fails as retriable; once
+/// the store answers again, fetches (one every 200 ms, for 5 s) reach it again and succeed: the first one
+/// already, with one request, the pause left by the throttled answers (at most 200 ms) being well within its
+/// `fetch.timeout.ms`. Returns each fetch's figures.
 pub fn a_store_that_answers_again_is_asked_again(cloud: Cloud, answer: Answer) -> Option<AfterThrottling> {
     let b = Bench::new(cloud, "answers-again")?;
     let t = tempfile::tempdir().unwrap();
@@ -787,5 +967,315 @@ pub fn a_store_that_answers_again_is_asked_again(cloud: Cloud, answer: Answer) -
         after.len(),
         after.iter().map(|a| a.1).sum::<usize>(),
     );
+    assert!(after[0].2 && after[0].1 == 1, "the first fetch, the store answering, succeeds at once: {after:?}");
     Some(after)
 }
+
+/// What [`a_throttling_store_sees_one_request_per_call_once_the_retry_budget_is_spent`] saw.
+#[derive(Debug)]
+pub struct BudgetFigures {
+    /// The requests of each throttled call, from a full budget.
+    pub sent: Vec<usize>,
+    /// The waits before the first call's retries.
+    pub gaps: Vec<Duration>,
+    /// The last call's error, whole.
+    pub last: String,
+    /// A copy whose uploads are throttled, the budget spent: its upload requests, then the others.
+    pub copy: (usize, Vec<String>),
+    /// The successful requests since the budget was spent, then the requests of a throttled call.
+    pub earned: (usize, usize),
+}
+
+/// The store's retry budget (`<p>.retry.budget.burst` 5, `.percent` 10) and the wait before retrying a
+/// throttled answer (`<p>.throttle.backoff.ms` 100, `.max.ms` 400), under the store's throttling `answer`
+/// without the breaker: each throttled answer spends one retry (the last attempt's too): the first call's 4
+/// answers spend 4, the second call is retried once and spends the last, and every call after sends one
+/// request, not retried, and fails as retriable, saying the budget is spent and naming the answer's code:
+/// 12 calls send 12 + 4 requests, where the client alone would send 12 × 4. Each request after a throttled
+/// answer waits at least half the doubled wait (the first call's retries: 50, 100, 200 ms). The budget spent, a
+/// copy whose uploads are throttled sends one request per upload (the log's and the indexes'; the manifest
+/// is never tried): the store's own upload loops (GCS's) leave the budget's refusal unretried too. Its
+/// cleanup passes and nothing of the segment is left. Successes earn retries back, a tenth each: after 20
+/// successful requests or more (copies and deletes of the other segments), a throttled call is retried twice
+/// again (three times from 30).
+pub fn a_throttling_store_sees_one_request_per_call_once_the_retry_budget_is_spent(
+    cloud: Cloud,
+    answer: Answer,
+) -> Option<BudgetFigures> {
+    let b = Bench::new(cloud, "budget")?;
+    let t = tempfile::tempdir().unwrap();
+    let segs = small(t.path());
+    let code = error_code(&answer);
+    let (burst, percent) = (cloud.key("retry.budget.burst"), cloud.key("retry.budget.percent"));
+    let (backoff, backoff_max) = (cloud.key("throttle.backoff.ms"), cloud.key("throttle.backoff.max.ms"));
+    let settings = [
+        ("store.breaker.failures", "0"),
+        ("fetch.timeout.ms", "20000"),
+        (&burst, "5"),
+        (&percent, "10"),
+        (&backoff, "100"),
+        (&backoff_max, "400"),
+    ];
+    b.open(&settings).copy(&segs[0].md, &segs[0].data).unwrap();
+    let store = b.open(&settings); // a full budget
+    store.manifest(&segs[0].md).unwrap(); // one success: the budget stays full
+    b.proxy.set_fault(Fault::Throttle(answer));
+    const CALLS: usize = 12;
+    let mut sent = Vec::new();
+    let mut last = None;
+    let first = b.proxy.received();
+    for _ in 0..CALLS {
+        let (r, took, n) = b.timed(|| store.fetch_index(&segs[0].md, IndexType::Offset));
+        let e = r.expect_err("throttled");
+        assert!(e.is_transient(), "{e}");
+        assert!(took < Duration::from_secs(20), "{took:?}");
+        sent.push(n);
+        last = Some(e);
+    }
+    assert_eq!(sent, [4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "requests per call");
+    // The metrics: 16 throttled answers; 11 failures not retried (the second call's last, and one per call
+    // after).
+    assert_eq!((metric(&store, "store-throttled"), metric(&store, "store-retries-refused")), (16, 11));
+    let last = last.unwrap().full_message();
+    assert!(last.contains("retry budget is spent") && last.contains(code), "{code}: {last}");
+    // The first call's retries, after each throttled answer: waits of at least 50, 100 and 200 ms.
+    let seen = b.proxy.seen();
+    let gaps: Vec<Duration> = seen[first..first + 4].windows(2).map(|w| w[1].at - w[0].at).collect();
+    for (gap, least) in gaps.iter().zip([50, 100, 200]) {
+        assert!(*gap >= Duration::from_millis(least), "retry after a throttled answer: {gaps:?}");
+    }
+    println!(
+        "{cloud:?} throttled ({code}), budget 5: requests per call {sent:?}; the first call's retries came \
+         after {gaps:?}"
+    );
+    println!("{cloud:?} the last call: {last}");
+
+    // The budget spent, the uploads of a copy are not retried either.
+    let before = b.proxy.received();
+    b.proxy.set_fault_on(Fault::Throttle(answer), cloud.uploads());
+    let e = store.copy(&segs[1].md, &segs[1].data).expect_err("throttled uploads");
+    let message = e.full_message();
+    b.proxy.set_fault(Fault::Pass);
+    let copied = &b.proxy.seen()[before..];
+    let uploads = copied.iter().filter(|x| x.fault != Fault::Pass).count();
+    let others: Vec<String> = copied.iter().filter(|x| x.fault == Fault::Pass).map(describe).collect();
+    println!(
+        "{cloud:?} the budget spent, a copy's uploads throttled: {uploads} upload requests, then {others:?}: {message}"
+    );
+    assert!(e.is_transient(), "{message}");
+    assert!(message.contains("retry budget is spent"), "{message}");
+    assert_eq!(uploads, 2, "one request per upload (the log's, the indexes'), not retried: {message}");
+    assert_eq!(b.objects_of(&store, &segs[1]), Vec::<String>::new(), "the cleanup deleted what the copy wrote");
+    assert_eq!((metric(&store, "store-throttled"), metric(&store, "store-retries-refused")), (18, 13));
+
+    // Successes earn it back, a tenth of a retry each: the copy's cleanup, then copies and deletes of the
+    // other segments, one at a time until 20 requests or more have succeeded, and a copy.
+    let succeeded = || b.proxy.seen()[before..].iter().filter(|x| x.fault == Fault::Pass).count();
+    for s in segs[1..].iter().cycle() {
+        if succeeded() >= 20 {
+            break;
+        }
+        store.copy(&s.md, &s.data).unwrap();
+        store.delete(&s.md).unwrap();
+    }
+    store.copy(&segs[1].md, &segs[1].data).unwrap();
+    let successes = succeeded();
+    assert!(successes >= 20, "{successes}");
+    b.proxy.set_fault(Fault::Throttle(answer));
+    let (r, _, n) = b.timed(|| store.fetch_index(&segs[1].md, IndexType::Offset));
+    assert!(r.is_err());
+    assert_eq!(n, (successes / 10 + 1).min(4), "{successes} successful requests earned {} retries", successes / 10);
+    println!("{cloud:?} after {successes} successful requests, a throttled call sent {n} requests");
+    Some(BudgetFigures { sent, gaps, last, copy: (uploads, others), earned: (successes, n) })
+}
+
+/// What one case of [`the_second_look_deletes_what_a_timed_out_copy_left`] saw: whether the segment was
+/// copied again, the hung copy's requests, the segment's objects left at first, and after the look.
+#[derive(Debug)]
+pub struct RecheckFigures {
+    pub copy_again: bool,
+    pub sent: Vec<String>,
+    pub at_first: Vec<String>,
+    pub after: Vec<String>,
+}
+
+/// `copy.cleanup.recheck.ms` (1000 here): a copy that timed out (`copy.timeout.ms` 500) with its manifest's
+/// upload and its cleanup's deletes hung leaves the log and the indexes (as in
+/// [`copy_gives_up_within_copy_timeout`]); once the store answers again, the second look deletes them
+/// without anyone running a sweep. A copy again under the same id is kept whole: its start cancels the look
+/// still pending. The two cases (not copied again, copied again) run at once, each on a proxy and a key
+/// prefix of its own.
+pub fn the_second_look_deletes_what_a_timed_out_copy_left(cloud: Cloud) -> Vec<RecheckFigures> {
+    std::thread::scope(|scope| {
+        let runs = [false, true].map(|again| scope.spawn(move || recheck_case(cloud, again)));
+        runs.into_iter().filter_map(|r| r.join().unwrap()).collect()
+    })
+}
+
+/// One case of [`the_second_look_deletes_what_a_timed_out_copy_left`].
+fn recheck_case(cloud: Cloud, copy_again: bool) -> Option<RecheckFigures> {
+    let b = Bench::new(cloud, "recheck")?;
+    let t = tempfile::tempdir().unwrap();
+    let segs = small(t.path());
+    let s = &segs[0];
+    let (call, attempt) = (cloud.key("api.call.timeout"), cloud.key("api.call.attempt.timeout"));
+    let store = b.open(&[
+        ("copy.timeout.ms", "500"),
+        ("copy.cleanup.recheck.ms", "1000"),
+        (&attempt, "60000"),
+        (&call, "60000"),
+    ]);
+    let mut hung = vec![".manifest"];
+    hung.extend(cloud.deletes());
+    b.proxy.set_fault_on(Fault::Blackhole, &hung);
+    let from = b.proxy.received();
+    let e = store.copy(&s.md, &s.data).expect_err("hung");
+    let sent = b.sent_since(from);
+    assert!(e.to_string().ends_with(NOT_DELETED), "{e}; sent {sent:?}");
+    b.proxy.set_fault(Fault::Pass);
+    let at_first = b.objects_of(&store, s);
+    assert_eq!(at_first.len(), 2, "the log and the indexes are left at first: {at_first:?}; sent {sent:?}");
+    if copy_again {
+        store.copy(&s.md, &s.data).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = b.objects_of(&store, s);
+    if copy_again {
+        assert_eq!(after.len(), 3, "the copy again is whole: {after:?}");
+        assert!(read_all(&store, s, 0, None).unwrap() == s.log);
+    } else {
+        assert!(after.is_empty(), "the second look deleted them: {after:?}");
+    }
+    println!("{cloud:?} copied again {copy_again}: the hung copy sent {sent:?}, left {at_first:?}, then {after:?}");
+    Some(RecheckFigures { copy_again, sent, at_first, after })
+}
+
+/// Defines the suite's tests in the test file that calls it, each running a scenario above on the store
+/// `$cloud` (a [`Cloud`]) and printing its figures; the file includes this module as `faults` and the proxy
+/// as `proxy`. A scenario returns `None` (and its test passes) when the store's server is absent and its skip
+/// variable says so.
+macro_rules! cloud_fault_tests {
+    ($cloud:expr) => {
+        const CLOUD: $crate::faults::Cloud = $cloud;
+
+        /// Each wait of a fetch is bounded by `fetch.timeout.ms` on a store that does not answer (a black
+        /// hole), answers late, or answers too slowly, at each of its steps (the open of a cold store, a
+        /// piece of the log's bytes, an index), after one request each; a store slow but in time is read
+        /// whole; once the store answers again, the same reads give the right bytes.
+        #[test]
+        fn a_fetch_gives_up_within_fetch_timeout_when_the_store_does_not_answer() {
+            let figures = $crate::faults::fetch_gives_up_within_fetch_timeout(CLOUD);
+            println!("{figures:?}");
+        }
+
+        /// With `store.breaker.failures` 3 and `<p>.max.retries` 1, a store that refuses connections or
+        /// throttles (its first throttling answer) opens the breaker after three failed calls of 2 requests
+        /// each; calls then fail with its refusal, held until `fetch.timeout.ms`, and send nothing; after
+        /// `store.breaker.open.ms` a probe succeeds and closes it.
+        #[test]
+        fn the_breaker_opens_on_a_failing_store_and_its_refusals_send_nothing() {
+            use $crate::proxy::Fault;
+            // The cases wait for the breaker's interval, each on a proxy and a key prefix of its own: run at once.
+            std::thread::scope(|scope| {
+                for (case, fault) in [("refused", Fault::Refuse), ("throttled", Fault::Throttle(CLOUD.throttles()[0]))]
+                {
+                    scope.spawn(move || {
+                        let Some(sent) = $crate::faults::breaker_opens_and_refuses_without_requests(CLOUD, case, fault)
+                        else {
+                            return;
+                        };
+                        assert_eq!(sent, [2, 2, 2], "{case}: requests per failed call (the attempt and its one retry)");
+                    });
+                }
+            });
+        }
+
+        /// Throttling answered as the store answers it is retried `<p>.max.retries` times (3), no more, and
+        /// fails as retriable naming the status; with the breaker at 3, 20 calls send fewer requests than
+        /// calls.
+        #[test]
+        fn throttling_is_retried_a_bounded_number_of_times_and_the_breaker_cuts_the_requests() {
+            // Each throttling answer on a proxy and a key prefix of its own: run at once.
+            std::thread::scope(|scope| {
+                for (i, &answer) in CLOUD.throttles().iter().enumerate() {
+                    scope.spawn(move || {
+                        let f = $crate::faults::throttling_is_retried_a_bounded_number_of_times(CLOUD, answer, i == 0);
+                        println!("{:?}", f.map(|f| (f.one.0, f.burst)));
+                    });
+                }
+            });
+        }
+
+        /// The store's retry budget: under throttling, without the breaker, 12 calls send 4, 2, then 1
+        /// request each, the retries paced; the budget spent, a copy's uploads are not retried either; 20
+        /// successful requests earn 2 retries back.
+        #[test]
+        fn a_throttling_store_sees_one_request_per_call_once_the_retry_budget_is_spent() {
+            let answer = CLOUD.throttles()[0];
+            let f = $crate::faults::a_throttling_store_sees_one_request_per_call_once_the_retry_budget_is_spent(
+                CLOUD, answer,
+            );
+            println!("{f:?}");
+        }
+
+        /// Answers cut mid-body give the right bytes or a retriable error, never other bytes; a cut read is
+        /// resumed where it was cut, within the client's retries.
+        #[test]
+        fn an_answer_cut_mid_body_gives_the_right_bytes_or_an_error() {
+            let figures = $crate::faults::cut_answers_give_the_right_bytes_or_an_error(CLOUD, &$crate::faults::CUTS);
+            if !figures.is_empty() {
+                let resumed = figures.iter().any(|f| f.whole.0 && f.whole.1 > 2);
+                assert!(resumed, "some whole fetch was read over several cut answers: {figures:?}");
+            }
+        }
+
+        /// A copy to a store that stops answering (everything, the manifest's upload, the log's, or the
+        /// manifest's and the deletes) fails as retriable within `copy.timeout.ms` and deletes what it wrote
+        /// within the same bound again, or leaves orphans a sweep removes; the copy then succeeds.
+        #[test]
+        fn a_copy_gives_up_within_copy_timeout_and_leaves_nothing_or_orphans() {
+            for f in $crate::faults::copy_gives_up_within_copy_timeout(CLOUD) {
+                println!("{}: {:?}, {} requests", f.case, f.took, f.sent.len());
+            }
+        }
+
+        /// A copy that timed out with its manifest's upload and its cleanup hung leaves the log and the
+        /// indexes, which the second look (`copy.cleanup.recheck.ms`) deletes; a copy again under the same
+        /// id is kept whole.
+        #[test]
+        fn the_second_look_deletes_what_a_timed_out_copy_left() {
+            for f in $crate::faults::the_second_look_deletes_what_a_timed_out_copy_left(CLOUD) {
+                println!("{f:?}");
+            }
+        }
+
+        /// A copy whose uploads are throttled fails as retriable after `<p>.max.retries` (2) retries of each
+        /// upload, leaving nothing; the copy then succeeds.
+        #[test]
+        fn a_copy_to_a_throttling_store_fails_after_bounded_retries() {
+            // Each throttling answer on a proxy and a key prefix of its own: run at once.
+            std::thread::scope(|scope| {
+                for &answer in CLOUD.throttles() {
+                    scope.spawn(move || {
+                        let f = $crate::faults::a_copy_to_a_throttling_store_fails_after_bounded_retries(CLOUD, answer);
+                        println!("{:?}", f.map(|f| (f.uploads, f.took, f.waits)));
+                    });
+                }
+            });
+        }
+
+        /// Fetches `fetch.timeout.ms` gives up on open the breaker: 3 in a row, then the next reach no store.
+        #[test]
+        fn a_hung_store_opens_the_breaker_through_timed_out_fetches() {
+            let _ = $crate::faults::a_hung_store_opens_the_breaker(CLOUD);
+        }
+
+        /// With every setting at its default, one throttled fetch does not keep the store from being asked
+        /// again: once it answers, a fetch reaches it and succeeds.
+        #[test]
+        fn a_store_that_answers_again_after_throttling_is_asked_again() {
+            let _ = $crate::faults::a_store_that_answers_again_is_asked_again(CLOUD, CLOUD.throttles()[0]);
+        }
+    };
+}
+pub(crate) use cloud_fault_tests;
