@@ -100,7 +100,13 @@ impl<'a> StoreBuilder<'a> {
             "memory" => format!("{url}#{}", MEMORY_STORES.fetch_add(1, Ordering::Relaxed)),
             _ => url.to_string(),
         };
-        Ok(Store { storage: Arc::new(TieredStorage::open(backend, config, &scope)?), counts, prices, breaker })
+        Ok(Store {
+            storage: Arc::new(TieredStorage::open(backend, config, &scope)?),
+            counts,
+            prices,
+            breaker,
+            timeouts: Arc::default(),
+        })
     }
 }
 

@@ -90,6 +90,8 @@ pub struct Store {
     prices: Option<cost::PriceTable>,
     /// The circuit breaker's counters, when it is on (`store.breaker.failures` > 0).
     breaker: Option<Arc<rsm_core::backend::layers::BreakerStats>>,
+    /// The waits of fetches and copies that passed `fetch.timeout.ms` or `copy.timeout.ms`.
+    timeouts: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Which counter request counts come from ([`Store::requests_by_topic`]).
@@ -218,6 +220,7 @@ impl Store {
                     Ok(Err(e)) => format!("deleting what it wrote failed too ({e})"),
                     Err(_) => "deleting what it wrote timed out too".to_string(),
                 };
+                self.timeouts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 // As the storage manager logs a copy that fails, whose cleanup never ran here.
                 tracing::warn!(segment = %md.remote_log_segment_id, timeout_ms = limit.as_millis() as u64,
                     "copy timed out; {left}");
@@ -276,6 +279,7 @@ impl Store {
             self.storage.config().fetch_timeout,
             format!("segment {} (key {})", md.remote_log_segment_id, keys.shared_prefix()),
             self.breaker.clone(),
+            self.timeouts.clone(),
         )
     }
 
@@ -418,6 +422,7 @@ impl Store {
             self.breaker.as_ref().map_or(0, |b| b.times_opened()),
             self.breaker.as_ref().map_or(0, |b| b.calls_refused()),
             self.breaker.as_ref().map_or(0, |b| b.time_down().as_millis() as u64),
+            self.timeouts.load(std::sync::atomic::Ordering::Relaxed),
             http.throttled,
             http.retries_refused,
             read,
@@ -429,12 +434,13 @@ impl Store {
 /// held (the chunk cache is the process's, shared by the stores opened with the same cache settings); then
 /// the store's circuit breaker (`store.breaker.*`): its state now (0 closed, 1 open, 2 half-open: a probe
 /// may go), the times it opened, the calls it refused at once and the milliseconds it was open or half-open
-/// (the store taken as down) since the store was opened (all 0 when it is off); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
+/// (the store taken as down) since the store was opened (all 0 when it is off); the fetch waits and copies
+/// that passed `fetch.timeout.ms` or `copy.timeout.ms` (the store did not answer in time); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
 /// retried because its retry budget was spent (`<p>.retry.budget.*`), since the store was opened (0 for the
 /// other stores); then the bytes read from the store since it was opened (what its HTTP client received, or
 /// what the store's reads returned; a filesystem store's files read in place count not), to set beside the
 /// bytes the fetches served.
-pub const CACHE_METRICS: [&str; 29] = [
+pub const CACHE_METRICS: [&str; 30] = [
     "chunk-cache-hits",
     "chunk-cache-misses",
     "chunk-cache-evictions",
@@ -461,6 +467,7 @@ pub const CACHE_METRICS: [&str; 29] = [
     "store-breaker-opened",
     "store-breaker-refused",
     "store-breaker-down-ms",
+    "store-timeouts",
     "store-throttled",
     "store-retries-refused",
     "store-bytes-read",

@@ -41,6 +41,8 @@ pub(crate) struct Wait {
     what: std::sync::Arc<str>,
     /// Told of each time the limit passes: a store that hangs is a failing store.
     breaker: Option<std::sync::Arc<rsm_core::backend::layers::BreakerStats>>,
+    /// Counts each time the limit passes (the store's `store-timeouts` metric).
+    timeouts: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Wait {
@@ -49,8 +51,9 @@ impl Wait {
         limit: Option<std::time::Duration>,
         what: String,
         breaker: Option<std::sync::Arc<rsm_core::backend::layers::BreakerStats>>,
+        timeouts: std::sync::Arc<std::sync::atomic::AtomicU64>,
     ) -> Self {
-        Wait { limit, what: what.into(), breaker }
+        Wait { limit, what: what.into(), breaker, timeouts }
     }
 
     /// `f`, failed as retriable once the limit passes (and dropped, which cancels the requests behind it).
@@ -104,6 +107,7 @@ impl Wait {
             self.what,
             limit.as_millis()
         );
+        self.timeouts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(b) = &self.breaker {
             b.gave_up(&message);
         }

@@ -92,6 +92,10 @@ fn a_fetch_gives_up_on_a_store_that_does_not_answer_within_fetch_timeout() {
         assert!(t.elapsed() < Duration::from_secs(30), "{what}: waited {:?}", t.elapsed());
     };
     let id = md.remote_log_segment_id.id.to_string();
+    let timeouts = |s: &rsm_facade::Store| {
+        s.cache_metrics()[rsm_facade::CACHE_METRICS.iter().position(|n| *n == "store-timeouts").unwrap()]
+    };
+    assert_eq!(timeouts(&store), 0);
 
     // The bytes of the log: the stream opens (its manifest reads), its first piece never comes.
     faults.hang("*.log");
@@ -115,6 +119,9 @@ fn a_fetch_gives_up_on_a_store_that_does_not_answer_within_fetch_timeout() {
     let t = Instant::now();
     let e = store.fetch_index(&md, IndexType::Offset).unwrap_err();
     check("index", e, &id, t);
+    // Each wait that passed is counted apart (`store-timeouts`): the log's piece and the index here, the
+    // open in the other store.
+    assert_eq!((timeouts(&store), timeouts(&cold)), (2, 1));
 }
 
 #[test]
@@ -150,6 +157,8 @@ fn a_copy_that_outlives_copy_timeout_fails_and_leaves_nothing() {
     let msg = e.to_string();
     assert!(msg.contains("copy.timeout.ms (300 ms)") && msg.contains("what it wrote was deleted"), "{msg}");
     assert_eq!(rsm_core::testkit::files_under(&root), Vec::<std::path::PathBuf>::new(), "the attempt left objects");
+    let i = rsm_facade::CACHE_METRICS.iter().position(|n| *n == "store-timeouts").unwrap();
+    assert_eq!(store.cache_metrics()[i], 1, "the copy's timeout is counted");
     // The store answering again, the same segment copies and reads back.
     faults.clear();
     store.copy(&md, &data).unwrap();

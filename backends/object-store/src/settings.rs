@@ -93,10 +93,8 @@ impl ClientSettings {
              while they wait (a fetch past `fetch.timeout.ms`) do not prolong it; any other answer ends it",
         );
     /// `<p>.throttle.backoff.max.ms`.
-    pub const THROTTLE_BACKOFF_MAX: Setting = Setting::long("<p>.throttle.backoff.max.ms", 0, 3_600_000)
-        .with_default(200)
-        .with_unit(Unit::Millis)
-        .with_doc(
+    pub const THROTTLE_BACKOFF_MAX: Setting =
+        Setting::long("<p>.throttle.backoff.max.ms", 0, 3_600_000).with_default(200).with_unit(Unit::Millis).with_doc(
             "(cloud stores) the longest pause of a throttling store; keep it well below `fetch.timeout.ms`: a fetch \
              that outlives its wait while paused counts as a failure of the store for the circuit breaker, and \
              kept it open long after the store recovered (the retry budget and the breaker are what cut the \

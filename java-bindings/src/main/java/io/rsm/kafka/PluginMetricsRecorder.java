@@ -268,6 +268,8 @@ final class PluginMetricsRecorder implements AutoCloseable {
                     + " them, since the store was opened"),
             Map.entry("store-breaker-down-ms", "Milliseconds the store's circuit breaker was open or half-open (the"
                     + " store taken as down), since the store was opened"),
+            Map.entry("store-timeouts", "Fetch waits and copies that passed fetch.timeout.ms or copy.timeout.ms (the"
+                    + " store did not answer in time), since the store was opened"),
             Map.entry("store-throttled", "Answers of the cloud store that said it is overloaded (429, 503 such as"
                     + " S3's SlowDown), since the store was opened"),
             Map.entry("store-retries-refused", "Failed requests to the cloud store not retried because its retry"

@@ -295,7 +295,7 @@ class PluginMetricsTest {
             assertTrue(names.containsAll(List.of("chunk-cache-hits", "chunk-cache-misses", "chunk-cache-bytes",
                     "chunk-cache-loads", "chunk-cache-disk-hits", "index-cache-hits", "index-cache-misses",
                     "index-cache-bytes", "manifest-cache-hits", "manifest-cache-misses", "store-breaker-state",
-                    "store-breaker-opened", "store-breaker-refused", "store-breaker-down-ms", "store-throttled",
+                    "store-breaker-opened", "store-breaker-refused", "store-breaker-down-ms", "store-timeouts", "store-throttled",
                     "store-retries-refused", "store-bytes-read")),
                     names.toString());
             assertEquals(names.size(), new HashSet<>(names).size(), "names are unique: " + names);
