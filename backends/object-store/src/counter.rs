@@ -7,8 +7,10 @@
 
 use async_trait::async_trait;
 use object_store::ClientOptions;
+use http_body_util::BodyExt;
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
+    ReqwestConnector,
 };
 use rsm_core::backend::{Op, RequestCounts};
 use std::error::Error as StdError;
@@ -75,24 +77,27 @@ impl HttpService for CountingService {
         let counter = self.counter.for_key(&subject(req.uri().path(), req.uri().query()));
         counter.start(op, req.body().content_length() as u64);
         let r = self.inner.execute(req).await;
-        match &r {
+        match r {
             Ok(resp) => {
                 if resp.status().as_u16() >= 400 {
                     counter.fail(op);
                 }
-                if op != Op::Head {
-                    let len = resp
-                        .headers()
-                        .get("content-length")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .unwrap_or(0);
-                    counter.add_received(op, len);
-                }
+                // The body's bytes as they arrive, not as its length announced: an answer cut mid-body
+                // brought only what came.
+                let (parts, body) = resp.into_parts();
+                let body = body.map_frame(move |frame| {
+                    if let Some(data) = frame.data_ref() {
+                        counter.add_received(op, data.len() as u64);
+                    }
+                    frame
+                });
+                Ok(HttpResponse::from_parts(parts, HttpResponseBody::new(body)))
             }
-            Err(_) => counter.fail(op),
+            Err(e) => {
+                counter.fail(op);
+                Err(unsent_is_retriable(e))
+            }
         }
-        r.map_err(unsent_is_retriable)
     }
 }
 
