@@ -47,13 +47,16 @@
 //!   (`gcs.max.retries` 2) fails as retriable in 0.36–0.64 s after 6 POSTs (the log's and the indexes', 3 each;
 //!   the manifest is never tried), "HTTP status 429: {…rateLimitExceeded…}"; its cleanup's 4 DELETEs pass,
 //!   nothing of the segment is left, and the copy then succeeds.
-//! - Answers cut mid-body: never other bytes than the segment's. The client resumes a cut answer with a ranged
-//!   GET from where it was cut, within its retries (4 answers in all), as on S3 and Azure: cut after 0 or 100
-//!   bytes, the manifest (756 bytes, first read whole) fails after 4 requests, as retriable; after 4 KiB or 40
-//!   KB, the whole log (one GET of its 306,835 bytes) fails after 4 requests of the log, a range of 80 KB
-//!   (blocks 65,111–195,129) succeeds after 4 requests at 40 KB; after 100 KB the whole log is read right in 4
-//!   GETs of the log (the range in 2); an index fetch (one 584-byte ranged GET, after the manifest) fails with
-//!   the manifest at 0 and 100 bytes, and is whole from 4 KiB on.
+//! - Answers cut mid-body: never other bytes than the segment's, as on S3 and Azure. The client resumes a
+//!   cut answer with a ranged GET from where it was cut, within its retries (4 answers in all): cut after 0
+//!   or 100 bytes, the manifest (756 bytes, first read whole) fails after 4 requests, as retriable; from 4 KiB on, the
+//!   adapter asks again for the rest of the answer from where the client gave up (each further answer must
+//!   bring 1 KiB), so the whole log (306,835 bytes) is read right: in 76 requests at 4 KiB (~9 s), 9 at
+//!   40 KB, 5 at 100 KB, reading 307,591 bytes from the store (the manifest's 756 and the log's, each byte
+//!   once: `store-bytes-read`, asserted within 1.5x the bytes served) where it failed after 4 requests
+//!   before; a range of 80 KB (blocks 65,111–195,129) in 32 requests at 4 KiB, 4 at 40 KB; an index fetch
+//!   (one 584-byte ranged GET, after the manifest) fails with the manifest at 0 and 100 bytes, and is whole
+//!   from 4 KiB on.
 //! - `copy.timeout.ms` (2000 here; GCS client timeouts 60 s): a copy to a store that hangs fails as retriable
 //!   in ~2 s, then deletes what it wrote within the same bound again. GCS has no batch delete: each of the
 //!   cleanup's two steps (the `.manifest` and the one-object `.segment`, then the `.log` and the `.indexes`) is

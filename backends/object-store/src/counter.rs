@@ -6,8 +6,8 @@
 //! store sends (including each retry, each multipart part, each batch delete) passes through it.
 
 use async_trait::async_trait;
-use object_store::ClientOptions;
 use http_body_util::BodyExt;
+use object_store::ClientOptions;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
     ReqwestConnector,

@@ -68,6 +68,13 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 
+/// The most times one read asks again for the rest of an answer that broke off ([`ObjectStoreBackend::get_range`]).
+const RESUMES: usize = 64;
+
+/// The fewest bytes an answer that broke off must have brought for the read to ask for the rest again: a
+/// store that cuts every answer sooner fails the read.
+const RESUME_PROGRESS: usize = 1024;
+
 /// How uploads are cut into requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UploadSettings {
@@ -211,6 +218,50 @@ impl ObjectStoreBackend {
 
     fn err(&self, op: &str, key: &str, e: object_store::Error) -> Error {
         map_error(self.name, op, key, e, &self.redactor)
+    }
+
+    /// The bytes of the answer `first` to a read of `range` of `key`, read again from the byte reached
+    /// when the answer breaks off ([`RESUMES`]): object_store resumes a cut answer a few times
+    /// (`<p>.max.retries`) and then fails the read, and a caller reading it again from its start read the
+    /// same bytes over and over (a broker under cut connections read 82 MB to serve nothing). Each further
+    /// answer asks for the rest only, of the same version of the object (its ETag), and must bring at least
+    /// [`RESUME_PROGRESS`] bytes for the next.
+    async fn read_resuming(
+        &self,
+        key: &str,
+        location: &ObjectPath,
+        range: Range<u64>,
+        first: object_store::GetResult,
+    ) -> Result<Bytes> {
+        let e_tag = first.meta.e_tag.clone();
+        let mut answer = first;
+        let mut got = BytesMut::new();
+        let mut resumes = 0;
+        loop {
+            let before = got.len();
+            let mut stream = answer.into_stream();
+            let mut broke = None;
+            while let Some(piece) = stream.next().await {
+                match piece {
+                    Ok(b) => got.extend_from_slice(&b),
+                    Err(e) => {
+                        broke = Some(e);
+                        break;
+                    }
+                }
+            }
+            let Some(e) = broke else { return Ok(got.freeze()) };
+            let progress = got.len() - before;
+            if classify(&e) != Class::Transient || progress < RESUME_PROGRESS || resumes == RESUMES {
+                return Err(self.err("reading", key, e).with_field("bytes read", got.len()));
+            }
+            resumes += 1;
+            let at = range.start + got.len() as u64;
+            let rest = if range.end == u64::MAX { GetRange::Offset(at) } else { GetRange::Bounded(at..range.end) };
+            tracing::debug!(key, at, resumes, error = %e, "an answer broke off; reading the rest");
+            let opts = GetOptions { range: Some(rest), if_match: e_tag.clone(), ..Default::default() };
+            answer = self.store.get_opts(location, opts).await.map_err(|e| self.err("reading", key, e))?;
+        }
     }
 
     fn path(key: &str) -> Result<ObjectPath> {
@@ -461,7 +512,7 @@ impl StorageBackend for ObjectStoreBackend {
         };
         let opts = GetOptions { range: get_range, ..Default::default() };
         let got = match self.store.get_opts(&location, opts).await {
-            Ok(r) => r.bytes().await,
+            Ok(r) => return self.read_resuming(key, &location, range, r).await,
             Err(e) => Err(e),
         };
         match got {

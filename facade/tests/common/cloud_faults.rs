@@ -692,6 +692,8 @@ fn cut_case(b: &Bench, s0: &Segment, (n, whole_ok): (usize, Option<bool>)) -> Cu
     b.proxy.set_fault(Fault::ResetAfter(n));
     let cold = b.open(&CUT_SETTINGS);
     let (whole, took_whole, sent_whole) = b.timed(|| read_all(&cold, s0, 0, None));
+    // What the whole fetch read from the store (its manifest, then the log's bytes in its answers' pieces).
+    let read_whole = metric(&cold, "store-bytes-read");
     let (part, took_part, sent_part) = b.timed(|| read_all(&cold, s0, start, Some(end)));
     let (index, took_index, sent_index) = b.timed(|| cold.fetch_index(&s0.md, IndexType::Offset));
     fn show<T: AsRef<[u8]>>(r: &rsm_core::Result<T>) -> String {
@@ -710,6 +712,13 @@ fn cut_case(b: &Bench, s0: &Segment, (n, whole_ok): (usize, Option<bool>)) -> Cu
     );
     if let Some(ok) = whole_ok {
         assert_eq!(whole.is_ok(), ok, "cut after {n}: whole: {}", show(&whole));
+    }
+    if whole.is_ok() {
+        // A broken answer is read on from where it broke, never again from the start: the bytes read stay
+        // near the bytes served.
+        let served = s0.log.len() as u64;
+        assert!(read_whole * 2 <= served * 3, "cut after {n}: {read_whole} bytes read to serve {served}");
+        println!("{cloud:?} cut after {n} bytes: the whole fetch read {read_whole} bytes to serve {served}");
     }
     let figures = CutFigures {
         after: n,
