@@ -45,21 +45,30 @@ impl Faults {
     }
 }
 
-#[test]
-fn a_fetch_gives_up_on_a_store_that_does_not_answer_within_fetch_timeout() {
-    let tmp = tempfile::tempdir().unwrap();
+/// A partition of 100 KiB segments (`records` records, generator seed `seed`) under `tmp`, and an empty store
+/// directory beside it.
+fn partition_and_store(tmp: &std::path::Path, records: u64, seed: u64) -> (LocalPartition, std::path::PathBuf) {
     let spec = PartitionSpec {
         topic_id: Uuid::random(),
         segment_bytes: 100 << 10,
-        records: 4000,
+        records,
         records_per_batch: 8,
         value_bytes: 100,
         first_timestamp: 1_700_000_000_000,
         epoch_every_batches: 0,
-        seed: 7,
+        seed,
         compression: None,
     };
-    let partition = LocalPartition::open(&generate_partition(&tmp.path().join("t-0"), &spec).unwrap()).unwrap();
+    let partition = LocalPartition::open(&generate_partition(&tmp.join("t-0"), &spec).unwrap()).unwrap();
+    let root = tmp.join("store");
+    std::fs::create_dir(&root).unwrap();
+    (partition, root)
+}
+
+#[test]
+fn a_fetch_gives_up_on_a_store_that_does_not_answer_within_fetch_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (partition, root) = partition_and_store(tmp.path(), 4000, 7);
     let seg = partition.closed_segments()[0].clone();
     let md = partition.segment_metadata(&seg, 1, 0).unwrap();
     let data = partition.segment_data(&seg).unwrap();
@@ -69,8 +78,6 @@ fn a_fetch_gives_up_on_a_store_that_does_not_answer_within_fetch_timeout() {
         // Compressed chunks: a filesystem store then reads through the stack, as a cloud store does.
         ("compression.enabled".to_string(), "true".to_string()),
     ]);
-    let root = tmp.path().join("store");
-    std::fs::create_dir(&root).unwrap();
     let url = format!("file://{}", root.display());
     let faults = Faults::default();
     let store = StoreBuilder::new(&url, &settings).layer(faults.clone()).open().unwrap();
@@ -127,23 +134,10 @@ fn a_fetch_gives_up_on_a_store_that_does_not_answer_within_fetch_timeout() {
 #[test]
 fn a_copy_that_outlives_copy_timeout_fails_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = PartitionSpec {
-        topic_id: Uuid::random(),
-        segment_bytes: 100 << 10,
-        records: 2000,
-        records_per_batch: 8,
-        value_bytes: 100,
-        first_timestamp: 1_700_000_000_000,
-        epoch_every_batches: 0,
-        seed: 8,
-        compression: None,
-    };
-    let partition = LocalPartition::open(&generate_partition(&tmp.path().join("t-0"), &spec).unwrap()).unwrap();
+    let (partition, root) = partition_and_store(tmp.path(), 2000, 8);
     let seg = partition.closed_segments()[0].clone();
     let md = partition.segment_metadata(&seg, 1, 0).unwrap();
     let data = partition.segment_data(&seg).unwrap();
-    let root = tmp.path().join("store");
-    std::fs::create_dir(&root).unwrap();
     let settings = BTreeMap::from([("copy.timeout.ms".to_string(), "300".to_string())]);
     let faults = Faults::default();
     let store =
@@ -176,22 +170,9 @@ fn a_copy_that_outlives_copy_timeout_fails_and_leaves_nothing() {
 #[test]
 fn a_refused_fetch_is_held_until_its_deadline_and_probes_when_the_breaker_allows() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = PartitionSpec {
-        topic_id: Uuid::random(),
-        segment_bytes: 100 << 10,
-        records: 2000,
-        records_per_batch: 8,
-        value_bytes: 100,
-        first_timestamp: 1_700_000_000_000,
-        epoch_every_batches: 0,
-        seed: 9,
-        compression: None,
-    };
-    let partition = LocalPartition::open(&generate_partition(&tmp.path().join("t-0"), &spec).unwrap()).unwrap();
+    let (partition, root) = partition_and_store(tmp.path(), 2000, 9);
     let seg = partition.closed_segments()[0].clone();
     let md = partition.segment_metadata(&seg, 1, 0).unwrap();
-    let root = tmp.path().join("store");
-    std::fs::create_dir(&root).unwrap();
     let settings = BTreeMap::from([
         ("fetch.timeout.ms".to_string(), "400".to_string()),
         ("store.breaker.failures".to_string(), "2".to_string()),
