@@ -185,11 +185,9 @@ class BrokerStoreFaultsIT {
 
     @Test
     void aBrokerSurvivesTheStoresBadDays() throws Exception {
-        String spec = System.getProperty("rsm.brokers", "").trim();
-        assertTrue(!spec.isEmpty(), "no broker class path given (rsm.brokers)");
-        String[] newest = spec.split(",")[0].trim().split("=", 2);
-        String version = newest[0];
-        String classpath = Files.readString(Paths.get(newest[1])).trim();
+        String[] named = KafkaBroker.firstOfBrokersProperty();
+        String version = named[0];
+        String classpath = named[1];
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
         assertTrue(Files.isRegularFile(jar), "plugin jar " + jar);
         Path proxyBinary = Paths.get(System.getProperty("rsm.fault.proxy", "../target/debug/examples/fault_proxy"));

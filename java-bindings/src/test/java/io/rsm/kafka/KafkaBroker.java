@@ -351,6 +351,18 @@ final class KafkaBroker implements AutoCloseable {
         }
     }
 
+    /**
+     * The first broker the system property {@code rsm.brokers} names ({@code version=classpath-file,...}, the
+     * newest first): its version and its class path, read from the file. Fails the test when the property is
+     * not given.
+     */
+    static String[] firstOfBrokersProperty() throws IOException {
+        String spec = System.getProperty("rsm.brokers", "").trim();
+        org.junit.jupiter.api.Assertions.assertTrue(!spec.isEmpty(), "no broker class path given (rsm.brokers)");
+        String[] first = spec.split(",")[0].trim().split("=", 2);
+        return new String[] {first[0], Files.readString(java.nio.file.Paths.get(first[1])).trim()};
+    }
+
     static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             s.setReuseAddress(true);

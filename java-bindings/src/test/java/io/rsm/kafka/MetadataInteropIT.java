@@ -52,11 +52,9 @@ class MetadataInteropIT {
 
     @Test
     void ourReaderAndAuditAgreeWithARealBrokersMetadata() throws Exception {
-        String spec = System.getProperty("rsm.brokers", "").trim();
-        assertTrue(!spec.isEmpty(), "no broker class path given (rsm.brokers)");
-        String[] first = spec.split(",")[0].trim().split("=", 2);
-        String version = first[0];
-        String classpath = Files.readString(Paths.get(first[1])).trim();
+        String[] named = KafkaBroker.firstOfBrokersProperty();
+        String version = named[0];
+        String classpath = named[1];
         Path cli = Paths.get(System.getProperty("rsm.cli", "../target/debug/rsm"));
         assertTrue(Files.isExecutable(cli), "the rsm binary " + cli.toAbsolutePath() + " (system property rsm.cli)");
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
