@@ -115,6 +115,18 @@ impl CountLevel {
     }
 }
 
+/// Closing a store cancels its pending second looks at failed copies (`copy.cleanup.recheck.ms`), and,
+/// outside the runtime (a host's thread: the C ABI's `rsm_store_close`, the plugin's `close`), waits for
+/// their tasks to end, so none outlives the store.
+impl Drop for Store {
+    fn drop(&mut self) {
+        let ended = self.storage.cancel_cleanup_rechecks();
+        if tokio::runtime::Handle::try_current().is_err() {
+            runtime().block_on(ended);
+        }
+    }
+}
+
 impl Store {
     /// Opens `url` with `settings`; unknown settings fail, naming the key. The default layer stack; a
     /// [`StoreBuilder`] adds a host's layers.

@@ -280,6 +280,18 @@ impl TieredStorage {
         self.delete_log_segment_data(metadata).await
     }
 
+    /// Cancels the pending second looks at failed copies' objects (`copy.cleanup.recheck.ms`), for a host
+    /// closing the store: what they would have deleted is left to `rsm sweep` and `rsm audit`. The future
+    /// ends once their tasks have.
+    pub fn cancel_cleanup_rechecks(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let tasks = self.rechecks.cancel_all();
+        async move {
+            for t in tasks {
+                let _ = t.await;
+            }
+        }
+    }
+
     /// Schedules the second look at a failed copy's objects, when `copy.cleanup.recheck.ms` asks for one.
     fn recheck_later(&self, metadata: &RemoteLogSegmentMetadata) {
         if let Some(after) = self.config.copy_cleanup_recheck {

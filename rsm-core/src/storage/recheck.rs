@@ -14,16 +14,16 @@ use crate::model::Uuid;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::task::AbortHandle;
+use tokio::task::JoinHandle;
 
 /// The pending second looks, by segment id.
 #[derive(Debug, Default)]
 pub(crate) struct CleanupRechecks {
-    pending: Mutex<HashMap<Uuid, AbortHandle>>,
+    pending: Mutex<HashMap<Uuid, JoinHandle<()>>>,
 }
 
 impl CleanupRechecks {
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, AbortHandle>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, JoinHandle<()>>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -47,7 +47,7 @@ impl CleanupRechecks {
                 r.pending().remove(&id);
             }
         });
-        if let Some(earlier) = self.pending().insert(id, task.abort_handle()) {
+        if let Some(earlier) = self.pending().insert(id, task) {
             earlier.abort();
         }
     }
@@ -57,6 +57,14 @@ impl CleanupRechecks {
         if let Some(task) = self.pending().remove(id) {
             task.abort();
         }
+    }
+
+    /// Cancels every pending look; the tasks, to wait for their end (a task sleeping in the runtime at exit
+    /// holds the store's memory: a leak checker's "possibly lost").
+    pub(crate) fn cancel_all(&self) -> Vec<JoinHandle<()>> {
+        let tasks: Vec<JoinHandle<()>> = self.pending().drain().map(|(_, t)| t).collect();
+        tasks.iter().for_each(JoinHandle::abort);
+        tasks
     }
 
     /// How many looks are pending.
