@@ -75,6 +75,16 @@ const RESUMES: usize = 64;
 /// store that cuts every answer sooner fails the read.
 const RESUME_PROGRESS: usize = 1024;
 
+/// `pieces` (`len` bytes in all) as one buffer: the one piece itself, or a copy of them all.
+fn joined(mut pieces: Vec<Bytes>, len: usize) -> Bytes {
+    if pieces.len() == 1 {
+        return pieces.pop().unwrap_or_default();
+    }
+    let mut all = BytesMut::with_capacity(len);
+    pieces.iter().for_each(|p| all.extend_from_slice(p));
+    all.freeze()
+}
+
 /// How uploads are cut into requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UploadSettings {
@@ -235,28 +245,32 @@ impl ObjectStoreBackend {
     ) -> Result<Bytes> {
         let e_tag = first.meta.e_tag.clone();
         let mut answer = first;
-        let mut got = BytesMut::new();
+        // The pieces as they came, joined once at the end (one piece, the usual answer, is not copied).
+        let mut pieces: Vec<Bytes> = Vec::new();
+        let mut got = 0usize;
         let mut resumes = 0;
         loop {
-            let before = got.len();
+            let before = got;
             let mut stream = answer.into_stream();
             let mut broke = None;
             while let Some(piece) = stream.next().await {
                 match piece {
-                    Ok(b) => got.extend_from_slice(&b),
+                    Ok(b) => {
+                        got += b.len();
+                        pieces.push(b);
+                    }
                     Err(e) => {
                         broke = Some(e);
                         break;
                     }
                 }
             }
-            let Some(e) = broke else { return Ok(got.freeze()) };
-            let progress = got.len() - before;
-            if classify(&e) != Class::Transient || progress < RESUME_PROGRESS || resumes == RESUMES {
-                return Err(self.err("reading", key, e).with_field("bytes read", got.len()));
+            let Some(e) = broke else { return Ok(joined(pieces, got)) };
+            if classify(&e) != Class::Transient || got - before < RESUME_PROGRESS || resumes == RESUMES {
+                return Err(self.err("reading", key, e).with_field("bytes read", got));
             }
             resumes += 1;
-            let at = range.start + got.len() as u64;
+            let at = range.start + got as u64;
             let rest = if range.end == u64::MAX { GetRange::Offset(at) } else { GetRange::Bounded(at..range.end) };
             tracing::debug!(key, at, resumes, error = %e, "an answer broke off; reading the rest");
             let opts = GetOptions { range: Some(rest), if_match: e_tag.clone(), ..Default::default() };
@@ -511,12 +525,8 @@ impl StorageBackend for ObjectStoreBackend {
             (s, e) => Some(GetRange::Bounded(s..e)),
         };
         let opts = GetOptions { range: get_range, ..Default::default() };
-        let got = match self.store.get_opts(&location, opts).await {
-            Ok(r) => return self.read_resuming(key, &location, range, r).await,
-            Err(e) => Err(e),
-        };
-        match got {
-            Ok(b) => Ok(b),
+        match self.store.get_opts(&location, opts).await {
+            Ok(answer) => self.read_resuming(key, &location, range, answer).await,
             Err(e) if classify(&e) == Class::RangeNotSatisfiable => {
                 // The range starts at or past the end (or the object is empty): which one decides
                 // between empty bytes and an invalid argument.
