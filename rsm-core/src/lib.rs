@@ -26,6 +26,7 @@ pub mod error;
 pub mod format;
 pub mod model;
 pub mod rsm;
+pub mod single_flight;
 pub mod storage;
 #[cfg(feature = "testkit")]
 pub mod testkit;

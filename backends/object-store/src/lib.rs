@@ -21,6 +21,9 @@
 //!   every real request by method.
 //! - **A retry budget per store** ([`BudgetConnector`], under the counter): retries are a share of
 //!   successes beyond a burst, and a throttled answer waits longer before its retry.
+//! - **Reads that go on**: an answer that breaks off is read on from the byte it reached, a read that
+//!   stops before its end (given up at its caller's deadline) leaves its bytes for the same read asked
+//!   again to go on from, and the same read asked twice at once is sent once.
 //!
 //! The cloud crates describe their settings and client with a [`CloudStore`]; [`cloud`] assembles the
 //! backend and gives each crate its constructors, so none of them writes that code again.
@@ -34,6 +37,7 @@ mod errors;
 mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod unfinished;
 
 pub use budget::{BudgetConnector, RetryBudget, RetryBudgetSettings, RetryBudgetSpent, retry_budget_spent};
 pub use cloud::{CloudKind, CloudStore, CloudStores};
@@ -61,12 +65,14 @@ use object_store::{
     Attributes, GetOptions, GetRange, MultipartUpload, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
 };
 use rsm_core::backend::{ByteStream, IncompleteUpload, ObjectMeta, StorageBackend, clamp_range, validate_key};
+use rsm_core::single_flight::SingleFlight;
 use rsm_core::{Error, Result};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
+use unfinished::{ReadProgress, UnfinishedReads};
 
 /// The most times one read asks again for the rest of an answer that broke off ([`ObjectStoreBackend::get_range`]).
 const RESUMES: usize = 64;
@@ -74,6 +80,15 @@ const RESUMES: usize = 64;
 /// The fewest bytes an answer that broke off must have brought for the read to ask for the rest again: a
 /// store that cuts every answer sooner fails the read.
 const RESUME_PROGRESS: usize = 1024;
+
+/// The object_store range of our `range` (`u64::MAX` as its end: to the object's end).
+fn get_range_of(range: &Range<u64>) -> Option<GetRange> {
+    match (range.start, range.end) {
+        (0, u64::MAX) => None,
+        (s, u64::MAX) => Some(GetRange::Offset(s)),
+        (s, e) => Some(GetRange::Bounded(s..e)),
+    }
+}
 
 /// `pieces` (`len` bytes in all) as one buffer: the one piece itself, or a copy of them all.
 fn joined(mut pieces: Vec<Bytes>, len: usize) -> Bytes {
@@ -134,6 +149,10 @@ pub struct ObjectStoreBackend {
     counter: Option<Arc<RequestCounts>>,
     /// Whether the store answers a suffix range (`bytes=-N`); without, a tail read is a HEAD and a ranged GET.
     suffix_reads: bool,
+    /// Reads that stopped before their end, for the same read asked again to continue.
+    unfinished: UnfinishedReads,
+    /// Ranged reads running, by key and range.
+    reads: SingleFlight<(String, u64, u64), Bytes>,
 }
 
 impl fmt::Debug for ObjectStoreBackend {
@@ -162,6 +181,8 @@ impl ObjectStoreBackend {
             redactor: Redactor::default(),
             counter: None,
             suffix_reads: true,
+            unfinished: UnfinishedReads::default(),
+            reads: SingleFlight::new(),
         }
     }
 
@@ -230,51 +251,103 @@ impl ObjectStoreBackend {
         map_error(self.name, op, key, e, &self.redactor)
     }
 
-    /// The bytes of the answer `first` to a read of `range` of `key`, read again from the byte reached
-    /// when the answer breaks off ([`RESUMES`]): object_store resumes a cut answer a few times
+    /// The bytes of the read `progress` of `range` of `key`, whose next answer is `answer`, read on from the
+    /// byte reached when an answer breaks off ([`RESUMES`]): object_store resumes a cut answer a few times
     /// (`<p>.max.retries`) and then fails the read, and a caller reading it again from its start read the
     /// same bytes over and over (a broker under cut connections read 82 MB to serve nothing). Each further
     /// answer asks for the rest only, of the same version of the object (its ETag), and must bring at least
-    /// [`RESUME_PROGRESS`] bytes for the next.
+    /// [`RESUME_PROGRESS`] bytes for the next. A read that stops before its end (failed, or dropped at its
+    /// caller's deadline) leaves what it received to the next read of the same range ([`unfinished`]).
     async fn read_resuming(
         &self,
         key: &str,
         location: &ObjectPath,
-        range: Range<u64>,
+        range: &Range<u64>,
+        mut progress: ReadProgress<'_>,
         first: object_store::GetResult,
     ) -> Result<Bytes> {
-        let e_tag = first.meta.e_tag.clone();
+        if progress.e_tag.is_none() {
+            progress.e_tag = first.meta.e_tag.clone();
+        }
         let mut answer = first;
-        // The pieces as they came, joined once at the end (one piece, the usual answer, is not copied).
-        let mut pieces: Vec<Bytes> = Vec::new();
-        let mut got = 0usize;
         let mut resumes = 0;
         loop {
-            let before = got;
+            let before = progress.got;
             let mut stream = answer.into_stream();
             let mut broke = None;
             while let Some(piece) = stream.next().await {
                 match piece {
-                    Ok(b) => {
-                        got += b.len();
-                        pieces.push(b);
-                    }
+                    Ok(b) => progress.push(b),
                     Err(e) => {
                         broke = Some(e);
                         break;
                     }
                 }
             }
-            let Some(e) = broke else { return Ok(joined(pieces, got)) };
-            if classify(&e) != Class::Transient || got - before < RESUME_PROGRESS || resumes == RESUMES {
-                return Err(self.err("reading", key, e).with_field("bytes read", got));
+            let Some(e) = broke else { return Ok(progress.finish()) };
+            let transient = classify(&e) == Class::Transient;
+            if !transient || progress.got - before < RESUME_PROGRESS || resumes == RESUMES {
+                progress.keep_on_drop(transient);
+                return Err(self.err("reading", key, e).with_field("bytes read", progress.got));
             }
             resumes += 1;
-            let at = range.start + got as u64;
-            let rest = if range.end == u64::MAX { GetRange::Offset(at) } else { GetRange::Bounded(at..range.end) };
-            tracing::debug!(key, at, resumes, error = %e, "an answer broke off; reading the rest");
-            let opts = GetOptions { range: Some(rest), if_match: e_tag.clone(), ..Default::default() };
-            answer = self.store.get_opts(location, opts).await.map_err(|e| self.err("reading", key, e))?;
+            tracing::debug!(key, at = range.start + progress.got as u64, resumes, error = %e,
+                "an answer broke off; reading the rest");
+            answer = self.read_rest(key, location, range, &mut progress).await?;
+        }
+    }
+
+    /// The answer to a read of what `progress` has not received of `range`, of the version it has (an
+    /// object changed since is read from its start again).
+    async fn read_rest(
+        &self,
+        key: &str,
+        location: &ObjectPath,
+        range: &Range<u64>,
+        progress: &mut ReadProgress<'_>,
+    ) -> Result<object_store::GetResult> {
+        let at = range.start + progress.got as u64;
+        let rest = if range.end == u64::MAX { GetRange::Offset(at) } else { GetRange::Bounded(at..range.end) };
+        let opts = GetOptions { range: Some(rest), if_match: progress.e_tag.clone(), ..Default::default() };
+        match self.store.get_opts(location, opts).await {
+            Ok(answer) => Ok(answer),
+            Err(object_store::Error::Precondition { .. }) => {
+                tracing::debug!(key, "the object changed since a read of it stopped; reading it again");
+                progress.restart();
+                let opts = GetOptions { range: get_range_of(range), ..Default::default() };
+                self.store.get_opts(location, opts).await.map_err(|e| self.err("reading", key, e))
+            }
+            Err(e) => {
+                progress.keep_on_drop(classify(&e) == Class::Transient);
+                Err(self.err("reading", key, e))
+            }
+        }
+    }
+
+    /// The bytes `range` (not empty) of `key`, continuing a read of the same range that stopped before its
+    /// end ([`unfinished`]).
+    async fn read_range(&self, key: &str, location: &ObjectPath, range: Range<u64>) -> Result<Bytes> {
+        let mut progress = self.unfinished.start(key, &range);
+        if progress.got > 0 {
+            tracing::debug!(
+                key,
+                at = range.start + progress.got as u64,
+                "reading on where a read of the range stopped"
+            );
+            let answer = self.read_rest(key, location, &range, &mut progress).await?;
+            return self.read_resuming(key, location, &range, progress, answer).await;
+        }
+        let opts = GetOptions { range: get_range_of(&range), ..Default::default() };
+        match self.store.get_opts(location, opts).await {
+            Ok(answer) => self.read_resuming(key, location, &range, progress, answer).await,
+            Err(e) if classify(&e) == Class::RangeNotSatisfiable => {
+                // The range starts at or past the end (or the object is empty): which one decides
+                // between empty bytes and an invalid argument.
+                let size = self.size_of(key, location).await?;
+                let r = clamp_range(key, range, size)?;
+                if r.is_empty() { Ok(Bytes::new()) } else { Err(self.err("reading", key, e)) }
+            }
+            Err(e) => Err(self.err("reading", key, e)),
         }
     }
 
@@ -519,23 +592,10 @@ impl StorageBackend for ObjectStoreBackend {
             clamp_range(key, range, size)?;
             return Ok(Bytes::new());
         }
-        let get_range = match (range.start, range.end) {
-            (0, u64::MAX) => None,
-            (s, u64::MAX) => Some(GetRange::Offset(s)),
-            (s, e) => Some(GetRange::Bounded(s..e)),
-        };
-        let opts = GetOptions { range: get_range, ..Default::default() };
-        match self.store.get_opts(&location, opts).await {
-            Ok(answer) => self.read_resuming(key, &location, range, answer).await,
-            Err(e) if classify(&e) == Class::RangeNotSatisfiable => {
-                // The range starts at or past the end (or the object is empty): which one decides
-                // between empty bytes and an invalid argument.
-                let size = self.size_of(key, &location).await?;
-                let r = clamp_range(key, range, size)?;
-                if r.is_empty() { Ok(Bytes::new()) } else { Err(self.err("reading", key, e)) }
-            }
-            Err(e) => Err(self.err("reading", key, e)),
-        }
+        // A read of the same range running already (a broker asking again for a fetch it gave up on, while
+        // the first read still runs) is waited for, not sent again.
+        let read = (key.to_string(), range.start, range.end);
+        self.reads.run(read, || self.read_range(key, &location, range)).await
     }
 
     async fn get_tail(&self, key: &str, len: u64) -> Result<(Bytes, u64)> {

@@ -742,6 +742,89 @@ fn cut_case(b: &Bench, s0: &Segment, (n, whole_ok): (usize, Option<bool>)) -> Cu
     figures
 }
 
+/// What [`given_up_reads_continue_where_they_stopped`] saw: the attempts until the fetch was whole, the
+/// bytes read from the store (the manifest's and the log's) and the bytes served.
+#[derive(Debug)]
+pub struct GivenUpFigures {
+    pub attempts: usize,
+    pub read: u64,
+    pub served: u64,
+}
+
+/// Answers cut after 40,000 bytes and a fetch deadline too short to read the segment in one go (the
+/// client's backoff between cut answers outlasts it): each attempt, given up at its deadline, leaves what it
+/// received, and the same fetch asked again reads on from there, so a few attempts serve the segment,
+/// having read it from the store about once. Before, each attempt read the same first bytes again and
+/// the fetch never came whole (a broker under cut answers read 5 MB and served nothing).
+pub fn given_up_reads_continue_where_they_stopped(cloud: Cloud) -> Option<GivenUpFigures> {
+    let b = Bench::new(cloud, "given-up")?;
+    let t = tempfile::tempdir().unwrap();
+    let segs = chunked(t.path());
+    let s0 = &segs[0];
+    let settings = [("fetch.timeout.ms", "300"), ("store.breaker.failures", "0")];
+    b.open(&settings).copy(&s0.md, &s0.data).unwrap();
+    b.proxy.set_fault(Fault::ResetAfter(40_000));
+    let store = b.open(&settings);
+    let mut attempts = 0;
+    let got = loop {
+        attempts += 1;
+        match read_all(&store, s0, 0, None) {
+            Ok(got) => break got,
+            Err(e) => {
+                assert!(e.is_transient(), "attempt {attempts}: a fetch given up is retriable: {e}");
+                assert!(attempts < 20, "20 attempts and the fetch is still not whole: {}", e.full_message());
+            }
+        }
+    };
+    b.proxy.set_fault(Fault::Pass);
+    assert!(got == s0.log, "the fetch continued from the bytes it had gives the segment's bytes");
+    let (read, served) = (metric(&store, "store-bytes-read"), s0.log.len() as u64);
+    println!(
+        "{cloud:?} cut after 40000 bytes, 300 ms deadline: whole after {attempts} attempts, {read} bytes read to serve {served}"
+    );
+    assert!(attempts > 1, "the deadline is short enough that one attempt does not read the segment");
+    assert!(read * 2 <= served * 3, "{read} bytes read from the store to serve {served}");
+    Some(GivenUpFigures { attempts, read, served })
+}
+
+/// Two fetches of the same bytes at once (a broker asking again for a fetch it gave up on while the first
+/// read still runs) through a slow store: the second waits for the first's read instead of sending its
+/// own; both get the segment's bytes. Returns the `.log` reads the proxy received.
+pub fn the_same_read_at_once_is_sent_once(cloud: Cloud) -> Option<Vec<String>> {
+    let b = Bench::new(cloud, "same-read")?;
+    let t = tempfile::tempdir().unwrap();
+    let segs = chunked(t.path());
+    let s0 = &segs[0];
+    let settings = [("fetch.timeout.ms", "20000"), ("store.breaker.failures", "0")];
+    let store = b.open(&settings);
+    store.copy(&s0.md, &s0.data).unwrap();
+    // The manifest read first, so that only the log's bytes are read at once.
+    store.fetch_index(&s0.md, IndexType::Offset).unwrap();
+    b.proxy.set_fault(Fault::Slow { first_byte_ms: 400, bytes_per_sec: 4 << 20 });
+    let from = b.proxy.received();
+    let got: Vec<_> = std::thread::scope(|scope| {
+        let store = &store;
+        let runs: Vec<_> = (0..2)
+            .map(|i| {
+                let r = scope.spawn(move || read_all(store, s0, 0, None));
+                if i == 0 {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                r
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    b.proxy.set_fault(Fault::Pass);
+    for (i, g) in got.into_iter().enumerate() {
+        assert!(g.unwrap() == s0.log, "fetch {i}: the segment's bytes");
+    }
+    let reads: Vec<String> = b.sent_since(from).into_iter().filter(|r| r.contains(".log")).collect();
+    println!("{cloud:?} the same fetch twice at once, through a slow store: the log read by {reads:?}");
+    assert_eq!(reads.len(), 1, "one read of the log for both fetches: {reads:?}");
+    Some(reads)
+}
+
 /// One case of [`copy_gives_up_within_copy_timeout`]: its name, the requests the black hole takes (those
 /// whose method and target contain one of these; none: all), the objects of the segment left, and how the
 /// error must say the cleanup went.
@@ -1236,6 +1319,19 @@ macro_rules! cloud_fault_tests {
                 let resumed = figures.iter().any(|f| f.whole.0 && f.whole.1 > 2);
                 assert!(resumed, "some whole fetch was read over several cut answers: {figures:?}");
             }
+        }
+
+        /// A fetch given up at its deadline under cut answers leaves what it received, and the same fetch
+        /// asked again reads on from there: the segment is served after a few attempts, read about once.
+        #[test]
+        fn a_fetch_given_up_under_cut_answers_continues_where_it_stopped() {
+            println!("{:?}", $crate::faults::given_up_reads_continue_where_they_stopped(CLOUD));
+        }
+
+        /// The same read asked twice at once through a slow store is sent once, both callers served.
+        #[test]
+        fn the_same_read_asked_twice_at_once_is_sent_once() {
+            println!("{:?}", $crate::faults::the_same_read_at_once_is_sent_once(CLOUD));
         }
 
         /// A copy to a store that stops answering (everything, the manifest's upload, the log's, or the

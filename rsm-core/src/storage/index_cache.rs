@@ -5,11 +5,11 @@
 
 use super::cache::{Cache, CacheStats};
 use super::layout::Placement;
-use super::single_flight::SingleFlight;
 use crate::backend::StorageBackend;
 use crate::error::{Error, Result};
 use crate::format::manifest::IndexLocation;
 use crate::model::{IndexType, RemoteLogSegmentId, Uuid};
+use crate::single_flight::SingleFlight;
 use bytes::Bytes;
 use std::future::Future;
 

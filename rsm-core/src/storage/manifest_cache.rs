@@ -7,11 +7,11 @@
 use super::cache::{Cache, CacheStats};
 use super::layout::{self, SegmentLayout, Suffix};
 use super::single::{self, Trailer};
-use super::single_flight::SingleFlight;
 use crate::backend::StorageBackend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::manifest::Manifest;
 use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
+use crate::single_flight::SingleFlight;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

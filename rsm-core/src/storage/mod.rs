@@ -41,7 +41,6 @@ mod manifest_cache;
 mod recheck;
 pub mod settings;
 pub mod single;
-mod single_flight;
 pub mod transactions;
 
 pub use cache::{Cache, CacheStats};

@@ -58,8 +58,8 @@ import org.junit.jupiter.api.Test;
  * {@value #PHASE_SECONDS} s: pass (the baseline), black hole, pass, {@code 503 Slow Down}, pass, answers cut after
  * 40,000 bytes, pass. Throughout, a producer sends {@value #RATE} records of {@value #VALUE_BYTES} bytes a second
  * with acks=all (1 MiB segments, local retention 1 s, so segments are copied in every phase) and a consumer reads
- * the remote offsets again and again from offset 0 (at most {@value #READ_RATE} records a second, 256 KiB per
- * fetch; the plugin's chunk cache off, so each fetch reaches the store).
+ * the remote offsets again and again from offset 0 (at most {@value #READ_RATE} records a second, a consumer's
+ * default 1 MiB per fetch; the plugin's chunk cache off, its default, so each fetch reaches the store).
  *
  * <p>Per phase it records the producer's acknowledgement latency (p50, p99) and errors, the remote records the
  * consumer read, the requests the proxy received and those the fault applied to, per second, the broker log's
@@ -76,7 +76,10 @@ import org.junit.jupiter.api.Test;
  * <p>Asserted (liveness and counts, no speed): no send fails in any phase; every acknowledged record reads back
  * exactly once at its acknowledged offset at the end; in each fault phase the broker log grows by fewer than
  * {@value #LOG_LINES_PER_SECOND} lines a second; under 503 Slow Down the proxy receives no more requests a second
- * than in the baseline (the plugin's retry budget, throttle pacing and breaker); the consumer reads remote data
+ * than in the baseline (the plugin's retry budget, throttle pacing and breaker); under answers cut after
+ * {@value #CUT_BYTES} bytes the plugin serves remote bytes and reads at most 1.5 times the bytes it serves from the
+ * store (a cut answer read on from the byte reached, a fetch given up at its deadline going on where it stopped
+ * when Kafka asks for it again, the same read asked twice at once sent once); the consumer reads remote data
  * again within {@value #RECOVERY_SECONDS} s of each pass phase's start; the broker is alive at the end. The log
  * bound counts Kafka's own lines too: Kafka's {@code RemoteLogReader} logs each failed remote read at ERROR with its
  * stack trace, and a consumer fetches again at once after an error, so it holds only while failed reads stay few a
@@ -84,11 +87,12 @@ import org.junit.jupiter.api.Test;
  * in microseconds and each failure carried a 31-line trace. A refused fetch is now held until
  * {@code fetch.timeout.ms} and a transient failure reaches Kafka without stack frames: 11-17 lines a second.
  *
- * <p>A run on AMD EPYC, 2 cores (ack p50/p99 ms; proxy requests/s; log lines/s; recovery s): baseline 1.3/7.8,
- * 8.7 req/s, 2.3 lines/s; black hole 1.0/6.1, 0.6 req/s, 14.7 lines/s, recovered in 3.4 s; 503 Slow Down 0.7/2.8,
- * 2.3 req/s, 17.5 lines/s, recovered in 4.2 s; answers cut after 40,000 bytes 0.7/3.3, 8.7 req/s, 17.4 lines/s,
- * 5.1 MB read from the store and none served (a 256 KiB chunk read in 40 KB answers, with the client's backoff
- * between them, outlasts the 500 ms fetch wait), recovered in 0.1 s; 0 send errors, every record read back once.
+ * <p>A run on AMD EPYC, 2 cores (ack p50/p99 ms; proxy requests/s; log lines/s; recovery s; MB read from the store
+ * / served): baseline 0.9/9.4, 2.6 req/s, 2.3 lines/s, 29.4/30.4 MB; black hole 0.5/4.7, 0.5 req/s, 9.9 lines/s,
+ * recovered in 4.7 s; 503 Slow Down 0.4/2.8, 2.2 req/s, 17.3 lines/s, recovered in 4.1 s; answers cut after 40,000
+ * bytes 0.4/2.8, 6.4 req/s, 16.2 lines/s, 3.9/3.1 MB (before reads went on across fetches: 5.1 MB read and none
+ * served, each fetch reading the same first bytes again until its deadline), recovered in 0.1 s; 0 send errors,
+ * every record read back once.
  *
  * <p>The plugin runs with its defaults ({@code fetch.timeout.ms} 500, {@code copy.timeout.ms} 600000, breaker
  * after 5 failures for 1 s doubling up to 5 s, {@code s3.api.call.timeout} 30 s, 3 retries from a budget of 50,
@@ -108,6 +112,8 @@ class BrokerStoreFaultsIT {
     static final int READ_RATE = 1500;
     static final int LOG_LINES_PER_SECOND = 50;
     static final int RECOVERY_SECONDS = 60;
+    /** The bytes of each answer's body the proxy passes before it cuts the connection, in the reset phase. */
+    static final int CUT_BYTES = 40_000;
     static final int READ_BACK_SECONDS = 120;
     /** A broker log longer than this is cut to its first and last halves of it once the test is over. */
     static final long LOG_KEPT_BYTES = 64L << 20;
@@ -204,7 +210,7 @@ class BrokerStoreFaultsIT {
 
         List<Phase> phases = List.of(new Phase("pass (baseline)", "pass"), new Phase("blackhole", "blackhole"),
                 new Phase("pass", "pass"), new Phase("slowdown (503)", "slowdown"), new Phase("pass", "pass"),
-                new Phase("reset after 40000 B", "reset 40000"), new Phase("pass", "pass"));
+                new Phase("reset after " + CUT_BYTES + " B", "reset " + CUT_BYTES), new Phase("pass", "pass"));
         Map<String, String> facts = new LinkedHashMap<>();
         String table = null;
         try (FaultProxy proxy = new FaultProxy(proxyBinary, endpoint, work.resolve("fault-proxy.err"));
@@ -336,6 +342,16 @@ class BrokerStoreFaultsIT {
                 if (slowRate > passRate) {
                     broken.add(String.format("under 503 Slow Down the store got %.1f requests/s, more than the "
                             + "baseline's %.1f", slowRate, passRate));
+                }
+                // Under cut answers the plugin reads each byte about once: a read cut off goes on from the
+                // byte it reached, and a fetch given up at its deadline leaves what it read to the same fetch
+                // asked again.
+                Phase cut = phases.get(5);
+                double cutRead = cut.delta("store.bytes.read");
+                double cutServed = cut.delta("plugin.fetch.bytes");
+                if (!(cutServed > 0 && cutRead <= 1.5 * cutServed)) {
+                    broken.add(String.format("under answers cut after %d B the plugin read %s MB from the store to "
+                            + "serve %s MB", CUT_BYTES, mb(cutRead), mb(cutServed)));
                 }
                 if (missing + twice + wrongOffset != 0 || stalled != null) {
                     broken.add(facts.get("read back"));
@@ -500,8 +516,6 @@ class BrokerStoreFaultsIT {
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
-        p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 256 << 10);
-        p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 256 << 10);
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             c.assign(List.of(TP));

@@ -1,7 +1,8 @@
 //! Single-flight loads: however many tasks ask for the same key at once, one runs the load and the others
-//! wait for its result. A failure is handed to the tasks that waited for it and then forgotten: the next
-//! ask runs the load again. A load whose every task was dropped before it ended (a reader that stopped
-//! early, a fetch cancelled) is forgotten too, so it is not taken for one still running.
+//! wait for its result. A failure goes to the task that ran the load, and the next task waiting runs the
+//! load itself. A load whose every task was dropped before it ended (a reader that stopped early, a fetch
+//! cancelled) is forgotten, so it is not taken for one still running. The caches of the storage manager
+//! load chunks, indexes and manifests this way, and the cloud backends their ranged reads.
 
 use crate::error::Result;
 use std::collections::HashMap;
@@ -18,19 +19,20 @@ fn lock<K, V>(cells: &Cells<K, V>) -> std::sync::MutexGuard<'_, HashMap<K, Arc<O
 }
 
 /// The loads in flight, by key.
-pub(crate) struct SingleFlight<K, V> {
+pub struct SingleFlight<K, V> {
     cells: Cells<K, V>,
 }
 
 impl<K: Eq + Hash + Clone, V: Clone> SingleFlight<K, V> {
-    pub(crate) fn new() -> Self {
+    /// No load in flight.
+    pub fn new() -> Self {
         SingleFlight { cells: Arc::new(Mutex::new(HashMap::new())) }
     }
 
     /// The result of `load` for `key`, run by this task or by the one already running it. `load` should
     /// look in the cache it fills first: a load that ended just before this task asked has left its value
     /// there, not here.
-    pub(crate) async fn run<F, Fut>(&self, key: K, load: F) -> Result<V>
+    pub async fn run<F, Fut>(&self, key: K, load: F) -> Result<V>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V>>,
@@ -43,13 +45,13 @@ impl<K: Eq + Hash + Clone, V: Clone> SingleFlight<K, V> {
     /// [`Self::running`] says so and other tasks asking for `key` wait for this load (a load started in the
     /// background is claimed before it is spawned). Dropping the part unfinished, as the last task holding
     /// the load, forgets it.
-    pub(crate) fn claim(&self, key: K) -> Flight<K, V> {
+    pub fn claim(&self, key: K) -> Flight<K, V> {
         let cell = lock(&self.cells).entry(key.clone()).or_insert_with(|| Arc::new(OnceCell::new())).clone();
         Flight { key, cell, cells: self.cells.clone() }
     }
 
     /// Runs or waits for the claimed load, as [`Self::run`].
-    pub(crate) async fn finish<F, Fut>(&self, flight: Flight<K, V>, load: F) -> Result<V>
+    pub async fn finish<F, Fut>(&self, flight: Flight<K, V>, load: F) -> Result<V>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V>>,
@@ -63,13 +65,13 @@ impl<K: Eq + Hash + Clone, V: Clone> SingleFlight<K, V> {
     }
 
     /// Whether a load of `key` is running.
-    pub(crate) fn running(&self, key: &K) -> bool {
+    pub fn running(&self, key: &K) -> bool {
         lock(&self.cells).contains_key(key)
     }
 }
 
 /// A task's part in the load of one key ([`SingleFlight::claim`]).
-pub(crate) struct Flight<K: Eq + Hash, V> {
+pub struct Flight<K: Eq + Hash, V> {
     key: K,
     cell: Arc<OnceCell<V>>,
     cells: Cells<K, V>,
@@ -82,6 +84,12 @@ impl<K: Eq + Hash, V> Drop for Flight<K, V> {
         if cells.get(&self.key).is_some_and(|c| Arc::ptr_eq(c, &self.cell)) && Arc::strong_count(&self.cell) == 2 {
             cells.remove(&self.key);
         }
+    }
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> Default for SingleFlight<K, V> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
