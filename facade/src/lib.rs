@@ -234,8 +234,8 @@ impl Store {
                 };
                 self.timeouts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 // As the storage manager logs a copy that fails, whose cleanup never ran here.
-                tracing::warn!(segment = %md.remote_log_segment_id, timeout_ms = limit.as_millis() as u64,
-                    "copy timed out; {left}");
+                let waited = format!("took longer than copy.timeout.ms ({} ms)", limit.as_millis());
+                self.storage.copy_failed(md, &waited, &left);
                 if let Some(b) = &self.breaker {
                     b.gave_up(&format!("the copy of segment {} timed out", md.remote_log_segment_id));
                 }

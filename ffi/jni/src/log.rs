@@ -40,6 +40,15 @@ fn level_number(level: &Level) -> u8 {
     }
 }
 
+/// The level an event is passed at: its own, but for the cloud client's (object_store's) INFO lines, which
+/// come once per retried request and per broken answer (lines a second per partition on a store's bad day):
+/// those go at DEBUG, as the plugin's own lines say once what changed (the breaker's state, a segment's
+/// failing copy).
+fn passed_level(md: &Metadata<'_>) -> u8 {
+    let n = level_number(md.level());
+    if n == 3 && md.target().starts_with("object_store") { 4 } else { n }
+}
+
 /// Sets the most verbose level passed to Java (0 = off ... 5 = trace).
 pub fn set_max_level(level: i32) {
     MAX_LEVEL.store(level.clamp(0, 5) as u8, Ordering::Relaxed);
@@ -120,7 +129,7 @@ impl Subscriber for Bridge {
     }
 
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        level_number(metadata.level()) <= MAX_LEVEL.load(Ordering::Relaxed)
+        passed_level(metadata) <= MAX_LEVEL.load(Ordering::Relaxed)
     }
 
     fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
@@ -136,7 +145,7 @@ impl Subscriber for Bridge {
         let mut fields = Fields { message: String::new(), rest: String::new() };
         event.record(&mut fields);
         let mut line = String::with_capacity(md.target().len() + fields.message.len() + fields.rest.len() + 2);
-        line.push(char::from(b'0' + level_number(md.level())));
+        line.push(char::from(b'0' + passed_level(md)));
         line.push_str(md.target());
         line.push('\u{1}');
         line.push_str(&fields.message);
@@ -163,6 +172,11 @@ mod tests {
             tracing::debug!(target: "rsm_core::tiered", "not passed at info");
             assert_eq!(poll(Duration::ZERO).unwrap(), "3rsm_core::tiered\u{1}copied segment=s1 bytes=10");
             assert_eq!(poll(Duration::from_millis(10)), None);
+            tracing::info!(target: "object_store::client::retry", "backing off");
+            assert_eq!(poll(Duration::ZERO), None, "the cloud client's per-request lines are DEBUG");
+            set_max_level(4);
+            tracing::info!(target: "object_store::client::retry", "backing off");
+            assert_eq!(poll(Duration::ZERO).unwrap(), "4object_store::client::retry\u{1}backing off");
             set_max_level(5);
             tracing::trace!(target: "t", "x={}", 1);
             assert_eq!(poll(Duration::ZERO).unwrap(), "5t\u{1}x=1");

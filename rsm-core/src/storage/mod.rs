@@ -31,6 +31,7 @@ pub mod cache;
 pub mod chunk_cache;
 pub mod chunk_source;
 mod copy;
+mod copy_failures;
 mod disk_cache;
 pub mod fetch;
 mod index_cache;
@@ -84,6 +85,8 @@ pub struct TieredStorage {
     indexes: IndexCache,
     /// Failed copies whose objects are looked for again (`copy.cleanup.recheck.ms`).
     rechecks: Arc<recheck::CleanupRechecks>,
+    /// Log segments whose copy is failing, for their failures to be logged once, not per attempt.
+    copy_failures: copy_failures::CopyFailures,
 }
 
 /// One segment found by [`TieredStorage::scan_segments`].
@@ -199,7 +202,16 @@ impl TieredStorage {
             None => direct,
         };
         let indexes = IndexCache::new(config.index_cache_bytes);
-        TieredStorage { backend, chunks, config, chunk_cache, manifests, indexes, rechecks: Arc::default() }
+        TieredStorage {
+            backend,
+            chunks,
+            config,
+            chunk_cache,
+            manifests,
+            indexes,
+            rechecks: Arc::default(),
+            copy_failures: Default::default(),
+        }
     }
 
     /// The same storage manager reading chunks through `chunks` (a cache, a transform) instead.
@@ -291,6 +303,21 @@ impl TieredStorage {
         }
     }
 
+    /// Logs a failed copy of `metadata`'s segment (`error`, and how its cleanup went): at WARN the first
+    /// failure of the log segment's copy and once a minute while it keeps failing, with the attempts so far,
+    /// otherwise at DEBUG. A host that gives up on a copy itself (the facade's
+    /// `copy.timeout.ms`) logs it here too.
+    pub fn copy_failed(&self, metadata: &RemoteLogSegmentMetadata, error: &str, cleanup: &str) {
+        let f = self.copy_failures.failed(metadata, std::time::Instant::now());
+        let (segment, attempts, failing_for_s) = (&metadata.remote_log_segment_id, f.attempts, f.failing_for.as_secs());
+        if f.warn {
+            tracing::warn!(%segment, attempts, failing_for_s, error, cleanup,
+                "copy failed (logged again at WARN after a minute if the segment's copy keeps failing)");
+        } else {
+            tracing::debug!(%segment, attempts, failing_for_s, error, cleanup, "copy failed");
+        }
+    }
+
     /// Schedules the second look at a failed copy's objects, when `copy.cleanup.recheck.ms` asks for one.
     fn recheck_later(&self, metadata: &RemoteLogSegmentMetadata) {
         if let Some(after) = self.config.copy_cleanup_recheck {
@@ -323,22 +350,34 @@ impl RemoteStorageManager for TieredStorage {
         // one's.
         self.rechecks.cancel(&metadata.remote_log_segment_id.id);
         let result = self.copy_segment(metadata, data, &keys).await;
-        if let Err(e) = &result {
-            tracing::warn!(segment = %metadata.remote_log_segment_id, error = %e.full_message(), "copy failed; removing its objects");
-            let all = [keys.manifest, keys.segment, keys.log, keys.indexes];
-            match self.backend.delete_many(&all).await {
-                // The store refuses the keys themselves (a topic name that tries to leave the store's root):
-                // nothing was written under them, so there is nothing to clean.
-                Err(ce) if ce.kind() == ErrorKind::InvalidArgument => {
-                    tracing::debug!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
-                        "no cleanup after a failed copy: the store refuses its keys, so nothing was written");
+        match &result {
+            Err(e) => {
+                let all = [keys.manifest, keys.segment, keys.log, keys.indexes];
+                let cleanup = match self.backend.delete_many(&all).await {
+                    // The store refuses the keys themselves (a topic name that tries to leave the store's
+                    // root): nothing was written under them, so there is nothing to clean.
+                    Err(ce) if ce.kind() == ErrorKind::InvalidArgument => {
+                        "nothing to remove: the store refuses its keys, so nothing was written".to_string()
+                    }
+                    Err(ce) => {
+                        self.recheck_later(metadata);
+                        format!(
+                            "removing its objects failed too, tried again after copy.cleanup.recheck.ms: {}",
+                            ce.full_message()
+                        )
+                    }
+                    Ok(()) => {
+                        self.recheck_later(metadata);
+                        "its objects were removed".to_string()
+                    }
+                };
+                self.copy_failed(metadata, &e.full_message(), &cleanup);
+            }
+            Ok(_) => {
+                if let Some((attempts, took)) = self.copy_failures.succeeded(metadata, std::time::Instant::now()) {
+                    tracing::info!(segment = %metadata.remote_log_segment_id, failed_attempts = attempts,
+                        failing_for_s = took.as_secs(), "copied after failed attempts");
                 }
-                Err(ce) => {
-                    tracing::warn!(segment = %metadata.remote_log_segment_id, error = %ce.full_message(),
-                        "cleanup after a failed copy failed; it is tried again after copy.cleanup.recheck.ms");
-                    self.recheck_later(metadata);
-                }
-                Ok(()) => self.recheck_later(metadata),
             }
         }
         result
