@@ -74,7 +74,9 @@ import org.junit.jupiter.api.Test;
  * its first and last 32 MiB afterwards.
  *
  * <p>Asserted (liveness and counts, no speed): no send fails in any phase; every acknowledged record reads back
- * exactly once at its acknowledged offset at the end; in each fault phase the broker log grows by fewer than
+ * exactly once at its acknowledged offset at the end; in each phase Kafka's remote reader queue (sampled each
+ * second) stays below its capacity of {@value #READER_QUEUE_CAPACITY} tasks, so no remote fetch is rejected for
+ * a full pool; in each fault phase the broker log grows by fewer than
  * {@value #LOG_LINES_PER_SECOND} lines a second; under 503 Slow Down the proxy receives no more requests a second
  * than in the baseline (the plugin's retry budget, throttle pacing and breaker); under answers cut after
  * {@value #CUT_BYTES} bytes the plugin serves remote bytes and reads at most 1.5 times the bytes it serves from the
@@ -114,6 +116,8 @@ class BrokerStoreFaultsIT {
     static final int READ_RATE = 1500;
     static final int LOG_LINES_PER_SECOND = 50;
     static final int RECOVERY_SECONDS = 60;
+    /** Kafka's remote reader queue's capacity ({@code remote.log.reader.max.pending.tasks}, its default). */
+    static final int READER_QUEUE_CAPACITY = 100;
     /** The bytes of each answer's body the proxy passes before it cuts the connection, in the reset phase. */
     static final int CUT_BYTES = 40_000;
     static final int READ_BACK_SECONDS = 120;
@@ -332,6 +336,10 @@ class BrokerStoreFaultsIT {
                     if (p.fault && linesPerSecond >= LOG_LINES_PER_SECOND) {
                         broken.add(String.format("%s: the broker log grew by %.1f lines/s (bound %d)", p.name,
                                 linesPerSecond, LOG_LINES_PER_SECOND));
+                    }
+                    if (!(p.queueMax >= 0 && p.queueMax < READER_QUEUE_CAPACITY)) {
+                        broken.add(String.format("%s: Kafka's remote reader queue reached %s of its %d", p.name,
+                                n(p.queueMax), READER_QUEUE_CAPACITY));
                     }
                     if (!p.fault && (i == 0 || phases.get(i - 1).fault) && p.firstRemoteRead == 0) {
                         broken.add(p.name + " (phase " + (i + 1) + "): the consumer read no remote records within "
