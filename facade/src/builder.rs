@@ -135,7 +135,8 @@ pub(crate) fn open_layered(
         let _inside = runtime().enter();
         (kind.open)(url, r)?
     };
-    let retry = if kind.retries_itself {
+    let can = raw.capabilities();
+    let retry = if can.retries_itself {
         for key in RetryConfig::KEYS {
             if r.string(key).is_some() {
                 return Err(Error::config(
@@ -155,8 +156,9 @@ pub(crate) fn open_layered(
     }
     stack.push(&Tracing);
     // Read (and so checked) for every store; stacked only over one across a network.
-    let parallel = ParallelReads::read(r)?;
-    if kind.remote {
+    let concurrency = r.get_int(&rsm_core::storage::settings::FETCH_CONCURRENCY)?;
+    let parallel = ParallelReads::read(r, concurrency)?;
+    if can.remote {
         stack.push(&parallel);
     }
     let rate_limit = UploadRateLimit::read(r)?;

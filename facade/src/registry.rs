@@ -16,15 +16,9 @@ pub type OpenFn = fn(&str, &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBack
 pub struct StoreKind {
     /// The URL schemes it serves (`s3`, or `hdfs` and `viewfs`).
     pub schemes: &'static [&'static str],
-    /// How to open a URL of those schemes.
+    /// How to open a URL of those schemes. What the store can do beyond the contract, the facade asks the
+    /// store it opened ([`StorageBackend::capabilities`]).
     pub open: OpenFn,
-    /// Whether the store's own client retries transient failures (then the facade adds no retry layer,
-    /// so no request is retried twice over).
-    pub retries_itself: bool,
-    /// Whether the store is across a network (a cloud store, HDFS), where one long read is bound by one
-    /// connection's throughput: then the facade splits long reads into parts read at once
-    /// ([`rsm_core::backend::layers::ParallelReads`], `fetch.part.size`).
-    pub remote: bool,
 }
 
 /// The kinds of store a [`crate::Store`] can open, by scheme.
@@ -81,32 +75,17 @@ impl Registry {
     /// their cargo features (`fs`, `s3`, `azure`, `gcs`, `hdfs`) say.
     pub fn builtin() -> Self {
         let mut r = Registry::empty();
-        r.register(StoreKind { schemes: &["memory"], open: open_memory, retries_itself: false, remote: false });
+        r.register(StoreKind { schemes: &["memory"], open: open_memory });
         #[cfg(feature = "fs")]
-        r.register(StoreKind {
-            schemes: &["file"],
-            open: rsm_backend_fs::FsBackend::from_url,
-            retries_itself: false,
-            remote: false,
-        });
+        r.register(StoreKind { schemes: &["file"], open: rsm_backend_fs::FsBackend::from_url });
         #[cfg(feature = "hdfs")]
-        r.register(StoreKind {
-            schemes: &["hdfs", "viewfs"],
-            open: rsm_backend_hdfs::from_url,
-            retries_itself: false,
-            remote: true,
-        });
+        r.register(StoreKind { schemes: &["hdfs", "viewfs"], open: rsm_backend_hdfs::from_url });
         #[cfg(feature = "s3")]
-        r.register(StoreKind { schemes: &["s3"], open: rsm_backend_s3::from_url, retries_itself: true, remote: true });
+        r.register(StoreKind { schemes: &["s3"], open: rsm_backend_s3::from_url });
         #[cfg(feature = "azure")]
-        r.register(StoreKind {
-            schemes: &["az"],
-            open: rsm_backend_azure::from_url,
-            retries_itself: true,
-            remote: true,
-        });
+        r.register(StoreKind { schemes: &["az"], open: rsm_backend_azure::from_url });
         #[cfg(feature = "gcs")]
-        r.register(StoreKind { schemes: &["gs"], open: rsm_backend_gcs::from_url, retries_itself: true, remote: true });
+        r.register(StoreKind { schemes: &["gs"], open: rsm_backend_gcs::from_url });
         r
     }
 
@@ -172,8 +151,8 @@ mod tests {
         assert!(e.to_string().contains("use `file:///mnt/tiered`"), "{e}");
         #[cfg(all(feature = "fs", feature = "s3", feature = "hdfs"))]
         {
-            assert!(!r.kind_of("file:///x").unwrap().retries_itself);
-            assert!(r.kind_of("s3://b").unwrap().retries_itself);
+            assert!(r.kind_of("file:///x").is_ok());
+            assert!(r.kind_of("s3://b").is_ok());
             assert!(r.kind_of("viewfs://c/p").is_ok());
         }
         let e = r.kind_of("ftp://x").unwrap_err();

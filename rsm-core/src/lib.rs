@@ -25,6 +25,7 @@ pub mod dir_lock;
 pub mod error;
 pub mod format;
 pub mod model;
+pub mod partition_dir;
 pub mod rsm;
 pub mod single_flight;
 pub mod storage;

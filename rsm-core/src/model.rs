@@ -488,7 +488,7 @@ mod tests {
             match (r, c.err) {
                 (Ok(_), None) => {}
                 (Err(e), Some(msg)) => {
-                    assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+                    assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument);
                     assert!(e.to_string().contains(msg), "{e}");
                 }
                 (r, want) => panic!("start {} end {}: got {r:?}, want error {want:?}", c.start, c.end),

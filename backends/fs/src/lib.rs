@@ -30,7 +30,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 use rsm_core::backend::{
-    BufferPool, ByteStream, LocalObject, ObjectMeta, StorageBackend, TemporaryObject, clamp_range, validate_key,
+    BufferPool, ByteStream, Capabilities, LocalObject, ObjectMeta, StorageBackend, TemporaryObject, clamp_range,
+    validate_key,
 };
 use rsm_core::config::ConfigReader;
 use rsm_core::{Error, Result};
@@ -440,8 +441,8 @@ impl StorageBackend for FsBackend {
         Ok(Some(Box::new(LocalFile { file, key: key.to_string(), len })))
     }
 
-    fn reads_local_files(&self) -> bool {
-        true
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { reads_local_files: true, ..Capabilities::default() }
     }
 
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {

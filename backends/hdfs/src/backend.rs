@@ -402,6 +402,11 @@ impl HdfsBackend {
 
 #[async_trait]
 impl StorageBackend for HdfsBackend {
+    /// Across a network; its client does not retry (the facade's retry layer does).
+    fn capabilities(&self) -> rsm_core::backend::Capabilities {
+        rsm_core::backend::Capabilities { remote: true, ..Default::default() }
+    }
+
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         let target = self.path(key)?;
         self.reach_namenode(key).await?;

@@ -200,7 +200,7 @@ mod tests {
         for (uri, want) in cases {
             let uri: http::Uri = uri.parse().unwrap();
             let subject = subject(uri.path(), uri.query());
-            assert_eq!(rsm_core::storage::layout::topic_of_key(&subject), want, "{uri}");
+            assert_eq!(rsm_core::partition_dir::topic_of_key(&subject), want, "{uri}");
         }
     }
 

@@ -491,6 +491,11 @@ async fn read_part(file: &mut tokio::fs::File, key: &str, path: &Path, n: usize)
 
 #[async_trait]
 impl StorageBackend for ObjectStoreBackend {
+    /// A cloud store's: object_store retries its own requests, across a network.
+    fn capabilities(&self) -> rsm_core::backend::Capabilities {
+        rsm_core::backend::Capabilities::CLOUD
+    }
+
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
         let location = Self::path(key)?;
         let mut file = tokio::fs::File::open(path).await.map_err(|e| Error::from_io(path.display(), e))?;

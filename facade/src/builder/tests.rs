@@ -156,13 +156,27 @@ fn the_breaker_goes_over_the_default_stack_unless_off_and_its_settings_are_check
 fn open_flaky(_url: &str, _r: &mut ConfigReader<'_>) -> Result<(Arc<dyn StorageBackend>, String)> {
     let broken_gets = FaultRule { op: Some(Op::Get), key: "*".into(), fault: Fault::transient(), times: None };
     let store = FaultLayer::new(Arc::new(rsm_core::backend::MemoryBackend::new())).with_rule(broken_gets);
-    Ok((Arc::new(store), String::new()))
+    Ok((Arc::new(RetriesItself(Arc::new(store))), String::new()))
+}
+
+/// A store whose client retries by itself, as a cloud store's does: the facade stacks no retry layer.
+#[derive(Debug)]
+struct RetriesItself(Arc<dyn StorageBackend>);
+
+impl rsm_core::backend::LayeredBackend for RetriesItself {
+    fn inner(&self) -> &Arc<dyn StorageBackend> {
+        &self.0
+    }
+
+    fn capabilities(&self) -> rsm_core::backend::Capabilities {
+        rsm_core::backend::Capabilities { retries_itself: true, ..self.0.capabilities() }
+    }
 }
 
 #[test]
 fn a_failing_store_is_refused_at_once_and_refused_calls_are_not_counted() {
     let mut registry = Registry::builtin();
-    registry.register(StoreKind { schemes: &["flaky"], open: open_flaky, retries_itself: true, remote: false });
+    registry.register(StoreKind { schemes: &["flaky"], open: open_flaky });
     // (settings, reads of 8 that reach the counting layer)
     let cases = [(BTreeMap::new(), 5), (rsm_core::config::props([("store.breaker.failures", "0")]), 8)];
     for (settings, counted) in cases {

@@ -126,9 +126,9 @@ impl RequestCounts {
     }
 
     /// Where a request about `key` (an object key, a listing prefix, a request's path) counts: here, and
-    /// in the counters of its topic ([`crate::storage::layout::topic_of_key`]) when it names one.
+    /// in the counters of its topic ([`crate::partition_dir::topic_of_key`]) when it names one.
     pub fn for_key(self: &Arc<Self>, key: &str) -> KeyCounts {
-        let topic = crate::storage::layout::topic_of_key(key).map(|t| {
+        let topic = crate::partition_dir::topic_of_key(key).map(|t| {
             let mut topics = self.topics.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(c) = topics.get(t) {
                 return c.clone();

@@ -13,11 +13,13 @@
 //! [`StorageBackend::list`] and billed, until the upload is aborted:
 //! [`StorageBackend::list_incomplete_uploads`] lists them and [`StorageBackend::abort_upload`] aborts one.
 
+mod capabilities;
 mod counts;
 pub mod layers;
 mod memory;
 mod pool;
 
+pub use capabilities::Capabilities;
 pub use counts::{CountSnapshot, KeyCounts, MAX_TOPICS, OTHER_TOPICS, Op, OpCount, RequestCounts};
 pub use layers::{CountingLayer, LayeredBackend};
 pub use memory::MemoryBackend;
@@ -168,10 +170,9 @@ pub trait StorageBackend: Send + Sync + fmt::Debug + 'static {
         Ok(None)
     }
 
-    /// Whether [`StorageBackend::open_local`] opens this store's objects: they are files this process reads
-    /// itself, which the kernel's page cache already keeps in memory. `false` (the default) for the others.
-    fn reads_local_files(&self) -> bool {
-        false
+    /// What the store can do beyond this contract; none of it by default. Layers pass the store's on.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 }
 

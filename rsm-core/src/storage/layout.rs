@@ -15,28 +15,6 @@
 use crate::format::manifest::{Manifest, StoredAs};
 use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 
-/// The topic an object key, a listing prefix or a store request's path belongs to: the name before
-/// `-{topicId}` in the first `{topic}-{topicId}/{partition}/` of it (a topic id is 22 characters of
-/// URL-safe base64, a partition all digits), or `None` for a key outside any partition (the store's own
-/// files, a listing of the whole store). Never fails; what does not look like a partition is `None`.
-pub fn topic_of_key(key: &str) -> Option<&str> {
-    let mut parts = key.split('/').peekable();
-    while let Some(part) = parts.next() {
-        let Some(&next) = parts.peek() else { break };
-        let is_partition = !next.is_empty() && next.len() <= 10 && next.bytes().all(|b| b.is_ascii_digit());
-        // The id is the last 22 bytes (it may hold a `-` itself), after a `-`, after a topic name.
-        let b = part.as_bytes();
-        if is_partition
-            && b.len() > 23
-            && b[b.len() - 23] == b'-'
-            && b[b.len() - 22..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
-        {
-            return Some(&part[..part.len() - 23]);
-        }
-    }
-    None
-}
-
 /// How a copy stores a segment (`segment.layout`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SegmentLayout {
@@ -184,7 +162,7 @@ impl SegmentKeys {
 
 /// The key prefix of a partition: `{prefix}{topic}-{topicId}/{partition}/`.
 pub fn partition_prefix(key_prefix: &str, tp: &TopicIdPartition) -> String {
-    format!("{key_prefix}{}-{}/{}/", tp.topic_partition.topic, tp.topic_id, tp.topic_partition.partition)
+    crate::partition_dir::partition_dir(key_prefix, tp)
 }
 
 /// The key prefix of the segments of `tp` that start at `start_offset`, whatever their ids:
@@ -233,13 +211,7 @@ pub fn parse_segment_key(key_prefix: &str, key: &str) -> Option<SegmentKey> {
     if parts.next().is_some() {
         return None;
     }
-    // A topic id is 22 characters of URL-safe base64, which may hold `-`: cut by length.
-    let cut = topic_and_id.len().checked_sub(23)?;
-    let (topic, dash, topic_id) =
-        (topic_and_id.get(..cut)?, topic_and_id.get(cut..cut + 1)?, topic_and_id.get(cut + 1..)?);
-    if topic.is_empty() || dash != "-" {
-        return None;
-    }
+    let (topic, topic_id) = crate::partition_dir::split_topic_and_id(topic_and_id)?;
     let partition: i32 = partition.parse().ok().filter(|p: &i32| *p >= 0 && !partition.starts_with('+'))?;
     let (stem, ext) = name.rsplit_once('.')?;
     let suffix = Suffix::EVERY.into_iter().find(|s| s.extension() == ext)?;
@@ -260,28 +232,6 @@ pub fn parse_segment_key(key_prefix: &str, key: &str) -> Option<SegmentKey> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_topic_of_a_key_prefix_or_request_path() {
-        let id = "AAAAAAAAAAAAAAAAAAAA-w"; // 22 characters, a `-` among them
-        let cases = [
-            (format!("orders-{id}/0/00000000000000000000-{id}.log"), Some("orders")),
-            (format!("kafka/tiered/my-topic.v2-{id}/17/00000000000000000042-{id}.manifest"), Some("my-topic.v2")),
-            (format!("orders-{id}/3/"), Some("orders")),
-            (format!("orders-{id}/3/00000000000000001000-"), Some("orders")),
-            (format!("/bucket/prefix/a_b-{id}/0/x.indexes"), Some("a_b")),
-            (format!("orders-{id}/"), None),
-            (format!("orders-{id}/x/y"), None),
-            ("orders-short/0/x.log".to_string(), None),
-            (format!("-{id}/0/x.log"), None),
-            (String::new(), None),
-            ("/".to_string(), None),
-            (format!("t-{}/0/a.log", crate::model::Uuid::random()), Some("t")),
-        ];
-        for (key, want) in cases {
-            assert_eq!(super::topic_of_key(&key), want, "{key}");
-        }
-    }
-
     use super::*;
     use crate::model::{RemoteLogSegmentId, RemoteLogSegmentState};
 

@@ -190,8 +190,9 @@ impl TieredStorage {
                 // A sequential reader nearing a segment's end: the next segment's manifest, then its first
                 // chunks, are read ahead, so that the reader meets no cold read at the boundary.
                 let next = manifests.next_manifests();
-                let cached =
-                    c.over(direct, store, config.key_prefix.clone()).over_local_files(backend.reads_local_files());
+                let cached = c
+                    .over(direct, store, config.key_prefix.clone())
+                    .over_local_files(backend.capabilities().reads_local_files);
                 let ahead = cached.clone();
                 let hook: SegmentEndHook = Arc::new(move |m| {
                     let ahead = ahead.clone();

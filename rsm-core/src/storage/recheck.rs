@@ -131,7 +131,7 @@ mod tests {
                 tokio::time::sleep(late).await;
                 inner.put_bytes(&owned, bytes).await.unwrap();
             });
-            Err(crate::Error::storage(format!("PUT {key} timed out"), "timed out").transient())
+            Err(crate::error::Error::storage(format!("PUT {key} timed out"), "timed out").transient())
         }
     }
 

@@ -477,7 +477,7 @@ impl Layer for BreakerConfig {
 /// judged.
 ///
 /// - **Closed** (the usual state): calls pass, and transient failures in a row are counted (any error that
-///   [`crate::Error::is_transient`] says: timeouts, refused or reset connections, 5xx, throttling). A
+///   [`crate::error::Error::is_transient`] says: timeouts, refused or reset connections, 5xx, throttling). A
 ///   success resets the count, and so does a permanent error or a not-found: those are answers from a store
 ///   that is up.
 /// - **Open**: after `store.breaker.failures` transient failures in a row, every call fails at once,

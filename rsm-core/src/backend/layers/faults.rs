@@ -190,9 +190,9 @@ impl LayeredBackend for FaultLayer {
         Ok(None)
     }
 
-    /// False, as [`Self::open_local`] opens nothing.
-    fn reads_local_files(&self) -> bool {
-        false
+    /// The store's, but for its local files, as [`Self::open_local`] opens nothing.
+    fn capabilities(&self) -> crate::backend::Capabilities {
+        crate::backend::Capabilities { reads_local_files: false, ..self.inner.capabilities() }
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {

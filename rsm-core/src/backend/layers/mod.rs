@@ -37,7 +37,9 @@ pub use parallel::{MAX_SPLIT_BYTES, ParallelReadLayer, ParallelReads};
 pub use rate_limit::{RateLimitLayer, UploadRateLimit};
 pub use retry::{RetryConfig, RetryLayer};
 
-use super::{ByteStream, IncompleteUpload, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject};
+use super::{
+    ByteStream, Capabilities, IncompleteUpload, LocalObject, ObjectMeta, RequestCounts, StorageBackend, TemporaryObject,
+};
 use crate::error::Result;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -135,9 +137,9 @@ pub trait LayeredBackend: Send + Sync + fmt::Debug + 'static {
         self.inner().open_local(key)
     }
 
-    /// See [`StorageBackend::reads_local_files`].
-    fn reads_local_files(&self) -> bool {
-        self.inner().reads_local_files()
+    /// See [`StorageBackend::capabilities`].
+    fn capabilities(&self) -> Capabilities {
+        self.inner().capabilities()
     }
 }
 
@@ -182,8 +184,8 @@ impl<T: LayeredBackend> StorageBackend for T {
     fn open_local(&self, key: &str) -> Result<Option<Box<dyn LocalObject>>> {
         LayeredBackend::open_local(self, key)
     }
-    fn reads_local_files(&self) -> bool {
-        LayeredBackend::reads_local_files(self)
+    fn capabilities(&self) -> Capabilities {
+        LayeredBackend::capabilities(self)
     }
 }
 

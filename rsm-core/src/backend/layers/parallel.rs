@@ -50,12 +50,9 @@ impl ParallelReads {
     /// The settings [`ParallelReads::read`] reads and no other part does.
     pub const SETTINGS: [&'static Setting; 1] = [&Self::PART_SIZE];
 
-    /// Reads `fetch.part.size`, and `fetch.concurrency` for the most parts at once.
-    pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
-        Ok(ParallelReads {
-            part_size: r.get_int(&Self::PART_SIZE)?,
-            concurrency: r.get_int(&crate::storage::settings::FETCH_CONCURRENCY)?,
-        })
+    /// Reads `fetch.part.size`; `concurrency` is the most parts at once (the fetch's `fetch.concurrency`).
+    pub fn read(r: &mut ConfigReader<'_>, concurrency: usize) -> Result<Self> {
+        Ok(ParallelReads { part_size: r.get_int(&Self::PART_SIZE)?, concurrency })
     }
 
     /// The parts of a read of `range`: one (the range) when it is not split, else `n` of about equal size

@@ -77,7 +77,7 @@ impl RetryConfig {
         let initial_backoff = Duration::from_millis(r.get_int(&Self::BACKOFF_MS)?);
         let max_backoff = Duration::from_millis(r.get_int(&Self::BACKOFF_MAX_MS)?);
         if max_backoff < initial_backoff {
-            return Err(crate::Error::config(
+            return Err(crate::error::Error::config(
                 Self::BACKOFF_MAX_MS.key,
                 format!("{} ms is below retry.backoff.ms ({} ms)", ms(max_backoff), ms(initial_backoff)),
             ));

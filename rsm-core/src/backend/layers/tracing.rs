@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 /// Runs each call inside a debug span `rsm.backend` with the operation, the key and the byte range or
 /// length; a failure is logged at debug level inside it and returned with the operation and the key as
-/// context ([`crate::Error::operation`], [`crate::Error::field`]`("key")`).
+/// context ([`crate::error::Error::operation`], [`crate::error::Error::field`]`("key")`).
 #[derive(Debug)]
 pub struct TracingLayer {
     inner: Arc<dyn StorageBackend>,
