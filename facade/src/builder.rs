@@ -10,7 +10,9 @@
 //! ([`StoreBuilder::layer`]) go over that, in the order added: the last one added is the outermost, so it
 //! sees every call first and every result last, errors already carrying the operation and key.
 
-use crate::{Registry, Store, runtime, scheme_of};
+use crate::registry::{Registry, scheme_of};
+use crate::runtime::runtime;
+use crate::store::Store;
 use rsm_core::backend::layers::{
     self, BreakerConfig, BreakerStats, Counting, Layer, ParallelReads, RetryConfig, Tracing, UploadRateLimit,
 };
@@ -175,6 +177,26 @@ pub(crate) fn open_layered(
     stack.extend(host.iter().map(|l| l.as_ref()));
     let stats = breaker.enabled().then(|| breaker.stats());
     Ok(Layered { backend: layers::stack(raw, stack), counts: counting.counts(), prefix, breaker: stats })
+}
+
+/// The ways to open a [`Store`] without a builder in hand: each builds one with the defaults.
+impl Store {
+    /// Opens `url` with `settings`; unknown settings fail, naming the key. The default layer stack; a
+    /// [`StoreBuilder`] adds a host's layers.
+    pub fn open(url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
+        StoreBuilder::new(url, settings).open()
+    }
+
+    /// Opens the store the settings name with `store.url` (how a broker, the C ABI and JNI name it); the
+    /// other settings are the store's.
+    pub fn open_settings(settings: &BTreeMap<String, String>) -> Result<Self> {
+        StoreBuilder::from_settings(settings)?.open()
+    }
+
+    /// [`Store::open`] with the kinds of store of `registry`.
+    pub fn open_in(registry: &Registry, url: &str, settings: &BTreeMap<String, String>) -> Result<Self> {
+        StoreBuilder::new(url, settings).registry(registry).open()
+    }
 }
 
 #[cfg(test)]

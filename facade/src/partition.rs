@@ -2,7 +2,7 @@
 //! leaving alone those already whole in the store, so a rerun copies only what is missing. This is the rule
 //! `rsm copy` follows; being here, every face (the CLI, the C ABI, JNI) can follow it the same way.
 
-use crate::Store;
+use crate::store::Store;
 use rsm_core::dir_lock::DirLock;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::partition::{LocalPartition, LocalSegment};

@@ -196,7 +196,7 @@ impl SegmentReader {
                 unreachable!("matched above")
             };
             let (tx, rx) = mpsc::channel(1);
-            let task = crate::runtime().spawn(async move {
+            let task = crate::runtime::runtime().spawn(async move {
                 while let Some(piece) = stream.next().await {
                     let failed = piece.is_err();
                     if tx.send(piece).await.is_err() || failed {
@@ -211,8 +211,10 @@ impl SegmentReader {
         let bounded = |piece: Option<Result<Bytes>>| piece.map_or(Ok(None), |p| p.map(Some));
         let piece = match &mut self.source {
             Source::Done | Source::Local(_) => return None,
-            Source::Stream(stream) => crate::runtime().block_on(wait.bound(async { bounded(stream.next().await) })),
-            Source::Ahead(rx, _) => crate::runtime().block_on(wait.bound(async { bounded(rx.recv().await) })),
+            Source::Stream(stream) => {
+                crate::runtime::runtime().block_on(wait.bound(async { bounded(stream.next().await) }))
+            }
+            Source::Ahead(rx, _) => crate::runtime::runtime().block_on(wait.bound(async { bounded(rx.recv().await) })),
         };
         piece.transpose()
     }

@@ -4,7 +4,8 @@
 //! ABI) reads records too. Thin: decoding, the aborted-transaction search and the filter are rsm-core's
 //! ([`rsm_core::format::records`]).
 
-use crate::{Store, runtime};
+use crate::runtime::runtime;
+use crate::store::Store;
 use rsm_core::format::records::isolation::{
     AbortedSearch, AbortedTxn, ConsumeBounds, IsolationLevel, TxnFilter, consume, fetch_upper_bound,
 };

@@ -11,7 +11,7 @@ use rsm_core::backend::{Op, StorageBackend};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::transform::CompressionConfig;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};
-use rsm_core::storage::LocalLogReader;
+use rsm_core::storage::{LocalLogReader, LogRead};
 use rsm_core::{ErrorKind, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -200,4 +200,13 @@ async fn only_for_plain_segments_without_faults_and_each_read_is_counted() {
     let transformed = rsm.manifest(&z.md).await.unwrap().chunks.iter().any(|c| c.is_transformed());
     assert!(transformed, "the generated values compress");
     assert!(rsm.local_log_reader(&z.md, 0, None).await.unwrap().is_none());
+    // `open_read` decides the same, once: a stream of the compressed segment, a local read of the plain one.
+    assert!(matches!(rsm.open_read(&z.md, 0, None).await.unwrap(), LogRead::Stream(_)));
+    let rsm = TieredStorage::new(c.backend.clone(), plain());
+    match rsm.open_read(&c.md, BLOCK as i32 + 7, None).await.unwrap() {
+        LogRead::Local(mut r) => assert_eq!(drain(&mut r, 4 * BLOCK), c.log[BLOCK + 7..]),
+        LogRead::Stream(_) => panic!("a plain segment over local files is read from its file"),
+    }
+    let e = rsm.open_read(&c.md, c.log.len() as i32, None).await.unwrap_err();
+    assert!(e.to_string().contains("outside segment"), "positions checked as a fetch checks them: {e}");
 }

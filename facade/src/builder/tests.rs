@@ -1,5 +1,5 @@
 use super::*;
-use crate::StoreKind;
+use crate::registry::StoreKind;
 use rsm_core::ErrorKind;
 use rsm_core::backend::Op;
 use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule};

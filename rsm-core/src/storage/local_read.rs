@@ -5,8 +5,7 @@
 //! buffer of its own but one block where a fetch starts or ends inside a block.
 //!
 //! Only for a segment stored as it is (no chunk compressed or encrypted) with block CRCs, which a chunk cache
-//! over such a store never keeps: [`TieredStorage::local_log_reader`] says `None` otherwise, and the caller
-//! streams as usual.
+//! over such a store never keeps: [`TieredStorage::open_read`] decides, and streams otherwise.
 //!
 //! [`StorageBackend::open_local`]: crate::backend::StorageBackend::open_local
 
@@ -85,14 +84,47 @@ impl LocalLogReader {
     }
 }
 
+/// How a fetch's bytes are read, as [`TieredStorage::open_read`] decided: straight from the segment's local
+/// object file, or as a stream of checked reads through the chunk source.
+pub enum LogRead {
+    /// From the local object file, into the caller's buffers.
+    Local(LocalLogReader),
+    /// Streamed ([`TieredStorage::stream_range`]).
+    Stream(crate::backend::ByteStream),
+}
+
+impl std::fmt::Debug for LogRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogRead::Local(local) => f.debug_tuple("Local").field(local).finish(),
+            LogRead::Stream(_) => f.write_str("Stream"),
+        }
+    }
+}
+
 impl TieredStorage {
-    /// A reader of bytes `start_position..=end_position` (to the end of the segment without an end) of a
-    /// committed segment's log straight from its local object file, when the store keeps objects as files
-    /// this process reads ([`crate::backend::StorageBackend::open_local`]) and the segment is stored as it is
-    /// with block CRCs (a chunk cache never keeps such a segment's chunks, see
-    /// [`super::CachedChunks::over_local_files`]); `None` otherwise (stream it with
-    /// [`crate::rsm::RemoteStorageManager::fetch_log_segment`]). Positions are checked as that fetch checks
-    /// them.
+    /// Opens a fetch of bytes `start_position..=end_position` (to the end of the segment without an end) of
+    /// a committed segment's log, deciding once how it is read: straight from the local object file when
+    /// the store keeps objects as files this process reads
+    /// ([`crate::backend::StorageBackend::open_local`]) and the segment is stored as it is with block CRCs
+    /// (a chunk cache never keeps such a segment's chunks, see [`super::CachedChunks::over_local_files`]),
+    /// otherwise as a stream. The manifest is looked up and the positions checked once, as
+    /// [`crate::rsm::RemoteStorageManager::fetch_log_segment`] checks them.
+    pub async fn open_read(
+        &self,
+        metadata: &RemoteLogSegmentMetadata,
+        start_position: i32,
+        end_position: Option<i32>,
+    ) -> Result<LogRead> {
+        let manifest = self.manifest(metadata).await?;
+        let (start, end) = super::fetch::fetch_bounds(&manifest, start_position, end_position)?;
+        Ok(match self.local_reader(&manifest, start, end)? {
+            Some(local) => LogRead::Local(local),
+            None => LogRead::Stream(self.stream_range(manifest, start, end)),
+        })
+    }
+
+    /// [`TieredStorage::open_read`]'s local read alone: `None` where it would stream.
     pub async fn local_log_reader(
         &self,
         metadata: &RemoteLogSegmentMetadata,
@@ -101,16 +133,24 @@ impl TieredStorage {
     ) -> Result<Option<LocalLogReader>> {
         let manifest = self.manifest(metadata).await?;
         let (start, end) = super::fetch::fetch_bounds(&manifest, start_position, end_position)?;
+        self.local_reader(&manifest, start, end)
+    }
+
+    /// A reader of the original bytes `start..end` of the log of `manifest`'s segment from its local object
+    /// file, or `None` when the store has no local files or the segment is not stored as it is with block
+    /// CRCs.
+    fn local_reader(&self, manifest: &Arc<Manifest>, start: u64, end: u64) -> Result<Option<LocalLogReader>> {
         if manifest.block_size == 0
             || manifest.encryption.is_some()
             || manifest.chunks.iter().any(ChunkEntry::is_transformed)
         {
             return Ok(None);
         }
-        let key = super::layout::placement(&self.config.key_prefix, &manifest).log;
+        let key = super::layout::placement(&self.config.key_prefix, manifest).log;
         let Some(object) = self.backend.open_local(&key)? else {
             return Ok(None);
         };
+        let manifest = manifest.clone();
         Ok(Some(LocalLogReader { object, manifest, key, position: start, end, pending: Bytes::new() }))
     }
 }

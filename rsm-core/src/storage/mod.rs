@@ -51,7 +51,7 @@ pub use layout::{
     Placement, SegmentKey, SegmentKeys, SegmentLayout, Suffix, parse_segment_key, partition_prefix, placement,
     segment_keys,
 };
-pub use local_read::LocalLogReader;
+pub use local_read::{LocalLogReader, LogRead};
 pub use settings::{EncryptionConfig, TieredConfig};
 pub use single::Trailer;
 
