@@ -473,7 +473,7 @@ impl Layer for BreakerConfig {
 
 /// Fails calls at once while the store below is failing, so a broker's few remote-reader threads are not
 /// all taken waiting out a dead store's timeouts and retries. Every call but [`StorageBackend::open_local`]
-/// (and the passed-through [`StorageBackend::store_requests`] and [`StorageBackend::reads_local_files`]) is
+/// (and the passed-through [`StorageBackend::store_requests`] and [`StorageBackend::capabilities`]) is
 /// judged.
 ///
 /// - **Closed** (the usual state): calls pass, and transient failures in a row are counted (any error that
