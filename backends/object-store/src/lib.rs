@@ -34,10 +34,12 @@ mod budget;
 pub mod cloud;
 mod counter;
 mod errors;
+mod read;
 mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod unfinished;
+mod upload;
 
 pub use budget::{BudgetConnector, RetryBudget, RetryBudgetSettings, RetryBudgetSpent, retry_budget_spent};
 pub use cloud::{CloudKind, CloudStore, CloudStores};
@@ -45,6 +47,7 @@ pub use counter::CountingConnector;
 pub use errors::{Class, Redactor, ScrubbedCause, StatusError, classify, map_error, percent_encode};
 pub use rsm_core::backend::{CountSnapshot, Op, OpCount, RequestCounts};
 pub use settings::{ClientSettings, split_store_url};
+pub use upload::{MultipartUploads, UploadSettings};
 
 /// What the exported macros name; not part of the API.
 #[doc(hidden)]
@@ -57,13 +60,11 @@ pub mod __private {
 }
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    Attributes, GetOptions, GetRange, MultipartUpload, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
-};
+use object_store::{Attributes, GetOptions, GetRange, ObjectStore};
 use rsm_core::backend::{ByteStream, IncompleteUpload, ObjectMeta, StorageBackend, clamp_range, validate_key};
 use rsm_core::single_flight::SingleFlight;
 use rsm_core::{Error, Result};
@@ -71,71 +72,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
-use unfinished::{ReadProgress, UnfinishedReads};
-
-/// The most times one read asks again for the rest of an answer that broke off ([`ObjectStoreBackend::get_range`]).
-const RESUMES: usize = 64;
-
-/// The fewest bytes an answer that broke off must have brought for the read to ask for the rest again: a
-/// store that cuts every answer sooner fails the read.
-const RESUME_PROGRESS: usize = 1024;
-
-/// The object_store range of our `range` (`u64::MAX` as its end: to the object's end).
-fn get_range_of(range: &Range<u64>) -> Option<GetRange> {
-    match (range.start, range.end) {
-        (0, u64::MAX) => None,
-        (s, u64::MAX) => Some(GetRange::Offset(s)),
-        (s, e) => Some(GetRange::Bounded(s..e)),
-    }
-}
-
-/// `pieces` (`len` bytes in all) as one buffer: the one piece itself, or a copy of them all.
-fn joined(mut pieces: Vec<Bytes>, len: usize) -> Bytes {
-    if pieces.len() == 1 {
-        return pieces.pop().unwrap_or_default();
-    }
-    let mut all = BytesMut::with_capacity(len);
-    pieces.iter().for_each(|p| all.extend_from_slice(p));
-    all.freeze()
-}
-
-/// How uploads are cut into requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UploadSettings {
-    /// Objects of at most this many bytes go in one PUT; larger ones go multipart.
-    pub multipart_threshold: u64,
-    /// Size of every multipart part but the last.
-    pub part_size: usize,
-    /// Parts uploaded at once (at least 1).
-    pub parts_in_flight: usize,
-}
-
-impl Default for UploadSettings {
-    fn default() -> Self {
-        UploadSettings { multipart_threshold: 25 << 20, part_size: 25 << 20, parts_in_flight: 4 }
-    }
-}
-
-impl UploadSettings {
-    /// Parts of `part_size` bytes, with the threshold equal to one part.
-    pub fn with_part_size(part_size: usize) -> Self {
-        UploadSettings { multipart_threshold: part_size as u64, part_size, ..Default::default() }
-    }
-}
-
-/// The incomplete multipart uploads of a store, which object_store does not list: a cloud crate whose store
-/// has multipart uploads supplies this ([`CloudStores::with_uploads`]), and the backend's
-/// [`StorageBackend::list_incomplete_uploads`] and [`StorageBackend::abort_upload`] go through it.
-#[async_trait]
-pub trait MultipartUploads: Send + Sync + fmt::Debug {
-    /// The uploads to keys starting with `prefix` never completed nor aborted, each with its parts' bytes;
-    /// see [`StorageBackend::list_incomplete_uploads`].
-    async fn list(&self, prefix: &str) -> Result<Vec<IncompleteUpload>>;
-
-    /// Aborts upload `upload_id` to `key`; one that is gone is no error.
-    async fn abort(&self, key: &str, upload_id: &str) -> Result<()>;
-}
+use unfinished::UnfinishedReads;
 
 /// A [`StorageBackend`] over an object_store store.
 pub struct ObjectStoreBackend {
@@ -251,242 +188,10 @@ impl ObjectStoreBackend {
         map_error(self.name, op, key, e, &self.redactor)
     }
 
-    /// The bytes of the read `progress` of `range` of `key`, whose next answer is `answer`, read on from the
-    /// byte reached when an answer breaks off ([`RESUMES`]): object_store resumes a cut answer a few times
-    /// (`<p>.max.retries`) and then fails the read, and a caller reading it again from its start read the
-    /// same bytes over and over (a broker under cut connections read 82 MB to serve nothing). Each further
-    /// answer asks for the rest only, of the same version of the object (its ETag), and must bring at least
-    /// [`RESUME_PROGRESS`] bytes for the next. A read that stops before its end (failed, or dropped at its
-    /// caller's deadline) leaves what it received to the next read of the same range ([`unfinished`]).
-    async fn read_resuming(
-        &self,
-        key: &str,
-        location: &ObjectPath,
-        range: &Range<u64>,
-        mut progress: ReadProgress<'_>,
-        first: object_store::GetResult,
-    ) -> Result<Bytes> {
-        if progress.e_tag.is_none() {
-            progress.e_tag = first.meta.e_tag.clone();
-        }
-        let mut answer = first;
-        let mut resumes = 0;
-        loop {
-            let before = progress.got;
-            let mut stream = answer.into_stream();
-            let mut broke = None;
-            while let Some(piece) = stream.next().await {
-                match piece {
-                    Ok(b) => progress.push(b),
-                    Err(e) => {
-                        broke = Some(e);
-                        break;
-                    }
-                }
-            }
-            let Some(e) = broke else { return Ok(progress.finish()) };
-            let transient = classify(&e) == Class::Transient;
-            if !transient || progress.got - before < RESUME_PROGRESS || resumes == RESUMES {
-                progress.keep_on_drop(transient);
-                return Err(self.err("reading", key, e).with_field("bytes read", progress.got));
-            }
-            resumes += 1;
-            tracing::debug!(key, at = range.start + progress.got as u64, resumes, error = %e,
-                "an answer broke off; reading the rest");
-            answer = self.read_rest(key, location, range, &mut progress).await?;
-        }
-    }
-
-    /// The answer to a read of what `progress` has not received of `range`, of the version it has (an
-    /// object changed since is read from its start again).
-    async fn read_rest(
-        &self,
-        key: &str,
-        location: &ObjectPath,
-        range: &Range<u64>,
-        progress: &mut ReadProgress<'_>,
-    ) -> Result<object_store::GetResult> {
-        let at = range.start + progress.got as u64;
-        let rest = if range.end == u64::MAX { GetRange::Offset(at) } else { GetRange::Bounded(at..range.end) };
-        let opts = GetOptions { range: Some(rest), if_match: progress.e_tag.clone(), ..Default::default() };
-        match self.store.get_opts(location, opts).await {
-            Ok(answer) => Ok(answer),
-            Err(object_store::Error::Precondition { .. }) => {
-                tracing::debug!(key, "the object changed since a read of it stopped; reading it again");
-                progress.restart();
-                let opts = GetOptions { range: get_range_of(range), ..Default::default() };
-                self.store.get_opts(location, opts).await.map_err(|e| self.err("reading", key, e))
-            }
-            Err(e) => {
-                progress.keep_on_drop(classify(&e) == Class::Transient);
-                Err(self.err("reading", key, e))
-            }
-        }
-    }
-
-    /// The bytes `range` (not empty) of `key`, continuing a read of the same range that stopped before its
-    /// end ([`unfinished`]).
-    async fn read_range(&self, key: &str, location: &ObjectPath, range: Range<u64>) -> Result<Bytes> {
-        let mut progress = self.unfinished.start(key, &range);
-        if progress.got > 0 {
-            tracing::debug!(
-                key,
-                at = range.start + progress.got as u64,
-                "reading on where a read of the range stopped"
-            );
-            let answer = self.read_rest(key, location, &range, &mut progress).await?;
-            return self.read_resuming(key, location, &range, progress, answer).await;
-        }
-        let opts = GetOptions { range: get_range_of(&range), ..Default::default() };
-        match self.store.get_opts(location, opts).await {
-            Ok(answer) => self.read_resuming(key, location, &range, progress, answer).await,
-            Err(e) if classify(&e) == Class::RangeNotSatisfiable => {
-                // The range starts at or past the end (or the object is empty): which one decides
-                // between empty bytes and an invalid argument.
-                let size = self.size_of(key, location).await?;
-                let r = clamp_range(key, range, size)?;
-                if r.is_empty() { Ok(Bytes::new()) } else { Err(self.err("reading", key, e)) }
-            }
-            Err(e) => Err(self.err("reading", key, e)),
-        }
-    }
-
     fn path(key: &str) -> Result<ObjectPath> {
         validate_key(key)?;
         ObjectPath::parse(key).map_err(|e| Error::invalid(format!("object key `{}`: {e}", key.escape_debug())))
     }
-
-    fn put_options(&self) -> PutOptions {
-        PutOptions { attributes: self.attributes.clone(), ..Default::default() }
-    }
-
-    async fn put_single(&self, key: &str, path: &ObjectPath, payload: PutPayload) -> Result<()> {
-        self.store.put_opts(path, payload, self.put_options()).await.map_err(|e| self.err("uploading", key, e))?;
-        Ok(())
-    }
-
-    async fn start_multipart(&self, key: &str, path: &ObjectPath) -> Result<Box<dyn MultipartUpload>> {
-        let opts = PutMultipartOptions { attributes: self.attributes.clone(), ..Default::default() };
-        self.store.put_multipart_opts(path, opts).await.map_err(|e| self.err("starting a multipart upload of", key, e))
-    }
-
-    /// Aborts `upload` after `cause`, logging (not returning) a failure to abort.
-    async fn abort(&self, key: &str, mut upload: Box<dyn MultipartUpload>, cause: &Error) {
-        tracing::warn!(backend = self.name, key, error = %cause.full_message(), "upload failed; aborting the multipart upload");
-        if let Err(e) = upload.abort().await {
-            let e = self.err("aborting the multipart upload of", key, e);
-            tracing::warn!(backend = self.name, key, error = %e.full_message(),
-                "abort failed; the store's lifecycle rules must remove the parts");
-        }
-    }
-}
-
-/// Parts of one multipart upload, sent with a bounded number in flight.
-struct PartSender<'a> {
-    backend: &'a ObjectStoreBackend,
-    key: &'a str,
-    /// The upload until it is completed or aborted; dropped before either (the caller's future dropped
-    /// mid-upload), it is aborted in the background ([`Drop`]).
-    upload: Option<Box<dyn MultipartUpload>>,
-    /// Parts run as tasks, so they progress while the next part is read; dropping the set aborts them.
-    in_flight: tokio::task::JoinSet<object_store::Result<()>>,
-}
-
-impl<'a> PartSender<'a> {
-    async fn start(backend: &'a ObjectStoreBackend, key: &'a str, path: &ObjectPath) -> Result<Self> {
-        let upload = backend.start_multipart(key, path).await?;
-        Ok(PartSender { backend, key, upload: Some(upload), in_flight: tokio::task::JoinSet::new() })
-    }
-
-    fn upload(&mut self) -> &mut Box<dyn MultipartUpload> {
-        self.upload.as_mut().expect("the upload is held until completed or aborted")
-    }
-
-    /// Queues one part, first waiting for room.
-    async fn send(&mut self, part: PutPayload) -> Result<()> {
-        while self.in_flight.len() >= self.backend.upload.parts_in_flight {
-            self.wait_one().await?;
-        }
-        let part = self.upload().put_part(part);
-        self.in_flight.spawn(part);
-        Ok(())
-    }
-
-    async fn wait_one(&mut self) -> Result<()> {
-        if let Some(r) = self.in_flight.join_next().await {
-            let r = r.map_err(|e| Error::storage(format!("uploading a part of `{}`", self.key), e))?;
-            r.map_err(|e| self.backend.err("uploading a part of", self.key, e))?;
-        }
-        Ok(())
-    }
-
-    async fn complete(mut self) -> Result<()> {
-        let r = async {
-            while !self.in_flight.is_empty() {
-                self.wait_one().await?;
-            }
-            self.upload()
-                .complete()
-                .await
-                .map_err(|e| self.backend.err("completing the multipart upload of", self.key, e))
-        }
-        .await;
-        match r {
-            Ok(_) => {
-                self.upload = None;
-                Ok(())
-            }
-            Err(e) => {
-                self.fail(&e).await;
-                Err(e)
-            }
-        }
-    }
-
-    /// Drops the parts in flight and aborts the upload.
-    async fn fail(mut self, cause: &Error) {
-        // Stops the part uploads still running before the upload itself is aborted.
-        self.in_flight.abort_all();
-        while self.in_flight.join_next().await.is_some() {}
-        if let Some(upload) = self.upload.take() {
-            self.backend.abort(self.key, upload, cause).await;
-        }
-    }
-}
-
-impl Drop for PartSender<'_> {
-    /// An upload neither completed nor aborted (its future was dropped mid-upload: a timeout, or the
-    /// failure of an upload beside it) is aborted by a task of its own, so its parts do not stay in the
-    /// store, invisible and billed; without a runtime to run it, it stays for the orphan sweep.
-    fn drop(&mut self) {
-        let Some(mut upload) = self.upload.take() else { return };
-        self.in_flight.abort_all();
-        let (name, key, redactor) = (self.backend.name, self.key.to_string(), self.backend.redactor.clone());
-        tracing::warn!(backend = name, key, "upload dropped before it completed; aborting the multipart upload");
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(backend = name, key, "no runtime to abort the multipart upload; `rsm sweep` removes it");
-            return;
-        };
-        runtime.spawn(async move {
-            if let Err(e) = upload.abort().await {
-                let e = map_error(name, "aborting the multipart upload of", &key, e, &redactor);
-                tracing::warn!(backend = name, key, error = %e.full_message(),
-                    "abort failed; `rsm sweep` or the store's lifecycle rules must remove the parts");
-            }
-        });
-    }
-}
-
-async fn read_part(file: &mut tokio::fs::File, key: &str, path: &Path, n: usize) -> Result<Bytes> {
-    let mut buf = BytesMut::zeroed(n);
-    file.read_exact(&mut buf).await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::invalid(format!("uploading `{key}`: {} is shorter than the length asked for", path.display()))
-        } else {
-            Error::from_io(path.display(), e)
-        }
-    })?;
-    Ok(buf.freeze())
 }
 
 #[async_trait]
@@ -497,93 +202,11 @@ impl StorageBackend for ObjectStoreBackend {
     }
 
     async fn put_file(&self, key: &str, path: &Path, len: u64) -> Result<()> {
-        let location = Self::path(key)?;
-        let mut file = tokio::fs::File::open(path).await.map_err(|e| Error::from_io(path.display(), e))?;
-        let actual = file.metadata().await.map_err(|e| Error::from_io(path.display(), e))?.len();
-        if actual < len {
-            return Err(Error::invalid(format!(
-                "uploading `{key}`: {} has {actual} bytes, fewer than the {len} asked for",
-                path.display()
-            )));
-        }
-        if len <= self.upload.multipart_threshold {
-            let bytes = read_part(&mut file, key, path, len as usize).await?;
-            return self.put_single(key, &location, bytes.into()).await;
-        }
-        let mut sender = PartSender::start(self, key, &location).await?;
-        let mut left = len;
-        while left > 0 {
-            let n = left.min(self.upload.part_size as u64) as usize;
-            let r = match read_part(&mut file, key, path, n).await {
-                Ok(part) => sender.send(part.into()).await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = r {
-                sender.fail(&e).await;
-                return Err(e);
-            }
-            left -= n as u64;
-        }
-        sender.complete().await
+        self.upload_file(key, path, len).await
     }
 
-    async fn put_stream(&self, key: &str, mut data: ByteStream) -> Result<()> {
-        let location = Self::path(key)?;
-        let part_size = self.upload.part_size;
-        // Pieces of the part being gathered, sliced (not copied) at part boundaries.
-        let mut pending: Vec<Bytes> = Vec::new();
-        let mut pending_len = 0usize;
-        let mut sender: Option<PartSender<'_>> = None;
-        loop {
-            let item = data.next().await;
-            let step: Result<bool> = async {
-                match item {
-                    None => Ok(false),
-                    Some(Err(e)) => Err(e.context(format!("uploading `{key}`: the source failed"))),
-                    Some(Ok(mut b)) => {
-                        while !b.is_empty() {
-                            if pending_len == part_size {
-                                // A full part and more to come: it goes as a multipart part.
-                                if sender.is_none() {
-                                    sender = Some(PartSender::start(self, key, &location).await?);
-                                }
-                                let part: PutPayload = std::mem::take(&mut pending).into_iter().collect();
-                                pending_len = 0;
-                                sender.as_mut().expect("started").send(part).await?;
-                            }
-                            let take = (part_size - pending_len).min(b.len());
-                            pending.push(b.split_to(take));
-                            pending_len += take;
-                        }
-                        Ok(true)
-                    }
-                }
-            }
-            .await;
-            match step {
-                Ok(true) => continue,
-                Ok(false) => break,
-                Err(e) => {
-                    if let Some(s) = sender.take() {
-                        s.fail(&e).await;
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        let rest: PutPayload = pending.into_iter().collect();
-        match sender {
-            None => self.put_single(key, &location, rest).await,
-            Some(mut s) => {
-                if rest.content_length() > 0
-                    && let Err(e) = s.send(rest).await
-                {
-                    s.fail(&e).await;
-                    return Err(e);
-                }
-                s.complete().await
-            }
-        }
+    async fn put_stream(&self, key: &str, data: ByteStream) -> Result<()> {
+        self.upload_stream(key, data).await
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {

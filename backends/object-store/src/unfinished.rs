@@ -114,7 +114,7 @@ impl ReadProgress<'_> {
     pub(crate) fn finish(mut self) -> Bytes {
         self.keep = false;
         let pieces = std::mem::take(&mut self.pieces);
-        crate::joined(pieces, self.got)
+        crate::read::joined(pieces, self.got)
     }
 }
 
