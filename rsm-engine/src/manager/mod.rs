@@ -1,21 +1,19 @@
 //! The remote log manager (SR-15, SR-22): the partitions the engine serves, their roles, and one run of a
 //! partition's work (copy, expiration, index files), driven by the [`Scheduler`] once started.
 
-use crate::config::{EngineConfig, within};
+use crate::config::EngineConfig;
 use crate::copy::{self, CopyOutcome};
 use crate::expiration::{self, ExpirationOutcome};
 use crate::index_files;
-use crate::lifecycle::{self, offset_ranges};
 use crate::local_log::{self, LocalLog};
-use crate::reader::{ReadRequest, ReadResult, ReaderPool, ReaderPoolConfig};
+use crate::reader::ReaderPool;
 use crate::scheduler::{Scheduler, SchedulerConfig};
 pub use crate::state::{CopyListener, Role, Totals};
 use crate::state::{PartitionState, Shared, lock};
 use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::dir_lock::DirLock;
 use rsm_core::error::{Error, Result};
-use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition, Uuid};
-use rsm_core::rsm::RemoteStorageManager;
+use rsm_core::model::{RemoteLogSegmentState, TopicIdPartition};
 use rsm_core::storage::TieredStorage;
 use rsm_metadata::RemoteLogMetadataManager;
 use rsm_metadata::failed_deletions::{FailedDeletions, LocalFailedDeletions};
@@ -24,6 +22,12 @@ use rsm_tiering::settings::{TopicPolicy, TopicSettings};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+mod deletion;
+mod offsets;
+
+pub use deletion::DeletionEffect;
+pub use offsets::Offsets;
 
 /// What one run of a partition's work did.
 #[derive(Debug, Default)]
@@ -55,49 +59,6 @@ impl RunPlan {
         };
         self.expiration.expired.iter().map(|(m, _)| m).filter(|m| copying(m)).collect()
     }
-}
-
-/// The offsets of a partition (SR-25): Lx, Ly, Lz, Rx, Ry, and the gaps of the remote log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Offsets {
-    /// Lx, the local log start offset: the first segment's base offset.
-    pub local_log_start: i64,
-    /// Ly, the last stable offset: where the earliest transaction the local log leaves open begins (no
-    /// marker after it), else Lz.
-    pub last_stable: i64,
-    /// Lz, the local log end offset: the offset after the last record of the active segment.
-    pub local_log_end: i64,
-    /// Rx, the remote log start offset (the earliest copied segment's start), if any.
-    pub remote_log_start: Option<i64>,
-    /// Ry, the remote log end offset (the highest copied segment's end), if any.
-    pub remote_log_end: Option<i64>,
-    /// The holes of the log, oldest first: offsets between Rx and Lz that neither a copied segment nor the
-    /// local log holds (a segment deleted by hand from the middle or the end of the remote log, a local
-    /// segment removed by hand): local segments from the first hole on are never deleted.
-    pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
-    /// The copied segments the metadata lists whose commit object the store lacks (deleted behind the
-    /// metadata's back, or a store that is not the one copied to), oldest first: their offsets count as held
-    /// nowhere in [`Offsets::remote_gaps`].
-    pub missing_from_store: Vec<(Uuid, rsm_tiering::OffsetRange)>,
-}
-
-/// What deleting one remote segment does to its partition's log ([`RemoteLogManager::deletion_cut`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeletionEffect {
-    /// The segment's offsets.
-    pub segment: rsm_tiering::OffsetRange,
-    /// Its offsets that leave the log from below: nothing held lies under them, so the log start moves past
-    /// them (the oldest data goes, as retention would take it).
-    pub log_start_move: Option<rsm_tiering::OffsetRange>,
-    /// Its offsets that nothing would hold while offsets above them stay (or may stay, the local log being
-    /// unknown): holes cut into the log, their records readable nowhere.
-    pub holes: Vec<rsm_tiering::OffsetRange>,
-    /// Gaps the delete opens between remote segments, held or not by the local log: local deletion stops
-    /// at them (the local copy of their offsets is kept).
-    pub remote_gaps: Vec<rsm_tiering::OffsetRange>,
-    /// Other copies of some of the segment's offsets that do not count as holding them: not whole in this
-    /// store (damaged, or missing), each with why.
-    pub unreadable_copies: Vec<(Uuid, rsm_tiering::OffsetRange, String)>,
 }
 
 /// The seeds' remote log manager over real partition directories.
@@ -386,191 +347,6 @@ impl RemoteLogManager {
         expiration::run(&self.shared, &state, &log, &remote).await
     }
 
-    /// Whether the metadata of `tp` holds the segment `id`, in any state.
-    pub async fn knows_segment(&self, tp: &TopicIdPartition, id: &rsm_core::Uuid) -> Result<bool> {
-        self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
-        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
-        Ok(remote.iter().any(|m| m.remote_log_segment_id.id == *id))
-    }
-
-    /// What deleting the remote segment `id` of `tp` would do to its log: the offsets no other copied
-    /// segment nor the local log (`local`: the offsets its segments hold, [`LocalLog::held_ranges`]; `None`
-    /// when not known) would hold afterwards, split into those below every offset still held (the log start
-    /// moves past them) and the holes it would cut (held offsets below them). With `local` unknown the local
-    /// log holds nothing here, so the remote log's last segment (not its only one) cuts a hole: the local log
-    /// may no longer hold its offsets, and only the partition directory can tell.
-    pub async fn deletion_cut(
-        &self,
-        tp: &TopicIdPartition,
-        id: &rsm_core::Uuid,
-        local: Option<&[rsm_tiering::OffsetRange]>,
-    ) -> Result<DeletionEffect> {
-        self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
-        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
-        let (target, others): (Vec<_>, Vec<_>) = remote.into_iter().partition(|m| m.remote_log_segment_id.id == *id);
-        let Some(target) = target.into_iter().next() else {
-            return Err(Error::not_found(format!("segment {id} of partition {tp} in the metadata")));
-        };
-        let segment = rsm_tiering::OffsetRange { start: target.start_offset, end: target.end_offset };
-        let mut effect = DeletionEffect {
-            segment,
-            log_start_move: None,
-            holes: Vec::new(),
-            remote_gaps: Vec::new(),
-            unreadable_copies: Vec::new(),
-        };
-        if target.state != RemoteLogSegmentState::CopySegmentFinished {
-            return Ok(effect);
-        }
-        // Another copy holds some of these offsets only if it reads back whole from this store: a damaged
-        // twin left as the only copy is a hole.
-        let mut others = others;
-        let mut kept = Vec::with_capacity(others.len());
-        for m in others.drain(..) {
-            let overlaps = m.state == RemoteLogSegmentState::CopySegmentFinished
-                && m.start_offset <= segment.end
-                && m.end_offset >= segment.start;
-            match overlaps {
-                false => kept.push(m),
-                true => match expiration::present(&self.shared, &m, true).await {
-                    Ok(()) => kept.push(m),
-                    Err(e) => effect.unreadable_copies.push((
-                        m.remote_log_segment_id.id,
-                        rsm_tiering::OffsetRange { start: m.start_offset, end: m.end_offset },
-                        e.to_string(),
-                    )),
-                },
-            }
-        }
-        let others = kept;
-        let before = rsm_tiering::remote_coverage(&offset_ranges(&[&[target.clone()][..], &others].concat())).gaps;
-        effect.remote_gaps = rsm_tiering::remote_coverage(&offset_ranges(&others))
-            .gaps
-            .into_iter()
-            .filter(|g| !before.contains(g))
-            .collect();
-        let mut after = offset_ranges(&others);
-        after.extend(local.into_iter().flatten());
-        let lowest = after.iter().map(|r| r.start).min();
-        // A copy that does not read back whole holds nothing for the coverage, but it stays listed: the log
-        // still starts at or below it, so offsets it does not hold whole above its start are a hole too.
-        let lowest_unreadable = effect.unreadable_copies.iter().map(|(_, r, _)| r.start).min();
-        for lost in rsm_tiering::uncovered(segment, &after) {
-            let held_below = lowest.is_some_and(|low| low < lost.start);
-            let listed_below = lowest_unreadable.is_some_and(|low| low <= lost.start);
-            match held_below || listed_below {
-                // Something held lies below: these offsets are a hole.
-                true => effect.holes.push(lost),
-                false => effect.log_start_move = Some(lost),
-            }
-        }
-        Ok(effect)
-    }
-
-    /// Deletes one remote segment of a partition this engine leads: metadata to delete started, the data
-    /// through the storage manager, metadata to delete finished. Returns the segment as it was.
-    ///
-    /// A partition not served here is taken as led by this host for the deletion.
-    pub async fn delete_segment(&self, tp: &TopicIdPartition, id: &rsm_core::Uuid) -> Result<RemoteLogSegmentMetadata> {
-        self.refuse_if_read_only(&format!("deleting segment {id} of {tp}"))?;
-        let state = lock(&self.partitions).get(tp).cloned();
-        let _run = match &state {
-            Some(state) if !matches!(state.role(), Role::Leader { .. }) => {
-                return Err(Error::invalid(format!("partition {tp} is a follower here: only its leader deletes")));
-            }
-            Some(state) => Some(state.run.lock().await),
-            None => {
-                self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
-                None
-            }
-        };
-        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
-        let md = remote
-            .into_iter()
-            .find(|m| m.remote_log_segment_id.id == *id)
-            .ok_or_else(|| Error::not_found(format!("segment {id} of partition {tp} in the metadata")))?;
-        lifecycle::delete_remote(&self.shared, &md).await?;
-        if let Err(e) = self.shared.failed.drain(&md.remote_log_segment_id).await {
-            tracing::warn!(partition = %tp, error = %e, "could not drain a finished deletion");
-        }
-        Ok(md)
-    }
-
-    /// Deletes the partition's remote data, as a broker does when its topic is deleted: the partition is
-    /// marked for deletion, then every remote segment is deleted (metadata and objects, as retention does),
-    /// then the deletion is finished; the partition is no longer served. Local files are left to the
-    /// caller. A segment whose deletion fails is recorded in the failed-deletions log, and the partition's
-    /// deletion stays started (an error says how many failed); a rerun goes on from there.
-    pub async fn delete_partition(&self, tp: &TopicIdPartition) -> Result<usize> {
-        self.refuse_if_read_only(&format!("deleting partition {tp}"))?;
-        use rsm_metadata::{RemotePartitionDeleteMetadata, RemotePartitionDeleteState as S};
-        if let Some(s) = lock(&self.scheduler).as_ref() {
-            s.remove(tp);
-        }
-        let state = lock(&self.partitions).get(tp).cloned();
-        let _run = match &state {
-            Some(s) => Some(s.run.lock().await),
-            None => None,
-        };
-        let c = &self.shared.config;
-        let mark = |state| RemotePartitionDeleteMetadata {
-            topic_id_partition: tp.clone(),
-            state,
-            event_timestamp_ms: c.now_ms(),
-            broker_id: c.broker_id,
-        };
-        self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(tp), &[]).await?;
-        self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionMarked)).await?;
-        self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionStarted)).await?;
-        let (mut deleted, mut failed) = (0, 0);
-        for md in self.shared.metadata.list_remote_log_segments(tp).await? {
-            match lifecycle::delete_remote(&self.shared, &md).await {
-                Ok(()) => deleted += 1,
-                Err(e) => {
-                    failed += 1;
-                    tracing::warn!(partition = %tp, segment = %md.remote_log_segment_id.id, error = %e,
-                        "deletion of a segment of a deleted partition failed; recorded for retry");
-                    self.shared.failed.record(&md).await?;
-                }
-            }
-        }
-        if failed > 0 {
-            return Err(Error::retriable(
-                format!(
-                    "deleting partition {tp}: {failed} of its remote segments could not be deleted (recorded for retry)"
-                ),
-                "see the failed-deletions log",
-            ));
-        }
-        self.shared.metadata.put_remote_partition_delete_metadata(&mark(S::DeletePartitionFinished)).await?;
-        lock(&self.partitions).remove(tp);
-        Ok(deleted)
-    }
-
-    /// Retries every deletion in the failed-deletions log (SR-35), whatever partition it is of: each is
-    /// deleted again through the storage manager, its metadata moved to delete finished, and drained.
-    /// Returns the segments retried with each one's outcome.
-    pub async fn retry_failed_deletions(&self) -> Result<Vec<(RemoteLogSegmentMetadata, Result<()>)>> {
-        self.refuse_if_read_only("retrying failed deletions")?;
-        let mut out = Vec::new();
-        for md in self.shared.failed.list().await? {
-            let tp = md.remote_log_segment_id.topic_id_partition.clone();
-            let result = async {
-                self.shared.metadata.on_partition_leadership_changes(std::slice::from_ref(&tp), &[]).await?;
-                let current = self.shared.metadata.list_remote_log_segments(&tp).await?;
-                match current.into_iter().find(|m| m.remote_log_segment_id == md.remote_log_segment_id) {
-                    // Already finished (no longer listed): only the store's copy may be left.
-                    None => self.shared.storage.delete_log_segment_data(&md).await,
-                    Some(m) => lifecycle::delete_remote(&self.shared, &m).await,
-                }?;
-                self.shared.failed.drain(&md.remote_log_segment_id).await
-            }
-            .await;
-            out.push((md, result));
-        }
-        Ok(out)
-    }
-
     /// Starts the scheduler (SR-6, SR-7, SR-18): every partition served, and every one added later, runs at
     /// once and then every `remote.log.manager.task.interval.ms`, after a failure sooner or later by the
     /// backoff. Starting twice is an error.
@@ -612,85 +388,6 @@ impl RemoteLogManager {
     /// The scheduler, once started.
     pub fn scheduler(&self) -> Option<Arc<Scheduler<TopicIdPartition>>> {
         lock(&self.scheduler).clone()
-    }
-
-    /// The partition's offsets (SR-25), checked against the constraints Lz ≥ Ly ≥ Lx, Ly ≥ Ry ≥ Rx. Rx and Ry
-    /// are the metadata's; the gaps are what neither the local log nor the store holds: one listing of the
-    /// partition in the store tells which copied segments it still has.
-    pub async fn offsets(&self, tp: &TopicIdPartition) -> Result<Offsets> {
-        let state = self.state(tp)?;
-        let log = LocalLog::open_read_only(&state.dir())?;
-        let remote = self.shared.metadata.list_remote_log_segments(tp).await?;
-        let copied = offset_ranges(&remote);
-        let lx = log.partition().segments.first().map_or(0, |s| s.base_offset);
-        let lz = log.true_log_end_offset()?;
-        let rx = copied.iter().map(|m| m.start).min();
-        let ry = copied.iter().map(|m| m.end).max();
-        let in_store = match copied.is_empty() {
-            true => Default::default(),
-            false => {
-                let listing = self.shared.storage.committed_segment_ids(Some(tp));
-                within(&self.shared.config, || format!("listing partition {tp} in the store"), listing).await?
-            }
-        };
-        let (present, missing): (Vec<_>, Vec<_>) =
-            remote.into_iter().partition(|m| in_store.contains(&m.remote_log_segment_id.id));
-        let offsets = Offsets {
-            local_log_start: lx,
-            last_stable: log.first_open_transaction(lx)?.map_or(lz, |o| o.min(lz)),
-            local_log_end: lz,
-            remote_log_start: rx,
-            remote_log_end: ry,
-            remote_gaps: rsm_tiering::log_gaps(&offset_ranges(&present), &log.held_ranges()?),
-            missing_from_store: offset_ranges(&missing)
-                .into_iter()
-                .zip(missing.iter().filter(|m| m.state == RemoteLogSegmentState::CopySegmentFinished))
-                .map(|(r, m)| (m.remote_log_segment_id.id, r))
-                .collect(),
-        };
-        Ok(offsets)
-    }
-
-    /// Reads `tp` from remote storage at `offset` through the reader pool (SR-8, SR-9, SR-19, SR-23): at
-    /// most `max_bytes` but at least the batch holding the offset, retried until `deadline`; refused at once
-    /// with [`ErrorKind::Busy`](rsm_core::ErrorKind::Busy) when the pool's queue is full. A partition this
-    /// host follows is refused: a follower serves only what is local (SR-24). The pool starts on the first
-    /// read, on the runtime of the caller.
-    pub async fn read(
-        &self,
-        tp: &TopicIdPartition,
-        offset: i64,
-        max_bytes: u32,
-        deadline: tokio::time::Instant,
-    ) -> Result<ReadResult> {
-        let state = self.state(tp)?;
-        if !matches!(state.role(), Role::Leader { .. }) {
-            return Err(Error::invalid(format!(
-                "partition {tp} is a follower here: it serves only local data, and offset {offset} is asked of remote storage"
-            )));
-        }
-        let pool = {
-            let mut slot = lock(&self.readers);
-            match slot.as_ref() {
-                Some(p) => Arc::clone(p),
-                None => {
-                    let b = &self.shared.config.broker;
-                    let config = ReaderPoolConfig {
-                        readers: b.reader_threads as usize,
-                        queue: b.reader_max_pending_tasks as usize,
-                    };
-                    let pool = Arc::new(ReaderPool::start(
-                        config,
-                        &tokio::runtime::Handle::current(),
-                        Arc::clone(&self.shared.metadata),
-                        Arc::clone(&self.shared.storage),
-                    )?);
-                    *slot = Some(Arc::clone(&pool));
-                    pool
-                }
-            }
-        };
-        pool.read(ReadRequest { partition: tp.clone(), offset, max_bytes, deadline }).await
     }
 
     /// Stops: the scheduler takes no new run and waits for the runs in flight, the reader pool fails the
