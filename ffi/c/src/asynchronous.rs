@@ -76,14 +76,17 @@ fn submit<T: Send + 'static>(
     id
 }
 
-/// The code and the error object a callback receives for a failed or cancelled outcome.
-fn failure(e: Option<Error>) -> (rsm_result, *mut rsm_error) {
-    match e {
-        Some(e) => {
+/// Settles an operation's outcome (`None`: it was cancelled) into what its callback receives: the code,
+/// the value (`ok` of the work's result on success, `none` otherwise) and the error (NULL on success, else
+/// owned by the callback). Every asynchronous entry point delivers through it.
+fn settle<T, V>(outcome: Option<Result<T>>, none: V, ok: impl FnOnce(T) -> V) -> (rsm_result, V, *mut rsm_error) {
+    match outcome {
+        Some(Ok(value)) => (rsm_result::Ok, ok(value), std::ptr::null_mut()),
+        Some(Err(e)) => {
             let code = rsm_result::from(rsm_facade::ResultCode::of(&e));
-            (code, rsm_error::boxed(code, e.full_message()))
+            (code, none, rsm_error::boxed(code, e.full_message()))
         }
-        None => (rsm_result::Cancelled, rsm_error::boxed(rsm_result::Cancelled, CANCELLED.to_string())),
+        None => (rsm_result::Cancelled, none, rsm_error::boxed(rsm_result::Cancelled, CANCELLED.to_string())),
     }
 }
 
@@ -133,21 +136,9 @@ pub unsafe extern "C" fn rsm_copy_async(
             let user = UserData(user_data);
             let id = submit(async move { s.copy_async(&md, &data).await }, move |outcome| {
                 let user = user;
-                let (code, custom, e) = match outcome {
-                    Some(Ok(custom)) => (
-                        rsm_result::Ok,
-                        custom.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(rsm_buffer { bytes: c.0 }))),
-                        std::ptr::null_mut(),
-                    ),
-                    Some(Err(e)) => {
-                        let (code, e) = failure(Some(e));
-                        (code, std::ptr::null_mut(), e)
-                    }
-                    None => {
-                        let (code, e) = failure(None);
-                        (code, std::ptr::null_mut(), e)
-                    }
-                };
+                let (code, custom, e) = settle(outcome, std::ptr::null_mut(), |custom| {
+                    custom.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(rsm_buffer { bytes: c.0 })))
+                });
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, custom, e);
             });
@@ -196,20 +187,8 @@ pub unsafe extern "C" fn rsm_fetch_async(
             let work = async move { s.fetch_async(&md, start_position, end).await };
             let id = submit(work, move |outcome| {
                 let user = user;
-                let (code, stream, e) = match outcome {
-                    Some(Ok(reader)) => {
-                        let id = STREAMS.insert(Mutex::new(reader));
-                        (rsm_result::Ok, as_handle(id), std::ptr::null_mut())
-                    }
-                    Some(Err(e)) => {
-                        let (code, e) = failure(Some(e));
-                        (code, std::ptr::null_mut(), e)
-                    }
-                    None => {
-                        let (code, e) = failure(None);
-                        (code, std::ptr::null_mut(), e)
-                    }
-                };
+                let (code, stream, e) =
+                    settle(outcome, std::ptr::null_mut(), |reader| as_handle(STREAMS.insert(Mutex::new(reader))));
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, stream, e);
             });
@@ -251,11 +230,7 @@ pub unsafe extern "C" fn rsm_delete_async(
             let user = UserData(user_data);
             let id = submit(async move { s.delete_async(&md).await }, move |outcome| {
                 let user = user;
-                let (code, e) = match outcome {
-                    Some(Ok(())) => (rsm_result::Ok, std::ptr::null_mut()),
-                    Some(Err(e)) => failure(Some(e)),
-                    None => failure(None),
-                };
+                let (code, (), e) = settle(outcome, (), |()| ());
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, e);
             });
