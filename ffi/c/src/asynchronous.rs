@@ -4,8 +4,9 @@
 //! `Store::copy` and the others are `block_on`), run as a task of the facade's runtime instead.
 
 use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg, rsm_error};
+use crate::buffer::rsm_buffer;
 use crate::handles::{Registry, STREAMS, as_handle, store_of};
-use crate::{rsm_buffer, rsm_result, rsm_store, rsm_stream, types};
+use crate::{rsm_result, rsm_store, rsm_stream, types};
 use rsm_core::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -137,7 +138,7 @@ pub unsafe extern "C" fn rsm_copy_async(
             let id = submit(async move { s.copy_async(&md, &data).await }, move |outcome| {
                 let user = user;
                 let (code, custom, e) = settle(outcome, std::ptr::null_mut(), |custom| {
-                    custom.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(rsm_buffer { bytes: c.0 })))
+                    custom.map_or(std::ptr::null_mut(), |c| rsm_buffer::boxed(c.0))
                 });
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, custom, e);

@@ -1,5 +1,6 @@
 //! The boundary every entry point crosses: panics caught, errors turned into a result code and an
-//! [`rsm_error`], and the helpers that read C arguments, each naming the argument when it is wrong.
+//! [`rsm_error`], and the helpers that read C arguments, each naming the argument when it is wrong. Also
+//! `rsm_self_test_panic`, with which a host's tests prove that no panic crosses into C.
 
 use crate::rsm_result;
 use rsm_core::{Error, Result};
@@ -165,4 +166,15 @@ impl<T> OutArg<T> {
         // SAFETY: checked non-NULL and aligned by `out_arg`, writable by the caller's contract.
         unsafe { self.0.write(value) }
     }
+}
+
+/// Panics inside the library on purpose and returns what the boundary made of it (`RSM_RESULT_PANIC`, with
+/// the message in `*err`): lets a host's tests prove that no panic crosses into C.
+///
+/// # Safety
+/// `err` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rsm_self_test_panic(err: *mut *mut rsm_error) -> rsm_result {
+    // SAFETY: the caller's contract.
+    unsafe { entry(err, || panic!("rsm_self_test_panic: a deliberate panic")) }
 }

@@ -25,33 +25,54 @@
 #![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 
-mod asynchronous;
+// The modules with C functions, in the order of the header's functions: cbindgen reads this file's functions
+// first, then each module's in the order they are declared here (`sort_by = "None"`), and `tests/header.rs`
+// holds the header byte for byte. Keep the order.
+// rsm_segment_list: rsm_list_segments and its accessors.
+mod list;
+// rsm_buffer and its accessors.
+mod buffer;
+// rsm_position_of_offset, rsm_position_of_timestamp.
+mod position;
+// The boundary and the argument readers; rsm_self_test_panic.
 mod boundary;
+// rsm_operation: the asynchronous form.
+mod asynchronous;
+// rsm_partition_copy: rsm_copy_partition.
+mod partition;
+// rsm_records and rsm_record.
+mod records;
+
+// The modules without C functions.
+mod handles;
+mod types;
+
 #[cfg(test)]
 mod contract_tests;
-mod handles;
-mod partition;
-mod records;
 #[cfg(test)]
 mod records_tests;
 #[cfg(test)]
 mod txn_fixture;
-mod types;
 
 pub use asynchronous::{
     rsm_copy_async, rsm_copy_callback, rsm_delete_async, rsm_delete_callback, rsm_fetch_async, rsm_fetch_callback,
     rsm_operation, rsm_operation_cancel,
 };
-pub use boundary::rsm_error;
+pub use boundary::{rsm_error, rsm_self_test_panic};
+pub use buffer::{rsm_buffer, rsm_buffer_data, rsm_buffer_free, rsm_buffer_len};
 pub use handles::{rsm_store, rsm_stream};
+pub use list::{
+    rsm_list_segments, rsm_segment_list, rsm_segment_list_free, rsm_segment_list_get, rsm_segment_list_len,
+};
 pub use partition::{rsm_copy_partition, rsm_partition_copy};
+pub use position::{rsm_position_of_offset, rsm_position_of_timestamp};
 pub use records::{
     rsm_isolation, rsm_record, rsm_record_header, rsm_record_header_count, rsm_record_key, rsm_record_offset,
     rsm_record_timestamp, rsm_record_timestamp_type, rsm_record_value, rsm_records, rsm_records_fetch,
     rsm_records_free, rsm_records_get, rsm_records_len, rsm_records_next_offset, rsm_timestamp_type,
 };
 pub use types::{
-    rsm_index_type, rsm_leader_epoch, rsm_segment_files, rsm_segment_list, rsm_segment_metadata, rsm_segment_state,
+    rsm_index_type, rsm_leader_epoch, rsm_segment_files, rsm_segment_metadata, rsm_segment_state,
     rsm_topic_id_partition, rsm_uuid,
 };
 
@@ -105,11 +126,6 @@ pub struct rsm_setting {
     pub key: *const c_char,
     /// The value, NUL-terminated UTF-8.
     pub value: *const c_char,
-}
-
-/// Bytes the library returns (a copy's custom metadata). Owned by the caller, freed with `rsm_buffer_free`.
-pub struct rsm_buffer {
-    pub(crate) bytes: Vec<u8>,
 }
 
 /// `end_position` as the core takes it.
@@ -287,7 +303,7 @@ pub unsafe extern "C" fn rsm_copy(
             types::check_segment_size(&md, &data, "metadata", "files")?;
             let custom = s.copy(&md, &data)?;
             if let (Some(out), Some(c)) = (out, custom) {
-                out.set(Box::into_raw(Box::new(rsm_buffer { bytes: c.0 })));
+                out.set(rsm_buffer::boxed(c.0));
             }
             Ok(())
         })
@@ -441,187 +457,6 @@ pub unsafe extern "C" fn rsm_delete(
             s.delete(&md)
         })
     }
-}
-
-/// Lists the committed segments of a partition (`partition` NULL: of the whole store), oldest first, each
-/// with the metadata its copy was given; pass an entry straight to `rsm_fetch` and the others.
-///
-/// Ownership: `partition` is borrowed for the call. On success `*list_out` is a list the caller owns and
-/// frees with `rsm_segment_list_free`; on failure it is NULL. `list_out` must not be NULL
-/// (`RSM_RESULT_INVALID_ARGUMENT`).
-///
-/// # Safety
-/// `partition` is NULL or valid; `list_out` and `err` are NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_list_segments(
-    store: *const rsm_store,
-    partition: *const rsm_topic_id_partition,
-    list_out: *mut *mut rsm_segment_list,
-    err: *mut *mut rsm_error,
-) -> rsm_result {
-    // SAFETY (this block and the closure's): the caller's contract, argument by argument.
-    unsafe {
-        entry(err, || {
-            let out = out_arg(list_out, "list_out", std::ptr::null_mut())?;
-            let s = blocking_store_of(store, "rsm_list_segments")?;
-            let tp = match partition.as_ref() {
-                None => None,
-                Some(p) => Some(types::topic_id_partition(p, "partition")?),
-            };
-            let entries =
-                s.list_segments(tp.as_ref())?.iter().map(types::ListedMetadata::of).collect::<Result<Vec<_>>>()?;
-            out.set(Box::into_raw(Box::new(rsm_segment_list { entries })));
-            Ok(())
-        })
-    }
-}
-
-/// The number of segments in a list (0 for NULL).
-///
-/// # Safety
-/// `list` is NULL or a list the library returned and that is not freed yet.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_segment_list_len(list: *const rsm_segment_list) -> usize {
-    // SAFETY: the caller's contract.
-    unsafe { list.as_ref() }.map_or(0, |l| l.entries.len())
-}
-
-/// The metadata of segment `i` of a list, or NULL when `list` is NULL or `i` is out of range. The struct
-/// and everything it points to are owned by the list, valid until `rsm_segment_list_free(list)`.
-///
-/// # Safety
-/// `list` is NULL or a list the library returned and that is not freed yet.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_segment_list_get(list: *const rsm_segment_list, i: usize) -> *const rsm_segment_metadata {
-    // SAFETY: the caller's contract.
-    unsafe { list.as_ref() }.and_then(|l| l.entries.get(i)).map_or(std::ptr::null(), |e| &e.c)
-}
-
-/// Frees a list. NULL is a no-op.
-///
-/// # Safety
-/// `list` is NULL or a list the library returned that is not freed yet; neither it nor any metadata taken
-/// from it may be used after.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_segment_list_free(list: *mut rsm_segment_list) {
-    if !list.is_null() {
-        // SAFETY: the caller's contract: it came from `Box::into_raw` in `rsm_list_segments`, freed once.
-        drop(unsafe { Box::from_raw(list) });
-    }
-}
-
-/// The bytes of a buffer (NULL for NULL; not NULL for an empty buffer), owned by it until
-/// `rsm_buffer_free`.
-///
-/// # Safety
-/// `buf` is NULL or a buffer the library returned and that is not freed yet.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_buffer_data(buf: *const rsm_buffer) -> *const u8 {
-    // SAFETY: the caller's contract.
-    unsafe { buf.as_ref() }.map_or(std::ptr::null(), |b| b.bytes.as_ptr())
-}
-
-/// The length of a buffer (0 for NULL).
-///
-/// # Safety
-/// `buf` is NULL or a buffer the library returned and that is not freed yet.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_buffer_len(buf: *const rsm_buffer) -> usize {
-    // SAFETY: the caller's contract.
-    unsafe { buf.as_ref() }.map_or(0, |b| b.bytes.len())
-}
-
-/// Frees a buffer. NULL is a no-op.
-///
-/// # Safety
-/// `buf` is NULL or a buffer the library returned that is not freed yet; it must not be used after.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_buffer_free(buf: *mut rsm_buffer) {
-    if !buf.is_null() {
-        // SAFETY: the caller's contract: it came from `Box::into_raw` in `rsm_copy`, freed once.
-        drop(unsafe { Box::from_raw(buf) });
-    }
-}
-
-/// The byte position of the batch holding `offset` in the segment (or, in a gap of a compacted segment,
-/// of the first batch after it): where a fetch for it starts.
-///
-/// Arguments: `offset` must be one of the segment's, from `metadata->start_offset` to
-/// `metadata->end_offset` inclusive; an offset outside that range, below it as above it, is
-/// `RSM_RESULT_INVALID_ARGUMENT` naming the offset and the range. `metadata` and `position` must not be
-/// NULL.
-///
-/// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure).
-///
-/// # Safety
-/// `metadata` is NULL or valid; `position` and `err` are NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_position_of_offset(
-    store: *const rsm_store,
-    metadata: *const rsm_segment_metadata,
-    offset: i64,
-    position: *mut i32,
-    err: *mut *mut rsm_error,
-) -> rsm_result {
-    // SAFETY (this block and the closure's): the caller's contract, argument by argument.
-    unsafe {
-        entry(err, || {
-            let out = out_arg(position, "position", -1)?;
-            let s = blocking_store_of(store, "rsm_position_of_offset")?;
-            let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
-            // The core refuses an offset outside the segment, below its start as past its end.
-            out.set(position_i32(s.position_of_offset(&md, offset)?)?);
-            Ok(())
-        })
-    }
-}
-
-/// The byte position of the first batch of the segment with a timestamp at or after `timestamp_ms`, or -1
-/// when no batch is that late. A search, not a lookup: every `timestamp_ms` is valid, so one before the
-/// segment's first record (`INT64_MIN` included) gives the first batch's position, 0, and one after its
-/// last (`INT64_MAX` included) gives -1, with `RSM_RESULT_OK` at both ends. `metadata` and `position` must
-/// not be NULL.
-///
-/// Ownership: `metadata` is borrowed for the call; `*position` is written (-1 on failure, and when no
-/// batch is that late).
-///
-/// # Safety
-/// `metadata` is NULL or valid; `position` and `err` are NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_position_of_timestamp(
-    store: *const rsm_store,
-    metadata: *const rsm_segment_metadata,
-    timestamp_ms: i64,
-    position: *mut i32,
-    err: *mut *mut rsm_error,
-) -> rsm_result {
-    // SAFETY (this block and the closure's): the caller's contract, argument by argument.
-    unsafe {
-        entry(err, || {
-            let out = out_arg(position, "position", -1)?;
-            let s = blocking_store_of(store, "rsm_position_of_timestamp")?;
-            let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
-            if let Some(p) = s.position_of_timestamp(&md, timestamp_ms)? {
-                out.set(position_i32(p)?);
-            }
-            Ok(())
-        })
-    }
-}
-
-fn position_i32(p: u32) -> Result<i32> {
-    i32::try_from(p).map_err(|_| Error::corrupt(format!("position {p} does not fit a Kafka position (int32)")))
-}
-
-/// Panics inside the library on purpose and returns what the boundary made of it (`RSM_RESULT_PANIC`, with
-/// the message in `*err`): lets a host's tests prove that no panic crosses into C.
-///
-/// # Safety
-/// `err` is NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rsm_self_test_panic(err: *mut *mut rsm_error) -> rsm_result {
-    // SAFETY: the caller's contract.
-    unsafe { entry(err, || panic!("rsm_self_test_panic: a deliberate panic")) }
 }
 
 #[cfg(test)]
