@@ -3,10 +3,13 @@
 //! flight can be cancelled. The work is the facade's (`Store::copy_async` and the others, of which
 //! `Store::copy` and the others are `block_on`), run as a task of the facade's runtime instead.
 
-use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg, rsm_error};
+use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg};
 use crate::buffer::rsm_buffer;
-use crate::handles::{Registry, STREAMS, as_handle, store_of};
-use crate::{rsm_result, rsm_store, rsm_stream, types};
+use crate::handles::{Registry, as_handle};
+use crate::result::{rsm_error, rsm_result};
+use crate::store::{rsm_store, store_of};
+use crate::stream::{end_of, new_stream, rsm_stream};
+use crate::types;
 use rsm_core::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -182,14 +185,13 @@ pub unsafe extern "C" fn rsm_fetch_async(
             let out = optional_out(operation_out)?;
             let s = store_of(store)?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
-            let end = crate::end_of(end_position)?;
+            let end = end_of(end_position)?;
             let callback = callback.ok_or_else(|| Error::invalid("`callback` is NULL"))?;
             let user = UserData(user_data);
             let work = async move { s.fetch_async(&md, start_position, end).await };
             let id = submit(work, move |outcome| {
                 let user = user;
-                let (code, stream, e) =
-                    settle(outcome, std::ptr::null_mut(), |reader| as_handle(STREAMS.insert(Mutex::new(reader))));
+                let (code, stream, e) = settle(outcome, std::ptr::null_mut(), new_stream);
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, stream, e);
             });

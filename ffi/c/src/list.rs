@@ -2,9 +2,9 @@
 //! holds, read with `rsm_segment_list_len` and `rsm_segment_list_get` and freed with
 //! `rsm_segment_list_free`.
 
-use crate::boundary::{entry, out_arg, rsm_error};
-use crate::handles::{blocking_store_of, rsm_store};
-use crate::rsm_result;
+use crate::boundary::{entry, out_arg};
+use crate::result::{rsm_error, rsm_result};
+use crate::store::{blocking_store_of, rsm_store};
 use crate::types::{self, ListedMetadata, rsm_segment_metadata, rsm_topic_id_partition};
 use rsm_core::Result;
 

@@ -1,9 +1,9 @@
 //! Positions: the byte in a segment where a fetch for an offset (`rsm_position_of_offset`) or for a
 //! timestamp (`rsm_position_of_timestamp`) starts.
 
-use crate::boundary::{entry, out_arg, ref_arg, rsm_error};
-use crate::handles::{blocking_store_of, rsm_store};
-use crate::rsm_result;
+use crate::boundary::{entry, out_arg, ref_arg};
+use crate::result::{rsm_error, rsm_result};
+use crate::store::{blocking_store_of, rsm_store};
 use crate::types::{self, rsm_segment_metadata};
 use rsm_core::{Error, Result};
 
