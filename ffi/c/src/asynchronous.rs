@@ -3,9 +3,13 @@
 //! flight can be cancelled. The work is the facade's (`Store::copy_async` and the others, of which
 //! `Store::copy` and the others are `block_on`), run as a task of the facade's runtime instead.
 
-use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg, rsm_error};
-use crate::handles::{Registry, STREAMS, as_handle, store_of};
-use crate::{rsm_buffer, rsm_result, rsm_store, rsm_stream, types};
+use crate::boundary::{OutArg, entry, entry_plain, optional_out_arg, ref_arg};
+use crate::buffer::rsm_buffer;
+use crate::handles::{Registry, as_handle};
+use crate::result::{rsm_error, rsm_result};
+use crate::store::{rsm_store, store_of};
+use crate::stream::{end_of, new_stream, rsm_stream};
+use crate::types;
 use rsm_core::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -76,14 +80,17 @@ fn submit<T: Send + 'static>(
     id
 }
 
-/// The code and the error object a callback receives for a failed or cancelled outcome.
-fn failure(e: Option<Error>) -> (rsm_result, *mut rsm_error) {
-    match e {
-        Some(e) => {
+/// Settles an operation's outcome (`None`: it was cancelled) into what its callback receives: the code,
+/// the value (`ok` of the work's result on success, `none` otherwise) and the error (NULL on success, else
+/// owned by the callback). Every asynchronous entry point delivers through it.
+fn settle<T, V>(outcome: Option<Result<T>>, none: V, ok: impl FnOnce(T) -> V) -> (rsm_result, V, *mut rsm_error) {
+    match outcome {
+        Some(Ok(value)) => (rsm_result::Ok, ok(value), std::ptr::null_mut()),
+        Some(Err(e)) => {
             let code = rsm_result::from(rsm_facade::ResultCode::of(&e));
-            (code, rsm_error::boxed(code, e.full_message()))
+            (code, none, rsm_error::boxed(code, e.full_message()))
         }
-        None => (rsm_result::Cancelled, rsm_error::boxed(rsm_result::Cancelled, CANCELLED.to_string())),
+        None => (rsm_result::Cancelled, none, rsm_error::boxed(rsm_result::Cancelled, CANCELLED.to_string())),
     }
 }
 
@@ -133,21 +140,9 @@ pub unsafe extern "C" fn rsm_copy_async(
             let user = UserData(user_data);
             let id = submit(async move { s.copy_async(&md, &data).await }, move |outcome| {
                 let user = user;
-                let (code, custom, e) = match outcome {
-                    Some(Ok(custom)) => (
-                        rsm_result::Ok,
-                        custom.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(rsm_buffer { bytes: c.0 }))),
-                        std::ptr::null_mut(),
-                    ),
-                    Some(Err(e)) => {
-                        let (code, e) = failure(Some(e));
-                        (code, std::ptr::null_mut(), e)
-                    }
-                    None => {
-                        let (code, e) = failure(None);
-                        (code, std::ptr::null_mut(), e)
-                    }
-                };
+                let (code, custom, e) = settle(outcome, std::ptr::null_mut(), |custom| {
+                    custom.map_or(std::ptr::null_mut(), |c| rsm_buffer::boxed(c.0))
+                });
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, custom, e);
             });
@@ -190,26 +185,13 @@ pub unsafe extern "C" fn rsm_fetch_async(
             let out = optional_out(operation_out)?;
             let s = store_of(store)?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
-            let end = crate::end_of(end_position)?;
+            let end = end_of(end_position)?;
             let callback = callback.ok_or_else(|| Error::invalid("`callback` is NULL"))?;
             let user = UserData(user_data);
             let work = async move { s.fetch_async(&md, start_position, end).await };
             let id = submit(work, move |outcome| {
                 let user = user;
-                let (code, stream, e) = match outcome {
-                    Some(Ok(reader)) => {
-                        let id = STREAMS.insert(Mutex::new(reader));
-                        (rsm_result::Ok, as_handle(id), std::ptr::null_mut())
-                    }
-                    Some(Err(e)) => {
-                        let (code, e) = failure(Some(e));
-                        (code, std::ptr::null_mut(), e)
-                    }
-                    None => {
-                        let (code, e) = failure(None);
-                        (code, std::ptr::null_mut(), e)
-                    }
-                };
+                let (code, stream, e) = settle(outcome, std::ptr::null_mut(), new_stream);
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, stream, e);
             });
@@ -251,11 +233,7 @@ pub unsafe extern "C" fn rsm_delete_async(
             let user = UserData(user_data);
             let id = submit(async move { s.delete_async(&md).await }, move |outcome| {
                 let user = user;
-                let (code, e) = match outcome {
-                    Some(Ok(())) => (rsm_result::Ok, std::ptr::null_mut()),
-                    Some(Err(e)) => failure(Some(e)),
-                    None => failure(None),
-                };
+                let (code, (), e) = settle(outcome, (), |()| ());
                 // SAFETY: the host's callback, with the arguments its type documents.
                 callback(user.0, code, e);
             });

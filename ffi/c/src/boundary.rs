@@ -1,46 +1,12 @@
 //! The boundary every entry point crosses: panics caught, errors turned into a result code and an
-//! [`rsm_error`], and the helpers that read C arguments, each naming the argument when it is wrong.
+//! [`rsm_error`], and the helpers that read C arguments, each naming the argument when it is wrong. Also
+//! `rsm_self_test_panic`, with which a host's tests prove that no panic crosses into C.
 
-use crate::rsm_result;
+use crate::result::{rsm_error, rsm_result};
 use rsm_core::{Error, Result};
 use rsm_facade::{ResultCode, panic_message};
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-
-/// An error a call returned: its code and message. Created by the library, owned by the caller once
-/// returned, freed with `rsm_error_free`.
-pub struct rsm_error {
-    pub(crate) code: rsm_result,
-    pub(crate) message: CString,
-}
-
-impl rsm_error {
-    /// A new error, as the pointer a caller receives.
-    pub(crate) fn boxed(code: rsm_result, message: String) -> *mut Self {
-        Box::into_raw(Self::new(code, message))
-    }
-
-    fn new(code: rsm_result, message: String) -> Box<Self> {
-        // A message never holds a NUL of its own; should one slip in, it must not cut the text short.
-        let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-        Box::new(rsm_error { code, message })
-    }
-}
-
-impl From<ResultCode> for rsm_result {
-    fn from(c: ResultCode) -> Self {
-        match c {
-            ResultCode::Ok => rsm_result::Ok,
-            ResultCode::NotFound => rsm_result::NotFound,
-            ResultCode::StorageTransient => rsm_result::StorageTransient,
-            ResultCode::StoragePermanent => rsm_result::StoragePermanent,
-            ResultCode::Corrupt => rsm_result::Corrupt,
-            ResultCode::InvalidArgument => rsm_result::InvalidArgument,
-            ResultCode::Config => rsm_result::Config,
-            ResultCode::Panic => rsm_result::Panic,
-        }
-    }
-}
 
 /// Runs an entry point's body: clears `*err`, runs `f` with panics caught, and on failure stores the error
 /// in `*err` (when `err` is not NULL) and returns its code.
@@ -164,5 +130,47 @@ impl<T> OutArg<T> {
     pub(crate) fn set(self, value: T) {
         // SAFETY: checked non-NULL and aligned by `out_arg`, writable by the caller's contract.
         unsafe { self.0.write(value) }
+    }
+}
+
+/// Panics inside the library on purpose and returns what the boundary made of it (`RSM_RESULT_PANIC`, with
+/// the message in `*err`): lets a host's tests prove that no panic crosses into C.
+///
+/// # Safety
+/// `err` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rsm_self_test_panic(err: *mut *mut rsm_error) -> rsm_result {
+    // SAFETY: the caller's contract.
+    unsafe { entry(err, || panic!("rsm_self_test_panic: a deliberate panic")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handles::as_handle;
+    use crate::result::{rsm_error_free, rsm_error_message};
+    use crate::store::{rsm_store, rsm_store_close, rsm_store_open};
+
+    #[test]
+    fn errors_name_the_argument_and_panics_are_caught() {
+        let mut err: *mut rsm_error = std::ptr::null_mut();
+        let mut store: *mut rsm_store = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; a NULL settings array with length 1.
+        let r = unsafe { rsm_store_open(std::ptr::null(), 1, &mut store, &mut err) };
+        assert_eq!(r, rsm_result::InvalidArgument);
+        // SAFETY: `err` is the error just returned.
+        let msg = unsafe { CStr::from_ptr(rsm_error_message(err)) }.to_str().unwrap().to_string();
+        assert!(msg.contains("`settings` is NULL but its length is 1"), "{msg}");
+        // SAFETY: freed once.
+        unsafe { rsm_error_free(err) };
+        // SAFETY: as above.
+        let r = unsafe { rsm_self_test_panic(&mut err) };
+        assert_eq!(r, rsm_result::Panic);
+        // SAFETY: as above.
+        let msg = unsafe { CStr::from_ptr(rsm_error_message(err)) }.to_str().unwrap().to_string();
+        assert!(msg.contains("a deliberate panic"), "{msg}");
+        // SAFETY: freed once.
+        unsafe { rsm_error_free(err) };
+        assert_eq!(rsm_store_close(as_handle(12345)), rsm_result::InvalidArgument);
     }
 }

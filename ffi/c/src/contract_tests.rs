@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::asynchronous::{rsm_copy_async, rsm_delete_async, rsm_fetch_async};
+use crate::handles::as_handle;
 use crate::partition::{rsm_copy_partition, rsm_partition_copy};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};

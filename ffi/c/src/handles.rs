@@ -1,36 +1,17 @@
-//! Store and stream handles: the pointers a C host holds are ids into a registry, never addresses of Rust
-//! objects, so a closed, forged or mixed-up handle is an error and never a use after free.
+//! Handles: the pointers a C host holds for stores, streams and operations are ids into a registry, never
+//! addresses of Rust objects, so a closed, forged or mixed-up handle is an error and never a use after free.
 //!
 //! Ids come from one counter shared by every registry and are never reused, so a stream passed where a
 //! store belongs is refused too. A call holds an `Arc` of its entry while it runs: a concurrent close
 //! removes the id at once, and the object is freed when the last running call on it returns.
 //!
 //! The registry itself is the facade's (`rsm_facade::handles`, shared with JNI); this wrapper gives it
-//! the C face's id type and messages naming the argument. The process's two registries, of stores and of
-//! streams, are here with the lookups every entry point makes.
+//! the C face's id type and messages naming the argument. Each kind of handle keeps its registry with its
+//! C object: stores in `store.rs`, streams in `stream.rs`, operations in `asynchronous.rs`. Here too is the
+//! check that a blocking call is not made on the library's runtime.
 
-use rsm_core::{Error, ErrorKind, Result};
-use rsm_facade::{SegmentReader, Store};
-use std::sync::{Arc, Mutex};
-
-/// An open store: a handle from `rsm_store_open`, closed with `rsm_store_close`. Opaque.
-pub struct rsm_store {
-    _private: [u8; 0],
-}
-
-/// An open read of a segment range or an index: a handle from `rsm_fetch` or `rsm_fetch_index`, read with
-/// `rsm_stream_read`, closed with `rsm_stream_close`. Opaque.
-pub struct rsm_stream {
-    _private: [u8; 0],
-}
-
-pub(crate) static STORES: Registry<Store> = Registry::new("store");
-pub(crate) static STREAMS: Registry<Mutex<SegmentReader>> = Registry::new("stream");
-
-/// The store of a handle, for the asynchronous form.
-pub(crate) fn store_of(s: *const rsm_store) -> Result<Arc<Store>> {
-    STORES.get(s as usize, "store")
-}
+use rsm_core::{Error, Result};
+use std::sync::Arc;
 
 /// Refuses a blocking call on one of the runtime's threads (from an asynchronous callback): blocking there
 /// would stall the runtime that has to finish the call.
@@ -44,25 +25,10 @@ pub(crate) fn not_on_runtime(function: &str) -> Result<()> {
     Ok(())
 }
 
-/// The store of a handle, for a blocking call.
-pub(crate) fn blocking_store_of(s: *const rsm_store, function: &str) -> Result<Arc<Store>> {
-    not_on_runtime(function)?;
-    store_of(s)
-}
-
 /// A handle as the pointer C holds.
 pub(crate) fn as_handle<T>(id: usize) -> *mut T {
     // A handle is an id, never dereferenced: it only has to survive the round trip through C.
     std::ptr::without_provenance_mut(id)
-}
-
-/// Runs `f` on the reader of a stream handle, refusing one a panic left unusable.
-pub(crate) fn with_stream<T>(s: *const rsm_stream, f: impl FnOnce(&mut SegmentReader) -> Result<T>) -> Result<T> {
-    let stream = STREAMS.get(s as usize, "stream")?;
-    let mut reader = stream.lock().map_err(|_| {
-        Error::new(ErrorKind::Storage, "`stream` is unusable: a panic interrupted an earlier call on it; close it")
-    })?;
-    f(&mut reader)
 }
 
 /// A registry of live objects of one kind, with `usize` handles.

@@ -2,9 +2,9 @@
 //! [`Store::copy_partition`](rsm_facade::Store::copy_partition), so a C host follows the same rule as
 //! `rsm copy` (closed segments only; those already whole in the store skipped).
 
-use crate::boundary::{entry, out_arg, rsm_error, str_arg};
-use crate::handles::blocking_store_of;
-use crate::{rsm_result, rsm_store};
+use crate::boundary::{entry, out_arg, str_arg};
+use crate::result::{rsm_error, rsm_result};
+use crate::store::{blocking_store_of, rsm_store};
 use std::ffi::c_char;
 use std::path::Path;
 

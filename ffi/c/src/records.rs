@@ -3,9 +3,10 @@
 //! owns (like an `rsm_segment_list`); each `rsm_record` in it, and every key, value and header it points
 //! to, is owned by it until `rsm_records_free`.
 
-use crate::boundary::{entry, entry_plain, out_arg, ref_arg, rsm_error, slice_arg};
-use crate::handles::blocking_store_of;
-use crate::{rsm_result, rsm_segment_metadata, rsm_store, types};
+use crate::boundary::{entry, entry_plain, out_arg, ref_arg, slice_arg};
+use crate::result::{rsm_error, rsm_result};
+use crate::store::{blocking_store_of, rsm_store};
+use crate::types::{self, rsm_segment_metadata};
 use rsm_core::Error;
 use rsm_core::format::records::isolation::IsolationLevel;
 use rsm_core::format::records::{DecodeLimits, Record, TimestampType};

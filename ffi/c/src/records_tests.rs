@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::contract_tests::{c_path, call, invalid, ok};
+use crate::handles::as_handle;
 use crate::txn_fixture::{self, Rec};
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::partition::LocalPartition;

@@ -292,14 +292,8 @@ pub(crate) fn check_segment_size(
     Ok(())
 }
 
-/// The committed segments of a partition, as `rsm_list_segments` returns them: the metadata of each, in
-/// memory the list owns.
-pub struct rsm_segment_list {
-    pub(crate) entries: Vec<ListedMetadata>,
-}
-
-/// One listed segment: the C struct and the buffers its pointers point into (heap buffers, which do not
-/// move when the entry does).
+/// One listed segment, an entry of an `rsm_segment_list`: the C struct and the buffers its pointers point
+/// into (heap buffers, which do not move when the entry does).
 pub(crate) struct ListedMetadata {
     pub(crate) c: rsm_segment_metadata,
     _topic: CString,
