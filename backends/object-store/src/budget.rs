@@ -41,7 +41,7 @@ const RETRY: u64 = 1000;
 /// The most of an error answer's body kept to show in the error (the rest is dropped unread).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// How a store's retries are budgeted, from the `<p>.retry.*` settings ([`crate::ClientSettings`]).
+/// How a store's retries are budgeted, from the `<p>.retry.*` settings ([`crate::settings::ClientSettings`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryBudgetSettings {
     /// Retries the store may spend ahead of its successes (and the budget a fresh client starts with).
@@ -166,7 +166,7 @@ impl RetryBudget {
 }
 
 /// A failure the store's retry budget did not let object_store retry. The SDK classes it as transient
-/// ([`crate::classify`]): the caller may try again later.
+/// ([`crate::errors::classify`]): the caller may try again later.
 #[derive(Debug)]
 pub struct RetryBudgetSpent {
     what: String,
@@ -400,7 +400,7 @@ mod tests {
         };
         let connect = HttpError::new(HttpErrorKind::Connect, std::io::Error::other("connection refused"));
         for e in [refused(None), refused(Some(connect))] {
-            assert_eq!(crate::classify(&e), crate::Class::Transient, "{e}");
+            assert_eq!(crate::errors::classify(&e), crate::errors::Class::Transient, "{e}");
             let text = crate::errors::chain_text(&e);
             assert!(text.contains("SlowDown") && text.contains("retry budget is spent"), "{text}");
         }

@@ -5,13 +5,15 @@
 //! A cloud crate keeps only what is really its own: its settings keys, its credentials and its builder
 //! calls.
 
-use crate::{
-    BudgetConnector, ClientSettings, CountingConnector, MultipartUploads, ObjectStoreBackend, Redactor, RequestCounts,
-    RetryBudget, UploadSettings, split_store_url,
-};
+use crate::backend::{MultipartUploads, ObjectStoreBackend, UploadSettings};
+use crate::budget::{BudgetConnector, RetryBudget};
+use crate::counter::CountingConnector;
+use crate::errors::Redactor;
+use crate::settings::{ClientSettings, split_store_url};
 use object_store::client::ReqwestConnector;
 use object_store::list::PaginatedListStore;
 use object_store::{Attributes, ObjectStore};
+use rsm_core::backend::RequestCounts;
 use rsm_core::backend::StorageBackend;
 use rsm_core::config::{ConfigReader, Setting};
 use rsm_core::{Error, Result};

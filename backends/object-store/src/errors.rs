@@ -163,7 +163,7 @@ pub fn classify(e: &object_store::Error) -> Class {
     }
     // A failure the retry budget did not let object_store retry is marked unretriable for object_store
     // alone: it is the store's trouble, transient.
-    if crate::retry_budget_spent(e) {
+    if crate::budget::retry_budget_spent(e) {
         return Class::Transient;
     }
     let mut cur: Option<&(dyn StdError + 'static)> = Some(e);

@@ -2,9 +2,10 @@
 //! that stops before its end leaves what it received for the same read asked again ([`crate::unfinished`]),
 //! and the same read asked twice at once is sent once.
 
+use crate::backend::ObjectStoreBackend;
+use crate::errors::{Class, classify};
 use crate::unfinished::ReadProgress;
-use crate::{Class, ObjectStoreBackend, classify};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange};
@@ -26,16 +27,6 @@ pub(crate) fn get_range_of(range: &Range<u64>) -> Option<GetRange> {
         (s, u64::MAX) => Some(GetRange::Offset(s)),
         (s, e) => Some(GetRange::Bounded(s..e)),
     }
-}
-
-/// `pieces` (`len` bytes in all) as one buffer: the one piece itself, or a copy of them all.
-pub(crate) fn joined(mut pieces: Vec<Bytes>, len: usize) -> Bytes {
-    if pieces.len() == 1 {
-        return pieces.pop().unwrap_or_default();
-    }
-    let mut all = BytesMut::with_capacity(len);
-    pieces.iter().for_each(|p| all.extend_from_slice(p));
-    all.freeze()
 }
 
 impl ObjectStoreBackend {

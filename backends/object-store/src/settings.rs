@@ -26,7 +26,7 @@ pub struct ClientSettings {
     /// [`ClientSettings::MAX_RETRIES`]: retries of one request after the first attempt.
     pub max_retries: usize,
     /// [`ClientSettings::RETRY_BURST`], [`ClientSettings::RETRY_SHARE`], [`ClientSettings::THROTTLE_BACKOFF`]
-    /// and [`ClientSettings::THROTTLE_BACKOFF_MAX`]: the store's retry budget ([`crate::BudgetConnector`]).
+    /// and [`ClientSettings::THROTTLE_BACKOFF_MAX`]: the store's retry budget ([`crate::budget::BudgetConnector`]).
     pub retry_budget: RetryBudgetSettings,
 }
 
@@ -177,7 +177,10 @@ impl ClientSettings {
             let r = call().await;
             let retriable = match &r {
                 Ok(_) => false,
-                Err(e) => crate::classify(e) == crate::Class::Transient && !crate::retry_budget_spent(e),
+                Err(e) => {
+                    crate::errors::classify(e) == crate::errors::Class::Transient
+                        && !crate::budget::retry_budget_spent(e)
+                }
             };
             if !retriable || attempt >= self.max_retries || started.elapsed() >= self.call_timeout {
                 return r;

@@ -4,8 +4,10 @@
 //! [`TestServer::segment_round_trip`]), and a segment round trip through [`TieredStorage`] that measures
 //! real HTTP requests and time.
 
+use crate::backend::ObjectStoreBackend;
+use crate::cloud::CloudStore;
 use crate::cloud::open_url;
-use crate::{CloudStore, CountSnapshot, ObjectStoreBackend, Op};
+use rsm_core::backend::{CountSnapshot, Op};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::writer::{PartitionSpec, generate_partition};

@@ -8,7 +8,7 @@
 //! by its deadline or failed by a broken answer now leaves what it received here, keyed by object, range
 //! and version (the ETag); the next read of that range asks only for the rest, of the same version.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Mutex;
@@ -114,7 +114,7 @@ impl ReadProgress<'_> {
     pub(crate) fn finish(mut self) -> Bytes {
         self.keep = false;
         let pieces = std::mem::take(&mut self.pieces);
-        crate::read::joined(pieces, self.got)
+        joined(pieces, self.got)
     }
 }
 
@@ -133,6 +133,16 @@ impl Drop for ReadProgress<'_> {
             kept_at: Instant::now(),
         });
     }
+}
+
+/// `pieces` (`len` bytes in all) as one buffer: the one piece itself, or a copy of them all.
+fn joined(mut pieces: Vec<Bytes>, len: usize) -> Bytes {
+    if pieces.len() == 1 {
+        return pieces.pop().unwrap_or_default();
+    }
+    let mut all = BytesMut::with_capacity(len);
+    pieces.iter().for_each(|p| all.extend_from_slice(p));
+    all.freeze()
 }
 
 #[cfg(test)]

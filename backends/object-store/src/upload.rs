@@ -1,55 +1,16 @@
 //! Uploads with bounded memory: an object up to the multipart threshold in one PUT, a larger one in parts
-//! with a bounded number in flight, aborted on any failure and when dropped mid-way; and the store's
-//! incomplete multipart uploads, which object_store does not list ([`MultipartUploads`]).
+//! with a bounded number in flight, aborted on any failure and when dropped mid-way.
 
-use crate::{ObjectStoreBackend, map_error};
-use async_trait::async_trait;
+use crate::backend::ObjectStoreBackend;
+use crate::errors::map_error;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{MultipartUpload, PutMultipartOptions, PutOptions, PutPayload};
-use rsm_core::backend::{ByteStream, IncompleteUpload};
+use rsm_core::backend::ByteStream;
 use rsm_core::{Error, Result};
-use std::fmt;
 use std::path::Path;
 use tokio::io::AsyncReadExt;
-
-/// How uploads are cut into requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UploadSettings {
-    /// Objects of at most this many bytes go in one PUT; larger ones go multipart.
-    pub multipart_threshold: u64,
-    /// Size of every multipart part but the last.
-    pub part_size: usize,
-    /// Parts uploaded at once (at least 1).
-    pub parts_in_flight: usize,
-}
-
-impl Default for UploadSettings {
-    fn default() -> Self {
-        UploadSettings { multipart_threshold: 25 << 20, part_size: 25 << 20, parts_in_flight: 4 }
-    }
-}
-
-impl UploadSettings {
-    /// Parts of `part_size` bytes, with the threshold equal to one part.
-    pub fn with_part_size(part_size: usize) -> Self {
-        UploadSettings { multipart_threshold: part_size as u64, part_size, ..Default::default() }
-    }
-}
-
-/// The incomplete multipart uploads of a store, which object_store does not list: a cloud crate whose store
-/// has multipart uploads supplies this ([`crate::CloudStores::with_uploads`]), and the backend's
-/// [`rsm_core::backend::StorageBackend::list_incomplete_uploads`] and [`rsm_core::backend::StorageBackend::abort_upload`] go through it.
-#[async_trait]
-pub trait MultipartUploads: Send + Sync + fmt::Debug {
-    /// The uploads to keys starting with `prefix` never completed nor aborted, each with its parts' bytes;
-    /// see [`rsm_core::backend::StorageBackend::list_incomplete_uploads`].
-    async fn list(&self, prefix: &str) -> Result<Vec<IncompleteUpload>>;
-
-    /// Aborts upload `upload_id` to `key`; one that is gone is no error.
-    async fn abort(&self, key: &str, upload_id: &str) -> Result<()>;
-}
 
 impl ObjectStoreBackend {
     /// Uploads `len` bytes of the file `path` as `key`: one PUT up to the multipart threshold, else parts.
