@@ -94,8 +94,10 @@ impl KeyEncryptionKey for LocalKek {
     }
 }
 
-/// What turns a KMS key's settings into a [`KeyEncryptionKey`]: the core speaks no HTTP, so the host
-/// installs one ([`set_kms_connector`](super::set_kms_connector); the facade installs `rsm_backend_s3::kms`'s).
+/// What turns a KMS key's settings into a [`KeyEncryptionKey`]: the core speaks no HTTP, so the host passes
+/// one where the settings are read ([`KeyRing::read`](super::KeyRing::read), through
+/// [`TieredConfig::read_with_kms`](crate::TieredConfig::read_with_kms); the facade's store builder passes
+/// `rsm_backend_s3::kms::AwsKms`).
 pub trait KmsConnector: Send + Sync {
     /// The KEK of the KMS key `key_id`, which the setting `setting` names, sent with `settings`. Errors name
     /// the setting, never a secret.

@@ -12,14 +12,7 @@ use crate::config::ConfigReader;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
-
-static KMS_CONNECTOR: OnceLock<Arc<dyn KmsConnector>> = OnceLock::new();
-
-/// Installs the process's KMS client; the first one installed stays (`false` for a later one).
-pub fn set_kms_connector(connector: Arc<dyn KmsConnector>) -> bool {
-    KMS_CONNECTOR.set(connector).is_ok()
-}
+use std::sync::Arc;
 
 /// Where a KEK's key is, as the settings say (what [`KeyRing`]s compare).
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -107,7 +100,7 @@ impl KeyRing {
         {
             return Err(Error::config(ENCRYPTION_KEYS_KEY, format!("does not list the active key `{a}`")));
         }
-        Self::build(active.map(str::to_string), BTreeMap::new(), sources, None)
+        Self::build(active.map(str::to_string), BTreeMap::new(), sources, None, None)
     }
 
     /// The same keyring with KEK `id` (replacing one of that id): a host's own [`KeyEncryptionKey`], or a
@@ -118,11 +111,14 @@ impl KeyRing {
         self
     }
 
+    /// The keyring of these settings, the KEK of each KMS key made by `kms_connector`: a config error naming
+    /// the KMS key's setting when there is none.
     fn build(
         active: Option<String>,
         topics: BTreeMap<String, String>,
         sources: BTreeMap<String, KekSource>,
         kms: Option<KmsSettings>,
+        kms_connector: Option<&dyn KmsConnector>,
     ) -> Result<Self> {
         let mut keks = BTreeMap::new();
         for (id, source) in &sources {
@@ -130,7 +126,7 @@ impl KeyRing {
                 KekSource::File(k) => Arc::new(LocalKek(k.clone())),
                 KekSource::Kms(key_id) => {
                     let setting = kms_key_setting(id);
-                    let connector = KMS_CONNECTOR.get().ok_or_else(|| {
+                    let connector = kms_connector.ok_or_else(|| {
                         Error::config(
                             &setting,
                             format!(
@@ -183,8 +179,10 @@ impl KeyRing {
 
     /// Reads the `encryption.*` settings: `Ok(None)` when no keys are listed (then `encryption.enabled`
     /// must be false). A keyring is read whenever keys are listed, so a reader with encryption off still
-    /// reads encrypted segments. Errors name the setting and the key id, never key bytes or secrets.
-    pub fn read(r: &mut ConfigReader<'_>) -> Result<Option<(Self, bool)>> {
+    /// reads encrypted segments. The KEK of a KMS key is made by `kms_connector` (the host's KMS client); a
+    /// KMS key without one is a config error naming its setting. Errors name the setting and the key id,
+    /// never key bytes or secrets.
+    pub fn read(r: &mut ConfigReader<'_>, kms_connector: Option<&dyn KmsConnector>) -> Result<Option<(Self, bool)>> {
         let enabled = r.get_bool(&ENCRYPTION_ENABLED)?;
         let mut active = r.get_string(&ENCRYPTION_KEY_ID).map(str::to_string);
         let listed = r.get_string(&ENCRYPTION_KEYS);
@@ -299,7 +297,7 @@ impl KeyRing {
             }
         }
         let kms = sources.values().any(|s| matches!(s, KekSource::Kms(_))).then_some(kms);
-        Ok(Some((Self::build(active, topics, sources, kms)?, enabled)))
+        Ok(Some((Self::build(active, topics, sources, kms, kms_connector)?, enabled)))
     }
 }
 
@@ -324,7 +322,7 @@ mod tests {
         let missing = dir.path().join("none").display().to_string();
         let read = |pairs: &[(&str, &str)]| {
             let p = props(pairs.iter().copied());
-            KeyRing::read(&mut ConfigReader::new(&p))
+            KeyRing::read(&mut ConfigReader::new(&p), None)
         };
         let (ring, enabled) = read(&[
             ("encryption.enabled", "true"),
@@ -433,14 +431,59 @@ mod tests {
 
     #[test]
     fn a_kms_key_without_a_kms_client_is_a_config_error_naming_it() {
-        // No connector is installed in the core's own tests.
         let p = props([
             ("encryption.kms.key.id", "alias/rsm"),
             ("encryption.kms.access.key.id", "AKIDEXAMPLE"),
             ("encryption.kms.secret.access.key", "s3cr3t"),
         ]);
-        let e = KeyRing::read(&mut ConfigReader::new(&p)).unwrap_err();
+        let e = KeyRing::read(&mut ConfigReader::new(&p), None).unwrap_err();
         assert_eq!(e.config_key(), Some("encryption.key.kms.kms.key.id"), "{e}");
-        assert!(e.to_string().contains("`alias/rsm`") && !e.full_message().contains("s3cr3t"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "invalid configuration `encryption.key.kms.kms.key.id`: names AWS KMS key `alias/rsm`, and this build has \
+             no KMS client installed (hosts built with the S3 backend have one: rsm_backend_s3::kms::install)"
+        );
+        assert!(!e.full_message().contains("s3cr3t"), "{e}");
+    }
+
+    /// A KMS client for the tests: makes every KMS key a key-file KEK, noting what it was asked for.
+    #[derive(Default)]
+    struct NotingConnector {
+        /// The setting, the KMS key id and the region of each key it made a KEK of.
+        asked: std::sync::Mutex<Vec<(String, String, Option<String>)>>,
+    }
+
+    impl KmsConnector for NotingConnector {
+        fn connect(&self, settings: &KmsSettings, setting: &str, key_id: &str) -> Result<Arc<dyn KeyEncryptionKey>> {
+            self.asked.lock().unwrap().push((setting.to_string(), key_id.to_string(), settings.region.clone()));
+            Ok(Arc::new(LocalKek(KeyBytes::new([7; KEY_LEN]))))
+        }
+    }
+
+    /// The KMS client passed to [`KeyRing::read`] makes the KEK of each KMS key, with the KMS settings, and of
+    /// no key file.
+    #[test]
+    fn the_kms_client_passed_in_makes_the_kek_of_each_kms_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("k1");
+        std::fs::write(&file, HEX1).unwrap();
+        let file = file.display().to_string();
+        let p = props([
+            ("encryption.kms.key.id", "alias/rsm"),
+            ("encryption.kms.region", "eu-west-1"),
+            ("encryption.keys", "k1"),
+            ("encryption.key.k1.file", &file),
+        ]);
+        let connector = NotingConnector::default();
+        let (ring, enabled) = KeyRing::read(&mut ConfigReader::new(&p), Some(&connector)).unwrap().unwrap();
+        assert!(!enabled);
+        assert_eq!(ring.active_id("any").unwrap(), SHORT_KMS_KEK_ID);
+        assert_eq!(ring.source(SHORT_KMS_KEK_ID), Some(&KekSource::Kms("alias/rsm".to_string())));
+        ring.kek(SHORT_KMS_KEK_ID).unwrap();
+        let asked = connector.asked.lock().unwrap().clone();
+        assert_eq!(
+            asked,
+            [("encryption.key.kms.kms.key.id".to_string(), "alias/rsm".to_string(), Some("eu-west-1".to_string()))]
+        );
     }
 }

@@ -33,7 +33,8 @@
 //!   its ciphertext blob ([`Wrapped::Provider`], at most [`MAX_PROVIDER_BLOB_LEN`] bytes) with an
 //!   encryption context binding the segment and the KEK id as the local wrap's associated data does. The
 //!   core holds only the trait and the settings; the KMS client lives beside the S3 backend
-//!   (`rsm_backend_s3::kms`) and is installed with [`set_kms_connector`] by the host (the facade does).
+//!   (`rsm_backend_s3::kms`), and the host passes it in as a [`KmsConnector`] where the settings are read
+//!   ([`KeyRing::read`]; the facade's store builder passes `rsm_backend_s3::kms::AwsKms`).
 //!   [`KeyRing`] holds the KEKs by id, the active one, and the per-topic ones
 //!   (`encryption.topic.<topic>.key.id`); a reader keeps each segment's unwrapped data key in memory, so a
 //!   KMS is asked once per segment, not once per fetch.
@@ -54,7 +55,7 @@ mod settings;
 pub use envelope::KeyEnvelope;
 pub use kek::{KeyEncryptionKey, KmsConnector, LocalKek, WrapContext, Wrapped};
 pub use key_cache::DataKeyCache;
-pub use keyring::{KekSource, KeyRing, set_kms_connector};
+pub use keyring::{KekSource, KeyRing};
 pub use seal::{ChunkBinding, DataKey, chunk_aad, sealed_blocks_len};
 pub use settings::{
     ENCRYPTION_ENABLED, ENCRYPTION_ENABLED_KEY, ENCRYPTION_KEY_FILE, ENCRYPTION_KEY_ID, ENCRYPTION_KEY_ID_KEY,
