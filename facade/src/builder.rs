@@ -18,6 +18,7 @@ use rsm_core::backend::layers::{
 };
 use rsm_core::backend::{RequestCounts, StorageBackend};
 use rsm_core::config::{ConfigReader, STORE_URL_KEY};
+use rsm_core::crypto::KmsConnector;
 use rsm_core::{Error, Result, TieredConfig, TieredStorage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,13 +41,14 @@ pub struct StoreBuilder<'a> {
     settings: &'a BTreeMap<String, String>,
     registry: Option<&'a Registry>,
     layers: Vec<Box<dyn Layer>>,
+    kms_connector: Option<Arc<dyn KmsConnector>>,
 }
 
 impl<'a> StoreBuilder<'a> {
     /// A store at `url` with `settings` (unknown settings fail at [`StoreBuilder::open`], naming the key),
     /// of the kinds of store of [`Registry::builtin`], with the default layers only.
     pub fn new(url: &'a str, settings: &'a BTreeMap<String, String>) -> Self {
-        StoreBuilder { url, settings, registry: None, layers: Vec::new() }
+        StoreBuilder { url, settings, registry: None, layers: Vec::new(), kms_connector: default_kms_connector() }
     }
 
     /// The store the settings name with `store.url` (how a broker, the C ABI and JNI name it), with the
@@ -73,6 +75,14 @@ impl<'a> StoreBuilder<'a> {
         self
     }
 
+    /// Reaches the KMS keys of the settings (`encryption.key.<id>.kms.key.id`) through `connector` instead
+    /// of the default one (AWS KMS's, `rsm_backend_s3::kms::AwsKms`, in a build with the `s3` feature; none
+    /// without). With none, a KMS key fails [`StoreBuilder::open`] with a config error naming its setting.
+    pub fn kms_connector(mut self, connector: Option<Arc<dyn KmsConnector>>) -> Self {
+        self.kms_connector = connector;
+        self
+    }
+
     /// Opens the store.
     pub fn open(self) -> Result<Store> {
         let builtin;
@@ -89,10 +99,7 @@ impl<'a> StoreBuilder<'a> {
         r.ignore(STORE_URL_KEY);
         let Layered { backend, counts, prefix: url_prefix, breaker } =
             open_layered(registry, url, &mut r, &self.layers)?;
-        // KMS keys (`encryption.key.<id>.kms.key.id`) are AWS KMS keys: the S3 backend's crate has the client.
-        #[cfg(feature = "s3")]
-        rsm_backend_s3::kms::install();
-        let mut config = TieredConfig::read(&mut r)?;
+        let mut config = TieredConfig::read_with_kms(&mut r, self.kms_connector.as_deref())?;
         config.key_prefix = format!("{url_prefix}{}", config.key_prefix);
         let prices = crate::cost::PriceTable::read(&mut r)?;
         r.finish()?;
@@ -110,6 +117,20 @@ impl<'a> StoreBuilder<'a> {
             timeouts: Arc::default(),
         })
     }
+}
+
+/// The KMS client a store's builder starts with: KMS keys (`encryption.key.<id>.kms.key.id`) are AWS KMS
+/// keys, and the S3 backend's crate has the client.
+#[cfg(feature = "s3")]
+fn default_kms_connector() -> Option<Arc<dyn KmsConnector>> {
+    Some(Arc::new(rsm_backend_s3::kms::AwsKms))
+}
+
+/// The KMS client a store's builder starts with: none in a build without the S3 backend, whose crate has
+/// the AWS KMS client.
+#[cfg(not(feature = "s3"))]
+fn default_kms_connector() -> Option<Arc<dyn KmsConnector>> {
+    None
 }
 
 /// A store's layered backend, as [`open_layered`] builds it.

@@ -1,6 +1,6 @@
 //! AWS KMS as a key-encryption key (`encryption.key.<id>.kms.key.id`, or the short form
-//! `encryption.kms.key.id`; `encryption.kms.*`): the [`KmsConnector`] the core's keyring uses for KMS
-//! keys, installed once per process with [`install`] (the facade does).
+//! `encryption.kms.key.id`; `encryption.kms.*`): [`AwsKms`], the [`KmsConnector`] the core's keyring uses
+//! for KMS keys, which the host passes where the settings are read (the facade's store builder does).
 //!
 //! KMS's JSON protocol over object_store's HTTP client, each request signed with SigV4 by object_store's
 //! [`AwsAuthorizer`] (service `kms`); no AWS SDK. A copy asks for a fresh data key (GenerateDataKey,
@@ -43,11 +43,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Installs this KMS client for the process's keyrings; `false` when one was installed already.
-pub fn install() -> bool {
-    rsm_core::crypto::set_kms_connector(Arc::new(AwsKms))
-}
-
 /// Requests sent to KMS for one key, by operation (tests count them: one Decrypt per segment and reader).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KmsCalls {
@@ -74,8 +69,10 @@ pub fn calls_for(key_id: &str) -> KmsCalls {
     calls().lock().unwrap_or_else(|p| p.into_inner()).get(key_id).copied().unwrap_or_default()
 }
 
-/// The [`KmsConnector`] of AWS KMS.
-struct AwsKms;
+/// The [`KmsConnector`] of AWS KMS: a host passes it where the settings are read
+/// ([`rsm_core::TieredConfig::read_with_kms`]; the facade's store builder does).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AwsKms;
 
 impl KmsConnector for AwsKms {
     fn connect(&self, settings: &KmsSettings, setting: &str, key_id: &str) -> Result<Arc<dyn KeyEncryptionKey>> {

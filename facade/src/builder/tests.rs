@@ -207,3 +207,39 @@ fn a_failing_store_is_refused_at_once_and_refused_calls_are_not_counted() {
         assert_eq!(metric("store-breaker-down-ms") > down, on, "{settings:?}: {down}");
     }
 }
+
+/// A KMS client for the tests that refuses every key, naming it.
+struct RefusingKms;
+
+impl KmsConnector for RefusingKms {
+    fn connect(
+        &self,
+        _settings: &rsm_core::crypto::KmsSettings,
+        setting: &str,
+        key_id: &str,
+    ) -> Result<Arc<dyn rsm_core::crypto::KeyEncryptionKey>> {
+        Err(Error::config(setting, format!("the test's KMS client refuses `{key_id}`")))
+    }
+}
+
+/// KMS keys are reached through the builder's KMS client: AWS KMS's by default (with the S3 backend), the
+/// host's when it passes one, and with none a KMS key is the config error naming its setting that a build
+/// without a KMS client gives.
+#[test]
+fn kms_keys_are_reached_through_the_builders_kms_client() {
+    let settings =
+        rsm_core::config::props([("encryption.kms.key.id", "alias/rsm"), ("encryption.kms.region", "eu-west-1")]);
+    let e = StoreBuilder::new("memory:", &settings).kms_connector(None).open().unwrap_err();
+    assert_eq!(e.config_key(), Some("encryption.key.kms.kms.key.id"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "invalid configuration `encryption.key.kms.kms.key.id`: names AWS KMS key `alias/rsm`, and this build has no \
+         KMS client installed (hosts built with the S3 backend have one: rsm_backend_s3::kms::install)"
+    );
+    let e = StoreBuilder::new("memory:", &settings).kms_connector(Some(Arc::new(RefusingKms))).open().unwrap_err();
+    assert_eq!(e.config_key(), Some("encryption.key.kms.kms.key.id"), "{e}");
+    assert!(e.to_string().contains("the test's KMS client refuses `alias/rsm`"), "{e}");
+    // AWS KMS's client asks nothing of KMS before a data key is wanted, so the store opens.
+    #[cfg(feature = "s3")]
+    StoreBuilder::new("memory:", &settings).open().unwrap();
+}

@@ -2,7 +2,7 @@
 
 use super::chunk_cache::{ChunkCacheConfig, DISK_PATH_KEY, DiskCacheConfig};
 use crate::config::{ConfigReader, Kind, Setting, Unit};
-use crate::crypto::{self, KeyRing};
+use crate::crypto::{self, KeyRing, KmsConnector};
 use crate::error::{Error, Result};
 use crate::format::transform::{CompressionConfig, DEFAULT_FRAME_SIZE};
 
@@ -349,8 +349,16 @@ impl Default for TieredConfig {
 }
 
 impl TieredConfig {
-    /// Reads the settings from `r`, with the declared defaults for absent keys.
+    /// Reads the settings from `r`, with the declared defaults for absent keys. No KMS client: a KMS key
+    /// (`encryption.key.<id>.kms.key.id`) is a config error naming its setting; a host with one reads the
+    /// settings with [`TieredConfig::read_with_kms`].
     pub fn read(r: &mut ConfigReader<'_>) -> Result<Self> {
+        Self::read_with_kms(r, None)
+    }
+
+    /// [`TieredConfig::read`], with `kms_connector` making the KEK of each KMS key (the host's KMS client;
+    /// the facade's store builder passes AWS KMS's).
+    pub fn read_with_kms(r: &mut ConfigReader<'_>, kms_connector: Option<&dyn KmsConnector>) -> Result<Self> {
         let key_prefix = r.get_string(&KEY_PREFIX).unwrap_or("").to_string();
         if !key_prefix.is_empty() {
             crate::backend::validate_key(&format!("{key_prefix}x"))
@@ -374,7 +382,8 @@ impl TieredConfig {
             fetch_cache_disk: read_disk_cache(r)?,
             index_cache_bytes: r.get_int(&INDEX_CACHE_BYTES)?,
             compression: read_compression(r, chunk_size, block_size)?,
-            encryption: KeyRing::read(r)?.map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
+            encryption: KeyRing::read(r, kms_connector)?
+                .map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
             segment_layout: read_segment_layout(r)?,
         })
     }
