@@ -130,8 +130,8 @@ impl KeyRing {
                         Error::config(
                             &setting,
                             format!(
-                                "names AWS KMS key `{key_id}`, and this build has no KMS client installed (hosts \
-                                 built with the S3 backend have one: rsm_backend_s3::kms::install)"
+                                "names AWS KMS key `{key_id}`, and the store was opened without a KMS client \
+                                 (rsm_facade::StoreBuilder passes rsm_backend_s3::kms::AwsKms in a build with S3)"
                             ),
                         )
                     })?;
@@ -440,8 +440,8 @@ mod tests {
         assert_eq!(e.config_key(), Some("encryption.key.kms.kms.key.id"), "{e}");
         assert_eq!(
             e.to_string(),
-            "invalid configuration `encryption.key.kms.kms.key.id`: names AWS KMS key `alias/rsm`, and this build has \
-             no KMS client installed (hosts built with the S3 backend have one: rsm_backend_s3::kms::install)"
+            "invalid configuration `encryption.key.kms.kms.key.id`: names AWS KMS key `alias/rsm`, and the store was \
+             opened without a KMS client (rsm_facade::StoreBuilder passes rsm_backend_s3::kms::AwsKms in a build with S3)"
         );
         assert!(!e.full_message().contains("s3cr3t"), "{e}");
     }
