@@ -21,7 +21,7 @@
 //! `rsm_records_fetch` returns records rather than bytes: the batches of a segment decoded, at a
 //! consumer's isolation level (`records.rs`).
 //!
-//! Only `rsm_*` symbols are exported from `librsm.so` (a linker version script, see `build.rs`).
+//! Only `rsm_*` symbols are exported from `librsm.so` (dependencies' symbols kept local by the linker, see `build.rs`).
 //!
 //! ## Layout
 //!
