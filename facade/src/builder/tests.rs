@@ -234,7 +234,8 @@ fn kms_keys_are_reached_through_the_builders_kms_client() {
     assert_eq!(
         e.to_string(),
         "invalid configuration `encryption.key.kms.kms.key.id`: names AWS KMS key `alias/rsm`, and the store was opened \
-         without a KMS client (rsm_facade::StoreBuilder passes rsm_backend_s3::kms::AwsKms in a build with S3)"
+         without a KMS client (rsm_facade::StoreBuilder passes rsm_backend_s3::kms::AwsKms in a build with \
+         S3)"
     );
     let e = StoreBuilder::new("memory:", &settings).kms_connector(Some(Arc::new(RefusingKms))).open().unwrap_err();
     assert_eq!(e.config_key(), Some("encryption.key.kms.kms.key.id"), "{e}");

@@ -26,7 +26,8 @@
 //! ## Layout
 //!
 //! One module per C object, with the functions that make, read and free it: `version.rs` (the library's
-//! and the ABI's versions), `result.rs` ([`rsm_result`], [`rsm_error`]), `store.rs` ([`rsm_store`]: open, close, the count of open handles, and `rsm_copy`),
+//! and the ABI's versions), `result.rs` ([`rsm_result`], [`rsm_error`]), `store.rs` ([`rsm_store`]: open, close,
+//! the count of open handles, and `rsm_copy`),
 //! `stream.rs` ([`rsm_stream`]: `rsm_fetch`, `rsm_fetch_index`, read, close), `list.rs`
 //! ([`rsm_segment_list`]), `buffer.rs` ([`rsm_buffer`]), `asynchronous.rs` ([`rsm_operation`] and the
 //! callbacks), `partition.rs` ([`rsm_partition_copy`]) and `records.rs` ([`rsm_records`], [`rsm_record`]).

@@ -441,7 +441,8 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "invalid configuration `encryption.key.kms.kms.key.id`: names AWS KMS key `alias/rsm`, and the store was \
-             opened without a KMS client (rsm_facade::StoreBuilder passes rsm_backend_s3::kms::AwsKms in a build with S3)"
+             opened without a KMS client (rsm_facade::StoreBuilder passes rsm_backend_s3::kms::AwsKms in a build \
+             with S3)"
         );
         assert!(!e.full_message().contains("s3cr3t"), "{e}");
     }
