@@ -28,6 +28,7 @@ pub mod builder;
 mod code;
 pub mod cost;
 pub mod handles;
+pub mod metrics;
 mod partition;
 mod reader;
 mod records;
@@ -38,12 +39,13 @@ pub mod wire;
 
 pub use builder::StoreBuilder;
 pub use code::{ResultCode, panic_message};
+pub use metrics::{CACHE_METRICS, STORE_METRICS};
 pub use partition::{CopyProgress, PartitionCopy, open_partition_for_copy};
 pub use reader::SegmentReader;
 pub use records::{FetchedRecords, RecordsFetch};
 pub use registry::{OpenFn, Registry, StoreKind, scheme_of};
 pub use runtime::runtime;
-pub use store::{CACHE_METRICS, CountLevel, Store};
+pub use store::{CountLevel, Store};
 
 use rsm_core::Result;
 #[cfg(doc)]

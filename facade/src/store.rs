@@ -2,6 +2,7 @@
 //! calls (and as futures for the faces that run them as tasks), bounded by `fetch.timeout.ms` and
 //! `copy.timeout.ms`, and the counters every face reports.
 
+use crate::metrics::STORE_METRICS;
 use crate::reader::SegmentReader;
 use crate::runtime::runtime;
 use crate::{cost, reader};
@@ -310,9 +311,9 @@ impl Store {
         runtime().block_on(self.storage.verify(md))
     }
 
-    /// The caches' counters and the circuit breaker's, by name ([`CACHE_METRICS`]): what a host publishes as
-    /// its metrics.
-    pub fn cache_metrics(&self) -> [u64; CACHE_METRICS.len()] {
+    /// The values of [`STORE_METRICS`], in its order: the caches' counters, the circuit breaker's and the
+    /// store's, what a host publishes as its metrics.
+    pub fn cache_metrics(&self) -> [u64; STORE_METRICS.len()] {
         let s = &self.storage;
         let c = s.chunk_cache_stats().unwrap_or_default();
         let (i, m) = (s.index_cache_stats(), s.manifest_cache_stats());
@@ -358,49 +359,6 @@ impl Store {
         ]
     }
 }
-
-/// The names of [`Store::cache_metrics`], in its order: counts since the cache was made, and `-bytes` now
-/// held (the chunk cache is the process's, shared by the stores opened with the same cache settings); then
-/// the store's circuit breaker (`store.breaker.*`): its state now (0 closed, 1 open, 2 half-open: a probe
-/// may go), the times it opened, the calls it refused at once and the milliseconds it was open or half-open
-/// (the store taken as down) since the store was opened (all 0 when it is off); the fetch waits and copies
-/// that passed `fetch.timeout.ms` or `copy.timeout.ms` (the store did not answer in time); then, for a cloud store, the answers that said it is overloaded (429, 503) and the failures not
-/// retried because its retry budget was spent (`<p>.retry.budget.*`), since the store was opened (0 for the
-/// other stores); then the bytes read from the store since it was opened (what its HTTP client received, or
-/// what the store's reads returned; a filesystem store's files read in place count not), to set beside the
-/// bytes the fetches served.
-pub const CACHE_METRICS: [&str; 30] = [
-    "chunk-cache-hits",
-    "chunk-cache-misses",
-    "chunk-cache-evictions",
-    "chunk-cache-bytes",
-    "chunk-cache-disk-hits",
-    "chunk-cache-disk-misses",
-    "chunk-cache-disk-evictions",
-    "chunk-cache-disk-bytes",
-    "chunk-cache-disk-dropped",
-    "chunk-cache-loads",
-    "chunk-cache-loaded-bytes",
-    "chunk-cache-prefetched",
-    "chunk-cache-prefetched-bytes-used",
-    "chunk-cache-prefetched-bytes-wasted",
-    "chunk-cache-bypassed",
-    "chunk-cache-bypassed-bytes",
-    "index-cache-hits",
-    "index-cache-misses",
-    "index-cache-evictions",
-    "index-cache-bytes",
-    "manifest-cache-hits",
-    "manifest-cache-misses",
-    "store-breaker-state",
-    "store-breaker-opened",
-    "store-breaker-refused",
-    "store-breaker-down-ms",
-    "store-timeouts",
-    "store-throttled",
-    "store-retries-refused",
-    "store-bytes-read",
-];
 
 #[cfg(test)]
 mod tests {

@@ -47,6 +47,11 @@ impl<T> Registry<T> {
     }
 }
 
+/// The stores Java holds, by handle.
+pub(crate) static STORES: Registry<rsm_facade::Store> = Registry::new("store");
+/// The fetch streams Java holds, by handle.
+pub(crate) static STREAMS: Registry<std::sync::Mutex<rsm_facade::SegmentReader>> = Registry::new("stream");
+
 #[cfg(test)]
 mod tests {
     use super::*;

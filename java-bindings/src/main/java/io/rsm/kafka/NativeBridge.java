@@ -45,6 +45,12 @@ final class NativeBridge {
     static native String[] cacheMetricNames();
 
     /**
+     * What each of the caches' counters counts ({@code rsm_facade::STORE_METRICS}, where each is declared once), in
+     * {@link #cacheMetricNames}'s order.
+     */
+    static native String[] cacheMetricDescriptions();
+
+    /**
      * The store's cache counters, named by {@link #cacheMetricNames} (a count beyond {@code Long.MAX_VALUE} reads
      * as {@code Long.MAX_VALUE}).
      */

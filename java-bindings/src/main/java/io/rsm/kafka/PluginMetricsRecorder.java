@@ -231,65 +231,6 @@ final class PluginMetricsRecorder implements AutoCloseable {
         }
     }
 
-    /** What each cache counter counts, by name; a name the native side adds later gets a generic text. */
-    private static final Map<String, String> CACHE_METRIC_DESCRIPTIONS = Map.ofEntries(
-            Map.entry("chunk-cache-hits", "Chunk reads served from the chunk cache's memory"),
-            Map.entry("chunk-cache-misses", "Chunk reads the chunk cache's memory did not hold"),
-            Map.entry("chunk-cache-evictions", "Chunks evicted from the chunk cache's memory to make room"),
-            Map.entry("chunk-cache-bytes", "Bytes of chunks the chunk cache holds in memory now"),
-            Map.entry("chunk-cache-disk-hits", "Chunk reads served from the chunk cache's disk tier"),
-            Map.entry("chunk-cache-disk-misses", "Chunk reads the chunk cache's disk tier did not hold"),
-            Map.entry("chunk-cache-disk-evictions", "Chunk files evicted from the chunk cache's disk tier to make"
-                    + " room"),
-            Map.entry("chunk-cache-disk-bytes", "Bytes of chunks the chunk cache holds on disk now"),
-            Map.entry("chunk-cache-disk-dropped", "Chunk files of the disk tier that failed their check, were"
-                    + " deleted and read from the store again"),
-            Map.entry("chunk-cache-loads", "Chunks the chunk cache read from the store (prefetches included)"),
-            Map.entry("chunk-cache-loaded-bytes", "Bytes of the chunks the chunk cache read from the store"),
-            Map.entry("chunk-cache-prefetched", "Chunks read ahead of a sequential reader"),
-            Map.entry("chunk-cache-prefetched-bytes-used", "Bytes of chunks read ahead that a reader then used"),
-            Map.entry("chunk-cache-prefetched-bytes-wasted", "Bytes of chunks read ahead that were evicted before"
-                    + " any reader used them"),
-            Map.entry("chunk-cache-bypassed", "Reads of a chunk missed for the first time, served from the store"
-                    + " around the chunk cache (only the blocks asked for; a second miss loads the chunk)"),
-            Map.entry("chunk-cache-bypassed-bytes", "Bytes of the reads served around the chunk cache"),
-            Map.entry("index-cache-hits", "Remote index reads served from the index cache"),
-            Map.entry("index-cache-misses", "Remote index reads the index cache did not hold (read from the store)"),
-            Map.entry("index-cache-evictions", "Remote indexes evicted from the index cache to make room"),
-            Map.entry("index-cache-bytes", "Bytes of remote indexes the index cache holds now"),
-            Map.entry("manifest-cache-hits", "Segment manifest lookups served from the manifest cache"),
-            Map.entry("manifest-cache-misses", "Segment manifest lookups the manifest cache did not hold (read from"
-                    + " the store)"),
-            Map.entry("store-breaker-state", "The store's circuit breaker now: 0 closed (calls go to the store), 1"
-                    + " open (calls fail at once after transient failures in a row), 2 half-open (one call probes)"),
-            Map.entry("store-breaker-opened", "Times the store's circuit breaker opened, since the store was"
-                    + " opened"),
-            Map.entry("store-breaker-refused", "Calls the store's circuit breaker failed at once without sending"
-                    + " them, since the store was opened"),
-            Map.entry("store-breaker-down-ms", "Milliseconds the store's circuit breaker was open or half-open (the"
-                    + " store taken as down), since the store was opened"),
-            Map.entry("store-timeouts", "Fetch waits and copies that passed fetch.timeout.ms or copy.timeout.ms (the"
-                    + " store did not answer in time), since the store was opened"),
-            Map.entry("store-throttled", "Answers of the cloud store that said it is overloaded (429, 503 such as"
-                    + " S3's SlowDown), since the store was opened"),
-            Map.entry("store-retries-refused", "Failed requests to the cloud store not retried because its retry"
-                    + " budget was spent (<p>.retry.budget.*), since the store was opened"),
-            Map.entry("store-bytes-read", "Bytes read from the remote store (each retry's and read-ahead's included;"
-                    + " a filesystem store's files read in place not), since the store was opened: beside"
-                    + " fetch-segment's bytes, what reading cost"));
-
-    /** The description of a cache counter: what it counts (since the cache was made, unless held now). */
-    static String cacheMetricDescription(String name) {
-        String what = CACHE_METRIC_DESCRIPTIONS.getOrDefault(name, "The cache counter " + name);
-        if (name.startsWith("store-")) {
-            return what;
-        }
-        String since = what.endsWith(" now") ? "" : ", since the cache was made";
-        String shared = name.startsWith("chunk-cache-")
-                ? " (the process's chunk cache, shared by the stores opened with the same cache settings)" : "";
-        return what + since + shared;
-    }
-
     private final SensorRegistry registry;
     private final String description;
     private final Map<Operation, Sensors> sensors = new EnumMap<>(Operation.class);
@@ -338,10 +279,10 @@ final class PluginMetricsRecorder implements AutoCloseable {
             }
             CacheCounters counters = new CacheCounters(store);
             String[] names = cacheMetricNames();
+            String[] descriptions = cacheMetricDescriptions(names);
             for (int i = 0; i < names.length; i++) {
                 int index = i;
-                MetricName name = registry.metricName(names[i], cacheMetricDescription(names[i]),
-                        new LinkedHashMap<>());
+                MetricName name = registry.metricName(names[i], descriptions[i], new LinkedHashMap<>());
                 registry.addMetric(name, (Measurable) (config, now) -> counters.value(index));
                 metricNames.add(name);
             }
@@ -358,6 +299,26 @@ final class PluginMetricsRecorder implements AutoCloseable {
         } catch (LinkageError e) {
             return new String[0];
         }
+    }
+
+    /**
+     * What each of the counters {@code names} counts, as the native side declares it; a generic text for each from a
+     * library that lacks the descriptions (a stale override of the jar's own).
+     */
+    private static String[] cacheMetricDescriptions(String[] names) {
+        try {
+            String[] d = NativeBridge.cacheMetricDescriptions();
+            if (d.length == names.length) {
+                return d;
+            }
+        } catch (LinkageError e) {
+            // Below: a generic text.
+        }
+        String[] generic = new String[names.length];
+        for (int i = 0; i < names.length; i++) {
+            generic[i] = "The cache counter " + names[i];
+        }
+        return generic;
     }
 
     /** The kinds of request; none from a library that lacks them (a stale override of the jar's own). */
