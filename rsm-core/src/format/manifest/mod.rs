@@ -143,7 +143,7 @@ pub enum StoredAs {
     #[default]
     Split,
     /// In one `.segment` object: the stored log from byte 0, then the index bundle from `indexes_position`,
-    /// then the manifest from `manifest_position` and the trailer (`rsm_core::storage::single`).
+    /// then the manifest from `manifest_position` and the trailer ([`crate::format::trailer`]).
     Single {
         /// Where the index bundle starts in the object (the stored log's length).
         indexes_position: u64,
