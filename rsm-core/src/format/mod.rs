@@ -13,4 +13,3 @@ pub mod remote_index;
 pub mod segment_metadata;
 pub mod trailer;
 pub mod transform;
-pub mod writer;

@@ -595,7 +595,7 @@ fn seal_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::writer::{Record, encode_batch};
+    use crate::testkit::log_writer::{Record, encode_batch};
 
     #[test]
     fn compressed_runs_merge_adjacent_batches_and_count_what_a_range_holds() {

@@ -150,7 +150,7 @@ impl Chunker {
 mod tests {
     use super::*;
     use crate::format::batch::BatchIter;
-    use crate::format::writer::{Record, encode_batch};
+    use crate::testkit::log_writer::{Record, encode_batch};
 
     fn batches(n: usize) -> Vec<u8> {
         let mut log = Vec::new();

@@ -4,8 +4,8 @@
 use super::undo::{decompress_prefix, with_dctx};
 use super::*;
 use crate::format::chunk::{ChunkEntry, Rdi, RdiObject, StoredFrame, Transform};
-use crate::format::writer::{Record, encode_batch};
 use crate::model::Uuid;
+use crate::testkit::log_writer::{Record, encode_batch};
 use bytes::Bytes;
 use std::ops::Range;
 
@@ -62,7 +62,7 @@ fn entry(original: &[u8], stored: &[u8], transform: Transform) -> ChunkEntry {
 fn decisions_follow_the_heuristic() {
     let json = json_batches(50);
     let producer = marked_compressed(json.clone());
-    let mut rng = crate::format::writer::Rng::new(7);
+    let mut rng = crate::testkit::log_writer::Rng::new(7);
     let noise: Vec<u8> = (0..20_000).map(|_| rng.next_u64() as u8).collect();
     let on = CompressionConfig::default();
     let off = CompressionConfig { heuristic: false, ..on };
