@@ -8,8 +8,8 @@
 use rsm_core::format::batch::batch_size_at;
 use rsm_core::format::chunk::{ChunkEntry, Rdi, RdiObject, Transform};
 use rsm_core::format::manifest::{IndexLocation, Manifest};
-use rsm_core::format::writer::{PartitionWriter, Record, Rng, encode_batch};
 use rsm_core::model::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
+use rsm_core::testkit::log_writer::{PartitionWriter, Record, Rng, encode_batch};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io;

@@ -2,7 +2,7 @@
 //! removed object is reported as lost and objects no metadata knows as orphans, exactly those; orphans are
 //! deleted only with `--yes` and only they are.
 
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::{RemoteLogSegmentState, Uuid};
 use rsm_metadata::local::{LocalMetadataConfig, LocalMetadataManager};
 use rsm_metadata::{RemoteLogMetadataManager, RemoteLogSegmentMetadataUpdate};

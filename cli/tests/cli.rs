@@ -3,7 +3,7 @@
 
 use rsm_core::Uuid;
 use rsm_core::format::batch::BatchIter;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use std::path::Path;
 
 mod common;

@@ -8,7 +8,7 @@
 
 use rsm_core::Uuid;
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_facade::Store;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

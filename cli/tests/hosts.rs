@@ -7,8 +7,8 @@
 
 mod common;
 use common::{ok, rsm};
-use rsm_core::format::writer::{PartitionWriter, Record};
 use rsm_core::model::Uuid;
+use rsm_core::testkit::log_writer::{PartitionWriter, Record};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -7,8 +7,8 @@
 mod common;
 use common::{files, ok};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::Uuid;
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! as whole segments whatever layout the command is set to, and `rebuild-metadata` gives each its trailer as
 //! custom metadata, as its copy did; a missing `.segment` object is a segment with no whole copy.
 
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::{CustomMetadata, Uuid};
 use rsm_metadata::local::LocalMetadataManager;
 

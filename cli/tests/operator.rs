@@ -4,7 +4,7 @@
 //! test runs the built binary against a real filesystem store.
 
 use rsm_core::Uuid;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

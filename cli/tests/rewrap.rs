@@ -5,8 +5,8 @@
 
 mod common;
 use common::{files, ok, rsm};
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::Uuid;
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::os::fd::AsRawFd;

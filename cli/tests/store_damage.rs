@@ -4,7 +4,7 @@
 //! of calling healthy segments damaged.
 
 use rsm_core::Uuid;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, SystemTime};

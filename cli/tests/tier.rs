@@ -5,8 +5,8 @@
 
 mod common;
 use common::{ok, rsm};
-use rsm_core::format::writer::{PartitionWriter, Record};
 use rsm_core::model::Uuid;
+use rsm_core::testkit::log_writer::{PartitionWriter, Record};
 use std::path::Path;
 
 const T0: i64 = 1_700_000_000_000;
@@ -146,7 +146,7 @@ fn expire_and_delete_remove_remote_segments() {
 
 #[test]
 fn watch_follows_new_segments_until_stopped() {
-    use rsm_core::format::writer::{PartitionSpec, generate_partition};
+    use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
     use std::io::{BufRead, BufReader};
     let t = tempfile::tempdir().unwrap();
     let spec = |records| PartitionSpec {

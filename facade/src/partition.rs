@@ -135,7 +135,7 @@ impl Store {
 mod tests {
     use super::*;
     use rsm_core::Uuid;
-    use rsm_core::format::writer::{PartitionSpec, generate_partition};
+    use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
     use std::collections::BTreeMap;
 
     #[test]

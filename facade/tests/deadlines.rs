@@ -9,7 +9,7 @@
 use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule, Layer};
 use rsm_core::backend::{Op, StorageBackend};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::{ErrorKind, IndexType, Uuid};
 use rsm_facade::StoreBuilder;
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! layouts: a one-object segment's log is read from its `.segment` object the same way.
 
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::{ErrorKind, Uuid};
 use rsm_facade::Store;
 use std::collections::BTreeMap;

@@ -16,9 +16,10 @@ use rsm_core::format::partition::parse_leader_epochs;
 use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
+use rsm_core::format::trailer::{TRAILER_LEN, Trailer};
 use rsm_core::format::transform::stored_frames;
 use rsm_core::storage::fetch::plan_reads;
-use rsm_core::storage::single::{self, TAIL_READ, TRAILER_LEN, Trailer};
+use rsm_core::storage::single::{self, TAIL_READ};
 use rsm_facade::wire::{decode_metadata, encode_metadata};
 use rsm_metadata::records;
 

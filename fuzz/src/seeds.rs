@@ -10,8 +10,8 @@ use rsm_core::format::manifest::{FrameTable, Manifest};
 use rsm_core::format::records::compression::{self, Codec};
 use rsm_core::format::records::{DecodeLimits, decode_batch};
 use rsm_core::format::remote_index::RemoteIndexFiles;
-use rsm_core::format::writer::{BatchOptions, Record, encode_batch_with, encode_control_batch};
 use rsm_core::model::{CustomMetadata, RemoteLogSegmentState};
+use rsm_core::testkit::log_writer::{BatchOptions, Record, encode_batch_with, encode_control_batch};
 use rsm_core::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, Uuid};
 use rsm_metadata::{
     MetadataEvent, RemoteLogSegmentMetadataSnapshot, RemoteLogSegmentMetadataUpdate, RemotePartitionDeleteMetadata,

@@ -12,7 +12,9 @@
 //! - [`config`]: typed settings read from string maps;
 //! - [`checksum`]: CRC-32C, the check of every byte stored and served;
 //! - [`crypto`]: envelope encryption of chunks (AES-256-GCM, per-segment data keys wrapped by a [`crypto::KeyRing`]);
-//! - `testkit` (feature): the contract suites every backend runs, and fixture partitions.
+//! - `testkit` (feature): the contract suites every backend runs, and fixture partitions; with the feature
+//!   `log-writer` alone, only its Kafka log writer (record batches and partition directories) and the helpers
+//!   that need nothing more.
 
 #![warn(missing_docs)]
 
@@ -29,7 +31,7 @@ pub mod partition_dir;
 pub mod rsm;
 pub mod single_flight;
 pub mod storage;
-#[cfg(feature = "testkit")]
+#[cfg(any(feature = "testkit", feature = "log-writer"))]
 pub mod testkit;
 
 pub use backend::StorageBackend;

@@ -13,8 +13,8 @@ use rsm_core::backend::{CountingLayer, MemoryBackend, Op, RequestCounts, Storage
 use rsm_core::format::manifest::Manifest;
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::transform::CompressionConfig;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::storage::{BackendChunks, ChunkSource, DiskCacheConfig};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::{LogSegmentData, RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
 use std::ops::Range;

@@ -8,7 +8,7 @@ use rsm_core::backend::{MemoryBackend, StorageBackend};
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::format::transform::CompressionConfig;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::{
     ErrorKind, IndexType, RemoteLogSegmentMetadata, RemoteStorageManager, Result, TieredConfig, TieredStorage, Uuid,

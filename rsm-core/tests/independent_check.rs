@@ -9,7 +9,7 @@ use kafka_protocol::records::{
     Compression, Record as KRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use rsm_core::format::batch::BatchIter;
-use rsm_core::format::writer::{Record, Rng, encode_batch};
+use rsm_core::testkit::log_writer::{Record, Rng, encode_batch};
 
 fn our_records(n: usize, seed: u64) -> Vec<Record> {
     let mut rng = Rng::new(seed);

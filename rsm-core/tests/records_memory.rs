@@ -90,7 +90,7 @@ fn inflating_past_the_limit_holds_at_most_one_and_a_half_times_the_limit() {
 fn tiny_records_are_bounded_by_their_memory_not_only_their_bytes() {
     use rsm_core::format::batch::BatchIter;
     use rsm_core::format::records::{DecodeLimits, decode_batch};
-    use rsm_core::format::writer::{Record, encode_batch};
+    use rsm_core::testkit::log_writer::{Record, encode_batch};
     const LIMIT: usize = 2 << 20;
     let records = vec![Record { key: None, value: Some(vec![]), headers: vec![], timestamp: 7 }; 200_000];
     let bytes = encode_batch(4_000, 0, &records);

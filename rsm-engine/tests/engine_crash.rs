@@ -17,10 +17,10 @@
 use async_trait::async_trait;
 use rsm_core::backend::StorageBackend;
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionWriter, Record};
 use rsm_core::model::{RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition, Uuid};
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_core::storage::TieredStorage;
+use rsm_core::testkit::log_writer::{PartitionWriter, Record};
 use rsm_core::{Result, TieredConfig};
 use rsm_engine::{EngineConfig, RemoteLogManager, Role};
 use rsm_metadata::local::{LocalMetadataConfig, LocalMetadataManager};
@@ -385,7 +385,7 @@ fn main() {
     }
     let root = tempfile::tempdir().unwrap();
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = rsm_core::format::writer::Rng::new(seed);
+    let mut rng = rsm_core::testkit::log_writer::Rng::new(seed);
     let mut next = || rng.next_u64();
     println!("engine crash test: {KILLS} kills, seed {seed}");
     let started = Instant::now();

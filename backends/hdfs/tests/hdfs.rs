@@ -10,7 +10,7 @@ use rsm_backend_hdfs::{HdfsBackend, TMP_PREFIX, from_config, from_url};
 use rsm_core::backend::{CountingLayer, Op, RequestCounts};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::{Fixture, collect};
 use rsm_core::testkit::unique_prefix;
 use rsm_core::{ErrorKind, IndexType, RemoteStorageManager, StorageBackend, TieredConfig, TieredStorage, Uuid};

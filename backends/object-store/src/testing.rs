@@ -10,7 +10,7 @@ use crate::cloud::open_url;
 use rsm_core::backend::{CountSnapshot, Op};
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::rsm_contract::collect;
 use rsm_core::testkit::unique_prefix;
 use rsm_core::{

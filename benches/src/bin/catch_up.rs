@@ -30,8 +30,8 @@ use rsm_core::backend::layers::{Fault, FaultLayer, FaultRule, Layer, ParallelRea
 use rsm_core::backend::{CountingLayer, Op, StorageBackend};
 use rsm_core::config::ConfigReader;
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::Rng;
 use rsm_core::storage::DiskCacheConfig;
+use rsm_core::testkit::log_writer::Rng;
 use rsm_core::{RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage};
 use std::collections::BTreeMap;
 use std::sync::Arc;

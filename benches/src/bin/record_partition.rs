@@ -4,8 +4,8 @@
 //! JSON-like value of about 200 bytes and one header, compressed with CODEC (gzip, snappy, lz4 or zstd).
 
 use rsm_core::format::records::compression::Codec;
-use rsm_core::format::writer::{BatchOptions, PartitionWriter, Record, Rng};
 use rsm_core::model::Uuid;
+use rsm_core::testkit::log_writer::{BatchOptions, PartitionWriter, Record, Rng};
 use std::path::PathBuf;
 
 const RECORDS_PER_BATCH: usize = 200;

@@ -21,7 +21,7 @@ use rsm_benches::{
 };
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::Rng;
+use rsm_core::testkit::log_writer::Rng;
 use rsm_core::{
     LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteStorageManager, StorageBackend, TieredConfig,
     TieredStorage,

@@ -18,7 +18,7 @@ use rsm_benches::{batch_positions, json_records, quantile};
 use rsm_core::backend::StorageBackend;
 use rsm_core::config::{ConfigReader, props};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionWriter, Rng};
+use rsm_core::testkit::log_writer::{PartitionWriter, Rng};
 use rsm_core::{RemoteLogSegmentMetadata, RemoteStorageManager, TieredConfig, TieredStorage, Uuid};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use crate::output::{Out, mib, now_ms, out};
 use rsm_core::backend::Op;
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::partition::{LocalPartition, LocalSegment};
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::{Error, IndexType, RemoteLogSegmentMetadata, Result, Uuid};
 use rsm_facade::Store;
 use std::collections::BTreeMap;

@@ -12,8 +12,8 @@
 
 use crate::proxy::{Answer, CountingProxy, Fault, Seen, by_fault};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::Uuid;
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::testkit::{s3_test_server, test_server_vars};
 use rsm_core::{IndexType, LogSegmentData, RemoteLogSegmentMetadata};
 use rsm_facade::{CACHE_METRICS, Store};

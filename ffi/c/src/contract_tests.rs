@@ -7,7 +7,7 @@ use crate::asynchronous::{rsm_copy_async, rsm_delete_async, rsm_fetch_async};
 use crate::handles::as_handle;
 use crate::partition::{rsm_copy_partition, rsm_partition_copy};
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_core::{LogSegmentData, RemoteLogSegmentMetadata, Uuid};
 use std::ffi::{CStr, CString, c_void};
 use std::path::Path;

@@ -25,7 +25,7 @@
 
 use rsm_core::format::records::compression::Codec;
 use rsm_core::format::records::{Record, TimestampType};
-use rsm_core::format::writer::{
+use rsm_core::testkit::log_writer::{
     BatchOptions, empty_producer_snapshot, encode_batch_with, encode_control_batch, leader_epoch_checkpoint,
     segment_file_name,
 };

@@ -454,10 +454,10 @@ mod tests {
 
     #[test]
     fn a_v2_last_offset_that_overflows_is_corrupt() {
-        let mut b = crate::format::writer::encode_batch(
+        let mut b = crate::testkit::log_writer::encode_batch(
             i64::MAX - 1,
             0,
-            &[crate::format::writer::Record { key: None, value: None, headers: vec![], timestamp: 0 }],
+            &[crate::testkit::log_writer::Record { key: None, value: None, headers: vec![], timestamp: 0 }],
         );
         b[23..27].copy_from_slice(&5i32.to_be_bytes());
         let e = BatchIter::new(&b, 0, false).next().unwrap().unwrap_err();

@@ -1,5 +1,6 @@
 //! On-disk and remote formats: Kafka's own (record batches, `.index`, `.timeindex`, a partition directory)
-//! and ours (the chunk entry of SR-32, the segment manifest, the SR-32 remote index files, chunk transforms).
+//! and ours (the chunk entry of SR-32, the segment manifest, the SR-32 remote index files, chunk transforms,
+//! the one-object segment's trailer).
 
 pub mod batch;
 pub mod chunk;
@@ -10,5 +11,5 @@ pub mod partition;
 pub mod records;
 pub mod remote_index;
 pub mod segment_metadata;
+pub mod trailer;
 pub mod transform;
-pub mod writer;

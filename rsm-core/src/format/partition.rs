@@ -230,7 +230,7 @@ impl LocalPartition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::writer::{PartitionSpec, generate_partition};
+    use crate::testkit::log_writer::{PartitionSpec, generate_partition};
 
     #[test]
     fn a_bad_topic_id_names_its_file() {

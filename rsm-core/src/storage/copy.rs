@@ -15,7 +15,7 @@
 use super::TieredStorage;
 use super::layout::{SegmentKeys, SegmentLayout};
 use super::settings::EncryptionConfig;
-use super::single::{self, Trailer};
+use super::single;
 use crate::crypto::DataKey;
 use crate::error::{Error, Result};
 use crate::format::batch::scan_file;
@@ -23,6 +23,7 @@ use crate::format::chunk::StoredFrame;
 use crate::format::chunk::{ChunkEntry, ChunkTable, Chunker, Transform};
 use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::manifest::{FrameTable, IndexLocation, Manifest, StoredAs};
+use crate::format::trailer::Trailer;
 use crate::format::transform::{self, ChunkCompressor, CompressionConfig};
 use crate::model::{LogSegmentData, RemoteLogSegmentMetadata};
 use bytes::Bytes;
@@ -594,7 +595,7 @@ fn seal_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::writer::{Record, encode_batch};
+    use crate::testkit::log_writer::{Record, encode_batch};
 
     #[test]
     fn compressed_runs_merge_adjacent_batches_and_count_what_a_range_holds() {

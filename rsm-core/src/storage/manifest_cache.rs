@@ -6,10 +6,11 @@
 
 use super::cache::{Cache, CacheStats};
 use super::layout::{self, SegmentLayout, Suffix};
-use super::single::{self, Trailer};
+use super::single;
 use crate::backend::StorageBackend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::manifest::Manifest;
+use crate::format::trailer::Trailer;
 use crate::model::{RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
 use crate::single_flight::SingleFlight;
 use std::sync::{Arc, Mutex};

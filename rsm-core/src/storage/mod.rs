@@ -44,6 +44,7 @@ pub mod settings;
 pub mod single;
 pub mod transactions;
 
+pub use crate::format::trailer::Trailer;
 pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};
@@ -53,7 +54,6 @@ pub use layout::{
 };
 pub use local_read::{LocalLogReader, LogRead};
 pub use settings::{EncryptionConfig, TieredConfig};
-pub use single::Trailer;
 
 use crate::backend::{ByteStream, StorageBackend};
 use crate::error::{Error, ErrorKind, Result};

@@ -3,7 +3,7 @@
 use super::unique_prefix;
 use crate::backend::StorageBackend;
 use crate::error::{Error, ErrorKind};
-use crate::format::writer::Rng;
+use crate::testkit::log_writer::Rng;
 use bytes::Bytes;
 use std::io::Write;
 use std::sync::Arc;

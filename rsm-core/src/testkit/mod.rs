@@ -1,4 +1,6 @@
-//! Contract suites every backend runs with one call, and fixtures (feature `testkit`).
+//! Contract suites every backend runs with one call, and fixtures (feature `testkit`). The Kafka log writer
+//! ([`log_writer`]) and the helpers here that need nothing more (test servers' settings, fixture partitions)
+//! also come with the feature `log-writer` alone, which `rsm demo` and the benchmarks use.
 //!
 //! A backend crate's test:
 //! ```text
@@ -7,19 +9,26 @@
 //! generates one `#[tokio::test]` per check, each given a fresh backend from the expression. Each check
 //! works under a unique key prefix, so backends that share a bucket do not interfere.
 
+#[cfg(feature = "testkit")]
 pub mod backend_contract;
+pub mod log_writer;
+#[cfg(feature = "testkit")]
 pub mod rsm_contract;
 
-use crate::format::batch::BatchIter;
-use crate::format::manifest::Manifest;
 use crate::format::partition::LocalPartition;
-use crate::format::writer::{
-    PartitionSpec, empty_producer_snapshot, generate_partition, leader_epoch_checkpoint, segment_file_name,
-};
-use crate::model::{LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
-use crate::storage::TieredStorage;
+use crate::model::Uuid;
+use log_writer::{PartitionSpec, generate_partition};
 use std::collections::BTreeMap;
 use std::path::Path;
+// What the segment fixture (`LogSegment`) uses besides: it needs `tempfile`, so only the feature `testkit`.
+#[cfg(feature = "testkit")]
+use {
+    crate::format::batch::BatchIter,
+    crate::format::manifest::Manifest,
+    crate::model::{LogSegmentData, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition},
+    crate::storage::TieredStorage,
+    log_writer::{empty_producer_snapshot, leader_epoch_checkpoint, segment_file_name},
+};
 
 /// The address of a real test server from the environment variable `var` (set by the server's script,
 /// whose start command `how` names). See [`test_server_vars`].
@@ -128,6 +137,7 @@ pub fn unique_prefix(name: &str) -> String {
 }
 
 /// A segment of given batches on disk, with the metadata a broker would give its copy.
+#[cfg(feature = "testkit")]
 pub struct LogSegment {
     /// Holds the segment's files.
     pub tmp: tempfile::TempDir,
@@ -140,6 +150,7 @@ pub struct LogSegment {
     pub log: Vec<u8>,
 }
 
+#[cfg(feature = "testkit")]
 impl LogSegment {
     /// The segment of partition `tp` whose `.log` is `log` (v2 batches from `start_offset`), written to a
     /// temporary directory, its metadata timestamped `event_ts`.
@@ -251,6 +262,7 @@ pub fn small_topic_partition(root: &Path, topic: &str, seed: u64) -> LocalPartit
 
 /// Generates the backend contract tests for a backend made by `$make` (an async expression giving an
 /// `Arc<dyn StorageBackend>`).
+#[cfg(feature = "testkit")]
 #[macro_export]
 macro_rules! backend_contract_tests {
     ($make:expr) => {
@@ -271,6 +283,7 @@ macro_rules! backend_contract_tests {
 
 /// Generates the RemoteStorageManager contract tests over `TieredStorage` on a backend made by `$make`, each
 /// run in both segment layouts (`segment.layout` `split` and `single`), on a backend made afresh for each.
+#[cfg(feature = "testkit")]
 #[macro_export]
 macro_rules! rsm_contract_tests {
     ($make:expr) => {

@@ -178,7 +178,7 @@ pub async fn fetch_ranges(b: B, layout: SegmentLayout) {
         (chunk - 5, Some(chunk + 5)),
         (100, Some(3 * chunk + 7)),
     ];
-    let mut rng = crate::format::writer::Rng::new(9);
+    let mut rng = crate::testkit::log_writer::Rng::new(9);
     for _ in 0..40 {
         let s = rng.below(n as u64) as i32;
         let e = s + rng.below(4 * chunk as u64) as i32;

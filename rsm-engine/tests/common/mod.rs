@@ -3,9 +3,9 @@
 
 use rsm_core::TieredConfig;
 use rsm_core::backend::StorageBackend;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
 use rsm_core::model::Uuid;
 use rsm_core::storage::TieredStorage;
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use rsm_engine::EngineConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

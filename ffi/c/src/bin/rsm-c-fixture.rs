@@ -20,7 +20,7 @@
 
 use rsm_core::Uuid;
 use rsm_core::format::partition::LocalPartition;
-use rsm_core::format::writer::{PartitionSpec, generate_partition};
+use rsm_core::testkit::log_writer::{PartitionSpec, generate_partition};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

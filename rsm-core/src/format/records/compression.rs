@@ -1,7 +1,7 @@
 //! Kafka's record-batch codecs, decompressed within a bound: gzip, snappy (raw, and the xerial framing
 //! Kafka's Java clients write), lz4 (Kafka's LZ4 frame, and the broken header checksum of magic-0 messages)
 //! and zstd. Public for the fuzz targets, which feed these arbitrary bytes. [`compress`] writes each codec
-//! as Kafka's Java producer does (for the batch writer, [`encode_batch_with`](crate::format::writer::encode_batch_with)).
+//! as Kafka's Java producer does (for the test kit's batch writer, `testkit::log_writer::encode_batch_with`).
 //!
 //! Every function takes a `limit`: the output buffer never holds more than `limit` bytes, and output that
 //! would exceed it is an error naming the batch (`what`) and the codec and telling how to raise the limit

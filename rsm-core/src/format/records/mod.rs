@@ -17,8 +17,11 @@ mod v2;
 use crate::error::{Error, Result};
 use crate::format::batch::Batch;
 
+pub(crate) use v2::TRANSACTIONAL_BIT;
 pub use v2::is_control;
-pub(crate) use v2::{CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT};
+// The test kit's batch writer sets these too.
+#[cfg(feature = "log-writer")]
+pub(crate) use v2::{CONTROL_BIT, TIMESTAMP_TYPE_BIT};
 
 /// Kafka's timestamp types, named as Kafka names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

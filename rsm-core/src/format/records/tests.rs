@@ -5,7 +5,7 @@
 use super::compression::{Codec, XERIAL_BLOCK_BYTES, XERIAL_MAGIC, compress, decompress};
 use super::*;
 use crate::format::batch::{ATTRIBUTES_OFFSET, BatchIter, CRC_OFFSET, V2_HEADER_LEN};
-use crate::format::writer::{BatchOptions, Record as Written, encode_batch_with, encode_control_batch};
+use crate::testkit::log_writer::{BatchOptions, Record as Written, encode_batch_with, encode_control_batch};
 
 /// A v2 batch of `records` at `base`, its records section compressed with `codec` (if any).
 fn batch(base: i64, records: &[Written], codec: Option<Codec>) -> Vec<u8> {

@@ -3,7 +3,8 @@
 //! whole partition directories
 //! (segments rolled by size, `.index` and `.timeindex` entries every `index.interval.bytes` as the broker
 //! writes them, producer snapshots, the leader-epoch checkpoint and `partition.metadata`). Used by
-//! `rsm demo`, the test kit and the benchmarks.
+//! `rsm demo`, the test kit, the benchmarks and the fuzz seeds (feature `log-writer`, which `testkit`
+//! includes).
 
 use crate::error::{Error, Result};
 use crate::format::batch::{ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_OVERHEAD, NO_TIMESTAMP, V2_HEADER_LEN};
