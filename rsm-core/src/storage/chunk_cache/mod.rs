@@ -1,5 +1,5 @@
 //! The chunk cache: whole checked chunks in memory (bounded in bytes, least recently used evicted first) and
-//! optionally on disk (its disk tier, `disk_cache.rs`: bounded in bytes, kept across restarts), shared by
+//! optionally on disk (its disk tier, `disk.rs`: bounded in bytes, kept across restarts), shared by
 //! every storage manager of a process that has the same cache settings ([`ChunkCache::for_process`]).
 //!
 //! A [`ChunkCache`] is the store of chunks; [`CachedChunks`] is the [`ChunkSource`] that reads one store's
@@ -32,16 +32,18 @@
 //! anyway, and a load behind it would undo the whole chunk a second time in fresh memory (catch-up at
 //! 0.5-0.9x the speed of no cache, `catch_up` in `benches/README.md`).
 
-use super::cache::{Cache, CacheStats};
-use super::chunk_source::ChunkSource;
-use super::disk_cache::{ChunkKey, DiskTier};
-use super::layout::placement;
+mod disk;
+
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::model::Uuid;
 use crate::single_flight::{Flight, SingleFlight};
+use crate::storage::cache::{Cache, CacheStats};
+use crate::storage::chunk_source::ChunkSource;
+use crate::storage::layout::placement;
 use async_trait::async_trait;
 use bytes::Bytes;
+use disk::{ChunkKey, DiskTier};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
@@ -717,7 +719,7 @@ impl ChunkSource for CachedChunks {
                 hook(manifest);
             }
         }
-        Ok(super::chunk_source::join_parts(parts, range.end - range.start))
+        Ok(crate::storage::chunk_source::join_parts(parts, range.end - range.start))
     }
 
     fn checks(&self) -> bool {

@@ -13,9 +13,9 @@
 //! modification time) and the oldest removed until the rest fit. One process at a time owns a directory:
 //! it holds an exclusive lock on `.lock` in it.
 
-use super::cache::{Cache, CacheStats};
 use crate::error::{Error, Result};
 use crate::model::Uuid;
+use crate::storage::cache::{Cache, CacheStats};
 use bytes::Bytes;
 use std::fs::{self, File};
 use std::io::Write;
