@@ -3,6 +3,7 @@
 //! read-ahead, a random reader's chunk filled behind it), bounded by their bytes in flight, with the signal of
 //! each one's end that [`ChunkCache::flush`](super::ChunkCache::flush) waits for.
 
+use super::policy::Budget;
 use super::tiers::check_chunk;
 use super::{CachedChunks, ChunkKey, Shared};
 use crate::error::{Error, Result};
@@ -31,7 +32,6 @@ pub(super) struct InFlight {
 
 impl InFlight {
     /// Bytes being loaded in the background now.
-    #[cfg(test)]
     pub(super) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
@@ -152,6 +152,24 @@ impl Shared {
         }
     }
 
+    /// Whether a background load of `len` bytes could start now, by the rule [`Self::spawn_load`] applies when
+    /// it starts one.
+    pub(super) fn background_room(&self, len: u64) -> Budget {
+        if !self.in_flight.any_running() {
+            Budget::Idle
+        } else if self.fits_in_background(self.in_flight.bytes(), len) {
+            Budget::Room
+        } else {
+            Budget::Full
+        }
+    }
+
+    /// Whether `len` more bytes may be loaded in the background beside the `before` bytes in flight: always
+    /// when none are, else within [`Self::background_budget`].
+    fn fits_in_background(&self, before: u64, len: u64) -> bool {
+        before == 0 || before + len <= self.background_budget()
+    }
+
     /// Claims the load of chunk `i` and runs it in the background (read ahead when `ahead`, else filled
     /// after a second random miss), unless the bytes in flight would pass their bound: then `false`. A load
     /// when none is in flight always runs, so that a memory tier smaller than four chunks (beside a disk
@@ -161,7 +179,7 @@ impl Shared {
         let key = src.key(m, i);
         let len = m.chunks[i].data_length as u64;
         let before = self.in_flight.bytes.fetch_add(len, Ordering::Relaxed);
-        if before > 0 && before + len > self.background_budget() {
+        if !self.fits_in_background(before, len) {
             self.in_flight.bytes.fetch_sub(len, Ordering::Relaxed);
             return false;
         }

@@ -33,7 +33,12 @@
 //! 0.5-0.9x the speed of no cache, `catch_up` in `benches/README.md`).
 //!
 //! # Layout
-//! Each part in a file of its own:
+//! The policy apart from the mechanism it drives:
+//! - `policy.rs`: what a read does with each chunk it touches (serve it from memory or disk, join its load,
+//!   load it and wait, read around the cache), one pure function of plain facts, and the rules of a whole
+//!   read (around the cache altogether over local files; read ahead);
+//!
+//! and the mechanism, each part in a file of its own:
 //! - `config.rs`: the settings ([`ChunkCacheConfig`], [`DiskCacheConfig`]);
 //! - `stats.rs`: what the cache has done ([`ChunkCacheStats`]) and the counters behind it;
 //! - `registry.rs`: the caches of this process, one per settings ([`ChunkCache::for_process`]);
@@ -43,12 +48,14 @@
 //!   in flight;
 //! - `readers.rs`: what the cache remembers of its readers: their last reads (sequential or random) and the
 //!   chunks they missed (the doorkeeper);
-//! - `cached_chunks.rs`: [`CachedChunks`], one store's chunks read through the cache.
+//! - `cached_chunks.rs`: [`CachedChunks`], one store's chunks read through the cache: for each chunk a read
+//!   touches it gathers the facts, asks the policy, and carries the decision out.
 
 mod cached_chunks;
 mod config;
 mod disk;
 mod loads;
+mod policy;
 mod readers;
 mod registry;
 mod stats;

@@ -63,6 +63,12 @@ pub(super) struct DoorkeeperTurn<'a> {
 }
 
 impl DoorkeeperTurn<'_> {
+    /// Whether a random reader has missed the chunk before (and the doorkeeper still remembers it), without
+    /// noting anything.
+    pub(super) fn missed_before(&self, key: &ChunkKey) -> bool {
+        self.seen.contains(key)
+    }
+
     /// Notes a random reader's miss of the chunk (marking it, or refreshing its mark); whether it was
     /// missed before.
     pub(super) fn note_miss(&mut self, key: ChunkKey) -> bool {

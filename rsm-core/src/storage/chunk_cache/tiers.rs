@@ -45,6 +45,11 @@ impl Tiers {
         self.disk.as_deref()
     }
 
+    /// Whether the disk tier holds a file of the chunk (not yet checked), without counting a lookup.
+    pub(super) fn on_disk(&self, key: &ChunkKey) -> bool {
+        self.disk.as_ref().is_some_and(|d| d.contains(key))
+    }
+
     /// The chunk from the disk tier, checked; `None` when it has no good copy.
     pub(super) async fn read_disk(&self, key: ChunkKey, m: &Arc<Manifest>, i: usize, what: &str) -> Option<Bytes> {
         let disk = self.disk.clone()?;
