@@ -32,7 +32,6 @@ pub mod chunk_cache;
 pub mod chunk_source;
 mod copy;
 mod copy_failures;
-mod disk_cache;
 pub mod fetch;
 mod index_cache;
 pub mod layout;

@@ -13,9 +13,10 @@
 //! modification time) and the oldest removed until the rest fit. One process at a time owns a directory:
 //! it holds an exclusive lock on `.lock` in it.
 
-use super::cache::{Cache, CacheStats};
+use super::ChunkKey;
 use crate::error::{Error, Result};
 use crate::model::Uuid;
+use crate::storage::cache::{Cache, CacheStats};
 use bytes::Bytes;
 use std::fs::{self, File};
 use std::io::Write;
@@ -23,9 +24,6 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
-
-/// A chunk of one store: the store's scope hash, the segment id, the chunk's index in the chunk table.
-pub(crate) type ChunkKey = (u64, Uuid, u32);
 
 const SUFFIX: &str = ".chunk";
 const TMP_SUFFIX: &str = ".tmp";
