@@ -274,7 +274,7 @@ impl Store {
 
     /// The multipart uploads under the store's key prefix never completed nor aborted (in flight, or cut
     /// short by a crash: invisible to [`Store::list_objects`], billed), with their parts' bytes; none on a
-    /// store without multipart uploads. See [`StorageBackend::list_incomplete_uploads`].
+    /// store without multipart uploads. See [`rsm_core::backend::StorageBackend::list_incomplete_uploads`].
     pub fn list_incomplete_uploads(&self) -> Result<Vec<IncompleteUpload>> {
         let prefix = &self.storage.config().key_prefix;
         runtime().block_on(self.storage.backend().list_incomplete_uploads(prefix))

@@ -9,9 +9,9 @@
 //! - `manifest_cache`: manifests read, checked against their keys and kept, single-flight, the next
 //!   segment's read ahead (`manifest.cache.*`); `index_cache`: remote indexes read, checked and kept
 //!   (`index.cache.bytes`);
-//! - [`chunk_cache`]: whole checked chunks in memory and on disk (the disk tier in `disk_cache`), one cache
-//!   per process and settings, single-flight, with read-ahead for sequential readers (`fetch.cache.*`,
-//!   `fetch.prefetch.chunks`);
+//! - [`chunk_cache`]: whole checked chunks in memory and on disk (the disk tier in `chunk_cache/disk.rs`,
+//!   the policy of each read in `chunk_cache/policy.rs`), one cache per process and settings,
+//!   single-flight, with read-ahead for sequential readers (`fetch.cache.*`, `fetch.prefetch.chunks`);
 //! - `local_read`: a fetch read straight from a local object file into the caller's buffer, each block
 //!   checked as it lands ([`LocalLogReader`]);
 //! - [`single`]: the one-object layout (`segment.layout=single`): its trailer, and its manifest found from it;

@@ -7,7 +7,7 @@
 //!
 //! Our RDI names the object, where the chunk is stored and where it belongs, apart: a transform (compression,
 //! encryption) changes the stored position and length, never the original ones.
-//! - version 2 (56 bytes, written by manifest versions 3 to 5 for a transformed chunk only): version 1's
+//! - version 2 (56 bytes, written by manifest versions 3 to 6 for a transformed chunk only): version 1's
 //!   fields, then the CRC-32C u32 of the chunk's stored (transformed) bytes, so that damage to them is caught
 //!   before they are undone, and every stored byte is covered by a check even where the transform would not
 //!   notice (a zstd frame header field that does not change the output). For a chunk stored in frames it

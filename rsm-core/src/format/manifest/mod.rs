@@ -1,9 +1,10 @@
 //! The segment manifest: the commit point of a copy. Written last; a segment without one does not exist.
 //!
 //! Versioned binary, big-endian, ending in a CRC-32C of everything before it:
-//! magic `RSMM`, version u16 (2 to 5, see below; 1 is still read); the segment metadata (topic, partition, topic id, segment id, offsets,
-//! timestamps, broker id, size, leader epochs, custom metadata, state, txn-index-empty; the pieces it writes as
-//! the wire encoding does are [`crate::format::segment_metadata`]'s); the log object's
+//! magic `RSMM`, version u16 (2 to 6, see below; 1 is still read); the segment metadata (topic, partition,
+//! topic id, segment id, offsets, timestamps, broker id, size, leader epochs, custom metadata, state,
+//! txn-index-empty; the pieces it writes as the wire encoding does are [`crate::format::segment_metadata`]'s);
+//! the log object's
 //! length and the chunk target size; for each of the five index types (Kafka's order) a presence byte,
 //! position and length in the index bundle and a CRC-32C; the chunk count and the chunk table in SR-32
 //! remoteLogIndex entry format; (version 2) the block size u32, the block count u32 and a CRC-32C u32 of every

@@ -60,7 +60,7 @@ impl CachedChunks {
     }
 
     /// The same, over a store whose objects are files this process reads
-    /// ([`crate::backend::StorageBackend::reads_local_files`]) when `local`: the chunks of a segment stored as
+    /// ([`crate::backend::Capabilities::reads_local_files`]) when `local`: the chunks of a segment stored as
     /// it is are then read from the store and never kept (the page cache holds them already, and a copy
     /// in the cache, in fresh memory, would only slow the reads beside it); transformed chunks are cached,
     /// as decompressing or decrypting them again costs more than a copy.
