@@ -62,3 +62,42 @@ fn every_source_file_is_in_the_layout_map() {
     assert!(checked > 200, "only {checked} source files found");
     assert!(missing.is_empty(), "the README's layout map misses:\n{}", missing.join("\n"));
 }
+
+/// Whether `path` (a file, or a folder ending in `/`) names something in the tree: from the root, or inside
+/// one of the crates `crates` (a row of `docs/requirements.md` names a crate once, then paths inside it).
+fn names_something(root: &Path, crates: &[String], path: &str) -> bool {
+    std::iter::once(root.join(path))
+        .chain(crates.iter().flat_map(|c| [root.join(c).join(path), root.join(c).join("src").join(path)]))
+        .any(|p| p.exists())
+}
+
+#[test]
+fn every_path_in_the_requirements_map_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let map = std::fs::read_to_string(root.join("docs/requirements.md")).unwrap();
+    let listed = Command::new("git").arg("-C").arg(root).args(["ls-files", "*Cargo.toml"]).output().expect("git runs");
+    let crates: Vec<String> = String::from_utf8(listed.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_suffix("/Cargo.toml").map(str::to_string))
+        .collect();
+    let source = |p: &str| {
+        let ext = p.rsplit_once('.').map(|(_, e)| e);
+        p.ends_with('/') || matches!(ext, Some("rs" | "java" | "py" | "sh" | "md" | "h" | "toml" | "c" | "cpp"))
+    };
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for (i, quoted) in map.split('`').enumerate() {
+        // Odd pieces are between backticks; a path has a `/`, no space, and no placeholder.
+        let placeholder = quoted.contains(['<', '{', '*', ':', ' ']) || quoted.starts_with("..");
+        if i % 2 == 0 || !quoted.contains('/') || placeholder || !source(quoted) {
+            continue;
+        }
+        checked += 1;
+        if !names_something(root, &crates, quoted) {
+            missing.push(quoted.to_string());
+        }
+    }
+    assert!(checked > 100, "only {checked} paths found in docs/requirements.md");
+    assert!(missing.is_empty(), "docs/requirements.md names paths that are not in the tree: {missing:?}");
+}
