@@ -1,4 +1,5 @@
-//! A metadata topic read whole, for tools.
+//! A metadata topic read whole, for tools: its records ([`read_topic`]), or the segments they describe
+//! ([`read_segments`]).
 
 use super::KafkaMetadataConfig;
 use super::client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, kafka_error, within};
@@ -6,8 +7,9 @@ use crate::cache::MetadataStore;
 use crate::events::MetadataEvent;
 use crate::records::{self, MetadataRecord};
 use rskafka::client::partition::{OffsetAt, UnknownTopicHandling};
+use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::{Error, Result};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One record of a metadata topic as [`read_topic`] found it.
 #[derive(Debug)]
@@ -100,4 +102,24 @@ pub async fn read_topic(config: &KafkaMetadataConfig) -> Result<Vec<TopicRecord>
         }
     }
     Ok(out)
+}
+
+/// Every segment a metadata topic holds, in any state but delete finished (for tools: `rsm audit`): the
+/// records of [`read_topic`] applied in order per metadata partition, as a broker's cache applies them (a
+/// record that does not decode or that Kafka's rules refuse is skipped, with a warning).
+pub async fn read_segments(config: &KafkaMetadataConfig) -> Result<Vec<RemoteLogSegmentMetadata>> {
+    Ok(segments_of(read_topic(config).await?))
+}
+
+/// The segments `records` leave, each metadata partition's records applied to a cache of its own in order.
+fn segments_of(records: Vec<TopicRecord>) -> Vec<RemoteLogSegmentMetadata> {
+    let mut stores: BTreeMap<i32, MetadataStore> = BTreeMap::new();
+    for r in records {
+        let (partition, offset) = (r.partition, r.offset);
+        // An event is applied, a KIP-1266 tombstone forgets the segment its key names.
+        if let Err(e) = r.apply_to(stores.entry(partition).or_default()) {
+            tracing::warn!(partition, offset, error = %e.full_message(), "skipped a metadata record");
+        }
+    }
+    stores.values().flat_map(|s| s.partitions().flat_map(|(_, p)| p.segments())).collect()
 }
