@@ -394,7 +394,7 @@ fn run(cli: Cli) -> CmdResult {
         }
         Command::Rewrap { store, key, topic } => cmd::rewrap::run(o, &store, &key, topic.as_deref()),
         Command::Metadata { bootstrap_server, metadata_topic } => {
-            cmd::metadata::run(o, &bootstrap_server, &metadata_topic)
+            cmd::metadata::run(o, &cmd::metadata::MetadataArgs { bootstrap_server, metadata_topic })
         }
         Command::Audit {
             bootstrap_server,
@@ -408,17 +408,19 @@ fn run(cli: Cli) -> CmdResult {
             yes,
             json,
         } => {
-            let opts = audit::AuditOptions { topic, quick, min_age, delete_orphans };
-            audit::run(
-                o,
-                bootstrap_server.as_deref(),
-                &metadata_topic,
-                metadata_dir.as_deref(),
-                &store,
-                opts,
+            let args = audit::AuditArgs {
+                bootstrap_server,
+                metadata_topic,
+                metadata_dir,
+                store,
+                topic,
+                quick,
+                min_age,
+                delete_orphans,
                 yes,
                 json,
-            )
+            };
+            audit::run(o, args)
         }
     }
 }

@@ -1,10 +1,10 @@
 //! `rsm sweep`: what interrupted uploads left in the store, without any metadata, listed or deleted (and
 //! incomplete multipart uploads listed or aborted).
 
-use crate::cmd::audit::{AuditOptions, audit};
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out, upload_fields};
 use crate::settings::StoreArgs;
+use rsm_facade::audit::{AuditOptions, audit};
 use rsm_metadata::local::LocalMetadataManager;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -21,7 +21,8 @@ pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool, metadat
         let opts = AuditOptions { topic: None, quick: true, min_age, delete_orphans: false };
         let report = audit(&store, &segments, &opts)?;
         for ((partition, topic_id), p) in &report.partitions {
-            for (id, start, bytes) in &p.unreferenced {
+            for u in &p.unreferenced {
+                let (id, start, bytes) = (&u.segment_id, u.start_offset, u.bytes);
                 out!(
                     o,
                     "KEPT\t{partition}\t{topic_id}\t{id}\toffset {start}\t{bytes} bytes\ta whole segment the metadata \

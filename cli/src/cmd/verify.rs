@@ -1,7 +1,6 @@
 //! `rsm verify`: every segment in a store read and checked; with `--dir`, compared with the local files both
 //! ways.
 
-use super::audit::{refusal, refused_key};
 use super::listing::{Problems, leftovers, report_without_manifest, usable, without_manifest};
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
@@ -9,6 +8,7 @@ use rsm_core::backend::Op;
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::{Error, RemoteLogSegmentMetadata, Result, TopicIdPartition};
 use rsm_facade::Store;
+use rsm_facade::audit::{refusal, refused_key};
 use std::io::Read;
 use std::path::Path;
 
