@@ -123,3 +123,49 @@ fn segments_of(records: Vec<TopicRecord>) -> Vec<RemoteLogSegmentMetadata> {
     }
     stores.values().flat_map(|s| s.partitions().flat_map(|(_, p)| p.segments())).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::RemoteLogSegmentMetadataUpdate;
+    use crate::records::RecordTags;
+    use rsm_core::model::{RemoteLogSegmentId, TopicPartition};
+    use rsm_core::{RemoteLogSegmentState, TopicIdPartition, Uuid};
+
+    fn segment(n: i64, start: i64, end: i64) -> RemoteLogSegmentMetadata {
+        let tp = TopicIdPartition::new(Uuid::new(1, 2), TopicPartition::new("orders", 0));
+        let id = RemoteLogSegmentId::new(tp, Uuid::new(7, n));
+        RemoteLogSegmentMetadata::new(id, start, end, 1_000, 1, 2_000, 100, [(0, start)].into_iter().collect()).unwrap()
+    }
+
+    fn record(partition: i32, offset: i64, event: MetadataEvent) -> TopicRecord {
+        TopicRecord { partition, offset, record: Ok(MetadataRecord::Event(event, RecordTags::default())) }
+    }
+
+    fn update(m: &RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> MetadataEvent {
+        MetadataEvent::SegmentUpdate(RemoteLogSegmentMetadataUpdate::of(m, state, 3_000, 1))
+    }
+
+    #[test]
+    fn each_metadata_partition_is_applied_in_order_and_refused_records_are_skipped() {
+        let (a, b) = (segment(1, 0, 99), segment(2, 100, 199));
+        let records = vec![
+            record(0, 0, MetadataEvent::Segment(a.clone())),
+            record(0, 1, update(&a, RemoteLogSegmentState::CopySegmentFinished)),
+            TopicRecord { partition: 0, offset: 2, record: Err(Error::corrupt("a value that does not decode")) },
+            // Partition 1's cache has never seen `a`: Kafka's rules refuse the update, and `a` stays finished.
+            record(1, 0, update(&a, RemoteLogSegmentState::DeleteSegmentStarted)),
+            record(1, 1, MetadataEvent::Segment(b.clone())),
+        ];
+        let mut segments = segments_of(records);
+        segments.sort_by_key(|m| m.start_offset);
+        let got: Vec<_> = segments.iter().map(|m| (m.remote_log_segment_id.id, m.state)).collect();
+        assert_eq!(
+            got,
+            [
+                (a.remote_log_segment_id.id, RemoteLogSegmentState::CopySegmentFinished),
+                (b.remote_log_segment_id.id, RemoteLogSegmentState::CopySegmentStarted)
+            ]
+        );
+    }
+}
