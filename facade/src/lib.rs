@@ -9,6 +9,8 @@
 //! - [`Store::fetch_records`]: the records of one segment a consumer at an isolation level is given;
 //! - [`wire`]: the compact metadata encoding a face passes as bytes;
 //! - [`ResultCode`]: the code of an error, from its kind and status;
+//! - [`audit`]: a store compared with its remote log metadata, the findings by class (lost, gaps, orphans,
+//!   unreferenced, damaged, stuck, abandoned copies, incomplete uploads);
 //! - requests and bytes by topic ([`Store::requests_by_topic`]) and what they cost ([`cost`]: the optional
 //!   price table of the `cost.*` settings).
 //!
@@ -24,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod builder;
 mod code;
 pub mod cost;

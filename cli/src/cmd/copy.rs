@@ -4,12 +4,30 @@
 use crate::exit::CmdResult;
 use crate::output::{Out, mib, out, progress};
 use crate::settings::{StoreArgs, settings};
+use clap::Args;
 use rsm_core::backend::Op;
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::{Error, Result};
 use rsm_facade::{CopyProgress, PartitionCopy, Store};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The arguments of `rsm copy`.
+#[derive(Args)]
+pub struct CopyArgs {
+    /// The partition directory (`topic-partition`).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Broker id recorded in the segment metadata (0 or more, as Kafka's node.id).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(0..))]
+    pub broker_id: i32,
+    /// Create a file:// store's directory if it does not exist (`--set fs.root.create=true`).
+    #[arg(long)]
+    pub create: bool,
+}
 
 /// [`Store::copy_partition`] with a progress bar (on stderr) of the bytes to copy.
 pub fn copy_partition(

@@ -5,10 +5,31 @@
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
+use clap::Args;
 use rsm_core::{Error, Result, Uuid};
 use rsm_engine::local_log::LocalLog;
 use rsm_tiering::OffsetRange;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The arguments of `rsm delete`.
+#[derive(Args)]
+pub struct DeleteArgs {
+    /// The segment id, as `ls` prints it.
+    #[arg(long, allow_hyphen_values = true)]
+    pub segment: String,
+    /// Delete it even though some of its offsets would then be held nowhere (no other copied segment
+    /// nor the local log holds them, and offsets below them stay): that cuts a gap in the log (the
+    /// local copy of offsets above it, if any, is then kept: local deletion stops at a gap).
+    #[arg(long)]
+    pub force: bool,
+    /// The partition's directory, so that offsets its local log still holds count as held (without it,
+    /// deleting the remote log's last segment needs --force).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// The engine's store, settings and metadata.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
 
 /// Deletes the segment `segment` names: its metadata to delete started, its objects, its metadata to
 /// delete finished. `dir`, the partition's directory, tells which offsets the local log still holds.

@@ -3,6 +3,7 @@
 use super::copy::copy_partition;
 use crate::exit::CmdResult;
 use crate::output::{Out, mib, now_ms, out};
+use clap::Args;
 use rsm_core::backend::Op;
 use rsm_core::format::batch::BatchIter;
 use rsm_core::format::partition::{LocalPartition, LocalSegment};
@@ -13,6 +14,29 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// The arguments of `rsm demo`.
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Store URL (default: a filesystem store in a temp dir).
+    #[arg(long)]
+    pub store: Option<String>,
+    /// A properties file of the store's settings.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// One store setting, key=value; repeatable; wins over --config.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Closed segments to generate.
+    #[arg(long, default_value_t = 6)]
+    pub segments: u64,
+    /// Segment size in MiB.
+    #[arg(long, default_value_t = 8)]
+    pub segment_mib: u64,
+    /// Keep the generated partition and store, and print where.
+    #[arg(long)]
+    pub keep: bool,
+}
 
 fn mismatch(what: String) -> Error {
     Error::corrupt(format!("demo check failed: {what}"))

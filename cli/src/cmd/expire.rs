@@ -6,7 +6,24 @@ use super::engine::EngineArgs;
 use super::tier::{RunKind, kept_duplicate_lines, refuse_untold_deletions};
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
+use clap::Args;
 use std::path::PathBuf;
+
+/// The arguments of `rsm expire`.
+#[derive(Args)]
+pub struct ExpireArgs {
+    /// Partition directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The engine's store, settings and metadata.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Run even when it would delete remote or local segments by Kafka's default retention time of
+    /// 7 days (retention.ms not set); without it, or retention.ms set explicitly, such a run prints its
+    /// plan and stops, changing nothing.
+    #[arg(long)]
+    pub yes: bool,
+}
 
 /// Applies retention to the partitions in `dirs` and prints, a line each, what it deleted; first, unless
 /// `yes` or the retention time is set explicitly, refuses (with the plan printed, nothing changed) a run that

@@ -3,7 +3,19 @@
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
+use clap::Args;
 use rsm_core::Error;
+
+/// The arguments of `rsm failed-deletions`.
+#[derive(Args)]
+pub struct FailedDeletionsArgs {
+    /// `list` or `retry`.
+    #[arg(value_parser = ["list", "retry"])]
+    pub action: String,
+    /// The engine's store, settings and metadata.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
 
 /// `list` prints the failed deletions; `retry` retries them and fails if any fails again.
 pub fn run(o: &mut Out, action: &str, engine: &EngineArgs) -> CmdResult {

@@ -2,11 +2,44 @@
 
 use crate::exit::CmdResult;
 use crate::output::stdout_error;
+use crate::settings::StoreArgs;
+use clap::Args;
 use rsm_core::format::manifest::Manifest;
 use rsm_core::{Error, IndexType, Result, Uuid};
 use rsm_facade::Store;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// The arguments of `rsm fetch`.
+#[derive(Args)]
+pub struct FetchArgs {
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The segment id as `rsm ls` shows it, or the full `topicId:topic-partition:id` an error names.
+    #[arg(long, allow_hyphen_values = true)]
+    pub segment: String,
+    /// Start at the batch holding this offset.
+    #[arg(long, conflicts_with_all = ["timestamp", "position"], allow_hyphen_values = true)]
+    pub offset: Option<i64>,
+    /// Start at the first batch with a timestamp at or after this one (ms).
+    #[arg(long, conflicts_with = "position", allow_hyphen_values = true)]
+    pub timestamp: Option<i64>,
+    /// Start at this byte position.
+    #[arg(long, allow_hyphen_values = true)]
+    pub position: Option<i32>,
+    /// At most this many bytes (at least 1).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bytes: Option<i64>,
+    /// Fetch this index instead of the log (OFFSET, TIMESTAMP, PRODUCER_SNAPSHOT, TRANSACTION,
+    /// LEADER_EPOCH); the whole index, so not with --offset, --timestamp, --position or --bytes.
+    #[arg(long, conflicts_with_all = ["offset", "timestamp", "position", "bytes"])]
+    pub index: Option<String>,
+    /// Output file (default stdout); written under a temporary name and renamed when complete, so a
+    /// failed fetch leaves no file.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
 
 /// Where a fetch writes: stdout, or a file made under a temporary name and renamed when complete.
 enum Sink {

@@ -5,9 +5,28 @@ use super::listing::{
 };
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out, utc};
+use crate::settings::StoreArgs;
+use clap::Args;
 use rsm_core::Error;
 use rsm_core::storage::{ListedSegment, SegmentKey};
 use rsm_facade::Store;
+
+/// The arguments of `rsm ls`.
+#[derive(Args)]
+pub struct LsArgs {
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Only this topic's segments.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Only this partition's segments.
+    #[arg(long, allow_hyphen_values = true)]
+    pub partition: Option<i32>,
+    /// One JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Topic, topic id and partition a segment key names (`{prefix}{topic}-{topicId}/{partition}/…`), without
 /// reading it, so damaged segments are filtered like the others.

@@ -1,5 +1,6 @@
-//! The commands of `rsm`, one module each (the engine's commands share [`engine`], `ls` and `verify`
-//! share [`listing`]); `main` parses the arguments and calls each command's `run`.
+//! The commands of `rsm`, one module each, with its arguments (a clap `Args` struct) and its `run` (the
+//! engine's commands share [`engine`], `ls` and `verify` share [`listing`]); `main` lists the commands,
+//! parses the arguments and calls each command's `run`.
 
 pub mod audit;
 pub mod copy;

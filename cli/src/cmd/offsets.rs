@@ -4,7 +4,19 @@
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
+use clap::Args;
 use std::path::PathBuf;
+
+/// The arguments of `rsm offsets`.
+#[derive(Args)]
+pub struct OffsetsArgs {
+    /// Partition directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The engine's store, settings and metadata.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
 
 /// Prints the offsets of the partitions in `dirs`, a line each, and a line on the remote log gaps if any.
 pub fn run(o: &mut Out, dirs: &[PathBuf], engine: &EngineArgs) -> CmdResult {

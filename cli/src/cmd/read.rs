@@ -8,16 +8,78 @@ use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, out, utc};
 use base64::Engine as _;
+use clap::Args;
 use rsm_core::format::records::isolation::IsolationLevel;
 use rsm_core::format::records::{DecodeLimits, Record};
 use rsm_core::{Error, ErrorKind, Result, TopicIdPartition};
 use rsm_engine::{RecordsRequest, RemoteLogManager};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// What `rsm read` was asked.
-#[derive(Clone, Debug)]
+/// The arguments of `rsm read`.
+#[derive(Args)]
 pub struct ReadArgs {
+    /// The partition directory (it names the partition; its segments may be gone locally).
+    pub dir: PathBuf,
+    /// The engine's store, settings and metadata.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// The first offset.
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "timestamp", conflicts_with = "timestamp")]
+    pub offset: Option<i64>,
+    /// The first record at or after this timestamp (ms since the epoch).
+    #[arg(long, allow_hyphen_values = true)]
+    pub timestamp: Option<i64>,
+    /// read_uncommitted (every record, the consumer's default) or read_committed (records of aborted
+    /// transactions dropped).
+    #[arg(long, default_value = "read_uncommitted")]
+    pub isolation: IsolationLevel,
+    /// The most records to print, all reads together [default: 20, or no bound with --follow].
+    #[arg(long)]
+    pub max_records: Option<usize>,
+    /// Batch bytes per read from the store (at least one whole batch is read).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_bytes: u32,
+    /// The most bytes one batch may decompress to; a larger batch is an error naming it.
+    #[arg(long, default_value_t = rsm_core::format::records::DEFAULT_MAX_BATCH_BYTES)]
+    pub max_batch_bytes: usize,
+    /// How long one read may take, retries included (ms).
+    #[arg(long, default_value_t = 30_000)]
+    pub timeout_ms: u64,
+    /// One JSON object a line (offset, timestamp, timestamp_type, key, value, headers; bytes that are
+    /// not UTF-8 in base64, with a `_base64` flag saying so) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep reading: after the end of the remote log, wait --follow-interval-ms and print what was
+    /// tiered since, until stopped (or --max-records).
+    #[arg(long)]
+    pub follow: bool,
+    /// How long --follow waits between looks (ms).
+    #[arg(long, default_value_t = 1_000, requires = "follow")]
+    pub follow_interval_ms: u64,
+}
+
+impl ReadArgs {
+    /// What the read is asked, from the flags: 20 records at most unless following, the timeouts as
+    /// durations.
+    pub fn options(&self) -> ReadOptions {
+        ReadOptions {
+            offset: self.offset,
+            timestamp: self.timestamp,
+            isolation: self.isolation,
+            max_records: self.max_records.or((!self.follow).then_some(20)),
+            max_bytes: self.max_bytes,
+            limits: DecodeLimits { max_batch_bytes: self.max_batch_bytes },
+            timeout: Duration::from_millis(self.timeout_ms),
+            json: self.json,
+            follow: self.follow.then(|| Duration::from_millis(self.follow_interval_ms)),
+        }
+    }
+}
+
+/// What `rsm read` was asked, as the read uses it.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
     /// The first offset, or
     pub offset: Option<i64>,
     /// the first record at or after this timestamp.
@@ -39,7 +101,7 @@ pub struct ReadArgs {
 }
 
 /// Prints the records of the partition `dir` names as `args` asks.
-pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadArgs) -> CmdResult {
+pub fn run(o: &mut Out, dir: &Path, engine: &EngineArgs, args: &ReadOptions) -> CmdResult {
     let rt = rsm_facade::runtime();
     // Many lines: written a read at a time, not a line at a time.
     o.buffer_lines();
@@ -96,7 +158,7 @@ async fn read_round(
     tp: &TopicIdPartition,
     start: i64,
     left: &mut usize,
-    args: &ReadArgs,
+    args: &ReadOptions,
 ) -> CmdResult<(usize, i64)> {
     let mut next = start;
     let mut printed = 0;

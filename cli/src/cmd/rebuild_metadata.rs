@@ -3,7 +3,19 @@
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use crate::settings::StoreArgs;
-use std::path::Path;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// The arguments of `rsm rebuild-metadata`.
+#[derive(Args)]
+pub struct RebuildMetadataArgs {
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The new metadata directory (must not exist).
+    #[arg(long)]
+    pub metadata_dir: PathBuf,
+}
 
 /// Writes a metadata log in `metadata_dir` holding every whole segment of the store, as copied (a one-object
 /// segment with its trailer as custom metadata, as its copy returned it); a segment with objects missing or a

@@ -5,8 +5,23 @@
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
 use crate::settings::StoreArgs;
+use clap::Args;
 use rsm_core::{Error, Result};
 use rsm_facade::Store;
+
+/// The arguments of `rsm rewrap`.
+#[derive(Args)]
+pub struct RewrapArgs {
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The new key-encryption key id (listed in encryption.keys, with its encryption.key.<id>.file).
+    #[arg(long)]
+    pub key: String,
+    /// Only this topic's segments.
+    #[arg(long)]
+    pub topic: Option<String>,
+}
 
 /// What a rewrap did.
 #[derive(Debug, Default)]

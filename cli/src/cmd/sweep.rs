@@ -1,13 +1,35 @@
 //! `rsm sweep`: what interrupted uploads left in the store, without any metadata, listed or deleted (and
 //! incomplete multipart uploads listed or aborted).
 
-use crate::cmd::audit::{AuditOptions, audit};
+use super::audit::parse_age;
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out, upload_fields};
 use crate::settings::StoreArgs;
+use clap::Args;
+use rsm_facade::audit::{AuditOptions, audit};
 use rsm_metadata::local::LocalMetadataManager;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+/// The arguments of `rsm sweep`.
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Objects and uploads written more recently are left alone (an upload may still be writing them):
+    /// 30s, 10m, 1h, 2d.
+    #[arg(long, default_value = "1h", value_parser = parse_age)]
+    pub min_age: Duration,
+    /// Delete them (and abort the uploads).
+    #[arg(long)]
+    pub yes: bool,
+    /// A metadata log (`rsm tier`'s): also list the whole segments it does not name (a copy that gave up
+    /// after its manifest landed, or metadata that lost them). They are kept: a sweep never deletes a
+    /// committed segment.
+    #[arg(long)]
+    pub metadata_dir: Option<PathBuf>,
+}
 
 /// Lists the objects of segments without a manifest (never committed: the objects of a segment whose
 /// manifest is in the store, readable or not, are never among them), the temporary upload files and the
@@ -21,7 +43,8 @@ pub fn run(o: &mut Out, store: &StoreArgs, min_age: Duration, yes: bool, metadat
         let opts = AuditOptions { topic: None, quick: true, min_age, delete_orphans: false };
         let report = audit(&store, &segments, &opts)?;
         for ((partition, topic_id), p) in &report.partitions {
-            for (id, start, bytes) in &p.unreferenced {
+            for u in &p.unreferenced {
+                let (id, start, bytes) = (&u.segment_id, u.start_offset, u.bytes);
                 out!(
                     o,
                     "KEPT\t{partition}\t{topic_id}\t{id}\toffset {start}\t{bytes} bytes\ta whole segment the metadata \

@@ -8,6 +8,7 @@ use super::engine::Engine;
 use super::engine::EngineArgs;
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rsm_core::{Error, RemoteLogSegmentState, TopicIdPartition};
 use rsm_engine::{RunPlan, RunReport, Totals};
@@ -15,6 +16,36 @@ use rsm_tiering::{ExpiryReason, LocalDeletionReason};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The arguments of `rsm tier`.
+#[derive(Args)]
+pub struct TierArgs {
+    /// Partition directories (`topic-partition`).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The engine's store, settings and metadata.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Keep running: each partition again every remote.log.manager.task.interval.ms (default 30 s),
+    /// following new segments, until the process is stopped.
+    #[arg(long)]
+    pub watch: bool,
+    /// Print, per partition, what a run would copy, delete remotely and delete locally (offsets, bytes
+    /// and the setting that makes each due), and change nothing.
+    #[arg(long, conflicts_with = "watch")]
+    pub dry_run: bool,
+    /// With --watch: serve the requests and bytes of each topic (and with the cost.* prices set, what
+    /// the requests cost) in Prometheus's text format on GET /metrics at HOST:PORT (port 0: a free
+    /// one, printed at the start).
+    #[arg(long, value_name = "HOST:PORT", requires = "watch")]
+    pub metrics_addr: Option<String>,
+    /// Run even when it would delete data by Kafka's default retention time of 7 days (retention.ms
+    /// not set): copy segments and delete them in the same run (a first run over old records), or
+    /// delete remote or local segments older than the default. Without it, or retention.ms set
+    /// explicitly, such a run prints its plan and stops, changing nothing.
+    #[arg(long)]
+    pub yes: bool,
+}
 
 /// Runs `rsm tier` over `dirs`: with `dry_run` the plan only; else, unless `yes` or the retention time is
 /// set explicitly, the plan first, and the run refused when it would delete data by the default retention

@@ -1,16 +1,30 @@
 //! `rsm verify`: every segment in a store read and checked; with `--dir`, compared with the local files both
 //! ways.
 
-use super::audit::{refusal, refused_key};
 use super::listing::{Problems, leftovers, report_without_manifest, usable, without_manifest};
 use crate::exit::CmdResult;
 use crate::output::{Out, human, out};
+use crate::settings::StoreArgs;
+use clap::Args;
 use rsm_core::backend::Op;
 use rsm_core::format::partition::LocalPartition;
 use rsm_core::{Error, RemoteLogSegmentMetadata, Result, TopicIdPartition};
 use rsm_facade::Store;
+use rsm_facade::audit::{refusal, refused_key};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The arguments of `rsm verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The store and its settings.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// A partition directory whose segments were copied: each closed segment must be in the store,
+    /// byte for byte.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
 
 /// Whether a store segment is a copy of the local partition's: same topic and partition, and the same topic
 /// id when the directory names one (`partition.metadata`).

@@ -57,7 +57,7 @@ mod topic_reader;
 
 pub use config::*;
 pub use failed_deletions::KafkaFailedDeletions;
-pub use topic_reader::{TopicRecord, read_topic};
+pub use topic_reader::{TopicRecord, read_segments, read_topic};
 
 use client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, ensure_topic, find_topic, kafka_error, now, within};
 

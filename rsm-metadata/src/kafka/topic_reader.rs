@@ -1,4 +1,5 @@
-//! A metadata topic read whole, for tools.
+//! A metadata topic read whole, for tools: its records ([`read_topic`]), or the segments they describe
+//! ([`read_segments`]).
 
 use super::KafkaMetadataConfig;
 use super::client::{FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, connect, kafka_error, within};
@@ -6,8 +7,9 @@ use crate::cache::MetadataStore;
 use crate::events::MetadataEvent;
 use crate::records::{self, MetadataRecord};
 use rskafka::client::partition::{OffsetAt, UnknownTopicHandling};
+use rsm_core::RemoteLogSegmentMetadata;
 use rsm_core::error::{Error, Result};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One record of a metadata topic as [`read_topic`] found it.
 #[derive(Debug)]
@@ -100,4 +102,70 @@ pub async fn read_topic(config: &KafkaMetadataConfig) -> Result<Vec<TopicRecord>
         }
     }
     Ok(out)
+}
+
+/// Every segment a metadata topic holds, in any state but delete finished (for tools: `rsm audit`): the
+/// records of [`read_topic`] applied in order per metadata partition, as a broker's cache applies them (a
+/// record that does not decode or that Kafka's rules refuse is skipped, with a warning).
+pub async fn read_segments(config: &KafkaMetadataConfig) -> Result<Vec<RemoteLogSegmentMetadata>> {
+    Ok(segments_of(read_topic(config).await?))
+}
+
+/// The segments `records` leave, each metadata partition's records applied to a cache of its own in order.
+fn segments_of(records: Vec<TopicRecord>) -> Vec<RemoteLogSegmentMetadata> {
+    let mut stores: BTreeMap<i32, MetadataStore> = BTreeMap::new();
+    for r in records {
+        let (partition, offset) = (r.partition, r.offset);
+        // An event is applied, a KIP-1266 tombstone forgets the segment its key names.
+        if let Err(e) = r.apply_to(stores.entry(partition).or_default()) {
+            tracing::warn!(partition, offset, error = %e.full_message(), "skipped a metadata record");
+        }
+    }
+    stores.values().flat_map(|s| s.partitions().flat_map(|(_, p)| p.segments())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::RemoteLogSegmentMetadataUpdate;
+    use crate::records::RecordTags;
+    use rsm_core::model::{RemoteLogSegmentId, TopicPartition};
+    use rsm_core::{RemoteLogSegmentState, TopicIdPartition, Uuid};
+
+    fn segment(n: i64, start: i64, end: i64) -> RemoteLogSegmentMetadata {
+        let tp = TopicIdPartition::new(Uuid::new(1, 2), TopicPartition::new("orders", 0));
+        let id = RemoteLogSegmentId::new(tp, Uuid::new(7, n));
+        RemoteLogSegmentMetadata::new(id, start, end, 1_000, 1, 2_000, 100, [(0, start)].into_iter().collect()).unwrap()
+    }
+
+    fn record(partition: i32, offset: i64, event: MetadataEvent) -> TopicRecord {
+        TopicRecord { partition, offset, record: Ok(MetadataRecord::Event(event, RecordTags::default())) }
+    }
+
+    fn update(m: &RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> MetadataEvent {
+        MetadataEvent::SegmentUpdate(RemoteLogSegmentMetadataUpdate::of(m, state, 3_000, 1))
+    }
+
+    #[test]
+    fn each_metadata_partition_is_applied_in_order_and_refused_records_are_skipped() {
+        let (a, b) = (segment(1, 0, 99), segment(2, 100, 199));
+        let records = vec![
+            record(0, 0, MetadataEvent::Segment(a.clone())),
+            record(0, 1, update(&a, RemoteLogSegmentState::CopySegmentFinished)),
+            TopicRecord { partition: 0, offset: 2, record: Err(Error::corrupt("a value that does not decode")) },
+            // Partition 1's cache has never seen `a`: Kafka's rules refuse the update, and `a` stays finished.
+            record(1, 0, update(&a, RemoteLogSegmentState::DeleteSegmentStarted)),
+            record(1, 1, MetadataEvent::Segment(b.clone())),
+        ];
+        let mut segments = segments_of(records);
+        segments.sort_by_key(|m| m.start_offset);
+        let got: Vec<_> = segments.iter().map(|m| (m.remote_log_segment_id.id, m.state)).collect();
+        assert_eq!(
+            got,
+            [
+                (a.remote_log_segment_id.id, RemoteLogSegmentState::CopySegmentFinished),
+                (b.remote_log_segment_id.id, RemoteLogSegmentState::CopySegmentStarted)
+            ]
+        );
+    }
 }
