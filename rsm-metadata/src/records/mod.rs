@@ -42,6 +42,10 @@ use rsm_core::model::{
 };
 use std::collections::BTreeMap;
 
+mod keys;
+
+pub use keys::{MetadataRecord, SEGMENT_KEY_LEN, SegmentKey, Tombstone, decode_record};
+
 /// The topic Kafka's `TopicBasedRemoteLogMetadataManager` keeps the events in.
 pub const METADATA_TOPIC: &str = "__remote_log_metadata";
 
@@ -206,124 +210,6 @@ pub fn decode_with_tags(value: &[u8]) -> Result<(MetadataEvent, RecordTags)> {
         return Err(r.err_at(r.pos(), "end of value", format!("{trailing} trailing bytes after the message")));
     }
     Ok((event, r.tags))
-}
-
-/// The length of a [`SegmentKey`] in bytes.
-pub const SEGMENT_KEY_LEN: usize = 37;
-
-/// The key KIP-1266's proposal (apache/kafka pull request 22774, `RemoteLogSegmentMetadataKeySerde`)
-/// gives a segment's records: 37 bytes, the topic id (16, most significant half first), the partition
-/// (4, big-endian), the segment id (16) and the state id (1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SegmentKey {
-    /// The user topic's id.
-    pub topic_id: Uuid,
-    /// The user partition.
-    pub partition: i32,
-    /// The remote segment's id.
-    pub segment_id: Uuid,
-    /// The id of the state whose record the key is (`RemoteLogSegmentState::id`); kept as written, so a
-    /// tombstone of a state this version does not know still names its segment.
-    pub state_id: i8,
-}
-
-impl SegmentKey {
-    /// The key of a segment's record in `state`.
-    pub fn new(id: &RemoteLogSegmentId, state: RemoteLogSegmentState) -> Self {
-        SegmentKey {
-            topic_id: id.topic_id_partition.topic_id,
-            partition: id.topic_id_partition.topic_partition.partition,
-            segment_id: id.id,
-            state_id: state as i8,
-        }
-    }
-
-    /// The key's bytes.
-    pub fn encode(&self) -> [u8; SEGMENT_KEY_LEN] {
-        let mut out = [0u8; SEGMENT_KEY_LEN];
-        out[..16].copy_from_slice(&self.topic_id.to_bytes());
-        out[16..20].copy_from_slice(&self.partition.to_be_bytes());
-        out[20..36].copy_from_slice(&self.segment_id.to_bytes());
-        out[36] = self.state_id as u8;
-        out
-    }
-
-    /// Reads a key of exactly [`SEGMENT_KEY_LEN`] bytes; `None` for any other length.
-    pub fn decode(key: &[u8]) -> Option<Self> {
-        let key: &[u8; SEGMENT_KEY_LEN] = key.try_into().ok()?;
-        let uuid = |at: usize| {
-            let mut b = [0u8; 16];
-            b.copy_from_slice(&key[at..at + 16]);
-            Uuid::from_bytes(b)
-        };
-        Some(SegmentKey {
-            topic_id: uuid(0),
-            partition: i32::from_be_bytes([key[16], key[17], key[18], key[19]]),
-            segment_id: uuid(20),
-            state_id: key[36] as i8,
-        })
-    }
-
-    /// The state the key names, if it is one Kafka defines.
-    pub fn state(&self) -> Option<RemoteLogSegmentState> {
-        RemoteLogSegmentState::for_id(self.state_id).ok()
-    }
-}
-
-impl std::fmt::Display for SegmentKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.state() {
-            Some(s) => crate::events::segment_state_name(s).to_string(),
-            None => format!("unknown state {}", self.state_id),
-        };
-        write!(f, "segment {} of topic id {} partition {} ({state})", self.segment_id, self.topic_id, self.partition)
-    }
-}
-
-/// A record of the metadata topic without a value (KIP-1266): what its key names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Tombstone {
-    /// The records of a segment in one state are deleted (sent once the segment's deletion finished).
-    Segment(SegmentKey),
-    /// A key of another shape (`len` bytes): nothing this reader can attribute, so nothing changes.
-    Unrecognized {
-        /// The key's length.
-        len: usize,
-    },
-}
-
-impl std::fmt::Display for Tombstone {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Tombstone::Segment(k) => write!(f, "tombstone of {k}"),
-            Tombstone::Unrecognized { len } => write!(f, "tombstone with an unrecognized key of {len} bytes"),
-        }
-    }
-}
-
-/// One record of the metadata topic, read by [`decode_record`].
-#[derive(Clone, Debug, PartialEq)]
-pub enum MetadataRecord {
-    /// A record with a value: its event and tagged fields.
-    Event(MetadataEvent, RecordTags),
-    /// A record with a key and no value.
-    Tombstone(Tombstone),
-}
-
-/// Reads a record of the metadata topic from its key and value, as Kafka 3.9 to 4.4 write them (no key)
-/// and as KIP-1266's proposal writes them (a key, and tombstones): see the [module](self). A value that
-/// does not decode is [`decode`]'s error; a record with neither key nor value is a corrupt error.
-pub fn decode_record(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<MetadataRecord> {
-    match (key, value) {
-        (_, Some(value)) => decode_with_tags(value).map(|(e, t)| MetadataRecord::Event(e, t)),
-        (Some(key), None) => Ok(MetadataRecord::Tombstone(match SegmentKey::decode(key) {
-            Some(k) => Tombstone::Segment(k),
-            None => Tombstone::Unrecognized { len: key.len() },
-        })),
-        (None, None) => {
-            Err(Error::corrupt(format!("{METADATA_TOPIC} record with neither a key nor a value (not a tombstone)")))
-        }
-    }
 }
 
 // Kafka's flexible-version writing (`ByteBufferAccessor` plus the generated `write` methods), over the
