@@ -6,13 +6,12 @@
 
 use crate::runtime::runtime;
 use crate::store::Store;
-use rsm_core::format::records::isolation::{
-    AbortedSearch, AbortedTxn, ConsumeBounds, IsolationLevel, TxnFilter, consume, fetch_upper_bound,
-};
+use rsm_core::format::records::isolation::{ConsumeBounds, IsolationLevel, consume};
 use rsm_core::format::records::{DecodeLimits, Record};
 use rsm_core::storage::TieredStorage;
-use rsm_core::storage::transactions::aborted_in_segment;
-use rsm_core::{Error, RemoteLogSegmentMetadata, RemoteStorageManager, Result};
+use rsm_core::storage::transactions::{aborted_from, txn_filter};
+use rsm_core::{Error, RemoteLogSegmentMetadata, Result};
+use std::future::ready;
 
 /// A fetch of records from one segment.
 #[derive(Clone, Debug)]
@@ -90,38 +89,16 @@ async fn fetch_records(
     let position = storage.position_of_offset(segment, req.offset).await?;
     let bytes = storage.read_batches_from(segment, position, req.max_bytes).await?;
     let position = u64::from(position);
-    let aborted = match (req.isolation, fetch_upper_bound(&bytes, position)?) {
-        (IsolationLevel::ReadCommitted, Some(upper)) => {
-            aborted_transactions(storage, segment, later, req.offset, upper).await?
-        }
-        _ => Vec::new(),
+    // At read_committed: the segment's aborted transactions, then the later segments', in the order given.
+    let aborted = |upper| async move {
+        let mut rest = later.iter().cloned();
+        Ok(aborted_from(storage, segment, |_| ready(Ok(rest.next())), req.offset, upper).await?.aborted)
     };
-    let mut filter = TxnFilter::new(req.isolation, aborted);
+    let mut filter = txn_filter(req.isolation, &bytes, position, aborted).await?;
     let bounds = ConsumeBounds { from: req.offset, max_records: req.max_records, below: None };
     let got = consume(&bytes, position, bounds, &mut filter, &req.limits)
         .map_err(|e| e.context(format!("segment {}", segment.remote_log_segment_id)))?;
     Ok(FetchedRecords { records: got.records, next_offset: got.next_offset })
-}
-
-/// The aborted transactions that matter to a fetch of `[fetch_offset, upper_bound)` read from `segment`:
-/// its transaction index's, then the later segments', until an entry says no later one can matter.
-async fn aborted_transactions(
-    storage: &TieredStorage,
-    segment: &RemoteLogSegmentMetadata,
-    later: &[RemoteLogSegmentMetadata],
-    fetch_offset: i64,
-    upper_bound: i64,
-) -> Result<Vec<AbortedTxn>> {
-    let mut aborted = Vec::new();
-    for s in std::iter::once(segment).chain(later) {
-        let AbortedSearch { aborted: found, complete } =
-            aborted_in_segment(storage as &dyn RemoteStorageManager, s, fetch_offset, upper_bound).await?;
-        aborted.extend(found);
-        if complete {
-            break;
-        }
-    }
-    Ok(aborted)
 }
 
 #[cfg(test)]

@@ -65,9 +65,8 @@ pub const SETTINGS: &[&Setting] =
 /// Whether `key` is one of the engine's settings (a broker tiering key, a topic key, an engine key) rather
 /// than a store's: a host that reads one properties file splits it by this.
 pub fn is_engine_key(key: &str) -> bool {
-    use rsm_tiering::settings::catalogue::TOPIC_SETTINGS;
-    use rsm_tiering::settings::keys::DEFAULT_METADATA_MANAGER_PREFIX;
-    ["remote.log.", "log.", "rsm.engine.", DEFAULT_METADATA_MANAGER_PREFIX].iter().any(|p| key.starts_with(p))
+    use rsm_tiering::settings::catalogue::{METADATA_PREFIX_NAMESPACE, TOPIC_SETTINGS};
+    ["remote.log.", "log.", "rsm.engine.", METADATA_PREFIX_NAMESPACE.key].iter().any(|p| key.starts_with(p))
         || TOPIC_SETTINGS.iter().any(|s| s.key == key)
 }
 

@@ -10,7 +10,7 @@ use rsm_core::model::{CustomMetadata, LogSegmentData, RemoteLogSegmentState, Top
 use rsm_core::rsm::RemoteStorageManager;
 use rsm_metadata::RemoteLogSegmentMetadataUpdate;
 use rsm_tiering::OffsetRange;
-use rsm_tiering::settings::keys::CUSTOM_METADATA_MAX_BYTES;
+use rsm_tiering::settings::catalogue::CUSTOM_METADATA_MAX_BYTES;
 
 /// The highest end offset of the copied segments in `segments`.
 pub(crate) fn highest_copied(segments: &[RemoteLogSegmentMetadata]) -> Option<i64> {
@@ -58,9 +58,10 @@ pub(crate) async fn store_copy(
         let max = config.broker.custom_metadata_max_bytes as usize;
         match custom {
             Some(c) if c.0.len() > max => Err(Error::invalid(format!(
-                "custom metadata of segment {} is {} bytes, above {CUSTOM_METADATA_MAX_BYTES} ({max})",
+                "custom metadata of segment {} is {} bytes, above {} ({max})",
                 md.remote_log_segment_id.id,
-                c.0.len()
+                c.0.len(),
+                CUSTOM_METADATA_MAX_BYTES.key
             ))),
             c => Ok(c),
         }

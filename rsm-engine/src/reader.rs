@@ -21,7 +21,7 @@ use futures::FutureExt;
 use rsm_core::storage::TieredStorage;
 use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, TopicIdPartition};
 use rsm_metadata::RemoteLogMetadataManager;
-use rsm_tiering::settings::keys::{READER_MAX_PENDING_TASKS, READER_THREADS};
+use rsm_tiering::settings::catalogue::{READER_MAX_PENDING_TASKS, READER_THREADS};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -55,11 +55,11 @@ impl ReaderPoolConfig {
     /// Checks the settings; an error names the Kafka key at fault.
     pub fn validate(&self) -> Result<()> {
         if self.readers == 0 {
-            return Err(Error::config(READER_THREADS, "the reader pool needs at least 1 reader (readers = 0)"));
+            return Err(Error::config(READER_THREADS.key, "the reader pool needs at least 1 reader (readers = 0)"));
         }
         if self.queue == 0 {
             return Err(Error::config(
-                READER_MAX_PENDING_TASKS,
+                READER_MAX_PENDING_TASKS.key,
                 "the reader queue must hold at least 1 read (queue = 0)",
             ));
         }
@@ -166,9 +166,12 @@ impl ReaderPool {
                 self.shared.queued.fetch_sub(1, Ordering::SeqCst);
                 return Err(match e {
                     mpsc::error::TrySendError::Full((r, _)) => Error::busy(format!(
-                        "the remote reader queue is full ({} reads waiting, {READER_MAX_PENDING_TASKS} = {}): read of {} at offset \
-                         {} refused",
-                        self.shared.config.queue, self.shared.config.queue, r.partition, r.offset
+                        "the remote reader queue is full ({} reads waiting, {} = {}): read of {} at offset {} refused",
+                        self.shared.config.queue,
+                        READER_MAX_PENDING_TASKS.key,
+                        self.shared.config.queue,
+                        r.partition,
+                        r.offset
                     ))
                     .with_field("partition", &r.partition)
                     .with_field("offset", r.offset),
@@ -452,8 +455,8 @@ mod tests {
     #[test]
     fn zero_settings_name_the_kafka_key() {
         let cases = [
-            (ReaderPoolConfig { readers: 0, queue: 1 }, READER_THREADS),
-            (ReaderPoolConfig { readers: 1, queue: 0 }, READER_MAX_PENDING_TASKS),
+            (ReaderPoolConfig { readers: 0, queue: 1 }, READER_THREADS.key),
+            (ReaderPoolConfig { readers: 1, queue: 0 }, READER_MAX_PENDING_TASKS.key),
         ];
         for (c, key) in cases {
             let e = c.validate().unwrap_err();

@@ -15,12 +15,12 @@
 use crate::manager::RemoteLogManager;
 use crate::reader::find_segment;
 use rsm_core::format::records::isolation::{
-    AbortedSearch, AbortedTxn, ConsumeBounds, IsolationLevel, TxnFilter, collect_aborted, consume, fetch_upper_bound,
-    read_txn_index,
+    AbortedTxn, ConsumeBounds, IsolationLevel, collect_aborted, consume, read_txn_index,
 };
 use rsm_core::format::records::{DecodeLimits, Record};
-use rsm_core::storage::transactions::aborted_in_segment;
+use rsm_core::storage::transactions::{aborted_from, txn_filter};
 use rsm_core::{Error, ErrorKind, RemoteLogSegmentMetadata, Result, TopicIdPartition};
+use rsm_metadata::RemoteLogMetadataManager;
 use std::time::Duration;
 
 /// A consumer's fetch of records from remote storage.
@@ -99,11 +99,8 @@ impl RemoteLogManager {
             };
             first = false;
             let position = u64::from(read.start_position);
-            let aborted = match (committed, fetch_upper_bound(&read.bytes, position)?) {
-                (true, Some(upper)) => self.aborted_transactions(tp, &read.segment, out.next_offset, upper).await?,
-                _ => Vec::new(),
-            };
-            let mut filter = TxnFilter::new(req.isolation, aborted);
+            let aborted = |upper| self.aborted_transactions(tp, &read.segment, out.next_offset, upper);
+            let mut filter = txn_filter(req.isolation, &read.bytes, position, aborted).await?;
             let bounds =
                 ConsumeBounds { from: out.next_offset, max_records: req.max_records - out.records.len(), below };
             let got = consume(&read.bytes, position, bounds, &mut filter, &req.limits)
@@ -129,31 +126,36 @@ impl RemoteLogManager {
         fetch_offset: i64,
         upper_bound: i64,
     ) -> Result<Vec<AbortedTxn>> {
-        let mut aborted = Vec::new();
-        let mut segment = segment.clone();
-        loop {
-            let AbortedSearch { aborted: found, complete } =
-                aborted_in_segment(self.storage().as_ref(), &segment, fetch_offset, upper_bound).await?;
-            aborted.extend(found);
-            if complete {
-                return Ok(aborted);
-            }
-            match find_segment(self.metadata().as_ref(), tp, segment.end_offset.saturating_add(1)).await {
-                Ok(next) => segment = next,
-                Err(e) if e.kind() == ErrorKind::NotFound => break,
-                Err(e) => return Err(e),
-            }
+        let metadata = self.metadata().as_ref();
+        let next = |s: &RemoteLogSegmentMetadata| later_segment(metadata, tp, s.end_offset);
+        let walk = aborted_from(self.storage().as_ref(), segment, next, fetch_offset, upper_bound).await?;
+        let mut aborted = walk.aborted;
+        if walk.complete {
+            return Ok(aborted);
         }
         // Aborts whose markers are not copied yet are in the local segments after the remote log: files
         // read off the async threads.
         let dir = self.state(tp)?.dir();
-        let after = segment.end_offset;
+        let after = walk.last_end_offset;
         let local =
             tokio::task::spawn_blocking(move || local_aborted(&dir, after, fetch_offset, upper_bound)).await.map_err(
                 |e| Error::storage(format!("reading the local transaction indexes of {tp}: the task failed"), e),
             )??;
         aborted.extend(local);
         Ok(aborted)
+    }
+}
+
+/// The remote segment of `tp` after the one ending at `end_offset`, `None` past the remote log's end.
+async fn later_segment(
+    metadata: &dyn RemoteLogMetadataManager,
+    tp: &TopicIdPartition,
+    end_offset: i64,
+) -> Result<Option<RemoteLogSegmentMetadata>> {
+    match find_segment(metadata, tp, end_offset.saturating_add(1)).await {
+        Ok(next) => Ok(Some(next)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -15,7 +15,7 @@
 use crate::config::{RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS};
 use futures::FutureExt;
 use rsm_core::{Error, Result};
-use rsm_tiering::settings::keys::{TASK_INTERVAL_MS, THREAD_POOL_SIZE};
+use rsm_tiering::settings::catalogue::{TASK_INTERVAL_MS, THREAD_POOL_SIZE};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::hash::Hash;
@@ -59,10 +59,10 @@ impl SchedulerConfig {
     /// Checks the settings; an error names the Kafka key at fault.
     pub fn validate(&self) -> Result<()> {
         if self.workers == 0 {
-            return Err(Error::config(THREAD_POOL_SIZE, "the scheduler needs at least 1 worker (workers = 0)"));
+            return Err(Error::config(THREAD_POOL_SIZE.key, "the scheduler needs at least 1 worker (workers = 0)"));
         }
         if self.interval.is_zero() {
-            return Err(Error::config(TASK_INTERVAL_MS, "the task interval must be positive"));
+            return Err(Error::config(TASK_INTERVAL_MS.key, "the task interval must be positive"));
         }
         if self.backoff_initial.is_zero() {
             return Err(Error::config(RETRY_BACKOFF_MS.key, "the retry backoff must be positive"));

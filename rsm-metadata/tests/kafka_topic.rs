@@ -9,7 +9,7 @@ use rsm_core::error::ErrorKind;
 use rsm_core::model::{
     RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentState, TopicIdPartition, TopicPartition, Uuid,
 };
-use rsm_metadata::kafka::{KafkaFailedDeletions, KafkaMetadataConfig, KafkaMetadataManager, PARTITIONS_KEY};
+use rsm_metadata::kafka::{KafkaFailedDeletions, KafkaMetadataConfig, KafkaMetadataManager, PARTITIONS};
 use rsm_metadata::partitioner::{PartitionFormula, metadata_partition};
 use rsm_metadata::{
     MetadataEvent, RemoteLogMetadataManager, RemoteLogSegmentMetadataUpdate, RemotePartitionDeleteMetadata,
@@ -110,7 +110,7 @@ async fn the_topic_is_created_with_the_configured_partitions_and_another_count_i
     KafkaMetadataManager::open(config(&b, &topic, 4, dir.path())).await.unwrap();
     let err = KafkaMetadataManager::open(config(&b, &topic, 5, dir.path())).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
-    assert_eq!(err.config_key(), Some(PARTITIONS_KEY));
+    assert_eq!(err.config_key(), Some(PARTITIONS.key));
     assert!(err.message().contains("4 partitions"), "{err}");
 }
 
@@ -552,7 +552,7 @@ async fn a_read_only_open_takes_the_topics_partition_count_lists_and_refuses_wri
     let c = reader_config(&b, &topic, &snapshots);
     assert_eq!(c.partitions, 50);
     let refused = KafkaMetadataManager::open(reader_config(&b, &topic, writer_dir.path())).await.unwrap_err();
-    assert_eq!(refused.config_key(), Some(PARTITIONS_KEY), "a writer still refuses the other count: {refused}");
+    assert_eq!(refused.config_key(), Some(PARTITIONS.key), "a writer still refuses the other count: {refused}");
     let reader = KafkaMetadataManager::open_read_only(c.clone()).await.unwrap();
     assert!(reader.is_read_only());
     assert_eq!(reader.config().partitions, 3);

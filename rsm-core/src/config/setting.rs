@@ -245,8 +245,9 @@ impl Setting {
         self.shown_as.map_or_else(|| format!("`{}`", self.key), str::to_string)
     }
 
-    /// The declared text default (`""` when it has none), for a text setting read with a fallback.
-    pub fn default_text(&self) -> &'static str {
+    /// The declared text default (`""` when it has none), for a text setting read with a fallback; `const`, so
+    /// another declaration can be named by it (the namespace of a prefix setting's default).
+    pub const fn default_text(&self) -> &'static str {
         match self.default {
             DefaultValue::Text(t) => t,
             _ => "",
@@ -336,6 +337,9 @@ mod tests {
         assert_eq!(B.shown_validation(), "`true`/`false`; only with `a.b`");
         let t = Setting::of("d", Kind::Choice(&["x", "y"])).with_text_default("x");
         assert_eq!((t.kind.name(), t.shown_default()), ("`x` or `y`".to_string(), "`x`".to_string()));
+        const P: Setting = Setting::of("f.prefix", Kind::String).with_text_default("f.");
+        const NAMESPACE: Setting = Setting::of(P.default_text(), Kind::PassThrough);
+        assert_eq!(NAMESPACE.key, "f.");
     }
 
     #[test]

@@ -52,17 +52,6 @@ pub const COMPRESSION_FRAME_SIZE: Setting = Setting::int("compression.frame.size
          read",
     );
 
-/// The setting that turns chunk compression on.
-pub const COMPRESSION_ENABLED_KEY: &str = COMPRESSION_ENABLED.key;
-/// The setting of the compression heuristic.
-pub const COMPRESSION_HEURISTIC_KEY: &str = COMPRESSION_HEURISTIC.key;
-/// The setting of the zstd level.
-pub const COMPRESSION_LEVEL_KEY: &str = COMPRESSION_LEVEL.key;
-/// The setting of the heuristic's least saving.
-pub const COMPRESSION_MIN_SAVING_KEY: &str = COMPRESSION_MIN_SAVING.key;
-/// The setting of the frame size.
-pub const COMPRESSION_FRAME_SIZE_KEY: &str = COMPRESSION_FRAME_SIZE.key;
-
 /// The frame size when `compression.frame.size` is not set: [`DEFAULT_FRAME_SIZE`] rounded down to whole
 /// blocks of `block_size` and to at most `chunk_size` (at least one block), so that a smaller `chunk.size` or
 /// an odd `chunk.block.size` set alone is not an error about a setting the operator never wrote.
@@ -80,7 +69,7 @@ fn read_compression(r: &mut ConfigReader<'_>, chunk_size: u32, block_size: u32) 
     let set = r.get_string(&COMPRESSION_FRAME_SIZE).is_some();
     if set && frame_size != 0 && (!frame_size.is_multiple_of(block_size.max(1)) || frame_size > chunk_size) {
         return Err(Error::config(
-            COMPRESSION_FRAME_SIZE_KEY,
+            COMPRESSION_FRAME_SIZE.key,
             format!(
                 "{frame_size} is neither 0 nor a multiple of `{}` ({block_size}) of at most `{}` ({chunk_size})",
                 CHUNK_BLOCK_SIZE.key, CHUNK_SIZE.key

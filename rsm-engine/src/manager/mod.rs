@@ -80,7 +80,7 @@ impl RemoteLogManager {
     ) -> Result<Self> {
         if !config.broker.remote_storage_enabled {
             return Err(Error::config(
-                rsm_tiering::settings::keys::REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
+                rsm_tiering::settings::catalogue::REMOTE_LOG_STORAGE_SYSTEM_ENABLE.key,
                 "remote storage is off on this broker: the remote log manager does not start",
             ));
         }
@@ -191,7 +191,7 @@ impl RemoteLogManager {
         }
         if !policy.remote_storage {
             return Err(Error::config(
-                rsm_tiering::settings::keys::REMOTE_STORAGE_ENABLE,
+                rsm_tiering::settings::catalogue::REMOTE_STORAGE_ENABLE.key,
                 format!("partition {tp} ({}) is not tiered", dir.display()),
             ));
         }

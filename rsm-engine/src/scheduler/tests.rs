@@ -54,8 +54,8 @@ fn backoff_doubles_is_capped_and_jittered_within_the_cap() {
 fn invalid_settings_name_the_kafka_key() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let cases = [
-        (SchedulerConfig { workers: 0, ..cfg(1) }, THREAD_POOL_SIZE),
-        (SchedulerConfig { interval: Duration::ZERO, ..cfg(1) }, TASK_INTERVAL_MS),
+        (SchedulerConfig { workers: 0, ..cfg(1) }, THREAD_POOL_SIZE.key),
+        (SchedulerConfig { interval: Duration::ZERO, ..cfg(1) }, TASK_INTERVAL_MS.key),
         (SchedulerConfig { backoff_initial: Duration::ZERO, ..cfg(1) }, RETRY_BACKOFF_MS.key),
         (SchedulerConfig { backoff_max: Duration::from_millis(499), ..cfg(1) }, RETRY_BACKOFF_MAX_MS.key),
     ];

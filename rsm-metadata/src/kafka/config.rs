@@ -99,31 +99,11 @@ pub const SETTINGS: &[&Setting] = &[
     &FAILED_DELETIONS_TOPIC,
 ];
 
-/// [`BOOTSTRAP_SERVERS`]'s key.
-pub const BOOTSTRAP_SERVERS_KEY: &str = BOOTSTRAP_SERVERS.key;
 /// The same under Kafka's prefix for its manager's clients (`remote.log.metadata.common.client.`).
 pub const COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY: &str = "remote.log.metadata.common.client.bootstrap.servers";
-/// [`TOPIC_NAME`]'s key.
-pub const TOPIC_NAME_KEY: &str = TOPIC_NAME.key;
-/// [`PARTITIONS`]'s key.
-pub const PARTITIONS_KEY: &str = PARTITIONS.key;
-/// [`REPLICATION_FACTOR`]'s key.
-pub const REPLICATION_FACTOR_KEY: &str = REPLICATION_FACTOR.key;
-/// [`RETENTION_MS`]'s key.
-pub const RETENTION_MS_KEY: &str = RETENTION_MS.key;
-/// [`CONSUME_WAIT_MS`]'s key.
-pub const CONSUME_WAIT_MS_KEY: &str = CONSUME_WAIT_MS.key;
-/// [`PARTITION_FORMULA`]'s key.
-pub const PARTITION_FORMULA_KEY: &str = PARTITION_FORMULA.key;
-/// [`SNAPSHOT_DIR`]'s key.
+/// [`SNAPSHOT_DIR`]'s key, for the CLI until it reads `SNAPSHOT_DIR.key` (the crate itself does).
 pub const SNAPSHOT_DIR_KEY: &str = SNAPSHOT_DIR.key;
-/// [`SNAPSHOT_INTERVAL`]'s key.
-pub const SNAPSHOT_INTERVAL_KEY: &str = SNAPSHOT_INTERVAL.key;
-/// [`REQUEST_TIMEOUT_MS`]'s key.
-pub const REQUEST_TIMEOUT_MS_KEY: &str = REQUEST_TIMEOUT_MS.key;
-/// [`FAILED_DELETIONS_TOPIC`]'s key.
-pub const FAILED_DELETIONS_TOPIC_KEY: &str = FAILED_DELETIONS_TOPIC.key;
-/// Kafka's `log.dirs`, the snapshot directory when [`SNAPSHOT_DIR_KEY`] is not set.
+/// Kafka's `log.dirs`, the snapshot directory when [`SNAPSHOT_DIR`] is not set.
 pub const LOG_DIRS_KEY: &str = "log.dirs";
 /// Kafka's `log.dir`, read when `log.dirs` is not set.
 pub const LOG_DIR_KEY: &str = "log.dir";
@@ -221,43 +201,43 @@ impl KafkaMetadataConfig {
     pub fn from_map(props: &HashMap<String, String>) -> Result<Self> {
         let props: BTreeMap<String, String> = props.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let mut r = ConfigReader::new(&props);
-        let servers = match r.string(BOOTSTRAP_SERVERS_KEY) {
+        let servers = match r.string(BOOTSTRAP_SERVERS.key) {
             Some(s) => s,
             None => r.required(COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY).map_err(|_| {
-                Error::config(BOOTSTRAP_SERVERS_KEY, format!("is required (or {COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY})"))
+                Error::config(BOOTSTRAP_SERVERS.key, format!("is required (or {COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY})"))
             })?,
         };
         let bootstrap_servers = split_servers(servers);
         if bootstrap_servers.is_empty() {
-            return Err(Error::config(BOOTSTRAP_SERVERS_KEY, "names no broker"));
+            return Err(Error::config(BOOTSTRAP_SERVERS.key, "names no broker"));
         }
-        let snapshot_dir = match r.string(SNAPSHOT_DIR_KEY) {
+        let snapshot_dir = match r.string(SNAPSHOT_DIR.key) {
             Some(d) => PathBuf::from(d),
             None => log_dir(&mut r)?,
         };
         let mut c = KafkaMetadataConfig::new(servers, snapshot_dir);
         c.bootstrap_servers = bootstrap_servers;
-        if let Some(t) = r.string(TOPIC_NAME_KEY) {
-            c.topic = valid_topic(TOPIC_NAME_KEY, t)?;
+        if let Some(t) = r.string(TOPIC_NAME.key) {
+            c.topic = valid_topic(TOPIC_NAME.key, t)?;
         }
         c.partitions = r.get_int(&PARTITIONS)?;
         c.replication_factor = r.get_int(&REPLICATION_FACTOR)?;
         // Kafka's check, not a range: -1 or positive.
-        c.retention_ms = r.parse(RETENTION_MS_KEY, RETENTION_MS.default_int::<i64>(), "an integer")?;
+        c.retention_ms = r.parse(RETENTION_MS.key, RETENTION_MS.default_int::<i64>(), "an integer")?;
         if c.retention_ms != -1 && c.retention_ms <= 0 {
-            return Err(Error::config(RETENTION_MS_KEY, format!("{} is neither -1 nor positive", c.retention_ms)));
+            return Err(Error::config(RETENTION_MS.key, format!("{} is neither -1 nor positive", c.retention_ms)));
         }
         c.consume_wait = Duration::from_millis(r.get_int(&CONSUME_WAIT_MS)?);
         c.request_timeout = Duration::from_millis(r.get_int(&REQUEST_TIMEOUT_MS)?);
         c.snapshot_interval_events = r.get_int(&SNAPSHOT_INTERVAL)?;
-        c.partition_formula = match r.string(PARTITION_FORMULA_KEY) {
+        c.partition_formula = match r.string(PARTITION_FORMULA.key) {
             None => PartitionFormula::Kafka,
             Some(v) if v.eq_ignore_ascii_case("kafka") => PartitionFormula::Kafka,
             Some(v) if v.eq_ignore_ascii_case("seeds") => PartitionFormula::Seeds,
-            Some(v) => return Err(Error::config(PARTITION_FORMULA_KEY, format!("`{v}` is not kafka or seeds"))),
+            Some(v) => return Err(Error::config(PARTITION_FORMULA.key, format!("`{v}` is not kafka or seeds"))),
         };
-        if let Some(t) = r.string(FAILED_DELETIONS_TOPIC_KEY) {
-            c.failed_deletions_topic = valid_topic(FAILED_DELETIONS_TOPIC_KEY, t)?;
+        if let Some(t) = r.string(FAILED_DELETIONS_TOPIC.key) {
+            c.failed_deletions_topic = valid_topic(FAILED_DELETIONS_TOPIC.key, t)?;
         }
         if let Some(id) = r.string(BROKER_ID_KEY) {
             c.client_id = format!("__remote_log_metadata_client_{id}");
@@ -291,7 +271,7 @@ fn log_dir(r: &mut ConfigReader<'_>) -> Result<PathBuf> {
             Some(d) => (LOG_DIR_KEY, d),
             None => {
                 return Err(Error::config(
-                    SNAPSHOT_DIR_KEY,
+                    SNAPSHOT_DIR.key,
                     format!("is required when neither {LOG_DIRS_KEY} nor {LOG_DIR_KEY} is set"),
                 ));
             }
@@ -336,13 +316,13 @@ mod tests {
         let c = KafkaMetadataConfig::from_map(&map(&[
             (COMMON_CLIENT_BOOTSTRAP_SERVERS_KEY, "k:1"),
             (LOG_DIRS_KEY, "/logs"),
-            (SNAPSHOT_DIR_KEY, "/snapshots"),
-            (TOPIC_NAME_KEY, "meta"),
-            (PARTITIONS_KEY, "3"),
-            (REPLICATION_FACTOR_KEY, "1"),
-            (RETENTION_MS_KEY, "1000"),
-            (CONSUME_WAIT_MS_KEY, "5000"),
-            (PARTITION_FORMULA_KEY, "Seeds"),
+            (SNAPSHOT_DIR.key, "/snapshots"),
+            (TOPIC_NAME.key, "meta"),
+            (PARTITIONS.key, "3"),
+            (REPLICATION_FACTOR.key, "1"),
+            (RETENTION_MS.key, "1000"),
+            (CONSUME_WAIT_MS.key, "5000"),
+            (PARTITION_FORMULA.key, "Seeds"),
             (BROKER_ID_KEY, "4"),
             ("remote.log.metadata.producer.linger.ms", "5"),
         ]))
@@ -359,13 +339,13 @@ mod tests {
     fn a_bad_setting_is_an_error_naming_its_key() {
         let base = [("bootstrap.servers", "a:1"), ("log.dir", "/x")];
         let cases: &[(&str, &str)] = &[
-            (PARTITIONS_KEY, "0"),
-            (PARTITIONS_KEY, "many"),
-            (REPLICATION_FACTOR_KEY, "0"),
-            (RETENTION_MS_KEY, "-5"),
-            (PARTITION_FORMULA_KEY, "random"),
-            (TOPIC_NAME_KEY, "no spaces"),
-            (CONSUME_WAIT_MS_KEY, ""),
+            (PARTITIONS.key, "0"),
+            (PARTITIONS.key, "many"),
+            (REPLICATION_FACTOR.key, "0"),
+            (RETENTION_MS.key, "-5"),
+            (PARTITION_FORMULA.key, "random"),
+            (TOPIC_NAME.key, "no spaces"),
+            (CONSUME_WAIT_MS.key, ""),
         ];
         for (key, value) in cases {
             let mut m = map(&base);
@@ -374,9 +354,9 @@ mod tests {
             assert_eq!(err.config_key(), Some(*key), "{key}={value}: {err}");
         }
         let err = KafkaMetadataConfig::from_map(&map(&[("log.dir", "/x")])).unwrap_err();
-        assert_eq!(err.config_key(), Some(BOOTSTRAP_SERVERS_KEY));
+        assert_eq!(err.config_key(), Some(BOOTSTRAP_SERVERS.key));
         let err = KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:1")])).unwrap_err();
-        assert_eq!(err.config_key(), Some(SNAPSHOT_DIR_KEY));
+        assert_eq!(err.config_key(), Some(SNAPSHOT_DIR.key));
         let err =
             KafkaMetadataConfig::from_map(&map(&[("bootstrap.servers", "a:1"), ("log.dirs", "/a,/b")])).unwrap_err();
         assert_eq!(err.config_key(), Some(LOG_DIRS_KEY));

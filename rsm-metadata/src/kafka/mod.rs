@@ -42,7 +42,7 @@
 //!
 //! - Its `create_topic` sends no topic configs, and it has no `DescribeConfigs`: both are one request each
 //!   in [`admin`](crate::admin) (kafka-protocol's encoding). The metadata topic is created with
-//!   `cleanup.policy=delete` and `retention.ms` from [`RETENTION_MS_KEY`] (-1: kept forever, SR-29), the
+//!   `cleanup.policy=delete` and `retention.ms` from [`RETENTION_MS`] (-1: kept forever, SR-29), the
 //!   failed-deletions topic with `cleanup.policy=compact`; an existing metadata topic whose retention is not
 //!   the configured one is reported with a warning at open (Kafka's own manager does not check it).
 //! - No consumer groups, no idempotent producer: positions are kept in the snapshots, and a produce retried
@@ -167,7 +167,7 @@ impl KafkaMetadataManager {
 
     async fn open_as(mut config: KafkaMetadataConfig, access: Access, empty_if_missing: bool) -> Result<Self> {
         if config.partitions == 0 {
-            return Err(Error::config(PARTITIONS_KEY, "must be at least 1"));
+            return Err(Error::config(PARTITIONS.key, "must be at least 1"));
         }
         if access == Access::ReadWrite {
             std::fs::create_dir_all(&config.snapshot_dir)
@@ -212,7 +212,7 @@ impl KafkaMetadataManager {
                 tracing::error!(topic = %config.topic, existing, configured = config.partitions,
                     "the metadata topic has another partition count than configured");
                 return Err(Error::config(
-                    PARTITIONS_KEY,
+                    PARTITIONS.key,
                     format!(
                         "is {} but topic {} has {existing} partitions; configure {existing} (Kafka's manager \
                          refuses to start too)",

@@ -2,12 +2,17 @@
 //! managers, their pass-through namespaces, the remote log manager's pools, and the `log.*` defaults of
 //! the topic settings.
 
-use super::catalogue;
-use super::keys::*;
+use super::catalogue::{
+    CUSTOM_METADATA_MAX_BYTES, METADATA_MANAGER_CLASS_NAME, METADATA_MANAGER_CLASS_PATH, METADATA_MANAGER_IMPL_PREFIX,
+    METADATA_NAMESPACE, METADATA_RESERVED, READER_MAX_PENDING_TASKS, READER_THREADS, REMOTE_LOG_STORAGE_ENABLE,
+    REMOTE_LOG_STORAGE_SYSTEM_ENABLE, STORAGE_MANAGER_CLASS_NAME, STORAGE_MANAGER_CLASS_PATH,
+    STORAGE_MANAGER_IMPL_PREFIX, STORAGE_NAMESPACE, STORAGE_RESERVED, TASK_INTERVAL_MS, THREAD_POOL_SIZE,
+};
 use super::parse::{aliased_bool, opt_declared};
 use super::topic::{TopicDefaults, TopicSettings};
 use super::values::resolve_values;
 use rsm_core::config::ConfigReader;
+use rsm_core::config::Setting;
 use rsm_core::error::{Error, Result};
 use std::collections::BTreeMap;
 
@@ -20,7 +25,7 @@ pub struct BrokerSettings {
     pub storage_manager: Option<String>,
     /// Where the storage manager class is loaded from (shipped; a JVM concern).
     pub storage_manager_class_path: Option<String>,
-    /// The metadata manager class; [`DEFAULT_METADATA_MANAGER`] when not set (SR-3).
+    /// The metadata manager class; [`METADATA_MANAGER_CLASS_NAME`]'s default when not set (SR-3).
     pub metadata_manager: String,
     /// Where the metadata manager class is loaded from (shipped; a JVM concern).
     pub metadata_manager_class_path: Option<String>,
@@ -54,17 +59,17 @@ impl Default for BrokerSettings {
             remote_storage_enabled: false,
             storage_manager: None,
             storage_manager_class_path: None,
-            metadata_manager: DEFAULT_METADATA_MANAGER.to_string(),
+            metadata_manager: METADATA_MANAGER_CLASS_NAME.default_text().to_string(),
             metadata_manager_class_path: None,
-            storage_manager_prefix: DEFAULT_STORAGE_MANAGER_PREFIX.to_string(),
-            metadata_manager_prefix: DEFAULT_METADATA_MANAGER_PREFIX.to_string(),
+            storage_manager_prefix: STORAGE_MANAGER_IMPL_PREFIX.default_text().to_string(),
+            metadata_manager_prefix: METADATA_MANAGER_IMPL_PREFIX.default_text().to_string(),
             storage_config: BTreeMap::new(),
             metadata_config: BTreeMap::new(),
-            custom_metadata_max_bytes: DEFAULT_CUSTOM_METADATA_MAX_BYTES,
-            thread_pool_size: DEFAULT_THREAD_POOL_SIZE,
-            task_interval_ms: DEFAULT_TASK_INTERVAL_MS,
-            reader_threads: DEFAULT_READER_THREADS,
-            reader_max_pending_tasks: DEFAULT_READER_MAX_PENDING_TASKS,
+            custom_metadata_max_bytes: CUSTOM_METADATA_MAX_BYTES.default_int(),
+            thread_pool_size: THREAD_POOL_SIZE.default_int(),
+            task_interval_ms: TASK_INTERVAL_MS.default_int(),
+            reader_threads: READER_THREADS.default_int(),
+            reader_max_pending_tasks: READER_MAX_PENDING_TASKS.default_int(),
             topic_defaults: TopicDefaults::default(),
         }
     }
@@ -85,40 +90,38 @@ impl BrokerSettings {
         let d = BrokerSettings::default();
         let remote_storage_enabled = aliased_bool(
             r,
-            REMOTE_LOG_STORAGE_ENABLE,
-            REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
-            catalogue::REMOTE_LOG_STORAGE_ENABLE.default_bool(),
+            REMOTE_LOG_STORAGE_ENABLE.key,
+            REMOTE_LOG_STORAGE_SYSTEM_ENABLE.key,
+            REMOTE_LOG_STORAGE_ENABLE.default_bool(),
         )?;
-        let storage_manager = r.string(STORAGE_MANAGER_CLASS_NAME).map(str::to_string);
-        let storage_manager_class_path = r.string(STORAGE_MANAGER_CLASS_PATH).map(str::to_string);
-        let metadata_manager = r.string(METADATA_MANAGER_CLASS_NAME).unwrap_or(DEFAULT_METADATA_MANAGER).to_string();
-        let metadata_manager_class_path = r.string(METADATA_MANAGER_CLASS_PATH).map(str::to_string);
-        let storage_manager_prefix = prefix_setting(r, STORAGE_MANAGER_IMPL_PREFIX, DEFAULT_STORAGE_MANAGER_PREFIX);
-        let metadata_manager_prefix = prefix_setting(r, METADATA_MANAGER_IMPL_PREFIX, DEFAULT_METADATA_MANAGER_PREFIX);
-        let custom_metadata_max_bytes = opt_declared(r, &catalogue::CUSTOM_METADATA_MAX_BYTES, "")?
-            .map_or(d.custom_metadata_max_bytes, |v| v as u32);
-        let thread_pool_size =
-            opt_declared(r, &catalogue::THREAD_POOL_SIZE, "")?.map_or(d.thread_pool_size, |v| v as u32);
-        let task_interval_ms =
-            opt_declared(r, &catalogue::TASK_INTERVAL_MS, "")?.map_or(d.task_interval_ms, |v| v as u64);
-        let reader_threads = opt_declared(r, &catalogue::READER_THREADS, "")?.map_or(d.reader_threads, |v| v as u32);
+        let storage_manager = r.string(STORAGE_MANAGER_CLASS_NAME.key).map(str::to_string);
+        let storage_manager_class_path = r.string(STORAGE_MANAGER_CLASS_PATH.key).map(str::to_string);
+        let metadata_manager = text_setting(r, &METADATA_MANAGER_CLASS_NAME);
+        let metadata_manager_class_path = r.string(METADATA_MANAGER_CLASS_PATH.key).map(str::to_string);
+        let storage_manager_prefix = text_setting(r, &STORAGE_MANAGER_IMPL_PREFIX);
+        let metadata_manager_prefix = text_setting(r, &METADATA_MANAGER_IMPL_PREFIX);
+        let custom_metadata_max_bytes =
+            opt_declared(r, &CUSTOM_METADATA_MAX_BYTES, "")?.map_or(d.custom_metadata_max_bytes, |v| v as u32);
+        let thread_pool_size = opt_declared(r, &THREAD_POOL_SIZE, "")?.map_or(d.thread_pool_size, |v| v as u32);
+        let task_interval_ms = opt_declared(r, &TASK_INTERVAL_MS, "")?.map_or(d.task_interval_ms, |v| v as u64);
+        let reader_threads = opt_declared(r, &READER_THREADS, "")?.map_or(d.reader_threads, |v| v as u32);
         let reader_max_pending_tasks =
-            opt_declared(r, &catalogue::READER_MAX_PENDING_TASKS, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
+            opt_declared(r, &READER_MAX_PENDING_TASKS, "")?.map_or(d.reader_max_pending_tasks, |v| v as u32);
         let topic_defaults = TopicDefaults::read(r)?;
 
-        let seed_storage = pass_through(r, STORAGE_NAMESPACE, STORAGE_RESERVED);
+        let seed_storage = pass_through(r, STORAGE_NAMESPACE.key, STORAGE_RESERVED);
         let shipped_storage = pass_through(r, &storage_manager_prefix, STORAGE_RESERVED);
         let storage_config =
-            merge_namespaces(seed_storage, STORAGE_NAMESPACE, shipped_storage, &storage_manager_prefix)?;
-        let seed_metadata = pass_through(r, METADATA_NAMESPACE, METADATA_RESERVED);
+            merge_namespaces(seed_storage, STORAGE_NAMESPACE.key, shipped_storage, &storage_manager_prefix)?;
+        let seed_metadata = pass_through(r, METADATA_NAMESPACE.key, METADATA_RESERVED);
         let shipped_metadata = pass_through(r, &metadata_manager_prefix, METADATA_RESERVED);
         let metadata_config =
-            merge_namespaces(seed_metadata, METADATA_NAMESPACE, shipped_metadata, &metadata_manager_prefix)?;
+            merge_namespaces(seed_metadata, METADATA_NAMESPACE.key, shipped_metadata, &metadata_manager_prefix)?;
 
         if remote_storage_enabled && storage_manager.is_none() {
             return Err(Error::config(
-                STORAGE_MANAGER_CLASS_NAME,
-                format!("is mandatory when {REMOTE_LOG_STORAGE_ENABLE} is true, but it is not set"),
+                STORAGE_MANAGER_CLASS_NAME.key,
+                format!("is mandatory when {} is true, but it is not set", REMOTE_LOG_STORAGE_ENABLE.key),
             ));
         }
         if remote_storage_enabled {
@@ -178,8 +181,9 @@ fn merge_namespaces(
     Ok(out)
 }
 
-fn prefix_setting(r: &mut ConfigReader<'_>, key: &str, default: &str) -> String {
-    r.string(key).unwrap_or(default).to_string()
+/// The text `setting`, else its declared default.
+fn text_setting(r: &mut ConfigReader<'_>, setting: &Setting) -> String {
+    r.string(setting.key).unwrap_or(setting.default_text()).to_string()
 }
 
 #[cfg(test)]
@@ -203,7 +207,7 @@ mod tests {
                 check: |s| {
                     !s.remote_storage_enabled
                         && s.storage_manager.is_none()
-                        && s.metadata_manager == DEFAULT_METADATA_MANAGER
+                        && s.metadata_manager == METADATA_MANAGER_CLASS_NAME.default_text()
                         && s.thread_pool_size == 2
                         && s.task_interval_ms == 30_000
                         && s.reader_threads == 10

@@ -8,31 +8,24 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | [`keys`] | the key names, aliases and defaults |
 //! | `parse` | one typed value out of a `ConfigReader`, with errors that name the key, value and range; [`CleanupPolicy`] |
-//! | [`catalogue`] | every setting declared once ([`rsm_core::config::Setting`]): type, range, default, checks; the docs are generated from it |
+//! | [`catalogue`] | every setting declared once ([`rsm_core::config::Setting`]): key, type, range, default, checks; the code and the docs read it |
 //! | `topic` | [`TopicSettings`] and the broker's `log.*` [`TopicDefaults`] of them |
 //! | `values` | topic over defaults, -2 and -1 resolved, cross-key checks (SR-10, SR-11, KIP-1241) into [`RetentionLimits`], [`RemoteRetention`], [`CopyLag`] |
 //! | `broker` | [`BrokerSettings`] (SR-1 … SR-9) |
 //! | `resolution` | [`TopicPolicy`]: topic over broker; [`validate_create`] and [`validate_alter`] (SR-12) |
 //!
-//! Each module imports only modules above it in this table (`keys` and `parse` import none of them), so
-//! the modules form a tree.
+//! Each module imports only modules above it in this table (`parse` imports none of them), so the modules
+//! form a tree.
 
 mod broker;
 pub mod catalogue;
-pub mod keys;
 mod parse;
 mod resolution;
 mod topic;
 mod values;
 
 pub use broker::BrokerSettings;
-pub use keys::{
-    DEFAULT_CUSTOM_METADATA_MAX_BYTES, DEFAULT_METADATA_MANAGER, DEFAULT_METADATA_MANAGER_PREFIX,
-    DEFAULT_READER_MAX_PENDING_TASKS, DEFAULT_READER_THREADS, DEFAULT_RETENTION_MS, DEFAULT_STORAGE_MANAGER_PREFIX,
-    DEFAULT_TASK_INTERVAL_MS, DEFAULT_THREAD_POOL_SIZE,
-};
 pub use parse::CleanupPolicy;
 pub use resolution::{TopicPolicy, validate_alter, validate_create};
 pub use topic::{TopicDefaults, TopicSettings};

@@ -3,7 +3,7 @@
 //! altered (SR-12: no remote storage on a compacted topic, nor while the broker has it off).
 
 use super::broker::BrokerSettings;
-use super::keys::*;
+use super::catalogue::{CLEANUP_POLICY, REMOTE_LOG_STORAGE_ENABLE, REMOTE_STORAGE_ENABLE};
 use super::parse::CleanupPolicy;
 use super::topic::TopicSettings;
 use super::values::{CopyLag, RemoteRetention, RetentionLimits, resolve_values};
@@ -43,13 +43,16 @@ impl TopicPolicy {
         if requested && !broker.remote_storage_enabled {
             warnings.push(format!(
                 "{REMOTE_STORAGE_ENABLE}=true but {REMOTE_LOG_STORAGE_ENABLE} is false on this broker; \
-                 remote storage is off for this topic"
+                 remote storage is off for this topic",
+                REMOTE_STORAGE_ENABLE = REMOTE_STORAGE_ENABLE.key,
+                REMOTE_LOG_STORAGE_ENABLE = REMOTE_LOG_STORAGE_ENABLE.key,
             ));
         }
         if requested && cleanup_policy.compact {
             warnings.push(format!(
                 "compacted topics are not supported with remote storage ({CLEANUP_POLICY}={cleanup_policy}); \
-                 remote storage is off for this topic"
+                 remote storage is off for this topic",
+                CLEANUP_POLICY = CLEANUP_POLICY.key,
             ));
         }
         Ok(TopicPolicy {
@@ -77,7 +80,7 @@ impl TopicPolicy {
 /// Validates a topic being created: on top of [`TopicPolicy::resolve`], remote storage on a compacted
 /// topic, or while the broker has remote storage off, is rejected (SR-12).
 pub fn validate_create(topic: &TopicSettings, broker: &BrokerSettings) -> Result<TopicPolicy> {
-    check_remote_allowed(topic, broker, REMOTE_STORAGE_ENABLE)?;
+    check_remote_allowed(topic, broker, REMOTE_STORAGE_ENABLE.key)?;
     TopicPolicy::resolve(topic, broker)
 }
 
@@ -92,7 +95,7 @@ pub fn validate_alter(
     let defaults = &broker.topic_defaults;
     let cleanup_changed = current.cleanup(defaults) != proposed.cleanup(defaults);
     let remote_changed = current.requests_remote() != proposed.requests_remote();
-    let key = if cleanup_changed && !remote_changed { CLEANUP_POLICY } else { REMOTE_STORAGE_ENABLE };
+    let key = if cleanup_changed && !remote_changed { CLEANUP_POLICY.key } else { REMOTE_STORAGE_ENABLE.key };
     check_remote_allowed(proposed, broker, key)?;
     TopicPolicy::resolve(proposed, broker)
 }
@@ -103,8 +106,8 @@ fn check_remote_allowed(topic: &TopicSettings, broker: &BrokerSettings, key: &st
     }
     if !broker.remote_storage_enabled {
         return Err(Error::config(
-            REMOTE_STORAGE_ENABLE,
-            format!("`true` is not allowed while {REMOTE_LOG_STORAGE_ENABLE} is false on this broker"),
+            REMOTE_STORAGE_ENABLE.key,
+            format!("`true` is not allowed while {} is false on this broker", REMOTE_LOG_STORAGE_ENABLE.key),
         ));
     }
     let cleanup = topic.cleanup(&broker.topic_defaults);
@@ -113,7 +116,9 @@ fn check_remote_allowed(topic: &TopicSettings, broker: &BrokerSettings, key: &st
             key,
             format!(
                 "compacted topics are not supported with remote storage: {CLEANUP_POLICY}={cleanup} with \
-                 {REMOTE_STORAGE_ENABLE}=true; allowed: {CLEANUP_POLICY}=delete, or {REMOTE_STORAGE_ENABLE}=false"
+                 {REMOTE_STORAGE_ENABLE}=true; allowed: {CLEANUP_POLICY}=delete, or {REMOTE_STORAGE_ENABLE}=false",
+                CLEANUP_POLICY = CLEANUP_POLICY.key,
+                REMOTE_STORAGE_ENABLE = REMOTE_STORAGE_ENABLE.key,
             ),
         ));
     }

@@ -136,7 +136,6 @@ impl TopicSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::keys::DEFAULT_RETENTION_MS;
     use crate::settings::test_support::assert_config_error;
     use rsm_core::config::props;
 
@@ -215,6 +214,6 @@ mod tests {
         assert_eq!(t.remote_storage_enable, Some(true));
         let e = r.finish().expect_err("segment.bytes was not read by the tiering settings");
         assert!(e.to_string().contains("segment.bytes"), "{e}");
-        assert_eq!(DAY * 7, DEFAULT_RETENTION_MS);
+        assert_eq!(DAY * 7, catalogue::LOG_RETENTION_MS.default_int::<i64>());
     }
 }

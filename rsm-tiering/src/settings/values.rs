@@ -4,9 +4,14 @@
 //! tiered topic, values that contradict each other are errors naming the key the operator set. It needs
 //! only the topic's settings and the defaults, so the broker's settings can check their defaults with it.
 
-use super::keys::*;
+use super::catalogue::{
+    LOCAL_RETENTION_BYTES, LOCAL_RETENTION_MS, LOG_LOCAL_RETENTION_BYTES, LOG_LOCAL_RETENTION_MS,
+    LOG_REMOTE_COPY_LAG_BYTES, LOG_REMOTE_COPY_LAG_MS, LOG_RETENTION_BYTES, LOG_RETENTION_MS, REMOTE_COPY_LAG_BYTES,
+    REMOTE_COPY_LAG_MS, REMOTE_LOG_RETENTION_BYTES, REMOTE_LOG_RETENTION_MINUTES, RETENTION_BYTES, RETENTION_MS,
+};
 use super::parse::MS_PER_MINUTE;
 use super::topic::{TopicDefaults, TopicSettings};
+use rsm_core::config::Setting;
 use rsm_core::error::{Error, Result};
 
 /// A retention limit: unlimited (a setting of -1) or at most some number of ms or bytes.
@@ -91,10 +96,10 @@ struct Sourced {
     from_topic: bool,
 }
 
-fn pick(topic: Option<i64>, topic_key: &'static str, default: i64, broker_key: &'static str) -> Sourced {
+fn pick(topic: Option<i64>, topic_setting: &Setting, default: i64, broker_setting: &Setting) -> Sourced {
     match topic {
-        Some(v) => Sourced { value: v, raw: v, key: topic_key, from_topic: true },
-        None => Sourced { value: default, raw: default, key: broker_key, from_topic: false },
+        Some(v) => Sourced { value: v, raw: v, key: topic_setting.key, from_topic: true },
+        None => Sourced { value: default, raw: default, key: broker_setting.key, from_topic: false },
     }
 }
 
@@ -110,18 +115,20 @@ pub(super) struct Values {
 /// inherited from the broker above the local retention is an error too (broker validation), instead of
 /// being capped at the local retention.
 pub(super) fn resolve_values(topic: &TopicSettings, d: &TopicDefaults, tiered: bool, strict: bool) -> Result<Values> {
-    let ret_ms = pick(topic.retention_ms, RETENTION_MS, d.retention_ms, LOG_RETENTION_MS);
-    let ret_bytes = pick(topic.retention_bytes, RETENTION_BYTES, d.retention_bytes, LOG_RETENTION_BYTES);
-    let local_ms = pick(topic.local_retention_ms, LOCAL_RETENTION_MS, d.local_retention_ms, LOG_LOCAL_RETENTION_MS);
+    let ret_ms = pick(topic.retention_ms, &RETENTION_MS, d.retention_ms, &LOG_RETENTION_MS);
+    let ret_bytes = pick(topic.retention_bytes, &RETENTION_BYTES, d.retention_bytes, &LOG_RETENTION_BYTES);
+    let local_ms = pick(topic.local_retention_ms, &LOCAL_RETENTION_MS, d.local_retention_ms, &LOG_LOCAL_RETENTION_MS);
     let local_bytes =
-        pick(topic.local_retention_bytes, LOCAL_RETENTION_BYTES, d.local_retention_bytes, LOG_LOCAL_RETENTION_BYTES);
+        pick(topic.local_retention_bytes, &LOCAL_RETENTION_BYTES, d.local_retention_bytes, &LOG_LOCAL_RETENTION_BYTES);
     let remote_ms = match topic.remote_log_retention_minutes {
-        Some(m) => Sourced { value: m * MS_PER_MINUTE, raw: m, key: REMOTE_LOG_RETENTION_MINUTES, from_topic: true },
+        Some(m) => {
+            Sourced { value: m * MS_PER_MINUTE, raw: m, key: REMOTE_LOG_RETENTION_MINUTES.key, from_topic: true }
+        }
         None => ret_ms,
     };
     let (remote_bytes, size_scope) = match topic.remote_log_retention_bytes {
         Some(b) => {
-            (Sourced { value: b, raw: b, key: REMOTE_LOG_RETENTION_BYTES, from_topic: true }, SizeScope::RemoteOnly)
+            (Sourced { value: b, raw: b, key: REMOTE_LOG_RETENTION_BYTES.key, from_topic: true }, SizeScope::RemoteOnly)
         }
         None => (ret_bytes, SizeScope::WholeLog),
     };
@@ -131,9 +138,9 @@ pub(super) fn resolve_values(topic: &TopicSettings, d: &TopicDefaults, tiered: b
         check_local_within_remote(local_ms, ret_ms, remote_ms, "ms")?;
         check_local_within_remote(local_bytes, ret_bytes, remote_bytes, "bytes")?;
     }
-    let lag_ms = pick(topic.remote_copy_lag_ms, REMOTE_COPY_LAG_MS, d.copy_lag_ms, LOG_REMOTE_COPY_LAG_MS);
+    let lag_ms = pick(topic.remote_copy_lag_ms, &REMOTE_COPY_LAG_MS, d.copy_lag_ms, &LOG_REMOTE_COPY_LAG_MS);
     let lag_bytes =
-        pick(topic.remote_copy_lag_bytes, REMOTE_COPY_LAG_BYTES, d.copy_lag_bytes, LOG_REMOTE_COPY_LAG_BYTES);
+        pick(topic.remote_copy_lag_bytes, &REMOTE_COPY_LAG_BYTES, d.copy_lag_bytes, &LOG_REMOTE_COPY_LAG_BYTES);
     let copy_lag = CopyLag {
         time_ms: resolve_lag(lag_ms, eff_local_ms, &describe_local(local_ms, ret_ms), tiered, strict)?,
         bytes: resolve_lag(lag_bytes, eff_local_bytes, &describe_local(local_bytes, ret_bytes), tiered, strict)?,
@@ -210,7 +217,7 @@ fn check_local_within_remote(local: Sourced, total: Sourced, remote: Sourced, un
     let local_desc = describe_local(local, total);
     let allowed = if eff < 0 {
         format!("unset {}, or set a local retention of at most {limit}", remote.key)
-    } else if remote.key == REMOTE_LOG_RETENTION_MINUTES {
+    } else if remote.key == REMOTE_LOG_RETENTION_MINUTES.key {
         format!("at least {} minutes", (eff + MS_PER_MINUTE - 1) / MS_PER_MINUTE)
     } else {
         format!("at least {eff}")
