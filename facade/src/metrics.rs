@@ -1,9 +1,7 @@
-//! The metrics every face publishes for a store ([`Store::cache_metrics`]), each declared once here: its name,
-//! what it counts, and whether it is a total since a start or a value now. The JNI face hands the names and
-//! descriptions to the plugin's Java metrics as they are; the C ABI and the CLI read the same table.
-
-#[cfg(doc)]
-use crate::store::Store;
+//! The metrics every face publishes for a store ([`Store::cache_metrics`](crate::Store::cache_metrics)), each
+//! declared once here: its name, what it counts, and whether it is a total since a start or a value now. The
+//! JNI face hands the names and descriptions to the plugin's Java metrics as they are; the C ABI and the CLI
+//! read the same table.
 
 /// Whether a metric counts since a start or is a value now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +31,8 @@ const fn now(name: &'static str, description: &'static str) -> Metric {
     Metric { name, description, kind: Kind::Now }
 }
 
-/// The metrics of [`Store::cache_metrics`], in its order: the caches' (the chunk cache is the process's, shared by
+/// The metrics of [`Store::cache_metrics`](crate::Store::cache_metrics), in its order: the caches' (the chunk
+/// cache is the process's, shared by
 /// the stores opened with the same cache settings), then the store's circuit breaker (`store.breaker.*`; all
 /// 0 when it is off), the waits that passed `fetch.timeout.ms` or `copy.timeout.ms`, a cloud store's
 /// throttled answers and retries its budget refused (0 for the other stores), and the bytes read from the
@@ -172,7 +171,8 @@ pub const STORE_METRICS: [Metric; 30] = [
     ),
 ];
 
-/// The names of [`STORE_METRICS`], in its order (what [`Store::cache_metrics`] returns values for).
+/// The names of [`STORE_METRICS`], in its order (what [`Store::cache_metrics`](crate::Store::cache_metrics)
+/// returns values for).
 pub const CACHE_METRICS: [&str; STORE_METRICS.len()] = names(&STORE_METRICS);
 
 const fn names<const N: usize>(metrics: &[Metric; N]) -> [&'static str; N] {

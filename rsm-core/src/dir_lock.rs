@@ -98,7 +98,7 @@ mod tests {
         let pid = holder.id();
         holder.kill().unwrap();
         holder.wait().unwrap();
-        assert_eq!(e.kind(), crate::ErrorKind::Busy, "{e}");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Busy, "{e}");
         let text = e.to_string();
         assert!(text.contains(&format!("process {pid}")), "names the holder: {text}");
         assert!(text.contains(&t.path().display().to_string()), "names the directory: {text}");

@@ -66,6 +66,12 @@ impl<T> Registry<T> {
     }
 }
 
+/// The open stores.
+pub(crate) static STORES: Registry<rsm_facade::Store> = Registry::new("store");
+
+/// The open streams.
+pub(crate) static STREAMS: Registry<std::sync::Mutex<rsm_facade::SegmentReader>> = Registry::new("stream");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,9 +8,8 @@
 
 use crate::boundary::{entry, entry_plain, optional_out_arg, out_arg, ref_arg, slice_arg, str_arg};
 use crate::buffer::rsm_buffer;
-use crate::handles::{Registry, as_handle, not_on_runtime};
+use crate::handles::{STORES, STREAMS, as_handle, not_on_runtime};
 use crate::result::{rsm_error, rsm_result};
-use crate::stream::STREAMS;
 use crate::types::{self, rsm_segment_files, rsm_segment_metadata};
 use rsm_core::{Error, Result};
 use rsm_facade::Store;
@@ -22,9 +21,6 @@ use std::sync::Arc;
 pub struct rsm_store {
     _private: [u8; 0],
 }
-
-/// The open stores.
-pub(crate) static STORES: Registry<Store> = Registry::new("store");
 
 /// The store of a handle, for the asynchronous form.
 pub(crate) fn store_of(s: *const rsm_store) -> Result<Arc<Store>> {

@@ -4,7 +4,7 @@
 //! lookup every call on a stream makes.
 
 use crate::boundary::{entry, entry_plain, optional_out_arg, out_arg, ref_arg};
-use crate::handles::{Registry, as_handle, not_on_runtime};
+use crate::handles::{STREAMS, as_handle, not_on_runtime};
 use crate::result::{rsm_error, rsm_result};
 use crate::store::{blocking_store_of, rsm_store};
 use crate::types::{self, rsm_segment_metadata};
@@ -20,9 +20,6 @@ pub const RSM_END_OF_SEGMENT: i32 = -1;
 pub struct rsm_stream {
     _private: [u8; 0],
 }
-
-/// The open streams.
-pub(crate) static STREAMS: Registry<Mutex<SegmentReader>> = Registry::new("stream");
 
 /// Registers a reader as a new stream handle, which the caller owns.
 pub(crate) fn new_stream(reader: SegmentReader) -> *mut rsm_stream {

@@ -90,14 +90,14 @@ mod tests {
             ),
         ];
         for (case, e) in cases {
-            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}: {e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{case}: {e}");
         }
         let b = env.rewrap(&ring, "b", seg, 100).await.unwrap();
         assert_eq!(b.kek_id, "b");
         let only_b = KeyRing::from_keys(None, [("b".to_string(), k(2))]).unwrap();
         b.unwrap(&only_b, seg, 100).await.unwrap();
         let e = env.unwrap(&only_b, seg, 100).await.unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Config);
         assert!(e.to_string().contains("`a` is not in the keyring"), "{e}");
     }
 }

@@ -54,7 +54,7 @@ pub enum Wrapped {
 /// A key-encryption key: wraps and unwraps data keys, each bound to a [`WrapContext`]. Async, so that a KEK
 /// in a remote service (a KMS) is asked without blocking a runtime thread. Errors name the KEK id and its
 /// setting, never key bytes or credentials: a KEK that cannot be used (disabled, deleted, not allowed) is a
-/// [`crate::ErrorKind::Config`] error, a wrap that does not open is [`crate::ErrorKind::Corrupt`].
+/// [`crate::error::ErrorKind::Config`] error, a wrap that does not open is [`crate::error::ErrorKind::Corrupt`].
 #[async_trait]
 pub trait KeyEncryptionKey: Send + Sync + fmt::Debug {
     /// A fresh random data key and its wrap. By default drawn here and wrapped with [`Self::wrap`]; a KMS
@@ -96,7 +96,7 @@ impl KeyEncryptionKey for LocalKek {
 
 /// What turns a KMS key's settings into a [`KeyEncryptionKey`]: the core speaks no HTTP, so the host passes
 /// one where the settings are read ([`KeyRing::read`](super::KeyRing::read), through
-/// [`TieredConfig::read_with_kms`](crate::TieredConfig::read_with_kms); the facade's store builder passes
+/// [`TieredConfig::read_with_kms`](crate::storage::TieredConfig::read_with_kms); the facade's store builder passes
 /// `rsm_backend_s3::kms::AwsKms`).
 pub trait KmsConnector: Send + Sync {
     /// The KEK of the KMS key `key_id`, which the setting `setting` names, sent with `settings`. Errors name

@@ -167,7 +167,7 @@ impl KeyRing {
         self.active.as_deref().ok_or_else(|| Error::config(ENCRYPTION_KEY_ID_KEY, "names no active key encryption key"))
     }
 
-    /// The KEK `id`; a [`crate::ErrorKind::Config`] error naming it when the keyring does not hold it.
+    /// The KEK `id`; a [`crate::error::ErrorKind::Config`] error naming it when the keyring does not hold it.
     pub fn kek(&self, id: &str) -> Result<&Arc<dyn KeyEncryptionKey>> {
         self.keks.get(id).ok_or_else(|| {
             Error::config(
@@ -413,7 +413,7 @@ mod tests {
             assert!(!e.full_message().contains("00112233"), "{e}");
         }
         let e = ring.kek("k9").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Config);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Config);
         assert!(e.to_string().contains("`k9`"), "{e}");
         // A topic's own key; topic names hold dots.
         let (ring, _) = read(&[

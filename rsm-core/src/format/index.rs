@@ -173,7 +173,7 @@ mod tests {
         ];
         for (name, bytes, size, msg) in cases {
             let err = read_offset_index("x.index", 100, &bytes, size).unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::Corrupt, "{name}");
+            assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{name}");
             assert!(err.to_string().contains(msg), "{name}: {err}");
             assert!(err.to_string().contains("x.index"), "{name}: {err}");
         }

@@ -279,6 +279,6 @@ mod tests {
         }
         let active = p.segments.last().unwrap();
         assert!(p.segment_data(active).is_err());
-        assert_eq!(parse_leader_epochs(b"0\n2\n0 0\n", "c").unwrap_err().kind(), crate::ErrorKind::Corrupt);
+        assert_eq!(parse_leader_epochs(b"0\n2\n0 0\n", "c").unwrap_err().kind(), crate::error::ErrorKind::Corrupt);
     }
 }

@@ -351,7 +351,7 @@ mod tests {
         b[30] ^= 1;
         fs::write(&p, b).unwrap();
         let e = f.lookup_offset(5).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt);
         assert!(e.to_string().contains("remoteLogIndex"), "{e}");
         fs::write(dir.path().join("00000000000000000000.remoteOffsetIndex"), [0u8; 5]).unwrap();
         assert!(f.lookup_offset(5).unwrap_err().to_string().contains("multiple of 8"));

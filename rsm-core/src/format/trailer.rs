@@ -181,7 +181,7 @@ mod tests {
         for (case, bytes, says) in cases {
             let e = Trailer::decode(&bytes, "pre/t-x/0/seg.segment").unwrap_err();
             let text = e.to_string();
-            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{case}");
             assert!(text.contains("pre/t-x/0/seg.segment") && text.contains(says), "{case}: {text}");
         }
     }

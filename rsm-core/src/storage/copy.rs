@@ -621,7 +621,7 @@ mod tests {
         // The first batch claims 2 GiB: the scan must not size a buffer by that.
         log[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
         std::fs::write(&path, &log).unwrap();
-        let mut chunker = Chunker::new(4 << 20, 64 << 10, 0, crate::Uuid::random());
+        let mut chunker = Chunker::new(4 << 20, 64 << 10, 0, crate::model::Uuid::random());
         let e = scan_file(&path, log.len() as u64, true, |b| chunker.push(b)).unwrap_err();
         let text = e.to_string();
         assert!(text.contains("position 0 declares 2147483659 bytes, past the end: 2097152 bytes remain"), "{text}");

@@ -55,7 +55,7 @@ pub(super) async fn read_manifest(backend: &dyn StorageBackend, key: &str, known
             let want = t.manifest_position..t.object_size();
             let got = match backend.get_range(key, want.clone()).await {
                 // The range starts past the object's end: it is shorter than the copy wrote it.
-                Err(e) if e.kind() == crate::ErrorKind::InvalidArgument => Bytes::new(),
+                Err(e) if e.kind() == crate::error::ErrorKind::InvalidArgument => Bytes::new(),
                 r => r?,
             };
             if got.len() as u64 != want.end - want.start {

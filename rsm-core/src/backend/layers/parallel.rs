@@ -217,7 +217,7 @@ mod tests {
         let (inner, _) = store(&data).await;
         let layer = ParallelReads { part_size: 1000, concurrency: 4 }.layer(inner.clone());
         let missing = layer.get_range("t/0/missing.log", 0..8000).await.unwrap_err();
-        assert_eq!(missing.kind(), crate::ErrorKind::NotFound, "{missing}");
+        assert_eq!(missing.kind(), crate::error::ErrorKind::NotFound, "{missing}");
         let gauge = Arc::new(InFlight { inner, now: Default::default(), most: Default::default() });
         let layer = ParallelReads { part_size: 1000, concurrency: 4 }.layer(gauge.clone());
         assert_eq!(&layer.get_range("t/0/a.log", 0..8000).await.unwrap()[..], &data[..]);

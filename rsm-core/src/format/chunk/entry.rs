@@ -437,7 +437,7 @@ mod tests {
             edit(&mut b);
             reseal(&mut b);
             let err = ChunkEntry::decode(&mut Reader::new(&b, "t")).unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::Corrupt, "{case}");
+            assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{case}");
             assert!(err.to_string().contains(says), "{case}: {err}");
         }
     }

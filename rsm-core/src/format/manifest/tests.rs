@@ -88,7 +88,7 @@ fn reads_align_to_blocks_and_every_block_is_checked() {
     let mut bad = log[900..1300].to_vec();
     bad[150] ^= 1;
     let e = m.check_blocks(900..1300, &bad, "t/0/x.log").unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+    assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt);
     assert!(e.to_string().contains("t/0/x.log: block 1000..1300"), "{e}");
     // Without block CRCs (version 1) the blocks are the chunks.
     let v1 = with_true_crcs(Manifest { block_size: 0, ..sample() }, &log);
@@ -96,7 +96,7 @@ fn reads_align_to_blocks_and_every_block_is_checked() {
     assert_eq!(v1.align(1500..1501), 1_000..2_000);
     let mut bad = log[1000..2000].to_vec();
     bad[999] ^= 1;
-    assert_eq!(v1.check_blocks(1000..2000, &bad, "k").unwrap_err().kind(), crate::ErrorKind::Corrupt);
+    assert_eq!(v1.check_blocks(1000..2000, &bad, "k").unwrap_err().kind(), crate::error::ErrorKind::Corrupt);
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn a_transformed_chunk_makes_version_3_and_is_checked_by_block() {
     let crc = crate::checksum::crc32c(&v2[..body]);
     v2[body..].copy_from_slice(&crc.to_be_bytes());
     let e = Manifest::decode(&v2, "seg.manifest").unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+    assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt);
     assert!(e.to_string().contains("chunk 1 is transformed (Zstd), which manifest version 2"), "{e}");
 }
 
@@ -312,7 +312,7 @@ fn a_frame_table_that_does_not_fit_its_chunks_is_corrupt() {
         let mut m = framed_sample(encrypted);
         edit(&mut m);
         let e = Manifest::decode(&m.encode(), "t/0/seg.manifest").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}: {e}");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{case}: {e}");
         assert!(e.to_string().contains("manifest t/0/seg.manifest") && e.to_string().contains(says), "{case}: {e}");
     }
     // Edits of the bytes: a chunk in frames under an older version; version 5 with no chunk in frames;
@@ -348,7 +348,7 @@ fn a_manifest_cut_anywhere_in_its_frame_section_is_corrupt() {
             let mut b = bytes[..cut].to_vec();
             b.extend_from_slice(&[0; 4]);
             let e = Manifest::decode(&resealed(b), "t/0/seg.manifest").unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "cut at {cut}: {e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "cut at {cut}: {e}");
             assert!(e.to_string().contains("manifest t/0/seg.manifest"), "cut at {cut}: {e}");
         }
     }
@@ -379,7 +379,7 @@ fn a_key_wrapped_by_a_provider_makes_version_6_and_only_it() {
             let mut b = bytes[..cut].to_vec();
             b.extend_from_slice(&[0; 4]);
             let e = Manifest::decode(&resealed(b), "k").unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "cut at {cut}: {e}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "cut at {cut}: {e}");
         }
     }
     // A blob's length out of bounds, and a version-6 flag other than 2, are corrupt (nothing allocated).
@@ -409,10 +409,10 @@ fn every_corruption_is_detected_in(m: Manifest) {
         let mut b = bytes.clone();
         b[i] ^= 0x40;
         let e = Manifest::decode(&b, "seg.manifest").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "byte {i}");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "byte {i}");
         assert!(e.to_string().contains("manifest seg.manifest"), "byte {i}: {e}");
     }
     for len in [0, 5, bytes.len() - 1] {
-        assert_eq!(Manifest::decode(&bytes[..len], "k").unwrap_err().kind(), crate::ErrorKind::Corrupt);
+        assert_eq!(Manifest::decode(&bytes[..len], "k").unwrap_err().kind(), crate::error::ErrorKind::Corrupt);
     }
 }

@@ -100,7 +100,7 @@ fn damaged_or_misdescribed_stored_bytes_are_corrupt() {
         let mut bad = stored.clone();
         bad[i] ^= 0x10;
         let e = undo(&good, Bytes::from(bad), "t/0/x.log").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "byte {i}: {e}");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "byte {i}: {e}");
         assert!(e.to_string().contains("t/0/x.log: chunk at position 0"), "byte {i}: {e}");
     }
     // A frame whose stored CRC matches (the entry was written for it) but that decodes to other lengths
@@ -110,7 +110,7 @@ fn damaged_or_misdescribed_stored_bytes_are_corrupt() {
     {
         let c = ChunkEntry { data_length: data_length as u32, ..good };
         let e = undo(&c, Bytes::from(stored.clone()), "k").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{case}: {e}");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{case}: {e}");
         assert!(e.to_string().contains(says), "{case}: {e}");
     }
     // A valid frame of other bytes: caught by the original CRC.
@@ -215,13 +215,13 @@ fn frames_compress_alone_and_undo_as_far_as_asked() {
     let mut bad = stored_of(2..4).to_vec();
     bad[lengths[2] as usize / 2] ^= 0x10;
     let e = undo_frames(&m, 1, 2..4, &bad, (4 * step) as u64, "t/0/x.log", None).unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
+    assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{e}");
     assert!(
         e.to_string().contains("t/0/x.log: chunk at position 0 (chunk 1") && e.to_string().contains("frame 2"),
         "{e}"
     );
     let e = undo_frames(&m, 1, 2..3, stored_of(3..4), (3 * step) as u64, "k", None).unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
+    assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt, "{e}");
     let e = undo_frames(&m, 1, 2..4, &stored_of(2..4)[1..], (4 * step) as u64, "k", None).unwrap_err();
     assert!(e.to_string().contains("its frame table says"), "{e}");
     // A frame whose CRC matches (the table written for it) but that decodes to another length: corrupt.

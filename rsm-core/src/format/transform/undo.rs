@@ -64,7 +64,7 @@ pub fn undo_blocks(
 /// data `key`; block by block in blocks of `block` bytes, the manifest's block size, when
 /// [`undoes_by_block`]), decompresses them when compressed into a buffer of exactly the entry's original length,
 /// and checks the result against the entry's length and CRC-32C. `what` (the object key) is named in
-/// errors; every failure of the stored bytes is [`crate::ErrorKind::Corrupt`].
+/// errors; every failure of the stored bytes is [`crate::error::ErrorKind::Corrupt`].
 pub fn undo_chunk(
     c: &ChunkEntry,
     index: usize,
@@ -189,7 +189,7 @@ pub fn stored_frames(
 /// length the zstd frame gives. The result starts at the first frame's first byte. A read of the whole
 /// chunk is checked against the entry's length and CRC; a shorter one is not, the caller checks it against
 /// the manifest's block CRCs. `what` (the object key) is named in errors, every failure of the stored bytes
-/// is [`crate::ErrorKind::Corrupt`] naming the chunk's position and the frame.
+/// is [`crate::error::ErrorKind::Corrupt`] naming the chunk's position and the frame.
 pub fn undo_frames(
     m: &Manifest,
     i: usize,
