@@ -2,7 +2,7 @@
 //! (`proxy::CountingProxy`, switched at run time with `set_fault`), through the facade (`rsm_facade::Store`,
 //! what the broker plugin and the C ABI call), with Azure's own throttling answer, `503` with
 //! `x-ms-error-code: ServerBusy` and the XML body `<Code>ServerBusy</Code>` (`proxy::Answer::AZURE_SERVER_BUSY`).
-//! The tests are written once for S3, Azure and GCS in `common/cloud_faults.rs` (`cloud_fault_tests!`); this
+//! The tests are written once for S3, Azure and GCS in `common/cloud_faults/` (`cloud_fault_tests!`); this
 //! file runs them on Azure, where uploads are `PUT`s and deletes blob batches (`POST
 //! ?restype=container&comp=batch`).
 //!
@@ -76,7 +76,7 @@
 //! Needs Azurite (`eval "$(tools/servers/azurite.sh start)"`); without it the tests fail, unless
 //! `RSM_SKIP_AZURE=1` outside CI.
 
-#[path = "common/cloud_faults.rs"]
+#[path = "common/cloud_faults/mod.rs"]
 mod faults;
 mod proxy;
 

@@ -8,7 +8,7 @@
 //! targets percent-encode every character of a key but letters and digits); uploads are the backend's own JSON
 //! API requests, with their own retry loop (`gcs.max.retries`, `ClientSettings::retrying`), through the same
 //! HTTP layer as object_store's, so under the same retry budget. The tests are written once for S3, Azure and
-//! GCS in `common/cloud_faults.rs` (`cloud_fault_tests!`); this file runs them on GCS.
+//! GCS in `common/cloud_faults/` (`cloud_fault_tests!`); this file runs them on GCS.
 //!
 //! What is proven, test by test (figures from runs on a loaded 2-core machine: they describe the behaviour, and
 //! only liveness bounds, 10 s, are asserted of times; request counts are asserted on fresh stores after few calls,
@@ -84,7 +84,7 @@
 //! Needs fake-gcs-server (`eval "$(tools/servers/fake-gcs.sh start)"`); without it the tests fail, unless
 //! `RSM_SKIP_GCS=1` outside CI.
 
-#[path = "common/cloud_faults.rs"]
+#[path = "common/cloud_faults/mod.rs"]
 mod faults;
 mod proxy;
 

@@ -2,7 +2,7 @@
 //! (`proxy::CountingProxy`, switched at run time with `set_fault`), through the facade (`rsm_facade::Store`,
 //! what the broker plugin and the C ABI call), with S3's own throttling answer, `503 Slow Down` and the XML
 //! body `<Code>SlowDown</Code>` (`faults::S3_SLOW_DOWN`, as `proxy::Fault::SlowDown` answers). The tests are
-//! written once for S3, Azure and GCS in `common/cloud_faults.rs` (`cloud_fault_tests!`); this file runs
+//! written once for S3, Azure and GCS in `common/cloud_faults/` (`cloud_fault_tests!`); this file runs
 //! them on S3, where uploads are `PUT`s and deletes `POST /bucket?delete` batches.
 //!
 //! What is proven, test by test (figures from runs on a loaded 2-core machine: they describe the behaviour,
@@ -81,7 +81,7 @@
 //! Needs moto (`eval "$(tools/servers/moto.sh start)"`); without it the tests fail, unless `RSM_SKIP_S3=1`
 //! outside CI.
 
-#[path = "common/cloud_faults.rs"]
+#[path = "common/cloud_faults/mod.rs"]
 mod faults;
 mod proxy;
 
