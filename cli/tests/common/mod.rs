@@ -2,6 +2,8 @@
 // Each test file uses its own subset.
 #![allow(dead_code)]
 
+pub mod tiering;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
