@@ -16,7 +16,7 @@
 
 #include <rsm.h>
 
-static void fail(const char *file, int line, const char *fmt, ...) {
+static inline void fail(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "%s:%d: ", file, line);
@@ -59,7 +59,7 @@ typedef struct {
   size_t len;
 } bytes;
 
-static bytes read_file(const char *path) {
+static inline bytes read_file(const char *path) {
   bytes b = {NULL, 0};
   FILE *f = fopen(path, "rb");
   CHECK(f != NULL, "cannot open %s: %s", path, strerror(errno));
@@ -100,7 +100,7 @@ typedef struct {
 
 /* Reads DIR/NAME (segments.txt, or txns.txt for the partition of transactions). Segment ids are fixed per
  * segment index, so a test is repeatable. */
-static void fixture_load_file(fixture *fx, const char *dir, const char *name) {
+static inline void fixture_load_file(fixture *fx, const char *dir, const char *name) {
   char path[1024], checkpoint[512];
   memset(fx, 0, sizeof *fx);
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -167,11 +167,11 @@ static void fixture_load_file(fixture *fx, const char *dir, const char *name) {
 }
 
 /* Reads DIR/segments.txt. */
-static void fixture_load(fixture *fx, const char *dir) { fixture_load_file(fx, dir, "segments.txt"); }
+static inline void fixture_load(fixture *fx, const char *dir) { fixture_load_file(fx, dir, "segments.txt"); }
 
-static void fixture_free(fixture *fx) { free(fx->checkpoint.data); }
+static inline void fixture_free(fixture *fx) { free(fx->checkpoint.data); }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+static inline int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st;
   (void)flag;
   (void)ftw;
@@ -179,17 +179,17 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ft
 }
 
 /* A fresh empty directory `base/name`; its file:// URL in `url`. */
-static void fresh_store(const char *base, const char *name, char *dir, size_t dir_len, char *url, size_t url_len) {
+static inline void fresh_store(const char *base, const char *name, char *dir, size_t dir_len, char *url, size_t url_len) {
   snprintf(dir, dir_len, "%s/%s", base, name);
   nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", dir, strerror(errno));
   snprintf(url, url_len, "file://%s", dir);
 }
 
-static void remove_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static inline void remove_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Reads a whole stream with reads of at most `step` bytes, then closes it. */
-static bytes read_all(rsm_stream *s, size_t step) {
+static inline bytes read_all(rsm_stream *s, size_t step) {
   bytes b = {NULL, 0};
   size_t cap = 0;
   uint8_t *buf = malloc(step);
@@ -212,16 +212,16 @@ static bytes read_all(rsm_stream *s, size_t step) {
   return b;
 }
 
-static void expect_same(const uint8_t *got, size_t got_len, const uint8_t *want, size_t want_len, const char *what) {
+static inline void expect_same(const uint8_t *got, size_t got_len, const uint8_t *want, size_t want_len, const char *what) {
   CHECK(got_len == want_len, "%s: %zu bytes, want %zu", what, got_len, want_len);
   for (size_t i = 0; i < want_len; i++)
     CHECK(got[i] == want[i], "%s: byte %zu is %u, want %u", what, i, got[i], want[i]);
 }
 
-static uint32_t be32(const uint8_t *p) {
+static inline uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
-static int64_t be64(const uint8_t *p) { return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4)); }
+static inline int64_t be64(const uint8_t *p) { return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4)); }
 
 /* A record batch as Kafka's v2 header lays it out: read here from the .log file itself, an independent
  * check of the library's positions. */
@@ -230,7 +230,7 @@ typedef struct {
   int64_t base_offset, last_offset, max_timestamp;
 } batch;
 
-static size_t batches_of(const bytes *log, batch *out, size_t max) {
+static inline size_t batches_of(const bytes *log, batch *out, size_t max) {
   size_t n = 0, pos = 0;
   while (pos + 61 <= log->len && n < max) {
     const uint8_t *h = log->data + pos;
@@ -247,7 +247,7 @@ static size_t batches_of(const bytes *log, batch *out, size_t max) {
   return n;
 }
 
-static void expect_no_open_handles(void) {
+static inline void expect_no_open_handles(void) {
   size_t stores = 99, streams = 99;
   CHECK(rsm_open_handles(&stores, &streams) == RSM_RESULT_OK, "rsm_open_handles");
   CHECK(stores == 0 && streams == 0, "%zu stores and %zu streams still open", stores, streams);
