@@ -1,5 +1,21 @@
 package io.rsm.kafka;
 
+import static io.rsm.kafka.BrokerRecords.consumeAndCompare;
+import static io.rsm.kafka.BrokerRecords.consumeValues;
+import static io.rsm.kafka.BrokerRecords.consumer;
+import static io.rsm.kafka.BrokerRecords.produce;
+import static io.rsm.kafka.BrokerRecords.remoteFetchLatency;
+import static io.rsm.kafka.EndToEndSupport.baseOffsets;
+import static io.rsm.kafka.EndToEndSupport.count;
+import static io.rsm.kafka.EndToEndSupport.deleteRecursively;
+import static io.rsm.kafka.EndToEndSupport.log;
+import static io.rsm.kafka.EndToEndSupport.ms;
+import static io.rsm.kafka.EndToEndSupport.offset;
+import static io.rsm.kafka.EndToEndSupport.percentile;
+import static io.rsm.kafka.EndToEndSupport.sleep;
+import static io.rsm.kafka.EndToEndSupport.topicId;
+import static io.rsm.kafka.EndToEndSupport.waitFor;
+import static io.rsm.kafka.StoredSegmentForm.checkStoredForm;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -16,7 +32,6 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -28,7 +43,6 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
@@ -37,21 +51,14 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.header.internals.RecordHeader;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -71,7 +78,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class BrokerEndToEndIT {
     static final int SEGMENT_BYTES = 1 << 20;
-    static final long T0 = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(2);
     static final String METADATA_WARM_UP = "Remote log metadata cache is not initialized";
     static final String METADATA_WARM_UP_40 = "This instance is in invalid state, initialized: false";
     static final String RLMM_READY = "Initialized topic-based RLMM resources successfully";
@@ -90,21 +96,6 @@ class BrokerEndToEndIT {
         }
         runs.add(new String[] {runs.get(0)[0], runs.get(0)[1], "s3"});
         return runs.stream();
-    }
-
-    /** What was produced at one offset. */
-    static final class Expected {
-        final byte[] key;
-        final byte[] value;
-        final Header[] headers;
-        final long timestamp;
-
-        Expected(byte[] key, byte[] value, Header[] headers, long timestamp) {
-            this.key = key;
-            this.value = value;
-            this.headers = headers;
-            this.timestamp = timestamp;
-        }
     }
 
     final Map<String, String> summary = new TreeMap<>();
@@ -240,7 +231,7 @@ class BrokerEndToEndIT {
             watcher.start();
 
             // Produce: three producers (none, zstd, gzip), keys, values, headers, explicit timestamps.
-            TreeMap<Long, Expected> expected = new TreeMap<>();
+            TreeMap<Long, ExpectedRecord> expected = new TreeMap<>();
             long t = System.nanoTime();
             int n = 0;
             n = produce(broker, topic, "none", 10000, n, expected, 16384);
@@ -509,187 +500,12 @@ class BrokerEndToEndIT {
         assertTrue(txnIndexReads > 0, "the broker read transaction indexes from remote");
     }
 
-    /** Every record value of [0, end) in the given isolation level, in offset order. */
-    static List<byte[]> consumeValues(KafkaBroker broker, TopicPartition tp, String isolation, long end) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
-        List<byte[]> out = new ArrayList<>();
-        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer())) {
-            c.assign(List.of(tp));
-            c.seek(tp, 0);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-            while (c.position(tp) < end) {
-                if (System.nanoTime() > deadline) {
-                    fail(isolation + " read stalled at " + c.position(tp) + " of " + end);
-                }
-                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
-                    out.add(r.value());
-                }
-            }
-        }
-        return out;
-    }
-
-    static int produce(KafkaBroker broker, String topic, String compression, int count, int first,
-                       TreeMap<Long, Expected> expected, int batchSize) throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression);
-        p.put(ProducerConfig.BATCH_SIZE_CONFIG, batchSize);
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
-                new ByteArraySerializer())) {
-            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
-            List<Expected> records = new ArrayList<>();
-            for (int i = first; i < first + count; i++) {
-                Random r = new Random(i);
-                byte[] key = i % 97 == 0 ? null : ("key-" + i).getBytes(StandardCharsets.UTF_8);
-                byte[] value;
-                if (compression.equals("none")) {
-                    value = new byte[200 + r.nextInt(1400)];
-                    r.nextBytes(value);
-                } else {
-                    // Half text, half noise: compressible, but not so much that segments stay few.
-                    StringBuilder sb = new StringBuilder();
-                    while (sb.length() < 300 + r.nextInt(700)) {
-                        sb.append("record ").append(i).append(" says ").append(r.nextInt(1000)).append("; ");
-                    }
-                    byte[] text = sb.toString().getBytes(StandardCharsets.UTF_8);
-                    value = new byte[text.length * 2];
-                    System.arraycopy(text, 0, value, 0, text.length);
-                    byte[] noise = new byte[text.length];
-                    r.nextBytes(noise);
-                    System.arraycopy(noise, 0, value, text.length, noise.length);
-                }
-                Header[] headers = i % 5 == 0 ? new Header[0] : new Header[] {
-                        new RecordHeader("seq", ByteBuffer.allocate(4).putInt(i).array()),
-                        new RecordHeader("producer", compression.getBytes(StandardCharsets.UTF_8))};
-                long ts = T0 + i * 10L;
-                records.add(new Expected(key, value, headers, ts));
-                sent.add(producer.send(new ProducerRecord<>(topic, 0, ts, key, value, List.of(headers))));
-            }
-            producer.flush();
-            for (int i = 0; i < sent.size(); i++) {
-                expected.put(sent.get(i).get(60, TimeUnit.SECONDS).offset(), records.get(i));
-            }
-        }
-        return first + count;
-    }
-
-    static KafkaConsumer<byte[], byte[]> consumer(KafkaBroker broker, int maxPollRecords) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
-        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPollRecords);
-        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    }
-
-    /** Reads offsets [from, to) and compares every record with what was produced; returns how many. */
-    static int consumeAndCompare(KafkaBroker broker, TopicPartition tp, long from, long to,
-                                 Map<Long, Expected> expected) {
-        int checked = 0;
-        try (KafkaConsumer<byte[], byte[]> c = consumer(broker, 2000)) {
-            c.assign(List.of(tp));
-            c.seek(tp, from);
-            long next = from;
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-            while (next < to) {
-                if (System.nanoTime() > deadline) {
-                    fail("consuming " + from + ".." + to + " stalled at " + next);
-                }
-                ConsumerRecords<byte[], byte[]> records = c.poll(Duration.ofMillis(500));
-                for (ConsumerRecord<byte[], byte[]> r : records) {
-                    if (r.offset() >= to) {
-                        break;
-                    }
-                    assertEquals(next, r.offset(), "offsets are contiguous");
-                    Expected e = expected.get(r.offset());
-                    assertNotNull(e, "offset " + r.offset());
-                    assertArrayEquals(e.key, r.key(), "key at " + r.offset());
-                    assertArrayEquals(e.value, r.value(), "value at " + r.offset());
-                    assertEquals(e.timestamp, r.timestamp(), "timestamp at " + r.offset());
-                    Header[] got = r.headers().toArray();
-                    assertEquals(e.headers.length, got.length, "headers at " + r.offset());
-                    for (int i = 0; i < got.length; i++) {
-                        assertEquals(e.headers[i].key(), got[i].key());
-                        assertArrayEquals(e.headers[i].value(), got[i].value());
-                    }
-                    next++;
-                    checked++;
-                }
-            }
-        }
-        return checked;
-    }
-
-    /** Times the consumer's first poll after a seek to a remote offset, 1 MiB per fetch; median and p90. */
-    static String remoteFetchLatency(KafkaBroker broker, TopicPartition tp, long earliestLocal) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
-        p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 1 << 20);
-        p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 1 << 20);
-        List<Long> micros = new ArrayList<>();
-        Random random = new Random(9);
-        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer())) {
-            c.assign(List.of(tp));
-            for (int i = 0; i < 60; i++) {
-                c.seek(tp, random.nextInt((int) earliestLocal));
-                long t = System.nanoTime();
-                while (c.poll(Duration.ofMillis(100)).isEmpty()) {
-                    if (System.nanoTime() - t > TimeUnit.SECONDS.toNanos(30)) {
-                        fail("no records from remote within 30 s");
-                    }
-                }
-                micros.add((System.nanoTime() - t) / 1000);
-            }
-        }
-        Collections.sort(micros);
-        return String.format("median %.1f, p90 %.1f over %d seeks (consumer poll to first records)",
-                percentile(micros, 50) / 1000.0, percentile(micros, 90) / 1000.0, micros.size());
-    }
-
-    static Uuid topicId(Admin admin, String topic) throws InterruptedException {
-        Uuid[] id = new Uuid[1];
-        waitFor("topic " + topic + " visible", 60, () -> {
-            try {
-                id[0] = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic)
-                        .topicId();
-                return true;
-            } catch (Exception e) {
-                return false;
-            }
-        });
-        return id[0];
-    }
-
     static String logOf(KafkaBroker broker) {
         try {
             return broker.log();
         } catch (IOException e) {
             return "";
         }
-    }
-
-    static long offset(Admin admin, TopicPartition tp, OffsetSpec spec) {
-        try {
-            return admin.listOffsets(Map.of(tp, spec)).partitionResult(tp).get(30, TimeUnit.SECONDS).offset();
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** The base offsets of the files in the local directory {@code dir} whose names end with {@code suffix}. */
-    static List<Long> baseOffsets(Path dir, String suffix) {
-        return baseOffsets(TestStore.filesystem(dir), "", suffix);
     }
 
     /**
@@ -742,127 +558,7 @@ class BrokerEndToEndIT {
                 delete.get("request-total"), fetch.get("request-latency-avg"), fetch.get("request-latency-max")));
     }
 
-    /**
-     * What the first segment's objects hold, read from the store without our SDK: a record value the first
-     * producer sent uncompressed ({@code plain}) is in the stored log as it was sent, unless the plugin
-     * compresses (every chunk: the heuristic is off) and encrypts, when the manifest is of version 5 (chunks
-     * compressed in frames, each sealed), or 6 when {@code topic}'s data keys are wrapped by a KMS, and the
-     * value is nowhere in the log object.
-     */
-    static void checkStoredForm(TestStore store, String remoteDir, String topic, byte[] plain) throws IOException {
-        assertTrue(plain.length >= 64, "a value long enough to look for: " + plain.length);
-        byte[] probe = Arrays.copyOf(plain, 64);
-        String log = null;
-        String manifest = null;
-        for (String key : store.keysUnder(remoteDir)) {
-            String name = key.substring(key.lastIndexOf('/') + 1);
-            if (name.startsWith("00000000000000000000-") && name.endsWith(".log")) {
-                log = key;
-            } else if (name.startsWith("00000000000000000000-") && name.endsWith(".manifest")) {
-                manifest = key;
-            }
-        }
-        assertNotNull(log, "the first segment's log object under " + remoteDir);
-        assertNotNull(manifest, "the first segment's manifest under " + remoteDir);
-        byte[] m = store.read(manifest);
-        int version = ((m[4] & 0xff) << 8) | (m[5] & 0xff);
-        boolean found = indexOf(store.read(log), probe) >= 0;
-        if (store.transformed()) {
-            boolean kms = topic.equals(store.kmsTopic());
-            assertEquals(kms ? 6 : 5, version, "a segment compressed in frames and encrypted"
-                    + (kms ? " under a KMS key" : "") + ": its manifest version");
-            assertFalse(found, "a record value in plain text in the encrypted log object " + log);
-        } else {
-            assertEquals(2, version, "a plain segment's manifest version");
-            assertTrue(found, "the record value in the plain log object " + log);
-        }
-    }
-
-    static int indexOf(byte[] hay, byte[] needle) {
-        outer:
-        for (int i = 0; i + needle.length <= hay.length; i++) {
-            for (int j = 0; j < needle.length; j++) {
-                if (hay[i + j] != needle[j]) {
-                    continue outer;
-                }
-            }
-            return i;
-        }
-        return -1;
-    }
-
-    /** The base offsets of the remote objects under {@code prefix} whose keys end with {@code suffix}. */
-    static List<Long> baseOffsets(TestStore store, String prefix, String suffix) {
-        List<Long> out = new ArrayList<>();
-        for (String key : store.keysUnder(prefix)) {
-            String name = key.substring(key.lastIndexOf('/') + 1);
-            if (name.endsWith(suffix)) {
-                out.add(Long.parseLong(name.substring(0, 20)));
-            }
-        }
-        Collections.sort(out);
-        return out;
-    }
-
     static int localLogs(Path dir) {
         return baseOffsets(dir, ".log").size();
-    }
-
-    static long count(String text, String needle) {
-        return text.lines().filter(l -> l.contains(needle)).count();
-    }
-
-    static long percentile(List<Long> sorted, int p) {
-        if (sorted.isEmpty()) {
-            return -1;
-        }
-        int i = (int) Math.ceil(p / 100.0 * sorted.size()) - 1;
-        return sorted.get(Math.max(0, Math.min(sorted.size() - 1, i)));
-    }
-
-    static void waitFor(String what, int seconds, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-        RuntimeException last = null;
-        while (true) {
-            try {
-                if (condition.getAsBoolean()) {
-                    return;
-                }
-            } catch (RuntimeException e) {
-                last = e;
-            }
-            if (System.nanoTime() > deadline) {
-                fail("timed out after " + seconds + " s waiting for: " + what, last);
-            }
-            Thread.sleep(100);
-        }
-    }
-
-    static long ms(long startNanos) {
-        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
-    }
-
-    static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    static void log(String line) {
-        System.out.println("[e2e] " + line);
-    }
-
-    static void deleteRecursively(Path dir) throws IOException {
-        if (!Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> files = Files.walk(dir)) {
-            List<Path> all = files.sorted(Collections.reverseOrder()).collect(Collectors.toList());
-            for (Path f : all) {
-                Files.deleteIfExists(f);
-            }
-        }
     }
 }

@@ -1,11 +1,11 @@
 package io.rsm.kafka;
 
-import static io.rsm.kafka.BrokerEndToEndIT.baseOffsets;
-import static io.rsm.kafka.BrokerEndToEndIT.count;
-import static io.rsm.kafka.BrokerEndToEndIT.log;
-import static io.rsm.kafka.BrokerEndToEndIT.ms;
-import static io.rsm.kafka.BrokerEndToEndIT.sleep;
-import static io.rsm.kafka.BrokerEndToEndIT.waitFor;
+import static io.rsm.kafka.EndToEndSupport.baseOffsets;
+import static io.rsm.kafka.EndToEndSupport.count;
+import static io.rsm.kafka.EndToEndSupport.log;
+import static io.rsm.kafka.EndToEndSupport.ms;
+import static io.rsm.kafka.EndToEndSupport.sleep;
+import static io.rsm.kafka.EndToEndSupport.waitFor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -13,22 +13,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Properties;
-import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -36,34 +30,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.AlterConfigOp;
-import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.DescribeReplicaLogDirsResult.ReplicaLogDirInfo;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
-import org.apache.kafka.clients.admin.TopicDescription;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.ElectionType;
-import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartitionReplica;
-import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The scenarios of a replicated cluster ({@link KafkaCluster}): leader failover while copying, a follower
@@ -73,9 +49,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * read_committed; {@code rsm audit} over the cluster finds nothing lost, no orphans, nothing stuck; and no
  * broker logged a remote-storage failure. Figures go to {@link #summary}.
  */
-final class ClusterScenarios implements AutoCloseable {
-    static final int SEGMENT_BYTES = 1 << 20;
-    static final int VALUE_BYTES = 1000;
+final class ClusterScenarios extends ClusterClient {
     /**
      * Kafka's own remote log manager not yet told of a partition after a restart: its follower fetcher builds
      * the remote log's auxiliary state before the leadership notice registers the topic id, fails before our
@@ -86,43 +60,16 @@ final class ClusterScenarios implements AutoCloseable {
     static final List<String> WARM_UP =
             List.of(BrokerEndToEndIT.METADATA_WARM_UP, BrokerEndToEndIT.METADATA_WARM_UP_40, RLM_WARM_UP);
 
-    final KafkaCluster cluster;
     final Path work;
     final Path cli;
-    final Admin admin;
     final Map<String, String> summary = new TreeMap<>();
     /** Where each broker's log was at the start of the current scenario. */
     private final Map<Integer, Long> logMarks = new HashMap<>();
 
     ClusterScenarios(KafkaCluster cluster, Path work, Path cli) {
-        this.cluster = cluster;
+        super(cluster);
         this.work = work;
         this.cli = cli;
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
-        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 60000);
-        this.admin = Admin.create(p);
-    }
-
-    /** What a scenario's producers had acknowledged: offset to value, per partition, and which were aborted. */
-    static final class Ledger {
-        final TreeMap<Long, byte[]> values = new TreeMap<>();
-        final Set<Long> aborted = new HashSet<>();
-
-        synchronized void add(long offset, byte[] value, boolean abortedTxn) {
-            assertNull(values.put(offset, value), "two acknowledged records at offset " + offset);
-            if (abortedTxn) {
-                aborted.add(offset);
-            }
-        }
-
-        synchronized int size() {
-            return values.size();
-        }
-
-        synchronized long end() {
-            return values.isEmpty() ? 0 : values.lastKey() + 1;
-        }
     }
 
     // ---- the scenarios ----
@@ -131,9 +78,9 @@ final class ClusterScenarios implements AutoCloseable {
      * A one-partition tiered topic of replication factor 3 keeping a second of it locally, {@code records}
      * plain records produced to it and tiered.
      */
-    Ledger tieredAndFilled(TopicPartition tp, int records) throws Exception {
+    ClusterLedger tieredAndFilled(TopicPartition tp, int records) throws Exception {
         createTopic(tp.topic(), 1, 3, tieredTopic(Map.of("local.retention.ms", "1000")), null);
-        Ledger ledger = new Ledger();
+        ClusterLedger ledger = new ClusterLedger();
         produce(tp, records, ledger);
         awaitTiered(tp);
         return ledger;
@@ -143,10 +90,10 @@ final class ClusterScenarios implements AutoCloseable {
      * A one-partition tiered topic of replication factor 3 keeping {@code localRetention} of it locally
      * ({@code local.retention.bytes}), filled with transactions (some aborted) and then plain records, tiered.
      */
-    Ledger filledTopic(String topic, long localRetention) throws Exception {
+    ClusterLedger filledTopic(String topic, long localRetention) throws Exception {
         TopicPartition tp = new TopicPartition(topic, 0);
         createTopic(topic, 1, 3, tieredTopic(Map.of("local.retention.bytes", String.valueOf(localRetention))), null);
-        Ledger ledger = new Ledger();
+        ClusterLedger ledger = new ClusterLedger();
         produceTransactions(tp, 6, 200, ledger);
         produce(tp, 10000, ledger);
         awaitTiered(tp);
@@ -158,11 +105,11 @@ final class ClusterScenarios implements AutoCloseable {
      * "Copying"), while a producer keeps writing; the new leader continues; the killed broker comes back.
      * Returns the partition's ledger.
      */
-    Ledger leaderFailoverDuringCopies(String topic) throws Exception {
+    ClusterLedger leaderFailoverDuringCopies(String topic) throws Exception {
         begin();
         TopicPartition tp = new TopicPartition(topic, 0);
         createTopic(topic, 1, 3, tieredTopic(Map.of("local.retention.ms", "1000")), null);
-        Ledger ledger = new Ledger();
+        ClusterLedger ledger = new ClusterLedger();
         produceTransactions(tp, 6, 200, ledger);
         produce(tp, 3000, ledger);
         awaitTiered(tp);
@@ -238,7 +185,7 @@ final class ClusterScenarios implements AutoCloseable {
      * from it. With {@code kip1023} ({@code follower.fetch.last.tiered.offset.enable}, brokers 4.3+), it starts
      * from the last tiered offset instead of the leader's local log start.
      */
-    void rebuildFollowerFromRemote(TopicPartition tp, Ledger ledger, int id, boolean kip1023) throws Exception {
+    void rebuildFollowerFromRemote(TopicPartition tp, ClusterLedger ledger, int id, boolean kip1023) throws Exception {
         begin();
         String what = "rebuild" + (kip1023 ? " (KIP-1023)" : "");
         KafkaBroker b = cluster.broker(id);
@@ -249,7 +196,7 @@ final class ClusterScenarios implements AutoCloseable {
         for (Path dir : b.logDirs) {
             Path partition = dir.resolve(tp.topic() + "-" + tp.partition());
             if (Files.exists(partition)) {
-                BrokerEndToEndIT.deleteRecursively(partition);
+                EndToEndSupport.deleteRecursively(partition);
                 wiped++;
             }
         }
@@ -287,10 +234,10 @@ final class ClusterScenarios implements AutoCloseable {
     void rollingRestartUnderLoad(String topic) throws Exception {
         begin();
         createTopic(topic, 3, 3, tieredTopic(Map.of("local.retention.ms", "1000")), null);
-        Map<TopicPartition, Ledger> ledgers = new TreeMap<>(Comparator.comparing(TopicPartition::toString));
+        Map<TopicPartition, ClusterLedger> ledgers = new TreeMap<>(Comparator.comparing(TopicPartition::toString));
         for (int p = 0; p < 3; p++) {
             TopicPartition tp = new TopicPartition(topic, p);
-            Ledger l = new Ledger();
+            ClusterLedger l = new ClusterLedger();
             produce(tp, 2500, l);
             ledgers.put(tp, l);
         }
@@ -308,7 +255,7 @@ final class ClusterScenarios implements AutoCloseable {
         Thread producer = new Thread(() -> {
             try (KafkaProducer<byte[], byte[]> p = producer()) {
                 while (running.get()) {
-                    for (Map.Entry<TopicPartition, Ledger> e : ledgers.entrySet()) {
+                    for (Map.Entry<TopicPartition, ClusterLedger> e : ledgers.entrySet()) {
                         produce(p, e.getKey(), 100, e.getValue());
                         produced.addAndGet(100);
                     }
@@ -390,7 +337,7 @@ final class ClusterScenarios implements AutoCloseable {
         TopicPartition tp = new TopicPartition(topic, 0);
         Map<String, String> cfg = tieredTopic(Map.of("local.retention.ms", "1000", "min.insync.replicas", "1"));
         createTopic(topic, 1, 2, cfg, Map.of(0, List.of(1, 2)));
-        Ledger ledger = new Ledger();
+        ClusterLedger ledger = new ClusterLedger();
         produce(tp, 4000, ledger);
         awaitTiered(tp);
         KafkaBroker three = cluster.broker(3);
@@ -440,7 +387,7 @@ final class ClusterScenarios implements AutoCloseable {
     void tieringDisabledAndReenabled(String topic) throws Exception {
         begin();
         TopicPartition tp = new TopicPartition(topic, 0);
-        Ledger ledger = tieredAndFilled(tp, 4000);
+        ClusterLedger ledger = tieredAndFilled(tp, 4000);
         String dir = remoteDir(tp);
         List<Long> before = baseOffsets(cluster.store, dir, ".manifest");
         Set<String> others = keysOutside(dir);
@@ -486,7 +433,7 @@ final class ClusterScenarios implements AutoCloseable {
     void deleteRecordsAndTopic(String topic) throws Exception {
         begin();
         TopicPartition tp = new TopicPartition(topic, 0);
-        Ledger ledger = tieredAndFilled(tp, 6000);
+        ClusterLedger ledger = tieredAndFilled(tp, 6000);
         String dir = remoteDir(tp);
         List<Long> bases = baseOffsets(cluster.store, dir, ".manifest");
         assertTrue(bases.size() >= 4, "segments remote: " + bases);
@@ -515,9 +462,9 @@ final class ClusterScenarios implements AutoCloseable {
      * nothing lost, no orphans and nothing stuck; no broker logged a remote-storage failure since the
      * scenario began.
      */
-    String check(String topic, Map<TopicPartition, Ledger> ledgers) throws Exception {
+    String check(String topic, Map<TopicPartition, ClusterLedger> ledgers) throws Exception {
         int read = 0;
-        for (Map.Entry<TopicPartition, Ledger> e : ledgers.entrySet()) {
+        for (Map.Entry<TopicPartition, ClusterLedger> e : ledgers.entrySet()) {
             read += readBack(e.getKey(), e.getValue());
         }
         String audit = audit(topic);
@@ -527,49 +474,6 @@ final class ClusterScenarios implements AutoCloseable {
                 .filter(l -> l.contains(" lost, ")).findFirst().orElse(""));
         assertNoRemoteStorageFailures(Set.of());
         return audit;
-    }
-
-    int readBack(TopicPartition tp, Ledger ledger) {
-        TreeMap<Long, byte[]> all;
-        Set<Long> aborted;
-        synchronized (ledger) {
-            all = new TreeMap<>(ledger.values);
-            aborted = new HashSet<>(ledger.aborted);
-        }
-        long from = all.isEmpty() ? 0 : all.firstKey();
-        long end = all.isEmpty() ? 0 : all.lastKey() + 1;
-        for (String isolation : List.of("read_uncommitted", "read_committed")) {
-            TreeMap<Long, byte[]> expected = new TreeMap<>(all);
-            if (isolation.equals("read_committed")) {
-                expected.keySet().removeAll(aborted);
-            }
-            List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
-            try (KafkaConsumer<byte[], byte[]> c = consumer(isolation)) {
-                c.assign(List.of(tp));
-                c.seek(tp, from);
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
-                while (c.position(tp) < end) {
-                    if (System.nanoTime() > deadline) {
-                        fail(isolation + " read of " + tp + " stalled at " + c.position(tp) + " of " + end);
-                    }
-                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
-                        if (r.offset() < end) {
-                            got.add(r);
-                        }
-                    }
-                }
-            }
-            Iterator<Map.Entry<Long, byte[]>> want = expected.entrySet().iterator();
-            for (ConsumerRecord<byte[], byte[]> r : got) {
-                assertTrue(want.hasNext(), isolation + ": a record past the acknowledged ones at " + tp + "@" + r.offset());
-                Map.Entry<Long, byte[]> w = want.next();
-                assertEquals(w.getKey(), r.offset(), isolation + ": the next record of " + tp);
-                assertTrue(Arrays.equals(w.getValue(), r.value()), isolation + ": value at " + tp + "@" + r.offset());
-            }
-            assertTrue(!want.hasNext(), isolation + ": acknowledged record missing at " + tp + "@"
-                    + (want.hasNext() ? want.next().getKey() : -1));
-        }
-        return all.size();
     }
 
     /** {@code rsm audit --bootstrap-server} over the cluster for {@code topic}, with no safety age. */
@@ -654,281 +558,6 @@ final class ClusterScenarios implements AutoCloseable {
     private void begin() throws IOException {
         for (KafkaBroker b : cluster.brokers) {
             logMarks.put(b.nodeId(), lines(b));
-        }
-    }
-
-    static long lines(KafkaBroker b) throws IOException {
-        return b.log().lines().count();
-    }
-
-    static Map<String, String> tieredTopic(Map<String, String> extra) {
-        Map<String, String> cfg = new HashMap<>();
-        cfg.put("remote.storage.enable", "true");
-        cfg.put("segment.bytes", String.valueOf(SEGMENT_BYTES));
-        cfg.put("retention.ms", "-1");
-        cfg.put("min.insync.replicas", "2");
-        cfg.putAll(extra);
-        return cfg;
-    }
-
-    void createTopic(String topic, int partitions, int replication, Map<String, String> cfg,
-            Map<Integer, List<Integer>> assignment) throws Exception {
-        NewTopic t = assignment == null ? new NewTopic(topic, partitions, (short) replication)
-                : new NewTopic(topic, assignment);
-        admin.createTopics(List.of(t.configs(cfg))).all().get(60, TimeUnit.SECONDS);
-        for (int p = 0; p < partitions; p++) {
-            TopicPartition tp = new TopicPartition(topic, p);
-            waitFor("leader and full ISR of " + tp, 60, () -> leader(tp) > 0 && isr(tp).size() == replication);
-        }
-    }
-
-    void alterTopic(String topic, Map<String, String> cfg) throws Exception {
-        List<AlterConfigOp> ops = cfg.entrySet().stream()
-                .map(e -> new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()), AlterConfigOp.OpType.SET))
-                .collect(Collectors.toList());
-        admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.TOPIC, topic), ops)).all()
-                .get(60, TimeUnit.SECONDS);
-    }
-
-    Properties producerConfig() {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-        p.put(ProducerConfig.BATCH_SIZE_CONFIG, 65536);
-        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 180000);
-        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15000);
-        return p;
-    }
-
-    private static final AtomicLong SEQUENCE = new AtomicLong();
-
-    static byte[] value(TopicPartition tp) {
-        long seq = SEQUENCE.incrementAndGet();
-        byte[] v = new byte[VALUE_BYTES];
-        new Random(seq).nextBytes(v);
-        byte[] tag = (tp + "#" + seq + ";").getBytes(StandardCharsets.UTF_8);
-        System.arraycopy(tag, 0, v, 0, tag.length);
-        return v;
-    }
-
-    KafkaProducer<byte[], byte[]> producer() {
-        return new KafkaProducer<>(producerConfig(), new ByteArraySerializer(), new ByteArraySerializer());
-    }
-
-    /** Produces {@code count} records to {@code tp} with an idempotent acks=all producer; all acknowledged. */
-    void produce(TopicPartition tp, int count, Ledger ledger) throws Exception {
-        try (KafkaProducer<byte[], byte[]> producer = producer()) {
-            produce(producer, tp, count, ledger);
-        }
-    }
-
-    /** Produces {@code count} records to {@code tp} with {@code producer}, waiting until all are acknowledged. */
-    static void produce(KafkaProducer<byte[], byte[]> producer, TopicPartition tp, int count, Ledger ledger)
-            throws Exception {
-        List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
-        List<byte[]> values = new ArrayList<>();
-        for (int i = 0; i < count; i++) {
-            byte[] v = value(tp);
-            values.add(v);
-            sent.add(producer.send(new ProducerRecord<>(tp.topic(), tp.partition(), null, v)));
-        }
-        producer.flush();
-        for (int i = 0; i < sent.size(); i++) {
-            ledger.add(sent.get(i).get(3, TimeUnit.MINUTES).offset(), values.get(i), false);
-        }
-    }
-
-    /** Transactions of {@code perTxn} records each on {@code tp}, every third aborted. */
-    void produceTransactions(TopicPartition tp, int txns, int perTxn, Ledger ledger) throws Exception {
-        Properties p = producerConfig();
-        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "cluster-" + tp);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(),
-                new ByteArraySerializer())) {
-            producer.initTransactions();
-            for (int t = 0; t < txns; t++) {
-                boolean abort = t % 3 == 2;
-                producer.beginTransaction();
-                List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
-                List<byte[]> values = new ArrayList<>();
-                for (int i = 0; i < perTxn; i++) {
-                    byte[] v = value(tp);
-                    values.add(v);
-                    sent.add(producer.send(new ProducerRecord<>(tp.topic(), tp.partition(), null, v)));
-                }
-                producer.flush();
-                for (int i = 0; i < sent.size(); i++) {
-                    ledger.add(sent.get(i).get(60, TimeUnit.SECONDS).offset(), values.get(i), abort);
-                }
-                if (abort) {
-                    producer.abortTransaction();
-                } else {
-                    producer.commitTransaction();
-                }
-            }
-        }
-    }
-
-    KafkaConsumer<byte[], byte[]> consumer(String isolation) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
-        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 2000);
-        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    }
-
-    /** Waits until the partition's latest tiered offset stops moving (every closed segment copied). */
-    void awaitTiered(TopicPartition tp) throws InterruptedException {
-        long[] last = {-2};
-        long[] since = {System.nanoTime()};
-        waitFor("closed segments of " + tp + " tiered", 180, () -> {
-            long tiered = offset(tp, OffsetSpec.latestTiered());
-            if (tiered != last[0]) {
-                last[0] = tiered;
-                since[0] = System.nanoTime();
-                return false;
-            }
-            return tiered >= 0 && System.nanoTime() - since[0] > TimeUnit.SECONDS.toNanos(3);
-        });
-    }
-
-    long offset(TopicPartition tp, OffsetSpec spec) {
-        return BrokerEndToEndIT.offset(admin, tp, spec);
-    }
-
-    TopicPartitionInfo partition(TopicPartition tp) {
-        try {
-            TopicDescription d = admin.describeTopics(List.of(tp.topic())).allTopicNames().get(30, TimeUnit.SECONDS)
-                    .get(tp.topic());
-            return d.partitions().get(tp.partition());
-        } catch (Exception e) {
-            throw new IllegalStateException("describing " + tp + ": " + e, e);
-        }
-    }
-
-    /** The partition's leader's node id, or -1 without one. */
-    int leader(TopicPartition tp) {
-        Node l = partition(tp).leader();
-        return l == null ? -1 : l.id();
-    }
-
-    List<Integer> isr(TopicPartition tp) {
-        return partition(tp).isr().stream().map(Node::id).collect(Collectors.toList());
-    }
-
-    List<Integer> replicas(TopicPartition tp) {
-        return partition(tp).replicas().stream().map(Node::id).collect(Collectors.toList());
-    }
-
-    void awaitIsr(TopicPartition tp, int size) throws InterruptedException {
-        waitFor(size + " replicas in the ISR of " + tp, 180, () -> isr(tp).size() == size);
-    }
-
-    /** Makes broker {@code id} the leader of {@code tp}: first in the replica list, then a preferred election. */
-    void makeLeader(TopicPartition tp, int id) throws Exception {
-        List<Integer> order = new ArrayList<>(replicas(tp));
-        if (order.get(0) != id) {
-            order.remove(Integer.valueOf(id));
-            order.add(0, id);
-            admin.alterPartitionReassignments(Map.of(tp, Optional.of(new NewPartitionReassignment(order))))
-                    .all().get(60, TimeUnit.SECONDS);
-            waitFor("replica order of " + tp, 60, () -> replicas(tp).equals(order));
-        }
-        waitFor("broker " + id + " leads " + tp, 120, () -> {
-            try {
-                admin.electLeaders(ElectionType.PREFERRED, Set.of(tp)).all().get(30, TimeUnit.SECONDS);
-            } catch (Exception alreadyOrNotYet) {
-                // ElectionNotNeeded when it leads already; the check below decides.
-            }
-            return leader(tp) == id;
-        });
-    }
-
-    ReplicaLogDirInfo replicaLogDir(TopicPartitionReplica replica) {
-        try {
-            return admin.describeReplicaLogDirs(List.of(replica)).all().get(30, TimeUnit.SECONDS).get(replica);
-        } catch (Exception e) {
-            throw new IllegalStateException("describing the log directory of " + replica + ": " + e, e);
-        }
-    }
-
-    /** The base offset of the first local segment of {@code tp} on broker {@code b}. */
-    static long localLogStart(KafkaBroker b, TopicPartition tp) {
-        for (Path dir : b.logDirs) {
-            List<Long> bases = BrokerEndToEndIT.baseOffsets(dir.resolve(tp.topic() + "-" + tp.partition()), ".log");
-            if (!bases.isEmpty()) {
-                return bases.get(0);
-            }
-        }
-        return -1;
-    }
-
-    String remoteDir(TopicPartition tp) throws InterruptedException {
-        Uuid id = BrokerEndToEndIT.topicId(admin, tp.topic());
-        return tp.topic() + "-" + id + "/" + tp.partition() + "/";
-    }
-
-    /** Every object key of the store outside {@code dir}. */
-    Set<String> keysOutside(String dir) {
-        return cluster.store.keysUnder("").stream().filter(k -> !k.startsWith(dir)).collect(Collectors.toSet());
-    }
-
-    /** The bytes the plugin of broker {@code b} served from remote segments since it started (JMX). */
-    static double fetchBytes(KafkaBroker b) throws IOException {
-        for (Map.Entry<String, Map<String, Double>> e : b.mbeans("io.rsm.kafka:*").entrySet()) {
-            if (e.getKey().contains("operation=fetch-segment")) {
-                return e.getValue().getOrDefault("byte-total", 0.0);
-            }
-        }
-        return 0;
-    }
-
-    @Override
-    public void close() {
-        admin.close(Duration.ofSeconds(10));
-    }
-
-    /** Follows a growing log file from its current end, line by line. */
-    static final class LogTail implements AutoCloseable {
-        private final RandomAccessFile file;
-        private final StringBuilder partial = new StringBuilder();
-
-        LogTail(Path path) throws IOException {
-            file = new RandomAccessFile(path.toFile(), "r");
-            file.seek(file.length());
-        }
-
-        /** Waits (polling every millisecond) for a new line matching {@code match}; returns it. */
-        String await(int seconds, Predicate<String> match) throws IOException, InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-            byte[] buf = new byte[1 << 16];
-            while (System.nanoTime() < deadline) {
-                int n = file.read(buf);
-                if (n <= 0) {
-                    Thread.sleep(1);
-                    continue;
-                }
-                partial.append(new String(buf, 0, n, StandardCharsets.UTF_8));
-                int nl;
-                while ((nl = partial.indexOf("\n")) >= 0) {
-                    String line = partial.substring(0, nl);
-                    partial.delete(0, nl + 1);
-                    if (match.test(line)) {
-                        return line;
-                    }
-                }
-            }
-            fail("no matching line within " + seconds + " s");
-            return null;
-        }
-
-        @Override
-        public void close() throws IOException {
-            file.close();
         }
     }
 }

@@ -44,7 +44,7 @@ class KafkaClusterIT {
 
     private void run(String version, String classpathFile, Path work, TestStore store, boolean everything)
             throws Exception {
-        BrokerEndToEndIT.deleteRecursively(work);
+        EndToEndSupport.deleteRecursively(work);
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
         Path cli = Paths.get(System.getProperty("rsm.cli", "../target/debug/rsm"));
         assertTrue(Files.isExecutable(cli), "the rsm binary " + cli.toAbsolutePath() + " (system property rsm.cli)");
@@ -52,14 +52,14 @@ class KafkaClusterIT {
         long t = System.nanoTime();
         try (KafkaCluster cluster = new KafkaCluster(version, classpath, work, jar, store)) {
             cluster.start();
-            BrokerEndToEndIT.log("cluster of Kafka " + version + " on the " + store + " store started in "
-                    + BrokerEndToEndIT.ms(t) + " ms: " + cluster.bootstrap());
+            EndToEndSupport.log("cluster of Kafka " + version + " on the " + store + " store started in "
+                    + EndToEndSupport.ms(t) + " ms: " + cluster.bootstrap());
             try (ClusterScenarios s = new ClusterScenarios(cluster, work, cli)) {
                 try {
                     scenarios(s, version, everything);
                 } finally {
                     StringBuilder sb = new StringBuilder("cluster: Kafka " + version + ", 3 brokers and a controller, "
-                            + "store " + store + ", " + BrokerEndToEndIT.ms(t) / 1000 + " s\n");
+                            + "store " + store + ", " + EndToEndSupport.ms(t) / 1000 + " s\n");
                     s.summary.forEach((k, v) -> sb.append(k).append(": ").append(v).append('\n'));
                     Files.writeString(work.resolve("summary.txt"), sb.toString());
                     System.out.println("--- summary\n" + sb);
@@ -79,7 +79,7 @@ class KafkaClusterIT {
 
     private void scenarios(ClusterScenarios s, String version, boolean everything) throws Exception {
         if (wanted("failover")) {
-            ClusterScenarios.Ledger failover = s.leaderFailoverDuringCopies("failover");
+            ClusterLedger failover = s.leaderFailoverDuringCopies("failover");
             TopicPartition tp = new TopicPartition("failover", 0);
             if (!everything) {
                 s.rebuildFollowerFromRemote(tp, failover, follower(s, tp), false);
@@ -90,7 +90,7 @@ class KafkaClusterIT {
             // A topic keeping 4 MiB locally, so the leader's local log starts well past the last tiered offset's
             // segments: without KIP-1023 the follower copies those from the leader, with it from the tiered end.
             TopicPartition rebuilt = new TopicPartition("rebuilt", 0);
-            ClusterScenarios.Ledger ledger = s.filledTopic(rebuilt.topic(), 4 << 20);
+            ClusterLedger ledger = s.filledTopic(rebuilt.topic(), 4 << 20);
             s.rebuildFollowerFromRemote(rebuilt, ledger, follower(s, rebuilt), false);
             if (TestSegments.versionAtLeast(version, 4, 3)) {
                 s.rebuildFollowerFromRemote(rebuilt, ledger, follower(s, rebuilt), true);

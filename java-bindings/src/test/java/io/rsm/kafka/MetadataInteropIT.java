@@ -59,7 +59,7 @@ class MetadataInteropIT {
         assertTrue(Files.isExecutable(cli), "the rsm binary " + cli.toAbsolutePath() + " (system property rsm.cli)");
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
         Path work = OUT.resolve("metadata-interop-" + version);
-        BrokerEndToEndIT.deleteRecursively(work);
+        EndToEndSupport.deleteRecursively(work);
         Path storeDir = work.resolve("tiered-store");
         TestStore store = TestStore.filesystem(storeDir);
         String url = TestStore.fileUrl(storeDir);
@@ -77,24 +77,24 @@ class MetadataInteropIT {
                 cfg.put("retention.bytes", String.valueOf(3 << 20));
                 admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all()
                         .get(60, TimeUnit.SECONDS);
-                Uuid topicId = BrokerEndToEndIT.topicId(admin, topic);
-                BrokerEndToEndIT.produce(broker, topic, "none", 30000, 0, new TreeMap<>(), 16384);
+                Uuid topicId = EndToEndSupport.topicId(admin, topic);
+                BrokerRecords.produce(broker, topic, "none", 30000, 0, new TreeMap<>(), 16384);
                 String remoteDir = topic + "-" + topicId + "/0/";
                 // Wait until copies are done and retention has deleted some: the log start moved past 0.
-                BrokerEndToEndIT.waitFor("segments tiered and the oldest deleted by retention", 240, () -> {
-                    long tiered = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latestTiered());
-                    long earliest = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.earliest());
-                    long local = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.earliestLocal());
+                EndToEndSupport.waitFor("segments tiered and the oldest deleted by retention", 240, () -> {
+                    long tiered = EndToEndSupport.offset(admin, tp, OffsetSpec.latestTiered());
+                    long earliest = EndToEndSupport.offset(admin, tp, OffsetSpec.earliest());
+                    long local = EndToEndSupport.offset(admin, tp, OffsetSpec.earliestLocal());
                     return tiered > 0 && earliest > 0 && tiered >= local - 1;
                 });
                 // Let in-flight deletions settle: the set of remote manifests stays the same for 3 s.
                 List<Long> before = new ArrayList<>();
-                BrokerEndToEndIT.waitFor("the store settles", 120, () -> {
-                    List<Long> now = BrokerEndToEndIT.baseOffsets(store, remoteDir, ".manifest");
+                EndToEndSupport.waitFor("the store settles", 120, () -> {
+                    List<Long> now = EndToEndSupport.baseOffsets(store, remoteDir, ".manifest");
                     boolean same = now.equals(before);
                     before.clear();
                     before.addAll(now);
-                    BrokerEndToEndIT.sleep(3000);
+                    EndToEndSupport.sleep(3000);
                     return same && !now.isEmpty();
                 });
 
@@ -106,12 +106,12 @@ class MetadataInteropIT {
                 cfg2.remove("retention.bytes");
                 admin.createTopics(List.of(new NewTopic(doomed, 1, (short) 1).configs(cfg2))).all()
                         .get(60, TimeUnit.SECONDS);
-                String doomedDir = doomed + "-" + BrokerEndToEndIT.topicId(admin, doomed) + "/0/";
-                BrokerEndToEndIT.produce(broker, doomed, "none", 8000, 0, new TreeMap<>(), 16384);
-                BrokerEndToEndIT.waitFor("the doomed topic tiered", 180,
-                        () -> !BrokerEndToEndIT.baseOffsets(store, doomedDir, ".manifest").isEmpty());
+                String doomedDir = doomed + "-" + EndToEndSupport.topicId(admin, doomed) + "/0/";
+                BrokerRecords.produce(broker, doomed, "none", 8000, 0, new TreeMap<>(), 16384);
+                EndToEndSupport.waitFor("the doomed topic tiered", 180,
+                        () -> !EndToEndSupport.baseOffsets(store, doomedDir, ".manifest").isEmpty());
                 admin.deleteTopics(List.of(doomed)).all().get(60, TimeUnit.SECONDS);
-                BrokerEndToEndIT.waitFor("the deleted topic's remote data removed", 180,
+                EndToEndSupport.waitFor("the deleted topic's remote data removed", 180,
                         () -> store.keysUnder(doomedDir).isEmpty());
 
                 // 1. Our reader and Kafka's serde read the same records the same way.
@@ -174,7 +174,7 @@ class MetadataInteropIT {
                 try (Stream<Path> s = Files.walk(storeDir)) {
                     assertEquals(objects - 2, s.filter(Files::isRegularFile).count(), "nothing else was deleted");
                 }
-                BrokerEndToEndIT.log("metadata interop on Kafka " + version + ": " + kafkaLines.size()
+                EndToEndSupport.log("metadata interop on Kafka " + version + ": " + kafkaLines.size()
                         + " records read alike; audit found the lost segment " + lostId + " and 2 orphans");
             }
         }

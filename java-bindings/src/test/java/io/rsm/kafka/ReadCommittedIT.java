@@ -5,14 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -21,10 +19,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import java.util.zip.CRC32;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -32,16 +28,9 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -61,7 +50,6 @@ class ReadCommittedIT {
     static final Path OUT = Paths.get(System.getProperty("rsm.e2e.out", "target/e2e"));
     /** The least segment.bytes Kafka 4.4 allows. */
     static final int SEGMENT_BYTES = 1 << 20;
-    static final long T0 = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(1);
     /** Records written before the tail, spread over transactions and plain batches. */
     static final int MAIN_RECORDS = 6000;
     /**
@@ -69,233 +57,6 @@ class ReadCommittedIT {
      * is in a closed (so tiered) segment and the remote data alone says how each transaction ended.
      */
     static final int TAIL_RECORDS = 1300;
-
-    /** One record as a reader sees it. */
-    static final class Rec {
-        final long offset;
-        final long timestamp;
-        final String timestampType;
-        final byte[] key;
-        final byte[] value;
-        final List<String> headerKeys;
-        final List<byte[]> headerValues;
-
-        Rec(long offset, long timestamp, String timestampType, byte[] key, byte[] value, List<String> headerKeys,
-                List<byte[]> headerValues) {
-            this.offset = offset;
-            this.timestamp = timestamp;
-            this.timestampType = timestampType;
-            this.key = key;
-            this.value = value;
-            this.headerKeys = headerKeys;
-            this.headerValues = headerValues;
-        }
-
-        static Rec of(ConsumerRecord<byte[], byte[]> r) {
-            List<String> keys = new ArrayList<>();
-            List<byte[]> values = new ArrayList<>();
-            for (Header h : r.headers()) {
-                keys.add(h.key());
-                values.add(h.value());
-            }
-            return new Rec(r.offset(), r.timestamp(), r.timestampType().toString(), r.key(), r.value(), keys,
-                    values);
-        }
-
-        boolean sameAs(Rec o) {
-            if (offset != o.offset || timestamp != o.timestamp || !timestampType.equals(o.timestampType)
-                    || !Arrays.equals(key, o.key) || !Arrays.equals(value, o.value)
-                    || !headerKeys.equals(o.headerKeys) || headerValues.size() != o.headerValues.size()) {
-                return false;
-            }
-            for (int i = 0; i < headerValues.size(); i++) {
-                if (!Arrays.equals(headerValues.get(i), o.headerValues.get(i))) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        /** One line: short fields in base64, the value as its length and CRC-32. */
-        String line() {
-            StringBuilder sb = new StringBuilder();
-            sb.append(offset).append(' ').append(timestamp).append(' ').append(timestampType).append(" key=")
-                    .append(b64(key)).append(" value=");
-            if (value == null) {
-                sb.append("null");
-            } else {
-                CRC32 crc = new CRC32();
-                crc.update(value);
-                sb.append(value.length).append("B/crc").append(Long.toHexString(crc.getValue()));
-            }
-            sb.append(" headers=[");
-            for (int i = 0; i < headerKeys.size(); i++) {
-                sb.append(i == 0 ? "" : ",").append(headerKeys.get(i)).append('=').append(b64(headerValues.get(i)));
-            }
-            return sb.append(']').toString();
-        }
-
-        static String b64(byte[] b) {
-            return b == null ? "null" : "b64:" + Base64.getEncoder().encodeToString(b);
-        }
-    }
-
-    /** A record sent, before the broker gave its offset. */
-    static final class Sent {
-        final Future<RecordMetadata> future;
-        final ProducerRecord<byte[], byte[]> record;
-
-        Sent(Future<RecordMetadata> future, ProducerRecord<byte[], byte[]> record) {
-            this.future = future;
-            this.record = record;
-        }
-
-        Rec rec() throws Exception {
-            ProducerRecord<byte[], byte[]> r = record;
-            List<String> keys = new ArrayList<>();
-            List<byte[]> values = new ArrayList<>();
-            for (Header h : r.headers()) {
-                keys.add(h.key());
-                values.add(h.value());
-            }
-            long offset = future.get(60, TimeUnit.SECONDS).offset();
-            return new Rec(offset, r.timestamp(), "CreateTime", r.key(), r.value(), keys, values);
-        }
-    }
-
-    /** The records of one producer's open transaction (or of a plain producer's chunk). */
-    static final class Producer implements AutoCloseable {
-        final String name;
-        final boolean transactional;
-        final KafkaProducer<byte[], byte[]> producer;
-        final List<Sent> open = new ArrayList<>();
-        boolean inTransaction;
-        int committed;
-        int aborted;
-
-        Producer(KafkaBroker broker, String name, String compression, String transactionalId) {
-            this.name = name;
-            this.transactional = transactionalId != null;
-            Properties p = new Properties();
-            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-            p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, compression);
-            p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-            p.put(ProducerConfig.BATCH_SIZE_CONFIG, 32768);
-            if (transactional) {
-                p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-                p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-                p.put(ProducerConfig.ACKS_CONFIG, "all");
-            } else if (compression.equals("snappy")) {
-                // The second plain producer: neither idempotent nor waiting for all replicas.
-                p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
-                p.put(ProducerConfig.ACKS_CONFIG, "1");
-            } else {
-                p.put(ProducerConfig.ACKS_CONFIG, "all");
-            }
-            producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
-            if (transactional) {
-                producer.initTransactions();
-            }
-        }
-
-        /** Sends {@code n} records (in the open transaction, begun if none is) and waits until they are in the log. */
-        void send(String topic, Random random, int[] seq, int n, List<Rec> committedOut, List<Rec> allOut)
-                throws Exception {
-            if (transactional && !inTransaction) {
-                producer.beginTransaction();
-                inTransaction = true;
-            }
-            for (int i = 0; i < n; i++) {
-                ProducerRecord<byte[], byte[]> r = record(topic, random, name, seq[0]++);
-                open.add(new Sent(producer.send(r), r));
-            }
-            // In the log now, so the producers' batches interleave (and an abort drops nothing unsent).
-            producer.flush();
-            if (!transactional) {
-                for (Sent s : open) {
-                    Rec rec = s.rec();
-                    committedOut.add(rec);
-                    allOut.add(rec);
-                }
-                open.clear();
-            }
-        }
-
-        /** Ends the open transaction, committing or aborting it. */
-        void end(boolean commit, List<Rec> committedOut, List<Rec> allOut) throws Exception {
-            if (!inTransaction) {
-                return;
-            }
-            if (commit) {
-                producer.commitTransaction();
-                committed++;
-            } else {
-                producer.abortTransaction();
-                aborted++;
-            }
-            inTransaction = false;
-            for (Sent s : open) {
-                Rec rec = s.rec();
-                allOut.add(rec);
-                if (commit) {
-                    committedOut.add(rec);
-                }
-            }
-            open.clear();
-        }
-
-        @Override
-        public void close() {
-            producer.close(Duration.ofSeconds(30));
-        }
-    }
-
-    static final byte[] NO_BYTES = null;
-    static final String TEXT = "text \"quoted\" back\\slash tab\t newline\n ctl\u0001 ünïcödé ключ 🙂 ";
-
-    static ProducerRecord<byte[], byte[]> record(String topic, Random r, String producer, int seq) {
-        byte[] key;
-        if (seq % 13 == 0) {
-            key = null;
-        } else if (seq % 29 == 0) {
-            key = new byte[0];
-        } else if (seq % 31 == 0) {
-            key = new byte[] {(byte) 0xff, (byte) 0xfe, (byte) seq, (byte) (seq >> 8)};
-        } else if (seq % 7 == 0) {
-            key = ("ключ-🙂-" + seq).getBytes(StandardCharsets.UTF_8);
-        } else {
-            key = (producer + "-" + seq).getBytes(StandardCharsets.UTF_8);
-        }
-        byte[] value;
-        if (seq % 17 == 0) {
-            value = null;
-        } else if (seq % 10 == 0) {
-            StringBuilder sb = new StringBuilder();
-            int length = 200 + r.nextInt(600);
-            while (sb.length() < length) {
-                sb.append(TEXT).append(seq).append(' ');
-            }
-            value = sb.toString().getBytes(StandardCharsets.UTF_8);
-        } else {
-            // Binary (0xff is never UTF-8) and incompressible, so the segments fill.
-            value = new byte[600 + r.nextInt(800)];
-            r.nextBytes(value);
-            value[0] = (byte) 0xff;
-        }
-        List<Header> headers = new ArrayList<>();
-        if (seq % 4 != 0) {
-            headers.add(new RecordHeader("producer", producer.getBytes(StandardCharsets.UTF_8)));
-            headers.add(new RecordHeader("seq", ByteBuffer.allocate(4).putInt(seq).array()));
-            if (seq % 7 == 0) {
-                headers.add(new RecordHeader("nullable", NO_BYTES));
-            }
-            if (seq % 11 == 0) {
-                headers.add(new RecordHeader("bin", new byte[] {(byte) 0xc3, (byte) 0x28}));
-            }
-        }
-        long ts = T0 + seq * 3L + r.nextInt(5);
-        return new ProducerRecord<>(topic, 0, ts, key, value, headers);
-    }
 
     @Test
     void rsmReadAgreesWithTheConsumerUnderBothIsolationLevels() throws Exception {
@@ -308,7 +69,7 @@ class ReadCommittedIT {
         Path jar = Paths.get(System.getProperty("rsm.plugin.jar"));
         assertTrue(Files.isRegularFile(jar), "plugin jar " + jar);
         Path work = OUT.resolve("read-committed-" + version);
-        BrokerEndToEndIT.deleteRecursively(work);
+        EndToEndSupport.deleteRecursively(work);
         Path storeDir = work.resolve("tiered-store");
         TestStore store = TestStore.filesystem(storeDir);
         String url = TestStore.fileUrl(storeDir);
@@ -316,7 +77,7 @@ class ReadCommittedIT {
         try (KafkaBroker broker = new KafkaBroker(version, classpath, work, jar, store, false)) {
             broker.format();
             broker.start();
-            summary.put("broker", "Kafka " + version + " up after " + BrokerEndToEndIT.ms(started) + " ms");
+            summary.put("broker", "Kafka " + version + " up after " + EndToEndSupport.ms(started) + " ms");
             String topic = "txn-read";
             TopicPartition tp = new TopicPartition(topic, 0);
             try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap()))) {
@@ -326,19 +87,19 @@ class ReadCommittedIT {
                 cfg.put("local.retention.ms", "1000");
                 admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(cfg))).all()
                         .get(60, TimeUnit.SECONDS);
-                Uuid topicId = BrokerEndToEndIT.topicId(admin, topic);
+                Uuid topicId = EndToEndSupport.topicId(admin, topic);
                 String remoteDir = topic + "-" + topicId + "/0/";
 
                 // 1. Two transactional producers and two plain ones, interleaved.
                 long t = System.nanoTime();
-                List<Rec> committed = new ArrayList<>();
-                List<Rec> all = new ArrayList<>();
+                List<RecordAsRead> committed = new ArrayList<>();
+                List<RecordAsRead> all = new ArrayList<>();
                 Random random = new Random(42);
                 int[] seq = {0};
-                try (Producer a = new Producer(broker, "txn-a", "zstd", "rsm-read-committed-a");
-                     Producer b = new Producer(broker, "txn-b", "lz4", "rsm-read-committed-b");
-                     Producer plain = new Producer(broker, "plain-gzip", "gzip", null);
-                     Producer plain2 = new Producer(broker, "plain-snappy", "snappy", null)) {
+                try (RecordingProducer a = new RecordingProducer(broker, "txn-a", "zstd", "rsm-read-committed-a");
+                     RecordingProducer b = new RecordingProducer(broker, "txn-b", "lz4", "rsm-read-committed-b");
+                     RecordingProducer plain = new RecordingProducer(broker, "plain-gzip", "gzip", null);
+                     RecordingProducer plain2 = new RecordingProducer(broker, "plain-snappy", "snappy", null)) {
                     while (seq[0] < MAIN_RECORDS) {
                         a.send(topic, random, seq, 5 + random.nextInt(50), committed, all);
                         b.send(topic, random, seq, 5 + random.nextInt(40), committed, all);
@@ -358,13 +119,13 @@ class ReadCommittedIT {
                             "both producers committed and aborted: " + a.committed + "/" + a.aborted + ", "
                                     + b.committed + "/" + b.aborted);
                     summary.put("produced", all.size() + " records (" + committed.size() + " committed or plain) in "
-                            + BrokerEndToEndIT.ms(t) + " ms; txn-a (zstd) " + a.committed + " transactions committed, "
+                            + EndToEndSupport.ms(t) + " ms; txn-a (zstd) " + a.committed + " transactions committed, "
                             + a.aborted + " aborted; txn-b (lz4) " + b.committed + " committed, " + b.aborted
                             + " aborted; plain gzip and snappy producers in between");
                 }
                 all.sort((x, y) -> Long.compare(x.offset, y.offset));
                 committed.sort((x, y) -> Long.compare(x.offset, y.offset));
-                BrokerEndToEndIT.log("read-committed: " + summary.get("produced"));
+                EndToEndSupport.log("read-committed: " + summary.get("produced"));
 
                 // 2. Every closed segment tiered and deleted locally: the one local segment is the active one.
                 t = System.nanoTime();
@@ -372,10 +133,10 @@ class ReadCommittedIT {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
                 String state = "";
                 while (true) {
-                    List<Long> local = BrokerEndToEndIT.baseOffsets(localDir, ".log");
-                    long tiered = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latestTiered());
-                    long earliestLocal = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.earliestLocal());
-                    List<Long> remote = BrokerEndToEndIT.baseOffsets(store, remoteDir, ".manifest");
+                    List<Long> local = EndToEndSupport.baseOffsets(localDir, ".log");
+                    long tiered = EndToEndSupport.offset(admin, tp, OffsetSpec.latestTiered());
+                    long earliestLocal = EndToEndSupport.offset(admin, tp, OffsetSpec.earliestLocal());
+                    List<Long> remote = EndToEndSupport.baseOffsets(store, remoteDir, ".manifest");
                     state = "local segments " + local + ", earliest local offset " + earliestLocal
                             + ", latest tiered offset " + tiered + ", remote segments " + remote;
                     if (local.size() == 1 && local.get(0) > 0 && earliestLocal == local.get(0)
@@ -388,20 +149,20 @@ class ReadCommittedIT {
                     }
                     Thread.sleep(200);
                 }
-                long remoteEnd = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latestTiered()) + 1;
-                long earliestLocal = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.earliestLocal());
-                long end = BrokerEndToEndIT.offset(admin, tp, OffsetSpec.latest());
-                int remoteSegments = BrokerEndToEndIT.baseOffsets(store, remoteDir, ".manifest").size();
-                summary.put("tiered", state + " after " + BrokerEndToEndIT.ms(t) + " ms; log end " + end);
-                BrokerEndToEndIT.log("read-committed: " + summary.get("tiered"));
+                long remoteEnd = EndToEndSupport.offset(admin, tp, OffsetSpec.latestTiered()) + 1;
+                long earliestLocal = EndToEndSupport.offset(admin, tp, OffsetSpec.earliestLocal());
+                long end = EndToEndSupport.offset(admin, tp, OffsetSpec.latest());
+                int remoteSegments = EndToEndSupport.baseOffsets(store, remoteDir, ".manifest").size();
+                summary.put("tiered", state + " after " + EndToEndSupport.ms(t) + " ms; log end " + end);
+                EndToEndSupport.log("read-committed: " + summary.get("tiered"));
 
                 // 3. The consumer from offset 0, served from remote storage through our plugin.
-                Map<String, List<Rec>> consumed = new TreeMap<>();
+                Map<String, List<RecordAsRead>> consumed = new TreeMap<>();
                 for (String isolation : List.of("read_committed", "read_uncommitted")) {
                     t = System.nanoTime();
-                    long servedBefore = BrokerEndToEndIT.count(broker.log(), "io.rsm.native.rsm_jni - serving segment");
-                    List<Rec> got = consume(broker, tp, isolation, end);
-                    long served = BrokerEndToEndIT.count(broker.log(), "io.rsm.native.rsm_jni - serving segment")
+                    long servedBefore = EndToEndSupport.count(broker.log(), "io.rsm.native.rsm_jni - serving segment");
+                    List<RecordAsRead> got = consume(broker, tp, isolation, end);
+                    long served = EndToEndSupport.count(broker.log(), "io.rsm.native.rsm_jni - serving segment")
                             - servedBefore;
                     write(work.resolve("consumer-" + isolation + ".txt"), got);
                     assertTrue(!got.isEmpty() && got.get(0).offset < earliestLocal, isolation
@@ -411,7 +172,7 @@ class ReadCommittedIT {
                     consumed.put(isolation, got);
                     summary.put("consumer " + isolation, got.size() + " records (" + got.stream()
                             .filter(r -> r.offset < remoteEnd).count() + " below the remote log end " + remoteEnd
-                            + ") in " + BrokerEndToEndIT.ms(t) + " ms; " + served + " remote segment reads served");
+                            + ") in " + EndToEndSupport.ms(t) + " ms; " + served + " remote segment reads served");
                 }
                 // The broker's answers are what was produced.
                 compare("the consumer (read_committed) and the committed and plain records produced", committed,
@@ -423,7 +184,7 @@ class ReadCommittedIT {
                 // command takes a directory a broker holds) and the broker's metadata topic, with no setting of
                 // the broker's repeated: it must print the consumer's records below the remote log end.
                 Path partitionDir = localDir;
-                Map<String, List<Rec>> read = new TreeMap<>();
+                Map<String, List<RecordAsRead>> read = new TreeMap<>();
                 for (String isolation : List.of("read_committed", "read_uncommitted")) {
                     t = System.nanoTime();
                     Path out = work.resolve("rsm-read-" + isolation + ".jsonl");
@@ -440,7 +201,7 @@ class ReadCommittedIT {
                     }
                     assertEquals(0, p.exitValue(), "rsm read " + isolation + " exit status; stderr: "
                             + Files.readString(err));
-                    List<Rec> got = new ArrayList<>();
+                    List<RecordAsRead> got = new ArrayList<>();
                     int lineNo = 0;
                     for (String line : Files.readAllLines(out, StandardCharsets.UTF_8)) {
                         lineNo++;
@@ -456,11 +217,11 @@ class ReadCommittedIT {
                     }
                     write(work.resolve("rsm-read-" + isolation + ".txt"), got);
                     read.put(isolation, got);
-                    summary.put("rsm read " + isolation, got.size() + " records in " + BrokerEndToEndIT.ms(t) + " ms");
+                    summary.put("rsm read " + isolation, got.size() + " records in " + EndToEndSupport.ms(t) + " ms");
                 }
                 StringBuilder failures = new StringBuilder();
                 for (String isolation : List.of("read_committed", "read_uncommitted")) {
-                    List<Rec> expected = consumed.get(isolation).stream().filter(r -> r.offset < remoteEnd)
+                    List<RecordAsRead> expected = consumed.get(isolation).stream().filter(r -> r.offset < remoteEnd)
                             .collect(Collectors.toList());
                     String diff = diff(expected, read.get(isolation));
                     if (!diff.isEmpty()) {
@@ -476,7 +237,7 @@ class ReadCommittedIT {
                         + " of them committed or plain");
                 summary.put("agreement", failures.length() == 0 ? "rsm read and the consumer agree record by record "
                         + "under both isolation levels" : "DIFFERENT (see the test's failure)");
-                summary.put("time", BrokerEndToEndIT.ms(started) + " ms in all");
+                summary.put("time", EndToEndSupport.ms(started) + " ms in all");
                 StringBuilder sb = new StringBuilder();
                 summary.forEach((k, v) -> sb.append(k).append(": ").append(v).append('\n'));
                 Files.writeString(work.resolve("summary.txt"), sb.toString());
@@ -499,13 +260,13 @@ class ReadCommittedIT {
     }
 
     /** Every record of [0, end) the consumer returns under {@code isolation}, in offset order. */
-    static List<Rec> consume(KafkaBroker broker, TopicPartition tp, String isolation, long end) {
+    static List<RecordAsRead> consume(KafkaBroker broker, TopicPartition tp, String isolation, long end) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
-        List<Rec> out = new ArrayList<>();
+        List<RecordAsRead> out = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
             c.assign(List.of(tp));
@@ -516,14 +277,14 @@ class ReadCommittedIT {
                     fail(isolation + " consumer stalled at offset " + c.position(tp) + " of " + end);
                 }
                 for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
-                    out.add(Rec.of(r));
+                    out.add(RecordAsRead.of(r));
                 }
             }
         }
         return out;
     }
 
-    static void compare(String what, List<Rec> expected, List<Rec> got, Path work) {
+    static void compare(String what, List<RecordAsRead> expected, List<RecordAsRead> got, Path work) {
         String diff = diff(expected, got);
         if (!diff.isEmpty()) {
             fail(what + " differ (" + got.size() + " vs " + expected.size() + " records; files in " + work + "):\n"
@@ -532,12 +293,12 @@ class ReadCommittedIT {
     }
 
     /** The differences between two offset-ordered record lists, the first few of each kind; empty if none. */
-    static String diff(List<Rec> expected, List<Rec> got) {
-        Map<Long, Rec> want = new TreeMap<>();
+    static String diff(List<RecordAsRead> expected, List<RecordAsRead> got) {
+        Map<Long, RecordAsRead> want = new TreeMap<>();
         expected.forEach(r -> want.put(r.offset, r));
-        Map<Long, Rec> have = new TreeMap<>();
+        Map<Long, RecordAsRead> have = new TreeMap<>();
         List<String> duplicates = new ArrayList<>();
-        for (Rec r : got) {
+        for (RecordAsRead r : got) {
             if (have.put(r.offset, r) != null) {
                 duplicates.add(String.valueOf(r.offset));
             }
@@ -545,15 +306,15 @@ class ReadCommittedIT {
         List<String> missing = new ArrayList<>();
         List<String> extra = new ArrayList<>();
         List<String> different = new ArrayList<>();
-        for (Rec r : want.values()) {
-            Rec h = have.get(r.offset);
+        for (RecordAsRead r : want.values()) {
+            RecordAsRead h = have.get(r.offset);
             if (h == null) {
                 missing.add(r.line());
             } else if (!h.sameAs(r)) {
                 different.add("expected " + r.line() + "\n      got " + h.line());
             }
         }
-        for (Rec h : have.values()) {
+        for (RecordAsRead h : have.values()) {
             if (!want.containsKey(h.offset)) {
                 extra.add(h.line());
             }
@@ -581,8 +342,9 @@ class ReadCommittedIT {
         lines.stream().limit(8).forEach(l -> sb.append("    ").append(l).append('\n'));
     }
 
-    static void write(Path file, List<Rec> records) throws IOException {
-        Files.write(file, records.stream().map(Rec::line).collect(Collectors.toList()), StandardCharsets.UTF_8);
+    static void write(Path file, List<RecordAsRead> records) throws IOException {
+        Files.write(file, records.stream().map(RecordAsRead::line).collect(Collectors.toList()),
+                StandardCharsets.UTF_8);
     }
 
     static String abbreviate(String s) {
@@ -590,8 +352,8 @@ class ReadCommittedIT {
     }
 
     /** One line of {@code rsm read --json}. */
-    static Rec parse(String line) {
-        Object parsed = new Json(line).document();
+    static RecordAsRead parse(String line) {
+        Object parsed = new JsonReader(line).document();
         if (!(parsed instanceof Map)) {
             throw new IllegalArgumentException("not an object");
         }
@@ -610,7 +372,7 @@ class ReadCommittedIT {
             headerKeys.add((String) field(hm, "key"));
             headerValues.add(bytes(hm, "value"));
         }
-        return new Rec(((Number) field(o, "offset")).longValue(), ((Number) field(o, "timestamp")).longValue(),
+        return new RecordAsRead(((Number) field(o, "offset")).longValue(), ((Number) field(o, "timestamp")).longValue(),
                 (String) field(o, "timestamp_type"), bytes(o, "key"), bytes(o, "value"), headerKeys, headerValues);
     }
 
@@ -635,156 +397,5 @@ class ReadCommittedIT {
             return Base64.getDecoder().decode((String) v);
         }
         return ((String) v).getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** A small JSON reader: objects (as maps), arrays (lists), strings, integers (longs), booleans, null. */
-    static final class Json {
-        final String s;
-        int i;
-
-        Json(String s) {
-            this.s = s;
-        }
-
-        Object document() {
-            Object v = value();
-            space();
-            if (i != s.length()) {
-                throw error("trailing characters");
-            }
-            return v;
-        }
-
-        IllegalArgumentException error(String what) {
-            return new IllegalArgumentException("JSON: " + what + " at " + i);
-        }
-
-        void space() {
-            while (i < s.length() && " \t\r\n".indexOf(s.charAt(i)) >= 0) {
-                i++;
-            }
-        }
-
-        void expect(char c) {
-            space();
-            if (i >= s.length() || s.charAt(i) != c) {
-                throw error("expected '" + c + "'");
-            }
-            i++;
-        }
-
-        Object value() {
-            space();
-            if (i >= s.length()) {
-                throw error("unexpected end");
-            }
-            char c = s.charAt(i);
-            if (c == '{') {
-                i++;
-                Map<String, Object> m = new LinkedHashMap<>();
-                space();
-                if (s.charAt(i) == '}') {
-                    i++;
-                    return m;
-                }
-                while (true) {
-                    space();
-                    String k = string();
-                    expect(':');
-                    if (m.put(k, value()) != null) {
-                        throw error("duplicate key " + k);
-                    }
-                    space();
-                    char d = s.charAt(i++);
-                    if (d == '}') {
-                        return m;
-                    }
-                    if (d != ',') {
-                        throw error("expected ',' or '}'");
-                    }
-                }
-            } else if (c == '[') {
-                i++;
-                List<Object> l = new ArrayList<>();
-                space();
-                if (s.charAt(i) == ']') {
-                    i++;
-                    return l;
-                }
-                while (true) {
-                    l.add(value());
-                    space();
-                    char d = s.charAt(i++);
-                    if (d == ']') {
-                        return l;
-                    }
-                    if (d != ',') {
-                        throw error("expected ',' or ']'");
-                    }
-                }
-            } else if (c == '"') {
-                return string();
-            } else if (s.startsWith("null", i)) {
-                i += 4;
-                return null;
-            } else if (s.startsWith("true", i)) {
-                i += 4;
-                return Boolean.TRUE;
-            } else if (s.startsWith("false", i)) {
-                i += 5;
-                return Boolean.FALSE;
-            } else if (c == '-' || Character.isDigit(c)) {
-                int start = i++;
-                while (i < s.length() && Character.isDigit(s.charAt(i))) {
-                    i++;
-                }
-                if (i < s.length() && ".eE".indexOf(s.charAt(i)) >= 0) {
-                    throw error("not an integer");
-                }
-                return Long.parseLong(s.substring(start, i));
-            }
-            throw error("unexpected '" + c + "'");
-        }
-
-        String string() {
-            if (i >= s.length() || s.charAt(i) != '"') {
-                throw error("expected a string");
-            }
-            i++;
-            StringBuilder sb = new StringBuilder();
-            while (true) {
-                if (i >= s.length()) {
-                    throw error("unterminated string");
-                }
-                char c = s.charAt(i++);
-                if (c == '"') {
-                    return sb.toString();
-                }
-                if (c < 0x20) {
-                    throw error("raw control character in a string");
-                }
-                if (c != '\\') {
-                    sb.append(c);
-                    continue;
-                }
-                char e = s.charAt(i++);
-                switch (e) {
-                    case '"': sb.append('"'); break;
-                    case '\\': sb.append('\\'); break;
-                    case '/': sb.append('/'); break;
-                    case 'b': sb.append('\b'); break;
-                    case 'f': sb.append('\f'); break;
-                    case 'n': sb.append('\n'); break;
-                    case 'r': sb.append('\r'); break;
-                    case 't': sb.append('\t'); break;
-                    case 'u':
-                        sb.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
-                        i += 4;
-                        break;
-                    default:
-                        throw error("bad escape \\" + e);
-                }
-            }
-        }
     }
 }
