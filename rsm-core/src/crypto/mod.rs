@@ -45,6 +45,7 @@
 //! data key), `envelope` (a data key wrapped under a KEK: generated, unwrapped, rewrapped) and
 //! `key_cache` (unwrapped data keys kept in memory).
 
+mod aiven;
 mod envelope;
 mod kek;
 mod key_cache;
@@ -52,6 +53,7 @@ mod keyring;
 mod seal;
 mod settings;
 
+pub use aiven::{AivenDataKey, AivenKeyPairs};
 pub use envelope::KeyEnvelope;
 pub use kek::{KeyEncryptionKey, KmsConnector, LocalKek, WrapContext, Wrapped};
 pub use key_cache::DataKeyCache;

@@ -1,7 +1,9 @@
 //! On-disk and remote formats: Kafka's own (record batches, `.index`, `.timeindex`, a partition directory)
 //! and ours (the chunk entry of SR-32, the segment manifest, the SR-32 remote index files, chunk transforms,
-//! the one-object segment's trailer).
+//! the one-object segment's trailer), and the stored format of Aiven's plugin, read so that its segments stay
+//! readable after a switch ([`aiven`]).
 
+pub mod aiven;
 pub mod batch;
 pub mod chunk;
 pub mod codec;

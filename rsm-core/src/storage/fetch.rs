@@ -43,11 +43,19 @@ pub fn plan_reads(manifest: &Manifest, start: u64, end: u64) -> Vec<Range<u64>> 
 /// log without an end) of the segment of `manifest` serves: a start outside the log, or an end before the
 /// start, is refused naming the segment; an end past the log is cut at its end.
 pub fn fetch_bounds(manifest: &Manifest, start_position: i32, end_position: Option<i32>) -> Result<(u64, u64)> {
-    let id = &manifest.metadata.remote_log_segment_id;
-    if start_position < 0 || start_position as u64 >= manifest.log_length {
+    log_bounds(manifest.log_length, &manifest.metadata.remote_log_segment_id, start_position, end_position)
+}
+
+/// [`fetch_bounds`] over a log of `log_length` bytes of segment `id`, whatever its format.
+pub fn log_bounds(
+    log_length: u64,
+    id: &dyn std::fmt::Display,
+    start_position: i32,
+    end_position: Option<i32>,
+) -> Result<(u64, u64)> {
+    if start_position < 0 || start_position as u64 >= log_length {
         return Err(Error::invalid(format!(
-            "start position {start_position} is outside segment {id} of {} bytes",
-            manifest.log_length
+            "start position {start_position} is outside segment {id} of {log_length} bytes"
         )));
     }
     let end = match end_position {
@@ -56,8 +64,8 @@ pub fn fetch_bounds(manifest: &Manifest, start_position: i32, end_position: Opti
                 "end position {e} is before start position {start_position} in segment {id}"
             )));
         }
-        Some(e) => (e as u64 + 1).min(manifest.log_length),
-        None => manifest.log_length,
+        Some(e) => (e as u64 + 1).min(log_length),
+        None => log_length,
     };
     Ok((start_position as u64, end))
 }

@@ -74,19 +74,25 @@ pub enum Suffix {
     Manifest,
     /// The one object of a single-layout segment (log, indexes, manifest, trailer): its own commit point.
     Segment,
+    /// The manifest of a segment Aiven's plugin stored (`.rsm-manifest`, [`crate::format::aiven`]): its commit
+    /// point, so that its `.log` and `.indexes` are never taken for an interrupted copy's leftovers.
+    AivenManifest,
 }
 
 impl Suffix {
     /// Every object of a split-layout segment, in the order a copy writes them.
     pub const ALL: [Suffix; 3] = [Suffix::Log, Suffix::Indexes, Suffix::Manifest];
 
-    /// Every ending a segment object's key has, of either layout.
-    pub const EVERY: [Suffix; 4] = [Suffix::Log, Suffix::Indexes, Suffix::Manifest, Suffix::Segment];
+    /// Every ending a segment object's key has, of either layout or Aiven's; `.rsm-manifest` before
+    /// `.manifest`, which ends it too.
+    pub const EVERY: [Suffix; 5] =
+        [Suffix::AivenManifest, Suffix::Log, Suffix::Indexes, Suffix::Manifest, Suffix::Segment];
 
-    /// Whether an object with this ending is a segment's commit point: a split segment's manifest, or a
-    /// single segment's one object (complete by construction).
+    /// Whether an object with this ending is a segment's commit point: a split segment's manifest, a
+    /// single segment's one object (complete by construction), or the manifest of a segment Aiven's plugin
+    /// stored.
     pub fn commits(self) -> bool {
-        matches!(self, Suffix::Manifest | Suffix::Segment)
+        matches!(self, Suffix::Manifest | Suffix::Segment | Suffix::AivenManifest)
     }
 
     /// The extension, without its dot.
@@ -96,6 +102,7 @@ impl Suffix {
             Suffix::Indexes => "indexes",
             Suffix::Manifest => "manifest",
             Suffix::Segment => "segment",
+            Suffix::AivenManifest => "rsm-manifest",
         }
     }
 
@@ -106,6 +113,7 @@ impl Suffix {
             Suffix::Indexes => ".indexes",
             Suffix::Manifest => ".manifest",
             Suffix::Segment => ".segment",
+            Suffix::AivenManifest => ".rsm-manifest",
         }
     }
 

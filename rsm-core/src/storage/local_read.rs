@@ -116,7 +116,12 @@ impl TieredStorage {
         start_position: i32,
         end_position: Option<i32>,
     ) -> Result<LogRead> {
-        let manifest = self.manifest(metadata).await?;
+        let manifest = match self.locate(metadata).await? {
+            super::aiven::Located::Ours(m) => m,
+            super::aiven::Located::Aiven(s) => {
+                return self.aiven_fetch(s, start_position, end_position).map(LogRead::Stream);
+            }
+        };
         let (start, end) = super::fetch::fetch_bounds(&manifest, start_position, end_position)?;
         Ok(match self.local_reader(&manifest, start, end)? {
             Some(local) => LogRead::Local(local),

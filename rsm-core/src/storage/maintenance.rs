@@ -60,7 +60,7 @@ impl TieredStorage {
         let manifest = match suffix {
             Suffix::Segment => super::single::read_manifest(&*self.backend, key, None).await.ok()?,
             Suffix::Manifest => Manifest::decode(&self.backend.get_range(key, 0..u64::MAX).await.ok()?, key).ok()?,
-            Suffix::Log | Suffix::Indexes => return None,
+            Suffix::Log | Suffix::Indexes | Suffix::AivenManifest => return None,
         };
         let keys = layout::segment_keys("", &manifest.metadata);
         let unprefixed = if suffix == Suffix::Segment { keys.segment } else { keys.manifest };

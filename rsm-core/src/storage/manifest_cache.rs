@@ -323,7 +323,9 @@ impl NextManifests {
             }
             if ids.is_empty() {
                 let keys = match this.backend.list(&prefix).await {
-                    Ok(listed) => listed.into_iter().filter(|o| Suffix::of(&o.key).is_some_and(Suffix::commits)),
+                    Ok(listed) => listed
+                        .into_iter()
+                        .filter(|o| matches!(Suffix::of(&o.key), Some(Suffix::Manifest | Suffix::Segment))),
                     Err(e) => {
                         return tracing::debug!(prefix, error = %e, "cannot list the next segment; its fetch will read its manifest");
                     }

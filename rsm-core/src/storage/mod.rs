@@ -16,6 +16,8 @@
 //!   checked as it lands ([`LocalLogReader`]);
 //! - [`single`]: the one-object layout (`segment.layout=single`): its trailer, and its manifest found from it;
 //! - `maintenance`: scan and find segments, orphans and their sweep, verify, key rotation;
+//! - [`aiven`]: the segments Aiven's plugin stored, found and read through the same contract
+//!   (`aiven.read.enabled`);
 //! - [`settings`]: the settings, [`TieredConfig`].
 //!
 //! # Copy
@@ -26,6 +28,7 @@
 //! upload of one `.segment` object (log, indexes, manifest, trailer: [`single`]), its own commit point, and
 //! the copy returns the trailer as the segment's custom metadata. A failed copy removes what it wrote.
 
+pub mod aiven;
 mod batches;
 pub mod cache;
 pub mod chunk_cache;
@@ -73,6 +76,8 @@ pub const ORPHAN_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(3
 /// Kafka's remote storage contract over any backend.
 #[derive(Debug)]
 pub struct TieredStorage {
+    /// Segments Aiven's plugin stored, when `aiven.read.enabled`.
+    aiven: Option<aiven::AivenSegments>,
     backend: Arc<dyn StorageBackend>,
     chunks: Arc<dyn ChunkSource>,
     config: TieredConfig,
@@ -202,7 +207,10 @@ impl TieredStorage {
             None => direct,
         };
         let indexes = IndexCache::new(config.index_cache_bytes);
+        let aiven =
+            config.aiven.clone().map(|a| aiven::AivenSegments::new(backend.clone(), a, config.fetch_concurrency));
         TieredStorage {
+            aiven,
             backend,
             chunks,
             config,
@@ -255,6 +263,9 @@ impl TieredStorage {
         self.manifests.remove(id);
         self.indexes.forget(id);
         self.chunks.forget(id);
+        if let Some(a) = &self.aiven {
+            a.forget(id);
+        }
     }
 
     /// The keys of a segment.
@@ -391,7 +402,10 @@ impl RemoteStorageManager for TieredStorage {
         start_position: i32,
         end_position: Option<i32>,
     ) -> Result<ByteStream> {
-        let m = self.manifest(metadata).await?;
+        let m = match self.locate(metadata).await? {
+            aiven::Located::Ours(m) => m,
+            aiven::Located::Aiven(s) => return self.aiven_fetch(s, start_position, end_position),
+        };
         let (start, end) = fetch::fetch_bounds(&m, start_position, end_position)?;
         Ok(self.stream_range(m, start, end))
     }
@@ -399,7 +413,10 @@ impl RemoteStorageManager for TieredStorage {
     async fn fetch_index(&self, metadata: &RemoteLogSegmentMetadata, index_type: IndexType) -> Result<Bytes> {
         self.indexes
             .get_or_load(metadata.remote_log_segment_id.id, index_type, || async {
-                let m = self.manifest(metadata).await?;
+                let m = match self.locate(metadata).await? {
+                    aiven::Located::Ours(m) => m,
+                    aiven::Located::Aiven(s) => return self.aiven_index(&s, index_type).await,
+                };
                 let id = &metadata.remote_log_segment_id;
                 let loc = m
                     .index(index_type)
@@ -424,6 +441,8 @@ impl RemoteStorageManager for TieredStorage {
             self.backend.delete_many(&[keys.manifest.clone(), keys.segment.clone()]).await?;
             self.backend.delete_many(&[keys.log.clone(), keys.indexes.clone()]).await?;
         }
+        // A segment Aiven's plugin stored, when they are read: its objects too (whichever exist).
+        self.delete_aiven(metadata).await?;
         // Then what an upload of this segment interrupted by a crash left (the broker deletes a segment
         // whose copy never finished): the temporary objects of its keys, whatever their age.
         let temporary: Vec<String> =

@@ -249,6 +249,10 @@ pub const SETTINGS: &[&Setting] = &[
     &INDEX_CACHE_BYTES,
     &SEGMENT_LAYOUT,
     &KEY_PREFIX,
+    &super::aiven::settings::AIVEN_READ_ENABLED,
+    &super::aiven::settings::AIVEN_KEY_PREFIX,
+    &super::aiven::settings::AIVEN_KEY_PAIRS,
+    &super::aiven::settings::AIVEN_PRIVATE_KEY_FILE,
 ];
 
 /// Settings of [`TieredStorage`](super::TieredStorage), each field read from the [`Setting`] it names (which
@@ -310,6 +314,9 @@ pub struct TieredConfig {
     /// [`SEGMENT_LAYOUT`]: how new copies store a segment (three objects, or one); segments of either layout
     /// read whatever it says, the configured one's key tried first.
     pub segment_layout: super::layout::SegmentLayout,
+    /// Segments Aiven's plugin stored, read too ([`super::aiven::settings::AIVEN_READ_ENABLED`] and the
+    /// others): where, and the key pairs that unwrap their data keys. `None` unless asked for.
+    pub aiven: Option<super::aiven::AivenConfig>,
 }
 
 impl Default for TieredConfig {
@@ -333,6 +340,7 @@ impl Default for TieredConfig {
             compression: None,
             encryption: None,
             segment_layout: super::layout::SegmentLayout::Split,
+            aiven: None,
         }
     }
 }
@@ -374,6 +382,7 @@ impl TieredConfig {
             encryption: KeyRing::read(r, kms_connector)?
                 .map(|(keyring, encrypt)| EncryptionConfig { keyring, encrypt }),
             segment_layout: read_segment_layout(r)?,
+            aiven: super::aiven::AivenConfig::read(r)?,
         })
     }
 }

@@ -9,6 +9,7 @@
 //! generates one `#[tokio::test]` per check, each given a fresh backend from the expression. Each check
 //! works under a unique key prefix, so backends that share a bucket do not interfere.
 
+pub mod aiven_writer;
 #[cfg(feature = "testkit")]
 pub mod backend_contract;
 pub mod log_writer;
