@@ -301,6 +301,12 @@ impl Store {
         runtime().block_on(self.storage.read_manifest(key))
     }
 
+    /// Whether segment `md` is in the store, and in which format (ours, or Aiven's plugin's when
+    /// `aiven.read.enabled`): its manifest read and checked against it; not found when neither holds it.
+    pub fn stored_format(&self, md: &RemoteLogSegmentMetadata) -> Result<rsm_core::storage::StoredFormat> {
+        runtime().block_on(self.storage.stored_format(md))
+    }
+
     /// The manifest of a segment.
     pub fn manifest(&self, md: &RemoteLogSegmentMetadata) -> Result<Arc<Manifest>> {
         runtime().block_on(self.storage.manifest(md))

@@ -235,3 +235,62 @@ fn maintenance_keeps_them_deletes_them_and_new_copies_are_ours() {
     assert_eq!(fetch(&store, &kept.md, 0, None).unwrap(), std::fs::read(&kept.data.log_segment).unwrap());
     assert!(store.orphans(None, std::time::Duration::ZERO).unwrap().is_empty());
 }
+
+/// The audit over a store holding Aiven's segments under their own prefix and ours under ours: every segment
+/// the metadata names is found in its format and verified whole (0 lost), the ones it does not name are
+/// kept as unreferenced, not orphans; a damaged Aiven log is lost, and what an interrupted Aiven upload left
+/// (objects without its `.rsm-manifest`) is an orphan.
+#[test]
+fn the_audit_finds_and_checks_them_in_their_own_prefix() {
+    use rsm_core::RemoteLogSegmentState;
+    use rsm_facade::audit::{AuditOptions, audit};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &reading("old/")).unwrap();
+    for compression in [false, true] {
+        let spec = AivenWriteSpec {
+            key_prefix: "old/".into(),
+            chunk_size: 4096,
+            compression,
+            encryption: compression.then(|| ("key1".to_string(), key_pairs(&["key1"]))),
+            custom_metadata: compression,
+        };
+        let segments = write_fixtures(&store, &spec);
+        let mut metadata: Vec<RemoteLogSegmentMetadata> = segments.iter().map(|s| s.md.clone()).collect();
+        for m in &mut metadata {
+            m.state = RemoteLogSegmentState::CopySegmentFinished;
+        }
+        let unnamed = metadata.pop().unwrap();
+        let report = audit(&store, &metadata, &AuditOptions::default()).unwrap();
+        let parts: Vec<_> = report.partitions.values().collect();
+        assert_eq!(parts.iter().map(|p| p.copied).sum::<usize>(), metadata.len());
+        for p in &parts {
+            assert!(p.lost.is_empty() && p.unverified.is_empty() && p.damaged.is_empty(), "{p:?}");
+            assert!(p.orphans.is_empty() && p.gaps.is_empty(), "{p:?}");
+        }
+        let unreferenced: Vec<String> =
+            parts.iter().flat_map(|p| p.unreferenced.iter().map(|u| u.segment_id.clone())).collect();
+        assert_eq!(unreferenced, [unnamed.remote_log_segment_id.id.to_string()]);
+        assert!(report.left_alone.is_empty(), "{:?}", report.left_alone);
+
+        // Damage and leftovers, then the same audit.
+        let damaged = &metadata[1];
+        let log = dir.path().join(AivenKeys::of("old/", damaged, None).log);
+        let mut bytes = std::fs::read(&log).unwrap();
+        let at = bytes.len() - 30;
+        bytes[at] ^= 0x40;
+        std::fs::write(&log, bytes).unwrap();
+        std::fs::remove_file(dir.path().join(AivenKeys::of("old/", &unnamed, None).manifest)).unwrap();
+        let report = audit(&store, &metadata, &AuditOptions::default()).unwrap();
+        let lost: Vec<_> = report.partitions.values().flat_map(|p| p.lost.iter()).collect();
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(lost[0].segment_id, damaged.remote_log_segment_id.id.to_string());
+        let orphans: Vec<_> =
+            report.partitions.values().flat_map(|p| p.orphans.iter().map(|o| o.key.clone())).collect();
+        let mut want: Vec<String> = AivenKeys::of("old/", &unnamed, None).all()[1..].to_vec();
+        want.sort();
+        let mut orphans = orphans;
+        orphans.sort();
+        assert_eq!(orphans, want);
+        std::fs::remove_dir_all(dir.path().join("old")).unwrap();
+    }
+}

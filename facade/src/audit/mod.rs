@@ -54,18 +54,28 @@ use std::time::{Duration, SystemTime};
 /// fails.
 pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditOptions) -> Result<Report> {
     let prefix = store.storage().config().key_prefix.clone();
-    let (objects, temporary) = store.list_objects()?;
+    let aiven_prefix = store.storage().aiven_key_prefix().map(str::to_string);
+    let (mut objects, temporary) = store.list_objects()?;
+    // The segments Aiven's plugin stored, when they are read, under their own prefix too.
+    if let Some(p) = aiven_prefix.as_deref().filter(|p| !p.starts_with(prefix.as_str())) {
+        let known: HashSet<String> = objects.iter().map(|o| o.key.clone()).collect();
+        let theirs = crate::runtime().block_on(store.storage().backend().list(p))?;
+        objects.extend(theirs.into_iter().filter(|o| !known.contains(&o.key)));
+    }
     let uploads = store.list_incomplete_uploads()?;
     let mut report = Report::default();
+    let prefixes = Prefixes { ours: &prefix, aiven: aiven_prefix.as_deref() };
     let mut by_segment: HashMap<String, Vec<&ObjectMeta>> = HashMap::new();
     for o in &objects {
-        match object_owner(&o.key, &prefix) {
+        match prefixes.owner(&o.key) {
             Some((_, id)) => by_segment.entry(id).or_default().push(o),
-            None => report.left_alone.push(LeftAlone { key: o.key.clone(), bytes: o.size }),
+            None if o.key.starts_with(prefix.as_str()) => {
+                report.left_alone.push(LeftAlone { key: o.key.clone(), bytes: o.size })
+            }
+            None => {}
         }
     }
-    let listing =
-        Listing { prefix: &prefix, objects: &objects, temporary: &temporary, by_segment, now: SystemTime::now() };
+    let listing = Listing { prefixes, objects: &objects, temporary: &temporary, by_segment, now: SystemTime::now() };
 
     let abandoned = promised::check_segments(store, segments, opts, &listing, &mut report);
     // A segment a copy abandoned is referenced by no finished copy: its objects are judged as the store's.
@@ -81,11 +91,30 @@ pub fn audit(store: &Store, segments: &[RemoteLogSegmentMetadata], opts: &AuditO
     Ok(report)
 }
 
+/// The key prefixes segments are stored under: ours, and Aiven's plugin's when its segments are read.
+#[derive(Clone, Copy)]
+struct Prefixes<'a> {
+    ours: &'a str,
+    aiven: Option<&'a str>,
+}
+
+impl Prefixes<'_> {
+    /// What a segment object's key names, under either prefix.
+    fn segment_key(&self, key: &str) -> Option<rsm_core::storage::SegmentKey> {
+        parse_segment_key(self.ours, key).or_else(|| parse_segment_key(self.aiven?, key))
+    }
+
+    /// [`object_owner`] under either prefix.
+    fn owner(&self, key: &str) -> Option<((String, String), String)> {
+        object_owner(key, self.ours).or_else(|| object_owner(key, self.aiven?))
+    }
+}
+
 /// One listing of the store, read once at the start of an audit.
 struct Listing<'a> {
-    /// The store's key prefix.
-    prefix: &'a str,
-    /// Every object under the prefix.
+    /// The prefixes segments are stored under.
+    prefixes: Prefixes<'a>,
+    /// Every object under the prefixes.
     objects: &'a [ObjectMeta],
     /// The temporary objects of uploads.
     temporary: &'a [TemporaryObject],

@@ -116,9 +116,13 @@ fn check_copied(
 /// What is wrong with the copied segment `m`, whose objects in the store are `have`: an object missing,
 /// or its manifest not reading (`quick`), or its data failing verification.
 fn copied_problem(store: &Store, m: &RemoteLogSegmentMetadata, quick: bool, have: &[&ObjectMeta]) -> Option<Error> {
-    // A one-object segment needs its `.segment` object alone; a split one its three objects.
-    let needed: &[Suffix] = if have.iter().any(|o| Suffix::of(&o.key) == Some(Suffix::Segment)) {
+    // A one-object segment needs its `.segment` object alone; a split one its three objects; one Aiven's
+    // plugin stored its three.
+    let has = |s: Suffix| have.iter().any(|o| Suffix::of(&o.key) == Some(s));
+    let needed: &[Suffix] = if has(Suffix::Segment) {
         &[Suffix::Segment]
+    } else if has(Suffix::AivenManifest) && !has(Suffix::Manifest) {
+        &[Suffix::Log, Suffix::Indexes, Suffix::AivenManifest]
     } else {
         &Suffix::ALL
     };
@@ -130,7 +134,7 @@ fn copied_problem(store: &Store, m: &RemoteLogSegmentMetadata, quick: bool, have
     if !missing.is_empty() {
         Some(Error::not_found(format!("missing .{}", missing.join(", ."))))
     } else if quick {
-        store.manifest(m).err()
+        store.stored_format(m).err()
     } else {
         store.verify(m).err()
     }

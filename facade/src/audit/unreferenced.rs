@@ -4,11 +4,11 @@
 //! the objects of the others, and temporary objects, are orphans. Incomplete multipart uploads are listed
 //! beside them.
 
+use super::Listing;
 use super::report::{AuditOptions, DamagedSegment, Orphan, Report, UnreferencedSegment, UploadFinding};
-use super::{Listing, object_owner};
 use crate::Store;
 use rsm_core::backend::IncompleteUpload;
-use rsm_core::storage::{Suffix, parse_segment_key};
+use rsm_core::storage::Suffix;
 use std::collections::HashSet;
 
 /// Adds to the report each committed segment in scope whose id is not in `referenced`: unreferenced when
@@ -28,10 +28,11 @@ pub(super) fn check_committed(
         }
         // A split segment's manifest, or a one-object segment's object (its own manifest).
         let Some(manifest) = objs.iter().find(|o| Suffix::of(&o.key).is_some_and(Suffix::commits)) else { continue };
-        let Some((partition, _)) = object_owner(&manifest.key, listing.prefix) else { continue };
+        let Some((partition, _)) = listing.prefixes.owner(&manifest.key) else { continue };
         if !opts.partition_in_scope(&partition) {
             continue;
         }
+        let aiven = Suffix::of(&manifest.key) == Some(Suffix::AivenManifest);
         let missing: Vec<&str> = match Suffix::of(&manifest.key) {
             Some(Suffix::Segment) => Vec::new(),
             _ => [Suffix::Log, Suffix::Indexes]
@@ -43,16 +44,23 @@ pub(super) fn check_committed(
         let bytes = objs.iter().map(|o| o.size).sum();
         let part = report.partitions.entry(partition).or_default();
         let segment_id = id.clone();
-        match store.read_manifest(&manifest.key) {
-            Ok(m) if missing.is_empty() => {
-                part.unreferenced.push(UnreferencedSegment { segment_id, start_offset: m.metadata.start_offset, bytes })
+        // Aiven's manifest names its start offset as its key does.
+        let read = match aiven {
+            true => crate::runtime()
+                .block_on(store.storage().read_aiven_manifest(&manifest.key))
+                .map(|_| listing.prefixes.segment_key(&manifest.key).map_or(-1, |k| k.start_offset)),
+            false => store.read_manifest(&manifest.key).map(|m| m.metadata.start_offset),
+        };
+        match read {
+            Ok(start_offset) if missing.is_empty() => {
+                part.unreferenced.push(UnreferencedSegment { segment_id, start_offset, bytes })
             }
             read => {
                 let mut why: Vec<String> = read.err().map(|e| e.full_message()).into_iter().collect();
                 if !missing.is_empty() {
                     why.push(format!("missing {}", missing.join(", ")));
                 }
-                let start_offset = parse_segment_key(listing.prefix, &manifest.key).map_or(-1, |k| k.start_offset);
+                let start_offset = listing.prefixes.segment_key(&manifest.key).map_or(-1, |k| k.start_offset);
                 let mut keys: Vec<String> = objs.iter().map(|o| o.key.clone()).collect();
                 keys.sort();
                 part.damaged.push(DamagedSegment { segment_id, start_offset, bytes, problem: why.join("; "), keys });
@@ -73,7 +81,7 @@ pub(super) fn collect_orphans(
     report: &mut Report,
 ) {
     for o in listing.objects {
-        let Some((partition, id)) = object_owner(&o.key, listing.prefix) else { continue };
+        let Some((partition, id)) = listing.prefixes.owner(&o.key) else { continue };
         if !opts.partition_in_scope(&partition) || referenced.contains(&id) || kept.contains(&id) {
             continue;
         }
@@ -82,7 +90,7 @@ pub(super) fn collect_orphans(
         part.orphans.push(Orphan { key: o.key.clone(), bytes: o.size, older_than_min_age });
     }
     for t in listing.temporary {
-        let Some((partition, _)) = object_owner(&t.target, listing.prefix) else { continue };
+        let Some((partition, _)) = listing.prefixes.owner(&t.target) else { continue };
         if !opts.partition_in_scope(&partition) {
             continue;
         }
@@ -101,7 +109,7 @@ pub(super) fn check_uploads(
     report: &mut Report,
 ) {
     for upload in uploads {
-        let partition = object_owner(&upload.key, listing.prefix).map(|(p, _)| p);
+        let partition = listing.prefixes.owner(&upload.key).map(|(p, _)| p);
         let in_scope = match &partition {
             Some(p) => opts.partition_in_scope(p),
             None => opts.topic.is_none(),

@@ -184,9 +184,13 @@ impl TieredStorage {
     }
 
     /// Reads every chunk and index of a segment and checks them against the manifest: each chunk's blocks
-    /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time.
+    /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time. A segment Aiven's plugin stored is
+    /// read whole as a fetch checks it (its tags, or its batches' CRCs), with its indexes.
     pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
-        let m = self.manifest(md).await?;
+        let m = match self.locate(md).await? {
+            super::aiven::Located::Ours(m) => m,
+            super::aiven::Located::Aiven(s) => return self.verify_aiven(s).await,
+        };
         let key = layout::placement(&self.config.key_prefix, &m).log;
         let mut report = VerifyReport::default();
         // Over owned entries, so that the future is `Send` for any caller (an engine's spawned task).

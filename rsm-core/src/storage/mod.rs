@@ -47,6 +47,7 @@ pub mod single;
 pub mod transactions;
 
 pub use crate::format::trailer::Trailer;
+pub use aiven::StoredFormat;
 pub use cache::{Cache, CacheStats};
 pub use chunk_cache::{CachedChunks, ChunkCache, ChunkCacheConfig, ChunkCacheStats, DiskCacheConfig, SegmentEndHook};
 pub use chunk_source::{BackendChunks, ChunkSource};

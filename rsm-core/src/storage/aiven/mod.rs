@@ -270,3 +270,53 @@ impl super::TieredStorage {
         }
     }
 }
+
+/// The format a segment is stored in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredFormat {
+    /// Ours.
+    Ours,
+    /// Aiven's plugin's.
+    Aiven,
+}
+
+impl super::TieredStorage {
+    /// Whether segment `md` is in the store, and in which format (its manifest read and checked against it,
+    /// and, for Aiven's, its data key unwrapped): not found when neither format holds it.
+    pub async fn stored_format(&self, md: &RemoteLogSegmentMetadata) -> Result<StoredFormat> {
+        Ok(match self.locate(md).await? {
+            Located::Ours(_) => StoredFormat::Ours,
+            Located::Aiven(_) => StoredFormat::Aiven,
+        })
+    }
+
+    /// The key prefix Aiven's segments are read under, when `aiven.read.enabled`.
+    pub fn aiven_key_prefix(&self) -> Option<&str> {
+        self.config.aiven.as_ref().map(|a| a.key_prefix.as_str())
+    }
+
+    /// Reads and parses the Aiven manifest at `key`.
+    pub async fn read_aiven_manifest(&self, key: &str) -> Result<AivenManifest> {
+        let bytes = self.backend.get_range(key, 0..MAX_MANIFEST_BYTES).await?;
+        AivenManifest::parse(&bytes, key)
+    }
+
+    /// [`super::TieredStorage::verify`] of Aiven segment `s`: its whole log read and checked as a fetch checks
+    /// it, and each of its indexes.
+    pub(super) async fn verify_aiven(&self, s: Arc<AivenSegment>) -> Result<super::VerifyReport> {
+        let mut report = super::VerifyReport { chunks: s.manifest.chunks.len(), ..super::VerifyReport::default() };
+        if s.log_length() > 0 {
+            let mut stream = self.aiven_fetch(s.clone(), 0, None)?;
+            while let Some(bytes) = stream.next().await {
+                report.bytes += bytes?.len() as u64;
+            }
+        }
+        for t in IndexType::ALL {
+            if s.manifest.index(t).is_some() {
+                self.aiven_index(&s, t).await?;
+                report.indexes += 1;
+            }
+        }
+        Ok(report)
+    }
+}
