@@ -301,6 +301,20 @@ impl Store {
         runtime().block_on(self.storage.read_manifest(key))
     }
 
+    /// Every Aiven segment under `aiven.key.prefix` (of partition `tp` only, when given): empty without
+    /// `aiven.read.enabled`.
+    pub fn scan_aiven_segments(
+        &self,
+        tp: Option<&TopicIdPartition>,
+    ) -> Result<Vec<rsm_core::storage::aiven::ListedAivenSegment>> {
+        runtime().block_on(self.storage.scan_aiven_segments(tp))
+    }
+
+    /// The metadata of the Aiven segment with id `id`, found from the store alone.
+    pub fn find_aiven_segment(&self, id: &rsm_core::Uuid) -> Result<RemoteLogSegmentMetadata> {
+        runtime().block_on(self.storage.find_aiven_segment(id)).map(|(_, md)| md)
+    }
+
     /// Whether segment `md` is in the store, and in which format (ours, or Aiven's plugin's when
     /// `aiven.read.enabled`): its manifest read and checked against it; not found when neither holds it.
     pub fn stored_format(&self, md: &RemoteLogSegmentMetadata) -> Result<rsm_core::storage::StoredFormat> {

@@ -294,3 +294,44 @@ fn the_audit_finds_and_checks_them_in_their_own_prefix() {
         std::fs::remove_dir_all(dir.path().join("old")).unwrap();
     }
 }
+
+/// Offsets and timestamps found as Kafka finds them (the first batch reaching the offset, the first batch
+/// with a timestamp at or after the one asked), in every stored form, compared with the source log's batch
+/// headers read here.
+#[test]
+fn offsets_and_timestamps_find_their_batch() {
+    for (compression, encrypted) in [(false, false), (true, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), &reading("")).unwrap();
+        let spec = AivenWriteSpec {
+            key_prefix: String::new(),
+            chunk_size: 4096,
+            compression,
+            encryption: encrypted.then(|| ("key1".to_string(), key_pairs(&["key1"]))),
+            custom_metadata: false,
+        };
+        for Segment { md, data } in write_fixtures(&store, &spec) {
+            let log = std::fs::read(&data.log_segment).unwrap();
+            // (position, base offset, last offset, max timestamp) of each v2 batch, from its header.
+            let mut batches = Vec::new();
+            let mut at = 0;
+            while at < log.len() {
+                let be =
+                    |from: usize, n: usize| log[at + from..at + from + n].iter().fold(0i64, |a, &b| a << 8 | b as i64);
+                let base = be(0, 8);
+                batches.push((at as u32, base, base + be(23, 4), be(35, 8)));
+                at += 12 + be(8, 4) as usize;
+            }
+            for o in md.start_offset..=md.end_offset {
+                let want = batches.iter().find(|b| b.2 >= o).unwrap().0;
+                assert_eq!(store.position_of_offset(&md, o).unwrap(), want, "offset {o}");
+            }
+            let mut stamps: Vec<i64> = batches.iter().flat_map(|b| [b.3 - 1, b.3, b.3 + 1]).collect();
+            stamps.push(0);
+            for t in stamps {
+                let want = batches.iter().find(|b| b.3 >= t).map(|b| b.0);
+                assert_eq!(store.position_of_timestamp(&md, t).unwrap(), want, "timestamp {t}");
+            }
+        }
+    }
+}

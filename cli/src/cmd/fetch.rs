@@ -4,8 +4,7 @@ use crate::exit::CmdResult;
 use crate::output::stdout_error;
 use crate::settings::StoreArgs;
 use clap::Args;
-use rsm_core::format::manifest::Manifest;
-use rsm_core::{Error, IndexType, Result, Uuid};
+use rsm_core::{Error, ErrorKind, IndexType, RemoteLogSegmentMetadata, Result, Uuid};
 use rsm_facade::Store;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -105,8 +104,7 @@ pub fn run(
         None => None,
     };
     let index = index.map(|t| t.parse::<IndexType>()).transpose()?;
-    let m = find_segment(store, segment)?;
-    let md = &m.metadata;
+    let md = &find_segment(store, segment)?;
     let mut sink = Sink::open(output)?;
     let result = (|| {
         if let Some(t) = index {
@@ -132,16 +130,22 @@ pub fn run(
 }
 
 /// A segment id as `rsm ls` prints it (`id`), or as errors and Kafka print it
-/// (`topicId:topic-partition:id`); the second form is checked against the segment found.
-fn find_segment(store: &Store, given: &str) -> Result<Manifest> {
+/// (`topicId:topic-partition:id`); the second form is checked against the segment found. Ours, or one
+/// Aiven's plugin stored (`aiven.read.enabled`).
+fn find_segment(store: &Store, given: &str) -> Result<RemoteLogSegmentMetadata> {
     let given = given.trim();
     let (owner, id) = match given.rsplit_once(':') {
         Some((owner, id)) => (Some(owner), id),
         None => (None, given),
     };
-    let m = store.find_segment(&id.parse()?)?;
+    let id = id.parse()?;
+    let m = match store.find_segment(&id) {
+        Ok(m) => m.metadata,
+        Err(e) if e.kind() == ErrorKind::NotFound => store.find_aiven_segment(&id).map_err(|_| e)?,
+        Err(e) => return Err(e),
+    };
     if let Some(owner) = owner {
-        let tp = &m.metadata.remote_log_segment_id.topic_id_partition;
+        let tp = &m.remote_log_segment_id.topic_id_partition;
         if owner != tp.to_string() {
             return Err(Error::invalid(format!("segment {id} belongs to {tp}, not to `{owner}` as given")));
         }

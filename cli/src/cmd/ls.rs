@@ -8,6 +8,8 @@ use crate::output::{Out, human, out, utc};
 use crate::settings::StoreArgs;
 use clap::Args;
 use rsm_core::Error;
+use rsm_core::format::aiven::AivenManifest;
+use rsm_core::storage::aiven::ListedAivenSegment;
 use rsm_core::storage::{ListedSegment, SegmentKey};
 use rsm_facade::Store;
 
@@ -86,6 +88,48 @@ fn json_segment(s: &ListedSegment, prefix: &str) -> serde_json::Value {
     v
 }
 
+/// How an Aiven segment is stored, for the chunks column and JSON: `Aiven's` and its transforms.
+fn aiven_form(m: &AivenManifest) -> String {
+    let mut form = "Aiven's".to_string();
+    if m.compression {
+        form.push_str(", compressed");
+    }
+    if m.encryption.is_some() {
+        form.push_str(", encrypted");
+    }
+    form
+}
+
+fn json_aiven(s: &ListedAivenSegment) -> serde_json::Value {
+    let owner = s.segment.as_ref().ok().map(|(_, md)| {
+        let tp = &md.remote_log_segment_id.topic_id_partition;
+        (tp.topic_partition.topic.clone(), tp.topic_id.to_string(), tp.topic_partition.partition)
+    });
+    let mut v = owner_fields(owner, &s.manifest_key);
+    let fields = v.as_object_mut().expect("an object");
+    fields.insert("format".into(), "aiven".into());
+    match &s.segment {
+        Ok((m, md)) => {
+            fields.insert("status".into(), "ok".into());
+            fields.insert("segment_id".into(), md.remote_log_segment_id.id.to_string().into());
+            fields.insert("start_offset".into(), md.start_offset.into());
+            fields.insert("end_offset".into(), md.end_offset.into());
+            fields.insert("bytes".into(), m.chunks.original_file_size.into());
+            fields.insert("chunks".into(), m.chunks.len().into());
+            fields.insert("stored_as".into(), aiven_form(m).into());
+            fields.insert("max_timestamp_ms".into(), md.max_timestamp_ms.into());
+            fields.insert("copied_at_ms".into(), md.event_timestamp_ms.into());
+            fields.insert("copied_at".into(), utc(md.event_timestamp_ms).into());
+            fields.insert("broker_id".into(), md.broker_id.into());
+        }
+        Err(e) => {
+            fields.insert("status".into(), "damaged".into());
+            fields.insert("error".into(), e.full_message().into());
+        }
+    }
+    v
+}
+
 /// A segment without a manifest as JSON: status `no_manifest` past the safety age (among the segments, a
 /// problem); younger, one of the leftovers (an upload may still be writing it), with status
 /// `no_manifest_yet`.
@@ -116,6 +160,17 @@ pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i3
     };
     let listed: Vec<ListedSegment> =
         store.scan_segments(None)?.into_iter().filter(|s| wanted(key_owner(s, &prefix))).collect();
+    let aiven: Vec<ListedAivenSegment> = store
+        .scan_aiven_segments(None)?
+        .into_iter()
+        .filter(|s| match &s.segment {
+            Ok((_, md)) => {
+                let tp = &md.remote_log_segment_id.topic_id_partition;
+                wanted(Some((tp.topic_partition.topic.clone(), String::new(), tp.topic_partition.partition)))
+            }
+            Err(_) => topic.is_none() && partition.is_none(),
+        })
+        .collect();
     // Every one is kept out of the leftovers; those of the partitions asked for are listed.
     let all_without = without_manifest(store)?;
     let without: Vec<&NoManifest> = all_without.iter().filter(|s| wanted(s.key.as_ref().map(owner))).collect();
@@ -131,7 +186,13 @@ pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i3
             partitions.insert(m.metadata.remote_log_segment_id.topic_id_partition.to_string());
         }
     }
+    for (m, md) in aiven.iter().filter_map(|s| s.segment.as_ref().ok()) {
+        segments += 1;
+        bytes += m.chunks.original_file_size as u64;
+        partitions.insert(md.remote_log_segment_id.topic_id_partition.to_string());
+    }
     let mut problems = Problems::default();
+    problems.damaged += aiven.iter().filter(|s| s.segment.is_err()).count();
     if json {
         for s in &listed {
             match &s.stored_under {
@@ -144,6 +205,7 @@ pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i3
         let leftover = leftover_orphans(store, &all_without)?;
         let doc = serde_json::json!({
             "segments": listed.iter().map(|s| json_segment(s, &prefix))
+                .chain(aiven.iter().map(json_aiven))
                 .chain(without.iter().filter(|s| s.old()).map(|s| json_without_manifest(s))).collect::<Vec<_>>(),
             "totals": {
                 "segments": segments,
@@ -178,6 +240,28 @@ pub fn run(o: &mut Out, store: &Store, topic: Option<&str>, partition: Option<i3
                 md.max_timestamp_ms,
                 utc(md.event_timestamp_ms)
             );
+        }
+        for s in &aiven {
+            match &s.segment {
+                Ok((m, md)) => {
+                    let tp = &md.remote_log_segment_id.topic_id_partition;
+                    out!(
+                        o,
+                        "{}\t{}\t{}\t{}..={}\t{}\t{} ({})\t{}\t{}",
+                        tp.topic_partition,
+                        tp.topic_id,
+                        md.remote_log_segment_id.id,
+                        md.start_offset,
+                        md.end_offset,
+                        human(m.chunks.original_file_size as u64),
+                        m.chunks.len(),
+                        aiven_form(m),
+                        md.max_timestamp_ms,
+                        utc(md.event_timestamp_ms)
+                    );
+                }
+                Err(e) => out!(o, "DAMAGED\t{}\t{}", s.manifest_key, e.full_message()),
+            }
         }
         report_without_manifest(o, without.iter().copied(), &mut problems)?;
         let mut notes = String::new();

@@ -48,18 +48,33 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
     let (mut missing, mut unverified) = (0, 0);
     // Base offsets of the local partition's segments with a whole copy in the store (checked below).
     let mut found = std::collections::BTreeSet::new();
+    // Ours, then those Aiven's plugin stored (`aiven.read.enabled`).
+    let mut segments: Vec<RemoteLogSegmentMetadata> = Vec::new();
     for s in listed {
-        let Some(m) = usable(o, store, s, &mut problems)? else { continue };
-        let id = m.metadata.remote_log_segment_id.id;
+        if let Some(m) = usable(o, store, s, &mut problems)? {
+            segments.push(m.metadata.clone());
+        }
+    }
+    for s in store.scan_aiven_segments(None)? {
+        match s.segment {
+            Ok((_, md)) => segments.push(md),
+            Err(e) => {
+                problems.damaged += 1;
+                out!(o, "FAILED\t{}\t{}", s.manifest_key, e.full_message());
+            }
+        }
+    }
+    for md in &segments {
+        let id = md.remote_log_segment_id.id;
         let reads_before = store.counts().get(Op::Get).requests;
-        let checked = store.verify(&m.metadata).and_then(|report| {
+        let checked = store.verify(md).and_then(|report| {
             let reads = store.counts().get(Op::Get).requests - reads_before;
             if let Some(p) = &local
-                && same_partition(p, &m.metadata.remote_log_segment_id.topic_id_partition)
-                && let Some(seg) = p.segments.iter().find(|s| s.base_offset == m.metadata.start_offset)
+                && same_partition(p, &md.remote_log_segment_id.topic_id_partition)
+                && let Some(seg) = p.segments.iter().find(|s| s.base_offset == md.start_offset)
             {
                 found.insert(seg.base_offset);
-                if !same_as_file(store, &m.metadata, &seg.log)? {
+                if !same_as_file(store, md, &seg.log)? {
                     return Err(Error::corrupt(format!("segment {id} differs from {}", seg.log.display())));
                 }
             }
@@ -86,7 +101,7 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
             // segment's key), which says nothing of the data either.
             Err(e)
                 if e.kind() == rsm_core::ErrorKind::Corrupt
-                    && let Some(kek) = refused_key(store, &m.metadata) =>
+                    && let Some(kek) = refused_key(store, md) =>
             {
                 unverified += 1;
                 out!(o, "UNVERIFIED\t{id}\tcannot be checked: {}", refusal(&kek));

@@ -112,7 +112,10 @@ impl TieredStorage {
         if offset < md.start_offset || offset > md.end_offset {
             return Err(outside());
         }
-        let m = self.manifest(md).await?;
+        let m = match self.locate(md).await? {
+            super::aiven::Located::Ours(m) => m,
+            super::aiven::Located::Aiven(s) => return self.aiven_position_of_offset(s, offset).await,
+        };
         let Some(i) = m.chunk_for_offset(offset) else { return Err(outside()) };
         self.find_in_chunk(&m, i, |b| b.last_offset() >= offset).await?.ok_or_else(|| {
             Error::corrupt(format!(
@@ -125,7 +128,10 @@ impl TieredStorage {
     /// Byte position of the first batch with a timestamp at or after `timestamp`, or `None` when no record
     /// in the segment is that late.
     pub async fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
-        let m = self.manifest(md).await?;
+        let m = match self.locate(md).await? {
+            super::aiven::Located::Ours(m) => m,
+            super::aiven::Located::Aiven(s) => return self.aiven_position_of_timestamp(s, timestamp).await,
+        };
         let Some(i) = m.chunk_for_timestamp(timestamp) else {
             return Ok(None);
         };

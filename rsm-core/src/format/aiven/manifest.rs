@@ -45,9 +45,11 @@ impl std::fmt::Debug for AivenEncryption {
     }
 }
 
-/// The segment a manifest names.
+/// The segment a manifest names (Kafka's metadata of it, as the copy was given it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AivenSegmentIds {
+    /// The topic.
+    pub topic: String,
     /// The topic's id.
     pub topic_id: Uuid,
     /// The partition.
@@ -58,6 +60,14 @@ pub struct AivenSegmentIds {
     pub start_offset: i64,
     /// Its last offset.
     pub end_offset: i64,
+    /// Its largest timestamp.
+    pub max_timestamp_ms: i64,
+    /// The broker that copied it.
+    pub broker_id: i32,
+    /// When it was copied.
+    pub event_timestamp_ms: i64,
+    /// Its leader epochs and the first offset of each.
+    pub leader_epochs: std::collections::BTreeMap<i32, i64>,
 }
 
 /// The chunk index: original chunks of one size (the last may be shorter) and where each lies stored.
@@ -172,6 +182,28 @@ impl AivenManifest {
         self.indexes[slot(t)].clone()
     }
 
+    /// Kafka's metadata of the segment, as the manifest names it (its copy finished, its size the log's):
+    /// what a host without Kafka's metadata (`rsm`) reads the segment by. `None` when the manifest names no
+    /// segment.
+    pub fn metadata(&self) -> Option<crate::model::RemoteLogSegmentMetadata> {
+        use crate::model::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition};
+        let s = self.segment.as_ref()?;
+        let tp = TopicIdPartition { topic_id: s.topic_id, topic_partition: TopicPartition::new(&s.topic, s.partition) };
+        let mut md = RemoteLogSegmentMetadata::new(
+            RemoteLogSegmentId { topic_id_partition: tp, id: s.segment_id },
+            s.start_offset,
+            s.end_offset,
+            s.max_timestamp_ms,
+            s.broker_id,
+            s.event_timestamp_ms,
+            self.chunks.original_file_size as i32,
+            s.leader_epochs.clone(),
+        )
+        .ok()?;
+        md.state = crate::model::RemoteLogSegmentState::CopySegmentFinished;
+        Some(md)
+    }
+
     /// Refuses a manifest written for another segment than `md` (correct bytes of the wrong segment are wrong
     /// bytes); one that names no segment is taken as its key says.
     pub fn check_describes(&self, md: &RemoteLogSegmentMetadata, key: &str) -> Result<()> {
@@ -279,7 +311,17 @@ fn segment_ids(m: &Value, key: &str) -> Result<AivenSegmentIds> {
     let uuid = |v: &Value, field: &str| v.as_str().and_then(|s| s.parse::<Uuid>().ok()).ok_or_else(|| bad(field));
     let id = &m["remoteLogSegmentId"];
     let tip = &id["topicIdPartition"];
+    let epochs = m["segmentLeaderEpochs"].as_object().ok_or_else(|| bad("segmentLeaderEpochs"))?;
+    let leader_epochs = epochs
+        .iter()
+        .map(|(e, o)| Some((e.parse::<i32>().ok()?, o.as_i64()?)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| bad("segmentLeaderEpochs"))?;
     Ok(AivenSegmentIds {
+        topic: tip["topicPartition"]["topic"]
+            .as_str()
+            .ok_or_else(|| bad("remoteLogSegmentId.topicIdPartition.topicPartition.topic"))?
+            .to_string(),
         topic_id: uuid(&tip["topicId"], "remoteLogSegmentId.topicIdPartition.topicId")?,
         partition: tip["topicPartition"]["partition"]
             .as_i64()
@@ -288,5 +330,9 @@ fn segment_ids(m: &Value, key: &str) -> Result<AivenSegmentIds> {
         segment_id: uuid(&id["id"], "remoteLogSegmentId.id")?,
         start_offset: m["startOffset"].as_i64().ok_or_else(|| bad("startOffset"))?,
         end_offset: m["endOffset"].as_i64().ok_or_else(|| bad("endOffset"))?,
+        max_timestamp_ms: m["maxTimestampMs"].as_i64().ok_or_else(|| bad("maxTimestampMs"))?,
+        broker_id: m["brokerId"].as_i64().and_then(|b| i32::try_from(b).ok()).ok_or_else(|| bad("brokerId"))?,
+        event_timestamp_ms: m["eventTimestampMs"].as_i64().ok_or_else(|| bad("eventTimestampMs"))?,
+        leader_epochs,
     })
 }

@@ -2,6 +2,8 @@
 //! by position, an index, a delete. [`crate::format::aiven`] holds the format; this module finds a segment's
 //! objects, keeps what it found ([`AivenSegments`]) and streams its log checked ([`walk`]).
 
+mod listing;
+mod positions;
 pub mod settings;
 mod walk;
 
@@ -9,10 +11,12 @@ use crate::backend::{ByteStream, StorageBackend};
 use crate::crypto::AivenDataKey;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::aiven::{AivenCustomMetadata, AivenKeys, AivenManifest, decompress_chunk};
+use crate::format::index::{read_offset_index, read_time_index};
 use crate::format::trailer::Trailer;
 use crate::model::{IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, Uuid};
 use bytes::Bytes;
 use futures::StreamExt;
+pub use listing::ListedAivenSegment;
 pub use settings::AivenConfig;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -27,6 +31,8 @@ const KEPT: usize = 4096;
 pub struct AivenSegment {
     /// The segment.
     pub id: RemoteLogSegmentId,
+    /// Its first offset.
+    pub start_offset: i64,
     /// Its manifest.
     pub manifest: AivenManifest,
     /// Its objects' keys.
@@ -63,14 +69,31 @@ pub struct AivenSegments {
     backend: Arc<dyn StorageBackend>,
     config: AivenConfig,
     concurrency: usize,
-    found: Mutex<lru::LruCache<Uuid, Arc<AivenSegment>>>,
+    /// Segments found, by id; shared with fetches in flight, which forget a segment whose objects are gone.
+    found: Found,
+}
+
+type Found = Arc<Mutex<lru::LruCache<Uuid, Arc<AivenSegment>>>>;
+
+/// Forgets segment `id` in `found` when `r` failed because an object is gone (another process migrated or
+/// deleted the segment): the next fetch looks it up again.
+fn forget_if_gone<T>(found: &Found, id: &Uuid, r: Result<T>) -> Result<T> {
+    if r.as_ref().is_err_and(|e| e.kind() == ErrorKind::NotFound) {
+        found.lock().unwrap_or_else(|p| p.into_inner()).pop(id);
+    }
+    r
 }
 
 impl AivenSegments {
     /// A reader of the Aiven segments of `backend`, with `concurrency` ranged reads in flight per fetch.
     pub fn new(backend: Arc<dyn StorageBackend>, config: AivenConfig, concurrency: usize) -> Self {
         let kept = NonZeroUsize::new(KEPT).expect("non-zero");
-        AivenSegments { backend, config, concurrency: concurrency.max(1), found: Mutex::new(lru::LruCache::new(kept)) }
+        AivenSegments {
+            backend,
+            config,
+            concurrency: concurrency.max(1),
+            found: Arc::new(Mutex::new(lru::LruCache::new(kept))),
+        }
     }
 
     /// The keys segment `md` has as an Aiven segment: under `aiven.key.prefix`, or where its custom metadata
@@ -125,7 +148,8 @@ impl AivenSegments {
             None => None,
         };
         let id = md.remote_log_segment_id.clone();
-        let segment = Arc::new(AivenSegment { id: id.clone(), manifest, keys, data_key });
+        let segment =
+            Arc::new(AivenSegment { id: id.clone(), start_offset: md.start_offset, manifest, keys, data_key });
         self.found.lock().unwrap_or_else(|p| p.into_inner()).put(id.id, segment.clone());
         Ok(Some(segment))
     }
@@ -140,13 +164,14 @@ impl AivenSegments {
             return futures::stream::empty().boxed();
         };
         let read = {
-            let (backend, segment) = (self.backend.clone(), segment.clone());
+            let (backend, segment, found) = (self.backend.clone(), segment.clone(), self.found.clone());
             move |i: usize| {
-                let (backend, segment) = (backend.clone(), segment.clone());
+                let (backend, segment, found) = (backend.clone(), segment.clone(), found.clone());
                 async move {
                     let c = segment.manifest.chunks.chunk(i);
                     let what = format!("chunk {i} of Aiven segment {} ({})", segment.id, segment.keys.log);
-                    let stored = backend.get_range(&segment.keys.log, c.stored.clone()).await?;
+                    let read = backend.get_range(&segment.keys.log, c.stored.clone()).await;
+                    let stored = forget_if_gone(&found, &segment.id.id, read)?;
                     if stored.len() as u64 != c.stored.end - c.stored.start {
                         return Err(Error::corrupt(format!("{what}: the object ends inside it")));
                     }
@@ -175,7 +200,7 @@ impl AivenSegments {
     }
 
     /// The bytes of index `t` of `segment`: not found when the segment has none of that kind; an encrypted
-    /// index checked by its tag, a plain offset or time index by its entries' size.
+    /// index checked by its tag; an offset or time index also by its entries.
     pub async fn index(&self, segment: &AivenSegment, t: IndexType) -> Result<Bytes> {
         let range = segment
             .manifest
@@ -185,18 +210,21 @@ impl AivenSegments {
             return Ok(Bytes::new());
         }
         let what = format!("{t} index of Aiven segment {} ({})", segment.id, segment.keys.indexes);
-        let stored = self.backend.get_range(&segment.keys.indexes, range.clone()).await?;
+        let read = self.backend.get_range(&segment.keys.indexes, range.clone()).await;
+        let stored = forget_if_gone(&self.found, &segment.id.id, read)?;
         if stored.len() as u64 != range.end - range.start {
             return Err(Error::corrupt(format!("{what}: the object ends inside it")));
         }
         let bytes = segment.undo(stored, None, &what)?;
-        let entry = match t {
-            IndexType::Offset => 8,
-            IndexType::Timestamp => 12,
-            _ => 1,
-        };
-        if bytes.len() % entry != 0 {
-            return Err(Error::corrupt(format!("{what}: {} bytes, not whole entries of {entry}", bytes.len())));
+        // Checked as Kafka checks an index it fetches: whole entries, in order, inside the log.
+        match t {
+            IndexType::Offset => {
+                read_offset_index(&what, segment.start_offset, &bytes, segment.log_length())?;
+            }
+            IndexType::Timestamp => {
+                read_time_index(&what, segment.start_offset, &bytes)?;
+            }
+            _ => {}
         }
         Ok(bytes)
     }
