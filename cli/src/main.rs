@@ -15,8 +15,8 @@ mod settings;
 
 use clap::{Parser, Subcommand};
 use cmd::{
-    audit, copy, delete, demo, expire, failed_deletions, fetch, ls, metadata, offsets, read, rebuild_metadata, rewrap,
-    sweep, tier, verify,
+    audit, copy, delete, demo, expire, failed_deletions, fetch, ls, metadata, migrate, offsets, read, rebuild_metadata,
+    rewrap, sweep, tier, verify,
 };
 use exit::CmdResult;
 use output::Out;
@@ -83,6 +83,11 @@ enum Command {
     /// manifests only (one read and one write per segment). Segments already under it are skipped, so a
     /// rerun resumes. Afterwards the old key can leave the keyring (encryption.keys).
     Rewrap(rewrap::RewrapArgs),
+    /// Rewrite the segments Aiven's plugin stored in this format, one at a time: each is copied and
+    /// committed as ours before its old objects are deleted, so a stop at any moment (kill -9 included)
+    /// leaves it readable; a rerun goes on where a run stopped. Optional: the plugin reads them as they are
+    /// (aiven.read.enabled).
+    Migrate(migrate::MigrateArgs),
     /// Print every record of a cluster's remote log metadata topic, one line each, as Kafka decodes it.
     Metadata(metadata::MetadataArgs),
     /// Make a new local metadata log from the store's manifests (each whole segment as copied), after the
@@ -116,6 +121,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::RebuildMetadata(a) => rebuild_metadata::run(o, &a.store, &a.metadata_dir),
         Command::Sweep(a) => sweep::run(o, &a.store, a.min_age, a.yes, a.metadata_dir.as_deref()),
         Command::Rewrap(a) => rewrap::run(o, &a.store, &a.key, a.topic.as_deref()),
+        Command::Migrate(a) => migrate::run(o, &a),
         Command::Metadata(a) => metadata::run(o, &a),
         Command::Audit(a) => audit::run(o, a),
     }

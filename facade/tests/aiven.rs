@@ -335,3 +335,30 @@ fn offsets_and_timestamps_find_their_batch() {
         }
     }
 }
+
+/// A reader that found a segment as Aiven's before another process migrated it: its next fetch fails (the old
+/// objects are gone, never other bytes), and the one after reads the new copy.
+#[test]
+fn a_reader_finds_a_segment_migrated_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let reader = open(dir.path(), &reading("old/")).unwrap();
+    let spec = AivenWriteSpec {
+        key_prefix: "old/".into(),
+        chunk_size: 4096,
+        compression: true,
+        encryption: None,
+        custom_metadata: true,
+    };
+    let segments = write_fixtures(&reader, &spec);
+    let Segment { md, data } = &segments[1];
+    let log = std::fs::read(&data.log_segment).unwrap();
+    assert_eq!(fetch(&reader, md, 0, None).unwrap(), log);
+    let migrator = open(dir.path(), &reading("old/")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let done = runtime().block_on(migrator.storage().migrate_aiven_segment(md, &work.path().join("w"))).unwrap();
+    assert_eq!(done, rsm_core::storage::aiven::Migrated::Copied(log.len() as u64));
+    let e = fetch(&reader, md, 0, None).unwrap_err().to_string();
+    assert!(e.contains("not found"), "{e}");
+    assert_eq!(fetch(&reader, md, 0, None).unwrap(), log);
+    assert!(reader.manifest(md).is_ok(), "read as ours now");
+}

@@ -13,6 +13,7 @@ pub mod fetch;
 pub mod listing;
 pub mod ls;
 pub mod metadata;
+pub mod migrate;
 pub mod offsets;
 pub mod read;
 pub mod rebuild_metadata;

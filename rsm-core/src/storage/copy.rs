@@ -299,7 +299,12 @@ impl TieredStorage {
     /// Copies a segment as one object `key` in one upload: the log's stored bytes (the file streamed while it
     /// is scanned; with transforms, the transformed chunks after the scan), then the index bundle, then the
     /// manifest and the trailer ([`super::single`]). Returns the trailer.
-    pub(super) async fn copy_single(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData, key: &str) -> Result<Trailer> {
+    pub(super) async fn copy_single(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        data: &LogSegmentData,
+        key: &str,
+    ) -> Result<Trailer> {
         let src = self.source(md, data).await?;
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes>>(TRANSFORMED_IN_FLIGHT);
         let produce = async move {

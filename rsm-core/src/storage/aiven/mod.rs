@@ -3,6 +3,7 @@
 //! objects, keeps what it found ([`AivenSegments`]) and streams its log checked ([`walk`]).
 
 mod listing;
+mod migrate;
 mod positions;
 pub mod settings;
 mod walk;
@@ -17,6 +18,7 @@ use crate::model::{IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, Uuid
 use bytes::Bytes;
 use futures::StreamExt;
 pub use listing::ListedAivenSegment;
+pub use migrate::Migrated;
 pub use settings::AivenConfig;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
