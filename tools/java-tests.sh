@@ -7,6 +7,9 @@
 #     jar on their remote.log.storage.manager.class.path, on the filesystem store; then 4.4.0 again on S3
 #     (moto: the one tools/test-all started, from the RSM_TEST_S3_* variables, or one started here), the jar
 #     on the broker's class path as the KIP-877 class, with the plugin's compression and encryption on;
+#   - a switch from Aiven's plugin on the newest broker (AivenSwitchIT): the topic's remote segments rewritten
+#     in the store as Aiven's (the cargo example aiven_fixture), every old offset read, new copies ours,
+#     retention of both, `rsm audit` clean;
 #   - the 1 MiB remote-fetch latency of our plugin against Kafka's own LocalTieredStorage in one JVM;
 #   - after the others, the newest broker on S3 (moto) through the Rust tests' fault-injecting proxy (the cargo
 #     example fault_proxy), in phases of a black hole, 503 Slow Down and cut answers (BrokerStoreFaultsIT);
@@ -68,10 +71,11 @@ else
 fi
 echo "native library built in $(( $(date +%s) - t )) s: $(du -h "$dist/librsm_jni.so" | cut -f1)"
 
-step "the rsm binary, for the metadata interop test (cargo build -p rsm-cli)"
+step "the rsm binary and the Aiven fixture maker, for the metadata interop and switch tests (cargo build)"
 # The debug build: tools/test-all has built it already for the CLI's tests, and the test reads little.
 t=$(date +%s)
 cargo build --locked -p rsm-cli
+cargo build --locked -p rsm-facade --example aiven_fixture
 echo "rsm built in $(( $(date +%s) - t )) s"
 
 step "the README's build-by-hand commands, as written, in a fresh copy of the tree"
@@ -94,7 +98,7 @@ step "plugin on the Kafka $OLDEST API: unit tests, jar, end to end with brokers 
 "${MVN[@]}" -f java-bindings/pom.xml verify -Drsm.native.dir="$dist" -Dkafka.api.version="$OLDEST" \
   -Drsm.brokers="$NEWEST=$OUT/broker-$NEWEST.classpath,$FIRST4=$OUT/broker-$FIRST4.classpath,$OLDEST=$OUT/broker-$OLDEST.classpath" \
   -Drsm.bench.classpath="$OUT/bench.classpath" -Drsm.cli="$CARGO_TARGET_DIR/debug/rsm" "${s3_props[@]}" \
-  -Dit.test='*IT,!BrokerStoreFaultsIT' 2>&1 | tee "$OUT/java-tests-baseline.txt"
+  -Drsm.aiven.fixture="$CARGO_TARGET_DIR/debug/examples/aiven_fixture" -Dit.test='*IT,!BrokerStoreFaultsIT' 2>&1 | tee "$OUT/java-tests-baseline.txt"
 
 step "unit tests compiled and run on the Kafka $NEWEST API"
 "${MVN[@]}" -f java-bindings/pom.xml test -Drsm.native.dir="$dist" -Dkafka.api.version="$NEWEST" \
