@@ -45,7 +45,36 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("decompress_snappy", decompress_snappy),
     ("decompress_lz4", decompress_lz4),
     ("decompress_zstd", decompress_zstd),
+    ("aiven", aiven),
 ];
+
+/// What Aiven's plugin stored and Kafka kept for it, as a store and a metadata topic hand it over: its JSON
+/// manifest, its custom metadata (tagged fields) and its list of chunk sizes, each parsed without a panic or an
+/// allocation the input does not pay for. A manifest accepted has chunks that cover its log exactly, in order,
+/// each stored after the one before.
+pub fn aiven(data: &[u8]) {
+    use rsm_core::format::aiven::{AivenCustomMetadata, AivenManifest, decode_chunk_sizes};
+    let _ = AivenCustomMetadata::parse(data, "fuzz");
+    if let Ok(sizes) = decode_chunk_sizes(data, "fuzz") {
+        assert!(sizes.len() <= data.len(), "{} sizes from {} bytes", sizes.len(), data.len());
+    }
+    let Ok(m) = AivenManifest::parse(data, "fuzz") else { return };
+    let _ = m.metadata();
+    let chunks = &m.chunks;
+    let (mut original, mut stored) = (0u64, 0u64);
+    for i in 0..chunks.len().min(1 << 12) {
+        let c = chunks.chunk(i);
+        assert_eq!(c.original.start, original, "chunk {i} follows the one before");
+        assert!(c.original.end > c.original.start && c.original.end <= chunks.original_file_size as u64);
+        assert_eq!(chunks.chunk_at(c.original.start), Some(i), "chunk {i} holds its first byte");
+        assert!(c.stored.start >= stored && c.stored.end >= c.stored.start, "chunk {i} stored in order");
+        (original, stored) = (c.original.end, c.stored.end);
+    }
+    if chunks.len() <= 1 << 12 {
+        assert_eq!(original, chunks.original_file_size as u64, "the chunks cover the log");
+        assert_eq!(chunks.chunk_at(original), None);
+    }
+}
 
 /// A one-object segment (`segment.layout=single`) as a reader without its custom metadata meets it: the
 /// trailer found in the object's last [`TAIL_READ`] bytes and checked against its size, then the manifest it

@@ -326,6 +326,15 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         [&0x0000_0010_0000_0100u64.to_be_bytes()[..], &std::fs::read(v1).expect("v1 manifest")].concat(),
     ));
 
+    // Aiven's manifests, as its plugin writes them (fixed and variable chunk indexes, encryption metadata,
+    // the segment's metadata), its custom metadata and a list of chunk sizes.
+    let ids = r#""remoteLogSegmentMetadata":{"remoteLogSegmentId":{"topicIdPartition":{"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","topicPartition":{"topic":"t","partition":0}},"id":"AAAAAAAAAAAAAAAAAAAAAg"},"startOffset":0,"endOffset":9,"maxTimestampMs":1,"brokerId":0,"eventTimestampMs":2,"segmentLeaderEpochs":{"0":0}}"#;
+    let indexes = r#""segmentIndexes":{"offset":{"position":0,"size":8},"timestamp":{"position":8,"size":12},"producerSnapshot":{"position":20,"size":0},"leaderEpoch":{"position":20,"size":12},"transaction":null}"#;
+    out.push(("aiven", format!(r#"{{"version":"1","chunkIndex":{{"type":"fixed","originalChunkSize":4096,"originalFileSize":9132,"transformedChunkSize":4124,"finalTransformedChunkSize":968}},{indexes},"compression":false,"encryption":{{"dataKey":"key1:AAEC","aad":"AAEC"}},{ids}}}"#).into_bytes()));
+    out.push(("aiven", format!(r#"{{"version":"1","chunkIndex":{{"type":"variable","originalChunkSize":4096,"originalFileSize":9132,"transformedChunks":"KLUv/SARiQAAAAAAAwAAC6sCAAACCwAAA5A="}},{indexes},"compression":true,{ids}}}"#).into_bytes()));
+    out.push(("aiven", vec![3, 0, 2, 0xac, 0x02, 1, 2, 1, b'p', 2, 2, 1, b'k']));
+    out.push(("aiven", [&3i32.to_be_bytes()[..], &100i32.to_be_bytes(), &[1], &[0, 10], &5i32.to_be_bytes()].concat()));
+
     record_seeds(&mut out);
     out.push(("leader_epochs", b"0\n3\n0 0\n2 100\n5 2000\n".to_vec()));
     out.push(("wire_metadata", rsm_facade::wire::encode_metadata(&metadata())));
