@@ -24,8 +24,9 @@ pub struct AivenManifest {
     pub compression: bool,
     /// The segment's data key and associated data, when chunks and indexes were encrypted.
     pub encryption: Option<AivenEncryption>,
-    /// The segment the manifest was written for, when it names one (Aiven writes it; older manifests may not).
-    pub segment: Option<AivenSegmentIds>,
+    /// Kafka's metadata of the segment the manifest was written for, as the copy was given it (its copy
+    /// finished, its size the log's), when it names one (Aiven's plugin writes it; older manifests may not).
+    pub segment: Option<RemoteLogSegmentMetadata>,
 }
 
 /// How a segment was encrypted: AES-256-GCM under a data key wrapped with RSA-OAEP by a key pair.
@@ -43,31 +44,6 @@ impl std::fmt::Debug for AivenEncryption {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AivenEncryption").field("key_pair_id", &self.key_pair_id).finish_non_exhaustive()
     }
-}
-
-/// The segment a manifest names (Kafka's metadata of it, as the copy was given it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AivenSegmentIds {
-    /// The topic.
-    pub topic: String,
-    /// The topic's id.
-    pub topic_id: Uuid,
-    /// The partition.
-    pub partition: i32,
-    /// The segment's id.
-    pub segment_id: Uuid,
-    /// Its first offset.
-    pub start_offset: i64,
-    /// Its last offset.
-    pub end_offset: i64,
-    /// Its largest timestamp.
-    pub max_timestamp_ms: i64,
-    /// The broker that copied it.
-    pub broker_id: i32,
-    /// When it was copied.
-    pub event_timestamp_ms: i64,
-    /// Its leader epochs and the first offset of each.
-    pub leader_epochs: std::collections::BTreeMap<i32, i64>,
 }
 
 /// The chunk index: original chunks of one size (the last may be shorter) and where each lies stored.
@@ -172,7 +148,7 @@ impl AivenManifest {
         };
         let segment = match &v["remoteLogSegmentMetadata"] {
             Value::Null => None,
-            m => Some(segment_ids(m, key)?),
+            m => Some(segment_metadata(m, chunks.original_file_size, key)?),
         };
         Ok(AivenManifest { chunks, indexes, compression, encryption, segment })
     }
@@ -182,39 +158,29 @@ impl AivenManifest {
         self.indexes[slot(t)].clone()
     }
 
-    /// Kafka's metadata of the segment, as the manifest names it (its copy finished, its size the log's):
-    /// what a host without Kafka's metadata (`rsm`) reads the segment by. `None` when the manifest names no
-    /// segment.
-    pub fn metadata(&self) -> Option<crate::model::RemoteLogSegmentMetadata> {
-        use crate::model::{RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition};
-        let s = self.segment.as_ref()?;
-        let tp = TopicIdPartition { topic_id: s.topic_id, topic_partition: TopicPartition::new(&s.topic, s.partition) };
-        let mut md = RemoteLogSegmentMetadata::new(
-            RemoteLogSegmentId { topic_id_partition: tp, id: s.segment_id },
-            s.start_offset,
-            s.end_offset,
-            s.max_timestamp_ms,
-            s.broker_id,
-            s.event_timestamp_ms,
-            self.chunks.original_file_size as i32,
-            s.leader_epochs.clone(),
-        )
-        .ok()?;
-        md.state = crate::model::RemoteLogSegmentState::CopySegmentFinished;
-        Some(md)
+    /// Kafka's metadata of the segment, as the manifest names it: what a host without Kafka's metadata
+    /// (`rsm`) reads the segment by. `None` when the manifest names no segment.
+    pub fn metadata(&self) -> Option<RemoteLogSegmentMetadata> {
+        self.segment.clone()
     }
 
     /// Refuses a manifest written for another segment than `md` (correct bytes of the wrong segment are wrong
     /// bytes); one that names no segment is taken as its key says.
     pub fn check_describes(&self, md: &RemoteLogSegmentMetadata, key: &str) -> Result<()> {
         let Some(s) = &self.segment else { return Ok(()) };
-        let id = &md.remote_log_segment_id;
-        let want = (id.topic_id_partition.topic_id, id.topic_id_partition.topic_partition.partition, id.id);
-        if (s.topic_id, s.partition, s.segment_id) != want || s.start_offset != md.start_offset {
+        let (id, named) = (&md.remote_log_segment_id, &s.remote_log_segment_id);
+        let tp = |i: &crate::model::RemoteLogSegmentId| {
+            (i.topic_id_partition.topic_id, i.topic_id_partition.topic_partition.partition, i.id)
+        };
+        if tp(named) != tp(id) || s.start_offset != md.start_offset {
             return Err(Error::corrupt(format!(
                 "Aiven manifest {key} describes segment {} of partition {} of topic id {} from offset {}, not \
                  segment {id} from offset {}",
-                s.segment_id, s.partition, s.topic_id, s.start_offset, md.start_offset
+                named.id,
+                named.topic_id_partition.topic_partition.partition,
+                named.topic_id_partition.topic_id,
+                s.start_offset,
+                md.start_offset
             )));
         }
         Ok(())
@@ -304,35 +270,43 @@ fn encryption(v: &Value, key: &str) -> Result<AivenEncryption> {
     Ok(AivenEncryption { key_pair_id: id.to_string(), wrapped_key, aad })
 }
 
-fn segment_ids(m: &Value, key: &str) -> Result<AivenSegmentIds> {
+fn segment_metadata(m: &Value, log_length: u32, key: &str) -> Result<RemoteLogSegmentMetadata> {
+    use crate::model::{RemoteLogSegmentId, RemoteLogSegmentState, TopicIdPartition, TopicPartition};
     let bad = |field: &str| {
         Error::corrupt(format!("Aiven manifest {key}: remoteLogSegmentMetadata.{field} is missing or wrong"))
     };
     let uuid = |v: &Value, field: &str| v.as_str().and_then(|s| s.parse::<Uuid>().ok()).ok_or_else(|| bad(field));
+    let long = |field: &str| m[field].as_i64().ok_or_else(|| bad(field));
     let id = &m["remoteLogSegmentId"];
     let tip = &id["topicIdPartition"];
+    let topic = tip["topicPartition"]["topic"]
+        .as_str()
+        .ok_or_else(|| bad("remoteLogSegmentId.topicIdPartition.topicPartition.topic"))?;
+    let partition = tip["topicPartition"]["partition"]
+        .as_i64()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| bad("remoteLogSegmentId.topicIdPartition.topicPartition.partition"))?;
     let epochs = m["segmentLeaderEpochs"].as_object().ok_or_else(|| bad("segmentLeaderEpochs"))?;
     let leader_epochs = epochs
         .iter()
         .map(|(e, o)| Some((e.parse::<i32>().ok()?, o.as_i64()?)))
         .collect::<Option<_>>()
         .ok_or_else(|| bad("segmentLeaderEpochs"))?;
-    Ok(AivenSegmentIds {
-        topic: tip["topicPartition"]["topic"]
-            .as_str()
-            .ok_or_else(|| bad("remoteLogSegmentId.topicIdPartition.topicPartition.topic"))?
-            .to_string(),
+    let tp = TopicIdPartition {
         topic_id: uuid(&tip["topicId"], "remoteLogSegmentId.topicIdPartition.topicId")?,
-        partition: tip["topicPartition"]["partition"]
-            .as_i64()
-            .and_then(|p| i32::try_from(p).ok())
-            .ok_or_else(|| bad("remoteLogSegmentId.topicIdPartition.topicPartition.partition"))?,
-        segment_id: uuid(&id["id"], "remoteLogSegmentId.id")?,
-        start_offset: m["startOffset"].as_i64().ok_or_else(|| bad("startOffset"))?,
-        end_offset: m["endOffset"].as_i64().ok_or_else(|| bad("endOffset"))?,
-        max_timestamp_ms: m["maxTimestampMs"].as_i64().ok_or_else(|| bad("maxTimestampMs"))?,
-        broker_id: m["brokerId"].as_i64().and_then(|b| i32::try_from(b).ok()).ok_or_else(|| bad("brokerId"))?,
-        event_timestamp_ms: m["eventTimestampMs"].as_i64().ok_or_else(|| bad("eventTimestampMs"))?,
+        topic_partition: TopicPartition::new(topic, partition),
+    };
+    let mut md = RemoteLogSegmentMetadata::new(
+        RemoteLogSegmentId { topic_id_partition: tp, id: uuid(&id["id"], "remoteLogSegmentId.id")? },
+        long("startOffset")?,
+        long("endOffset")?,
+        long("maxTimestampMs")?,
+        m["brokerId"].as_i64().and_then(|b| i32::try_from(b).ok()).ok_or_else(|| bad("brokerId"))?,
+        long("eventTimestampMs")?,
+        log_length as i32,
         leader_epochs,
-    })
+    )
+    .map_err(|e| Error::corrupt(format!("Aiven manifest {key}: remoteLogSegmentMetadata: {}", e.full_message())))?;
+    md.state = RemoteLogSegmentState::CopySegmentFinished;
+    Ok(md)
 }

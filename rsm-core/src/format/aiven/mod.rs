@@ -23,7 +23,7 @@ mod manifest;
 
 pub use chunk_sizes::decode as decode_chunk_sizes;
 pub use custom_metadata::AivenCustomMetadata;
-pub use manifest::{AivenChunk, AivenEncryption, AivenManifest, AivenSegmentIds, ChunkIndex};
+pub use manifest::{AivenChunk, AivenEncryption, AivenManifest, ChunkIndex};
 
 use crate::error::{Error, Result};
 use crate::model::RemoteLogSegmentMetadata;

@@ -1,6 +1,6 @@
 //! Segments Aiven's plugin stored, read through the same contract as ours (`aiven.read.enabled`): a fetch
 //! by position, an index, a delete. [`crate::format::aiven`] holds the format; this module finds a segment's
-//! objects, keeps what it found ([`AivenSegments`]) and streams its log checked ([`walk`]).
+//! objects, keeps what it found ([`AivenSegments`]) and streams its log checked (`walk`).
 
 mod listing;
 mod migrate;
@@ -157,7 +157,7 @@ impl AivenSegments {
     }
 
     /// Streams the original bytes `start..end` of `segment`'s log, each checked before it is served: by its
-    /// chunk's AES-GCM tag when encrypted, otherwise by the CRC of each record batch ([`walk`]: the fetch
+    /// chunk's AES-GCM tag when encrypted, otherwise by the CRC of each record batch (`walk`: the fetch
     /// must then start on a batch, as Kafka's do, and a batch the end cuts is read whole to check it).
     pub fn stream(&self, segment: Arc<AivenSegment>, start: u64, end: u64) -> ByteStream {
         let chunks = &segment.manifest.chunks;
