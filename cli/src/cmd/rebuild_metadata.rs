@@ -1,4 +1,5 @@
-//! `rsm rebuild-metadata`: a new local metadata log made from the store's manifests.
+//! `rsm rebuild-metadata`: a new local metadata log made from the store's manifests (and Aiven's, with
+//! `aiven.read.enabled`).
 
 use crate::exit::CmdResult;
 use crate::output::{Out, out};
@@ -25,7 +26,7 @@ pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> CmdResult {
     let rt = rsm_facade::runtime();
     let mut whole = Vec::new();
     let scanned = store.scan_segments(None)?;
-    let seen: std::collections::HashSet<rsm_core::Uuid> = scanned
+    let mut seen: std::collections::HashSet<rsm_core::Uuid> = scanned
         .iter()
         .filter_map(|s| {
             rsm_core::storage::layout::parse_segment_key(&store.storage().config().key_prefix, &s.manifest_key)
@@ -49,11 +50,27 @@ pub fn run(o: &mut Out, store: &StoreArgs, metadata_dir: &Path) -> CmdResult {
             Err(e) => out!(o, "SKIPPED\t{}\t{}", s.manifest_key, e.full_message()),
         }
     }
+    // The segments Aiven's plugin stored (`aiven.read.enabled`), as their manifests name them; one that is
+    // ours too (a migration under way) once.
+    let aiven_ids =
+        |listed: &[rsm_core::storage::aiven::ListedAivenSegment]| -> std::collections::HashSet<rsm_core::Uuid> {
+            listed.iter().filter_map(|a| a.segment.as_ref().ok()).map(|(_, md)| md.remote_log_segment_id.id).collect()
+        };
+    let aiven = store.scan_aiven_segments(None)?;
+    for a in &aiven {
+        match &a.segment {
+            Ok((_, md)) if !seen.contains(&md.remote_log_segment_id.id) => whole.push(md.clone()),
+            Ok(_) => {}
+            Err(e) => out!(o, "SKIPPED\t{}\t{}", a.manifest_key, e.full_message()),
+        }
+    }
+    seen.extend(aiven_ids(&aiven));
     let n = rt.block_on(rsm_metadata::local::LocalMetadataManager::rebuild(metadata_dir, &whole))?;
     out!(o, "rebuilt {} with {n} segments from the store's manifests", metadata_dir.display());
     // The log is the store as the scan found it: a store another process wrote to meanwhile (a copy, a
     // delete) has segments the log lacks, or lacks some it lists. One more listing tells.
-    let now = rt.block_on(store.storage().committed_segment_ids(None))?;
+    let mut now = rt.block_on(store.storage().committed_segment_ids(None))?;
+    now.extend(aiven_ids(&store.scan_aiven_segments(None)?));
     let (came, went) = (now.difference(&seen).count(), seen.difference(&now).count());
     if came + went > 0 {
         return Err(rsm_core::Error::invalid(format!(
