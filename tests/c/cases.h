@@ -1,5 +1,5 @@
 /* What the test cases of rsm_test share beyond common.h: the store every case opens, the copy of the fixture's
- * segments, a whole fetch, and the cases kept in files of their own (async.c, records.c). */
+ * segments, a whole fetch, and the cases kept in files of their own (async.c, records.c, aiven.c). */
 #ifndef RSM_TEST_CASES_H
 #define RSM_TEST_CASES_H
 
@@ -20,5 +20,6 @@ bytes fetch(rsm_store *store, const rsm_segment_metadata *md, int32_t start, int
 
 void test_async(fixture *fx, const char *work);
 void test_records(const char *fixture_dir, const char *work);
+void test_aiven(fixture *fx, const char *work);
 
 #endif

@@ -13,7 +13,8 @@
  *   populate    copies the segments into WORK/store-readme for the README example
  *   records     the record iterator over the partition of transactions and compressed batches (txns.txt,
  *               records.txt): every record at both isolation levels, paging, refusals
- * The cases async and records live in async.c and records.c; what the cases share is in cases.h and common.h.
+ *   aiven       segments Aiven's plugin stored (FIXTURE_DIR/aiven-store), read with aiven.read.enabled
+ * The cases async, records and aiven live in async.c, records.c and aiven.c; what the cases share is in cases.h and common.h.
  */
 #include "cases.h"
 
@@ -513,7 +514,7 @@ static void populate(fixture *fx, const char *work) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s round_trip|s3_round_trip|errors|threads|async|populate|records FIXTURE_DIR WORK_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s round_trip|s3_round_trip|errors|threads|async|populate|records|aiven FIXTURE_DIR WORK_DIR\n", argv[0]);
     return 2;
   }
   fixture *fx = malloc(sizeof *fx);
@@ -533,6 +534,8 @@ int main(int argc, char **argv) {
     populate(fx, argv[3]);
   else if (strcmp(argv[1], "records") == 0)
     test_records(argv[2], argv[3]);
+  else if (strcmp(argv[1], "aiven") == 0)
+    test_aiven(fx, argv[2]);
   else
     CHECK(0, "unknown case %s", argv[1]);
   fixture_free(fx);

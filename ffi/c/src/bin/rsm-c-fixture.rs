@@ -17,6 +17,10 @@
 //! record <offset> <timestamp> <timestamp type> <key> <value> <headers> (<header key> <header value>)*
 //! ```
 //! Bytes are hex, `-` for null and `.` for empty.
+//!
+//! And `DIR/aiven-store/`: the closed segments of `orders-0`, under the ids the hosts give them, as Aiven's
+//! plugin would have stored them (compressed, encrypted under the test key pair `tests/data/aiven/key1`,
+//! copied to `DIR/aiven-key1.pem`), for the hosts' reads of them (`aiven.read.enabled`).
 
 use rsm_core::Uuid;
 use rsm_core::format::partition::LocalPartition;
@@ -57,6 +61,7 @@ fn write(dir: &Path) -> rsm_core::Result<()> {
     };
     generate_partition(&partition_dir, &spec)?;
     describe(&partition_dir, &dir.join("segments.txt"))?;
+    write_aiven_store(&partition_dir, dir)?;
     let txns = txn_fixture::write_partition(dir)?;
     describe(&txns, &dir.join("txns.txt"))?;
     let mut out = String::new();
@@ -133,4 +138,41 @@ fn describe(partition_dir: &Path, file: &Path) -> rsm_core::Result<()> {
         out.push('\n');
     }
     std::fs::write(file, out).map_err(|e| rsm_core::Error::from_io(file.display(), e))
+}
+
+/// Writes the closed segments of the partition at `partition_dir` into `dir/aiven-store` as Aiven's plugin
+/// would have stored them, under the segment ids the hosts give them (`tests/c/common.h`: the i-th closed
+/// segment's id is `0x1111222233334444 + i`, `0x5555666677778888`).
+fn write_aiven_store(partition_dir: &Path, dir: &Path) -> rsm_core::Result<()> {
+    use rsm_core::testkit::aiven_writer::{AivenWriteSpec, write_aiven_segment};
+    fn io(p: &Path) -> impl Fn(std::io::Error) -> rsm_core::Error + '_ {
+        move |e| rsm_core::Error::from_io(p.display(), e)
+    }
+    let store_dir = dir.join("aiven-store");
+    if store_dir.exists() {
+        std::fs::remove_dir_all(&store_dir).map_err(io(&store_dir))?;
+    }
+    std::fs::create_dir_all(&store_dir).map_err(io(&store_dir))?;
+    let pem = include_str!("../../../../tests/data/aiven/key1-private.pem");
+    let key = dir.join("aiven-key1.pem");
+    std::fs::write(&key, pem).map_err(io(&key))?;
+    let mut pairs = rsm_core::crypto::AivenKeyPairs::default();
+    pairs.add_pem("key1", pem, "aiven-key1.pem")?;
+    let spec = AivenWriteSpec {
+        key_prefix: String::new(),
+        chunk_size: 64 << 10,
+        compression: true,
+        encryption: Some(("key1".into(), pairs)),
+        custom_metadata: false,
+    };
+    let store = rsm_facade::Store::open(&format!("file://{}", store_dir.display()), &Default::default())?;
+    let backend = store.storage().backend().clone();
+    let p = LocalPartition::open(partition_dir)?;
+    for (i, seg) in p.closed_segments().iter().enumerate() {
+        let mut md = p.segment_metadata(seg, 1, 1_700_000_000_000)?;
+        md.remote_log_segment_id.id = Uuid::new(0x1111_2222_3333_4444 + i as i64, 0x5555_6666_7777_8888);
+        let data = p.segment_data(seg)?;
+        rsm_facade::runtime().block_on(write_aiven_segment(&*backend, &md, &data, &spec))?;
+    }
+    Ok(())
 }
