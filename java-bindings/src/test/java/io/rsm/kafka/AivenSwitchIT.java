@@ -75,10 +75,12 @@ class AivenSwitchIT {
                         .get(60, TimeUnit.SECONDS);
                 remoteDir = topic + "-" + EndToEndSupport.topicId(admin, topic) + "/0/";
                 BrokerRecords.produce(broker, topic, "none", 12000, 0, expected, 16384);
-                EndToEndSupport.waitFor("segments tiered and deleted locally", 240, () -> {
+                String dir = topic + "-" + EndToEndSupport.topicId(admin, topic) + "/0/";
+                EndToEndSupport.waitFor("five segments tiered and deleted locally", 240, () -> {
                     long tiered = EndToEndSupport.offset(admin, tp, OffsetSpec.latestTiered());
                     long local = EndToEndSupport.offset(admin, tp, OffsetSpec.earliestLocal());
-                    return tiered > 0 && local > 0 && tiered >= local - 1;
+                    return EndToEndSupport.baseOffsets(store, dir, ".manifest").size() >= 5 && local > 0
+                            && tiered >= local - 1;
                 });
                 oldEnd = EndToEndSupport.offset(admin, tp, OffsetSpec.earliestLocal());
             }
