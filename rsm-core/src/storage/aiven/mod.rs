@@ -28,6 +28,15 @@ const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 /// Aiven segments kept found (manifest and unwrapped data key, about 1 KiB each).
 const KEPT: usize = 4096;
 
+/// Reads and parses the Aiven manifest at `key`, refusing one of [`MAX_MANIFEST_BYTES`] or more.
+async fn read_manifest(backend: &dyn StorageBackend, key: &str) -> Result<AivenManifest> {
+    let bytes = backend.get_range(key, 0..MAX_MANIFEST_BYTES).await?;
+    if bytes.len() as u64 >= MAX_MANIFEST_BYTES {
+        return Err(Error::corrupt(format!("Aiven manifest {key}: {MAX_MANIFEST_BYTES} bytes or more")));
+    }
+    AivenManifest::parse(&bytes, key)
+}
+
 /// An Aiven segment found in the store: its manifest, keys and (when encrypted) unwrapped data key.
 #[derive(Debug)]
 pub struct AivenSegment {
@@ -132,18 +141,11 @@ impl AivenSegments {
     /// error when it is there but does not read, names another segment, or its data key does not unwrap.
     pub async fn find(&self, md: &RemoteLogSegmentMetadata) -> Result<Option<Arc<AivenSegment>>> {
         let keys = self.keys(md);
-        let bytes = match self.backend.get_range(&keys.manifest, 0..MAX_MANIFEST_BYTES).await {
-            Ok(b) => b,
+        let manifest = match read_manifest(self.backend.as_ref(), &keys.manifest).await {
+            Ok(m) => m,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        if bytes.len() as u64 >= MAX_MANIFEST_BYTES {
-            return Err(Error::corrupt(format!(
-                "Aiven manifest {}: {MAX_MANIFEST_BYTES} bytes or more",
-                keys.manifest
-            )));
-        }
-        let manifest = AivenManifest::parse(&bytes, &keys.manifest)?;
         manifest.check_describes(md, &keys.manifest)?;
         let data_key = match &manifest.encryption {
             Some(e) => Some(self.config.key_pairs.unwrap(e, &format!("Aiven manifest {}", keys.manifest))?),
@@ -327,8 +329,7 @@ impl super::TieredStorage {
 
     /// Reads and parses the Aiven manifest at `key`.
     pub async fn read_aiven_manifest(&self, key: &str) -> Result<AivenManifest> {
-        let bytes = self.backend.get_range(key, 0..MAX_MANIFEST_BYTES).await?;
-        AivenManifest::parse(&bytes, key)
+        read_manifest(self.backend.as_ref(), key).await
     }
 
     /// [`super::TieredStorage::verify`] of Aiven segment `s`: its whole log read and checked as a fetch checks
