@@ -228,8 +228,23 @@ pub fn map_error(store: &str, op: &str, key: &str, e: object_store::Error, redac
     }
 }
 
-/// The message of `e` and of each cause, joined by ": ", skipping causes already quoted by their parent.
+/// The message of `e` and of each cause, joined by ": ", skipping causes already quoted by their parent, on one
+/// line: a store's answer quoted in a cause (S3's XML error body) has its line breaks turned into spaces, so the
+/// message stays one line wherever a host logs it.
 pub fn chain_text(e: &(dyn StdError + 'static)) -> String {
+    one_line(chain(e))
+}
+
+/// `text` with each line break, and the blanks around it, turned into one space.
+fn one_line(text: String) -> String {
+    if !text.contains(['\n', '\r']) {
+        return text;
+    }
+    let parts: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    parts.join(" ")
+}
+
+fn chain(e: &(dyn StdError + 'static)) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
@@ -257,6 +272,18 @@ mod tests {
         assert!(!t.contains("s3cr3t"), "{t}");
         assert!(t.contains("http://h:1/c/o?<redacted>"), "{t}");
         assert!(t.contains("https://x/y ok"), "{t}");
+    }
+
+    #[test]
+    fn a_quoted_answer_stays_on_one_line() {
+        let body = "503 Service Unavailable: <?xml version=\"1.0\"?>\n<Error><Code>SlowDown</Code></Error>\r\n";
+        let e = object_store::Error::Generic { store: "S3", source: body.into() };
+        let t = chain_text(&e);
+        assert!(!t.contains(['\n', '\r']), "{t}");
+        assert!(
+            t.ends_with("503 Service Unavailable: <?xml version=\"1.0\"?> <Error><Code>SlowDown</Code></Error>"),
+            "{t}"
+        );
     }
 
     #[test]
