@@ -244,12 +244,15 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("chunker", [&0x0000_0100_0000_0200u64.to_be_bytes()[..], &log].concat()));
 
     let (mut oi, mut ti) = (OffsetIndexWriter::new(100), TimeIndexWriter::new(100));
+    let mut long = OffsetIndexWriter::long(100);
     for (i, b) in BatchIter::new(&log, 0, false).map_while(Result::ok).enumerate() {
-        oi.append(b.last_offset(), b.position() as u32);
+        oi.append(b.last_offset(), b.position());
+        long.append(b.last_offset(), b.position());
         ti.append(1_000 + i as i64 * 10, b.last_offset());
     }
     let header = [100u64.to_be_bytes(), (log.len() as u64).to_be_bytes()].concat();
     out.push(("indexes", [&header[..], oi.bytes()].concat()));
+    out.push(("indexes", [&header[..], long.bytes()].concat()));
     out.push(("indexes", [&header[..], ti.bytes()].concat()));
 
     let m = manifest(&log, 1024, 256);

@@ -559,3 +559,38 @@ async fn an_early_close_costs_one_read() {
     assert_eq!(counts.snapshot().get(Op::Get).requests - before, 1, "one ranged read for the header, not the segment");
     assert!(counts.snapshot().get(Op::Get).bytes_received - bytes_before <= FIRST_READ_BYTES);
 }
+
+/// KIP-1333: a segment whose offset index has 12-byte entries (a broker after `IBP_4_4_IV1` writes them)
+/// copies, serves that index byte for byte, and reads by offset as any other.
+#[tokio::test]
+async fn an_offset_index_of_12_byte_entries_copies_and_is_served_as_it_is() {
+    use crate::format::partition::LocalPartition;
+    use crate::testkit::log_writer::{PartitionWriter, Record};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = PartitionWriter::create(&tmp.path().join("long-0"), Uuid::random(), 256 << 10, 4096).unwrap();
+    w.long_index_entries();
+    for i in 0..3_000i64 {
+        let value = Some(vec![i as u8; 300]);
+        w.append(&[Record { key: None, value, headers: vec![], timestamp: 1_700_000_000_000 + i }]).unwrap();
+    }
+    let partition = LocalPartition::open(&w.finish().unwrap()).unwrap();
+    let seg = partition.closed_segments()[1].clone();
+    let md = partition.segment_metadata(&seg, 1, 1_700_000_000_000).unwrap();
+    let data = partition.segment_data(&seg).unwrap();
+    let local = std::fs::read(&data.offset_index).unwrap();
+    // Entries of 12 bytes, as many as there are 4 KiB steps in the segment's 256 KiB, so not 8-byte ones.
+    assert!(local.len().is_multiple_of(12) && local.len() / 12 > 50, "{} bytes", local.len());
+    let entries =
+        crate::format::index::read_offset_index("local", md.start_offset, &local, md.segment_size_in_bytes as u64)
+            .unwrap();
+    assert_eq!(entries.len(), local.len() / 12);
+
+    let f = Fixture::new(Arc::new(MemoryBackend::new()), "long-index");
+    f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
+    let rsm = f.fresh_rsm();
+    assert_eq!(rsm.fetch_index(&md, IndexType::Offset).await.unwrap(), local, "served as the broker wrote it");
+    // Each entry's offset is found at the batch the index names (one record a batch here).
+    for e in [entries[0], entries[entries.len() / 2], entries[entries.len() - 1]] {
+        assert_eq!(rsm.position_of_offset(&md, e.offset).await.unwrap() as u64, e.position, "{e:?}");
+    }
+}

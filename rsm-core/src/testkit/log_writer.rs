@@ -258,11 +258,11 @@ struct OpenSegment {
 }
 
 impl OpenSegment {
-    fn new(base_offset: i64) -> Self {
+    fn new(base_offset: i64, long_index: bool) -> Self {
         OpenSegment {
             base_offset,
             log: Vec::new(),
-            index: OffsetIndexWriter::new(base_offset),
+            index: if long_index { OffsetIndexWriter::long(base_offset) } else { OffsetIndexWriter::new(base_offset) },
             time: TimeIndexWriter::new(base_offset),
             bytes_since_entry: 0,
             max_ts: -1,
@@ -288,6 +288,7 @@ pub struct PartitionWriter {
     epochs: Vec<(i32, i64)>,
     next_offset: i64,
     current: OpenSegment,
+    long_index: bool,
 }
 
 impl PartitionWriter {
@@ -305,8 +306,15 @@ impl PartitionWriter {
             leader_epoch: 0,
             epochs: vec![(0, 0)],
             next_offset: 0,
-            current: OpenSegment::new(0),
+            current: OpenSegment::new(0, false),
+            long_index: false,
         })
+    }
+
+    /// 12-byte offset index entries (KIP-1333, a broker after `IBP_4_4_IV1`), before the first append.
+    pub fn long_index_entries(&mut self) {
+        self.long_index = true;
+        self.current.index = OffsetIndexWriter::long(self.current.base_offset);
     }
 
     /// Starts a new leader epoch at the next offset.
@@ -338,7 +346,7 @@ impl PartitionWriter {
         }
         let last_offset = self.next_offset + records.len() as i64 - 1;
         let seg = &mut self.current;
-        let position = seg.log.len() as u32;
+        let position = seg.log.len() as u64;
         if seg.bytes_since_entry > self.index_interval_bytes {
             seg.index.append(last_offset, position);
             seg.maybe_time_entry();
@@ -368,7 +376,7 @@ impl PartitionWriter {
     /// Closes the active segment and opens a new one at the next offset, writing a producer snapshot for it.
     pub fn roll(&mut self) -> Result<()> {
         self.current.maybe_time_entry();
-        let done = std::mem::replace(&mut self.current, OpenSegment::new(self.next_offset));
+        let done = std::mem::replace(&mut self.current, OpenSegment::new(self.next_offset, self.long_index));
         self.write_segment(&done)?;
         let p = self.dir.join(segment_file_name(self.next_offset, "snapshot"));
         fs::write(&p, empty_producer_snapshot()).map_err(|e| Error::from_io(p.display(), e))

@@ -42,7 +42,7 @@ impl super::super::TieredStorage {
         let name = format!("of Aiven segment {}", s.id);
         let bytes = self.aiven_index(s, IndexType::Offset).await?;
         let entries = read_offset_index(&name, s.start_offset, &bytes, s.log_length())?;
-        Ok(entries.iter().rev().find(|e| e.offset <= offset).map_or(0, |e| e.position as u64))
+        Ok(entries.iter().rev().find(|e| e.offset <= offset).map_or(0, |e| e.position))
     }
 
     /// Walks the batches of `s` from position `from` (a batch) to the first `pred` accepts.
