@@ -28,7 +28,8 @@
 
 // The version of the C ABI this header describes: it changes whenever a function, struct or code changes
 // incompatibly. Compare with `rsm_abi_version()` to check that the loaded library matches the header.
-#define RSM_ABI_VERSION 1
+// 2: positions are 64-bit (`int64_t`), for segments over 2 GiB (KIP-1333).
+#define RSM_ABI_VERSION 2
 
 // `rsm_fetch`'s `end_position` that means "to the end of the segment".
 #define RSM_END_OF_SEGMENT -1
@@ -357,8 +358,8 @@ rsm_result rsm_copy(const rsm_store *store,
 // `metadata` is NULL or valid; `stream_out` and `err` are NULL or writable.
 rsm_result rsm_fetch(const rsm_store *store,
                      const rsm_segment_metadata *metadata,
-                     int32_t start_position,
-                     int32_t end_position,
+                     int64_t start_position,
+                     int64_t end_position,
                      rsm_stream **stream_out,
                      rsm_error **err);
 
@@ -481,7 +482,7 @@ void rsm_buffer_free(rsm_buffer *buf);
 rsm_result rsm_position_of_offset(const rsm_store *store,
                                   const rsm_segment_metadata *metadata,
                                   int64_t offset,
-                                  int32_t *position,
+                                  int64_t *position,
                                   rsm_error **err);
 
 // The byte position of the first batch of the segment with a timestamp at or after `timestamp_ms`, or -1
@@ -498,7 +499,7 @@ rsm_result rsm_position_of_offset(const rsm_store *store,
 rsm_result rsm_position_of_timestamp(const rsm_store *store,
                                      const rsm_segment_metadata *metadata,
                                      int64_t timestamp_ms,
-                                     int32_t *position,
+                                     int64_t *position,
                                      rsm_error **err);
 
 // Panics inside the library on purpose and returns what the boundary made of it (`RSM_RESULT_PANIC`, with
@@ -554,8 +555,8 @@ rsm_result rsm_copy_async(const rsm_store *store,
 // As `rsm_fetch`; `callback` is a valid function pointer; `user_data` may be used from another thread.
 rsm_result rsm_fetch_async(const rsm_store *store,
                            const rsm_segment_metadata *metadata,
-                           int32_t start_position,
-                           int32_t end_position,
+                           int64_t start_position,
+                           int64_t end_position,
                            rsm_fetch_callback callback,
                            void *user_data,
                            rsm_operation **operation_out,

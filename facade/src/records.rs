@@ -88,7 +88,6 @@ async fn fetch_records(
 ) -> Result<FetchedRecords> {
     let position = storage.position_of_offset(segment, req.offset).await?;
     let bytes = storage.read_batches_from(segment, position, req.max_bytes).await?;
-    let position = u64::from(position);
     // At read_committed: the segment's aborted transactions, then the later segments', in the order given.
     let aborted = |upper| async move {
         let mut rest = later.iter().cloned();

@@ -173,7 +173,7 @@ impl Store {
 
     /// Opens a reader of the segment's bytes `start..=end` (see [`RemoteStorageManager::fetch_log_segment`]):
     /// [`Store::fetch_async`] run to its end on [`runtime`].
-    pub fn fetch(&self, md: &RemoteLogSegmentMetadata, start: i32, end: Option<i32>) -> Result<SegmentReader> {
+    pub fn fetch(&self, md: &RemoteLogSegmentMetadata, start: i64, end: Option<i64>) -> Result<SegmentReader> {
         runtime().block_on(self.fetch_async(md, start, end))
     }
 
@@ -182,8 +182,8 @@ impl Store {
     pub async fn fetch_async(
         &self,
         md: &RemoteLogSegmentMetadata,
-        start: i32,
-        end: Option<i32>,
+        start: i64,
+        end: Option<i64>,
     ) -> Result<SegmentReader> {
         let wait = self.fetch_wait(md);
         let open = || async {
@@ -287,12 +287,12 @@ impl Store {
     }
 
     /// Byte position of the batch holding `offset`.
-    pub fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u32> {
+    pub fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u64> {
         runtime().block_on(self.storage.position_of_offset(md, offset))
     }
 
     /// Byte position of the first batch with a timestamp at or after `timestamp`.
-    pub fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
+    pub fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u64>> {
         runtime().block_on(self.storage.position_of_timestamp(md, timestamp))
     }
 

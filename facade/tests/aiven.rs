@@ -74,7 +74,7 @@ fn reading(prefix: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn fetch(store: &Store, md: &RemoteLogSegmentMetadata, start: i32, end: Option<i32>) -> rsm_core::Result<Vec<u8>> {
+fn fetch(store: &Store, md: &RemoteLogSegmentMetadata, start: i64, end: Option<i64>) -> rsm_core::Result<Vec<u8>> {
     let mut got = Vec::new();
     store.fetch(md, start, end)?.read_to_end(&mut got).map_err(|e| rsm_core::Error::corrupt(e.to_string()))?;
     Ok(got)
@@ -114,9 +114,9 @@ fn every_stored_form_reads_back_exactly() {
             let starts: Vec<u64> = BatchIter::new(&log, 0, true).map(|b| b.unwrap().position()).collect();
             for (i, &s) in starts.iter().enumerate() {
                 // To the end of the segment, and (inclusive) to a byte inside a later batch.
-                assert_eq!(fetch(&store, md, s as i32, None).unwrap(), &log[s as usize..], "{name}: {id} from {s}");
+                assert_eq!(fetch(&store, md, s as i64, None).unwrap(), &log[s as usize..], "{name}: {id} from {s}");
                 let e = starts.get(i + 2).map_or(log.len() as u64 - 1, |&n| n + 7).min(log.len() as u64 - 1);
-                let got = fetch(&store, md, s as i32, Some(e as i32)).unwrap();
+                let got = fetch(&store, md, s as i64, Some(e as i64)).unwrap();
                 assert_eq!(got, &log[s as usize..=e as usize], "{name}: {id} {s}..={e}");
                 batches_read += 1;
             }
@@ -133,7 +133,7 @@ fn every_stored_form_reads_back_exactly() {
                 }
             }
             assert_eq!(&store.fetch_index(md, IndexType::LeaderEpoch).unwrap()[..], &data.leader_epoch_index[..]);
-            let e = fetch(&store, md, log.len() as i32, None).unwrap_err().to_string();
+            let e = fetch(&store, md, log.len() as i64, None).unwrap_err().to_string();
             assert!(e.contains("outside segment"), "{e}");
         }
         assert!(segments.iter().any(|s| s.data.transaction_index.is_some()), "a transaction index is read");
@@ -319,7 +319,7 @@ fn offsets_and_timestamps_find_their_batch() {
                 let be =
                     |from: usize, n: usize| log[at + from..at + from + n].iter().fold(0i64, |a, &b| a << 8 | b as i64);
                 let base = be(0, 8);
-                batches.push((at as u32, base, base + be(23, 4), be(35, 8)));
+                batches.push((at as u64, base, base + be(23, 4), be(35, 8)));
                 at += 12 + be(8, 4) as usize;
             }
             for o in md.start_offset..=md.end_offset {

@@ -55,7 +55,7 @@ fn with(base: &BTreeMap<String, String>, extra: &[(&str, &str)]) -> BTreeMap<Str
 /// is unwrapped at the first read).
 fn read_all(store: &Store, md: &RemoteLogSegmentMetadata, from: u64) -> rsm_core::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    store.fetch(md, from as i32, None)?.read_to_end(&mut bytes).map_err(|e| {
+    store.fetch(md, from as i64, None)?.read_to_end(&mut bytes).map_err(|e| {
         *e.into_inner().expect("an rsm error inside").downcast::<rsm_core::Error>().expect("an rsm error")
     })?;
     Ok(bytes)

@@ -27,8 +27,8 @@ pub trait RemoteStorageManager: Send + Sync {
     async fn fetch_log_segment(
         &self,
         metadata: &RemoteLogSegmentMetadata,
-        start_position: i32,
-        end_position: Option<i32>,
+        start_position: i64,
+        end_position: Option<i64>,
     ) -> Result<ByteStream>;
 
     /// The exact bytes of one of the segment's original index files. A segment without a transaction

@@ -261,7 +261,7 @@ async fn next_segment_ahead(how: Successor, lists_expected: u64, manifest_reads:
     let what = format!("{how:?}");
 
     // A random read of the first segment's last chunk: no look ahead.
-    let len = std::fs::metadata(&partition.segment_data(&segs[0]).unwrap().log_segment).unwrap().len() as i32;
+    let len = std::fs::metadata(&partition.segment_data(&segs[0]).unwrap().log_segment).unwrap().len() as i64;
     collect(reader.fetch_log_segment(&mds[0], len - 100, None).await.unwrap()).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let lists = || counts.snapshot().get(Op::List).requests;
@@ -285,7 +285,7 @@ async fn next_segment_ahead(how: Successor, lists_expected: u64, manifest_reads:
     assert_eq!(reader.manifest_cache_stats().hits, before + 1, "{what}");
     // And its first chunks: the reader's first fetch of the next segment reads nothing from the store.
     let next = reader.manifest(&mds[1]).await.unwrap();
-    let first = next.chunks[0].data_length as i32;
+    let first = next.chunks[0].data_length as i64;
     let got = collect(reader.fetch_log_segment(&mds[1], 0, Some(first - 1)).await.unwrap()).await.unwrap();
     let log = std::fs::read(&partition.segment_data(&segs[1]).unwrap().log_segment).unwrap();
     assert!(got == log[..first as usize], "{what}");
@@ -309,7 +309,7 @@ async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_not
     let (start, end) = (manifest.chunks[3].original_position() + 5000, manifest.chunks[3].end() + 40_000);
     let blocks = manifest.align(start..end);
     let fetch = || async {
-        let got = collect(rsm.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
+        let got = collect(rsm.fetch_log_segment(&seg.md, start as i64, Some(end as i64 - 1)).await.unwrap()).await;
         assert!(got.unwrap() == seg.log[start as usize..end as usize]);
     };
     let received = || counts.snapshot().get(Op::Get).bytes_received;
@@ -343,7 +343,7 @@ async fn a_first_random_miss_costs_what_no_cache_costs_and_a_disk_hit_writes_not
     let times: Vec<_> = files.iter().map(|f| std::fs::metadata(f).unwrap().modified().unwrap()).collect();
     std::thread::sleep(std::time::Duration::from_millis(20));
     let gets = log_gets(&counts);
-    let got = collect(disk_only.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
+    let got = collect(disk_only.fetch_log_segment(&seg.md, start as i64, Some(end as i64 - 1)).await.unwrap()).await;
     assert!(got.unwrap() == seg.log[start as usize..end as usize]);
     assert_eq!(log_gets(&counts), gets, "from the disk tier");
     assert_eq!(disk_only.chunk_cache_stats().unwrap().disk.hits, 2);
@@ -367,7 +367,7 @@ async fn a_memory_tier_smaller_than_four_chunks_still_fills() {
     assert!(len > (64 << 10) / 4 && len <= 64 << 10, "a chunk fits the tier and passes its bound: {len}");
     let (start, end) = (manifest.chunks[2].original_position() + 5000, manifest.chunks[2].original_position() + 9000);
     let fetch = || async {
-        let got = collect(rsm.fetch_log_segment(&seg.md, start as i32, Some(end as i32 - 1)).await.unwrap()).await;
+        let got = collect(rsm.fetch_log_segment(&seg.md, start as i64, Some(end as i64 - 1)).await.unwrap()).await;
         assert!(got.unwrap() == seg.log[start as usize..end as usize]);
     };
     fetch().await;

@@ -240,7 +240,7 @@ async fn a_small_read_of_a_chunk_of_one_frame_reads_its_whole_stored_range() {
     let c = m.chunks[2];
     assert!(c.is_transformed() && c.rdi.stored_length < c.data_length / 4, "{c:?}");
     let before = counts.snapshot().get(Op::Get);
-    let at = c.original_position() as i32 + 1000;
+    let at = c.original_position() as i64 + 1000;
     let got = collect(rsm.fetch_log_segment(&s.md, at, Some(at + 9)).await.unwrap()).await.unwrap();
     assert!(got[..] == s.log[at as usize..at as usize + 10]);
     let after = counts.snapshot().get(Op::Get);
@@ -295,7 +295,7 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
     assert!(c.is_transformed());
     let key = writer.keys(&s.md).log;
     let good = backend.get_range(&key, 0..u64::MAX).await.unwrap();
-    let inside = c.original_position() as i32 + 100;
+    let inside = c.original_position() as i64 + 100;
     let offset_in_chunk =
         BatchIter::new(&s.log[c.original_position() as usize..c.end() as usize], c.original_position(), false)
             .nth(1)
@@ -331,7 +331,7 @@ async fn damaged_compressed_bytes_read_as_corrupt() {
             }
             // Other chunks still read.
             let c0 = m.chunks[0];
-            let got = collect(rsm.fetch_log_segment(&s.md, 0, Some(c0.end() as i32 - 1)).await.unwrap()).await.unwrap();
+            let got = collect(rsm.fetch_log_segment(&s.md, 0, Some(c0.end() as i64 - 1)).await.unwrap()).await.unwrap();
             assert!(got[..] == s.log[..c0.end() as usize], "{case}");
             if cache > 0 {
                 // The failure was not kept: repaired, the chunk reads through the same cache.
@@ -374,10 +374,10 @@ async fn a_compressed_chunk_decoding_to_other_bytes_fails_from_its_first_wrong_b
     backend.put_bytes(&keys.manifest, Bytes::from(m.encode())).await.unwrap();
 
     let reader = TieredStorage::new(backend.clone(), config(OFF));
-    let at = c.original_position() as i32;
+    let at = c.original_position() as i64;
     let first = collect(reader.fetch_log_segment(&s.md, at, Some(at + 100)).await.unwrap()).await.unwrap();
     assert!(first[..] == s.log[at as usize..=at as usize + 100], "the first block is the original's");
-    for (from, to) in [(at + bs as i32, at + bs as i32 + 20), (at, at + 2 * bs as i32), (at + 10, c.end() as i32 - 1)] {
+    for (from, to) in [(at + bs as i64, at + bs as i64 + 20), (at, at + 2 * bs as i64), (at + 10, c.end() as i64 - 1)] {
         let e = collect(reader.fetch_log_segment(&s.md, from, Some(to)).await.unwrap()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt, "{from}..={to}: {e}");
         let text = e.full_message();

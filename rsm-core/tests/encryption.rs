@@ -183,7 +183,7 @@ async fn every_read_fails(rsm: &TieredStorage, s: &LogSegment, kind: ErrorKind, 
     let m = rsm.manifest(&s.md).await.unwrap();
     // Chunk 1 whole (a chunk only encrypted is read block by block: a read of some of its blocks checks
     // those; see a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks).
-    let (from, to) = (m.chunks[1].original_position() as i32, m.chunks[1].end() as i32 - 1);
+    let (from, to) = (m.chunks[1].original_position() as i64, m.chunks[1].end() as i64 - 1);
     let offset = m.chunks[1].first_offset + 1;
     let results = [
         collect(rsm.fetch_log_segment(&s.md, 0, None).await.unwrap()).await.map(|_| ()),
@@ -510,7 +510,7 @@ async fn a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks() {
     // Bytes in chunk 1's first block: read (its stored block only) and returned as they are.
     let (a, b) = (c.original_position() + 10, c.original_position() + 500);
     let before = counting.counts().snapshot();
-    let got = collect(reader.fetch_log_segment(&s.md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
+    let got = collect(reader.fetch_log_segment(&s.md, a as i64, Some(b as i64)).await.unwrap()).await.unwrap();
     assert!(got[..] == s.log[a as usize..=b as usize], "the first block's bytes");
     let read = counting.counts().snapshot().since(&before);
     let get = read.get(rsm_core::backend::Op::Get);
@@ -518,7 +518,7 @@ async fn a_read_of_part_of_an_encrypted_chunk_decrypts_only_its_blocks() {
     // Bytes in its last block: corrupt, naming the block.
     let last = c.end() - 5;
     let e =
-        collect(reader.fetch_log_segment(&s.md, last as i32, Some(last as i32 + 1)).await.unwrap()).await.unwrap_err();
+        collect(reader.fetch_log_segment(&s.md, last as i64, Some(last as i64 + 1)).await.unwrap()).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains("does not decrypt"), "{e}");
 }

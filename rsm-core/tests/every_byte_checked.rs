@@ -20,8 +20,8 @@ use std::sync::Arc;
 struct Reads {
     whole: Vec<u8>,
     range: Vec<u8>,
-    by_offset: (u32, Vec<u8>),
-    by_timestamp: Option<u32>,
+    by_offset: (u64, Vec<u8>),
+    by_timestamp: Option<u64>,
     indexes: Vec<Option<Bytes>>,
 }
 
@@ -31,8 +31,8 @@ type Outcome<T> = std::result::Result<T, ErrorKind>;
 struct Read {
     whole: Outcome<Vec<u8>>,
     range: Outcome<Vec<u8>>,
-    by_offset: Outcome<(u32, Vec<u8>)>,
-    by_timestamp: Outcome<Option<u32>>,
+    by_offset: Outcome<(u64, Vec<u8>)>,
+    by_timestamp: Outcome<Option<u64>>,
     indexes: Vec<Outcome<Option<Bytes>>>,
 }
 
@@ -40,7 +40,7 @@ fn kind<T>(r: Result<T>) -> Outcome<T> {
     r.map_err(|e| e.kind())
 }
 
-async fn read_all(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, at: (i32, i32), offset: i64, ts: i64) -> Read {
+async fn read_all(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, at: (i64, i64), offset: i64, ts: i64) -> Read {
     let whole = match rsm.fetch_log_segment(md, 0, None).await {
         Ok(s) => kind(collect(s).await),
         Err(e) => Err(e.kind()),
@@ -50,7 +50,7 @@ async fn read_all(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, at: (i32, 
         Err(e) => Err(e.kind()),
     };
     let by_offset = match rsm.position_of_offset(md, offset).await {
-        Ok(p) => match rsm.fetch_log_segment(md, p as i32, Some(p as i32 + 5000)).await {
+        Ok(p) => match rsm.fetch_log_segment(md, p as i64, Some(p as i64 + 5000)).await {
             Ok(s) => kind(collect(s).await.map(|b| (p, b))),
             Err(e) => Err(e.kind()),
         },
@@ -130,7 +130,7 @@ async fn every_damaged_byte(compression: Option<CompressionConfig>) {
     let log = std::fs::read(&data.log_segment).unwrap();
     let batches: Vec<_> = BatchIter::new(&log, 0, true).map(|b| b.unwrap()).collect();
     let mid = &batches[batches.len() / 2];
-    let at = (batches[batches.len() / 3].position() as i32, (mid.position() + 3000) as i32);
+    let at = (batches[batches.len() / 3].position() as i64, (mid.position() + 3000) as i64);
     let (offset, ts) = (mid.base_offset() + 1, mid.max_timestamp());
 
     let original = read_all(&rsm, &md, at, offset, ts).await;

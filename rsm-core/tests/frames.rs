@@ -86,7 +86,7 @@ fn small(frame: &'static str) -> Vec<(&'static str, &'static str)> {
 }
 
 async fn fetch(rsm: &TieredStorage, s: &LogSegment, from: u64, to: u64) -> rsm_core::Result<Vec<u8>> {
-    collect(rsm.fetch_log_segment(&s.md, from as i32, Some(to as i32)).await?).await
+    collect(rsm.fetch_log_segment(&s.md, from as i64, Some(to as i64)).await?).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -127,7 +127,7 @@ async fn legacy_segments_round_trip(compression: Option<CompressionConfig>) {
         assert!(whole == log, "{name}: the whole segment comes back byte for byte");
         for (i, b) in batches.iter().enumerate().step_by(7) {
             let end = (b.position as usize + 3000).min(log.len()) - 1;
-            let got = collect(rsm.fetch_log_segment(&md, b.position as i32, Some(end as i32)).await.unwrap()).await;
+            let got = collect(rsm.fetch_log_segment(&md, b.position as i64, Some(end as i64)).await.unwrap()).await;
             assert!(got.unwrap() == log[b.position as usize..=end], "{name}: range from batch {i}");
             // Every offset a batch holds (inside a wrapper too) resolves to that batch.
             for offset in [b.first_offset, b.last_offset, (b.first_offset + b.last_offset) / 2] {
@@ -137,7 +137,7 @@ async fn legacy_segments_round_trip(compression: Option<CompressionConfig>) {
             // A v0 message has no timestamp: a lookup skips it (a v0 segment answers none).
             let ts = b.max_timestamp.max(0);
             let by_time = rsm.position_of_timestamp(&md, ts).await.unwrap();
-            let want = batches.iter().find(|x| x.max_timestamp >= ts).map(|x| x.position as u32);
+            let want = batches.iter().find(|x| x.max_timestamp >= ts).map(|x| x.position);
             assert_eq!(by_time, want, "{name}: timestamp {ts}");
             assert_eq!(by_time.is_none(), name.starts_with("v0"), "{name}");
         }

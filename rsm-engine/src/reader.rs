@@ -87,7 +87,7 @@ pub struct ReadResult {
     /// The remote segment read.
     pub segment: RemoteLogSegmentMetadata,
     /// The byte position in the segment of the first batch holding the offset.
-    pub start_position: u32,
+    pub start_position: u64,
     /// The segment's bytes from `start_position`: whole batches but maybe the last, which may be cut at
     /// `max_bytes` (as Kafka's fetch responses are); never less than the first batch.
     pub bytes: Bytes,

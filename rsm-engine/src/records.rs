@@ -98,7 +98,7 @@ impl RemoteLogManager {
                 Err(e) => return Err(e),
             };
             first = false;
-            let position = u64::from(read.start_position);
+            let position = read.start_position;
             let aborted = |upper| self.aborted_transactions(tp, &read.segment, out.next_offset, upper);
             let mut filter = txn_filter(req.isolation, &read.bytes, position, aborted).await?;
             let bounds =

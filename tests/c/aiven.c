@@ -34,10 +34,10 @@ void test_aiven(fixture *fx, const char *work) {
       free(got.data);
     }
     for (size_t k = 0; k < nb; k++) {
-      int32_t p = -2;
+      int64_t p = -2;
       OK(rsm_position_of_offset(store, &sg->md, batches[k].last_offset, &p, ERR));
-      CHECK(p == batches[k].position, "%s: offset %lld at %d, want %d", sg->log, (long long)batches[k].last_offset, p,
-            batches[k].position);
+      CHECK(p == batches[k].position, "%s: offset %lld at %lld, want %lld", sg->log, (long long)batches[k].last_offset,
+            (long long)p, (long long)batches[k].position);
     }
     rsm_stream *s = NULL;
     OK(rsm_fetch_index(store, &sg->md, RSM_INDEX_TYPE_OFFSET, &s, ERR));

@@ -16,7 +16,7 @@ rsm_store *open_store(const char *url);
 /* Copies every closed segment of `fx`. */
 void copy_all(rsm_store *store, fixture *fx);
 /* Fetches bytes `start..end` of a segment, read `step` bytes at a time. */
-bytes fetch(rsm_store *store, const rsm_segment_metadata *md, int32_t start, int32_t end, size_t step);
+bytes fetch(rsm_store *store, const rsm_segment_metadata *md, int64_t start, int64_t end, size_t step);
 
 void test_async(fixture *fx, const char *work);
 void test_records(const char *fixture_dir, const char *work);

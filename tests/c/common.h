@@ -226,7 +226,8 @@ static inline int64_t be64(const uint8_t *p) { return (int64_t)((uint64_t)be32(p
 /* A record batch as Kafka's v2 header lays it out: read here from the .log file itself, an independent
  * check of the library's positions. */
 typedef struct {
-  int32_t position, length; /* bytes of the whole batch */
+  int64_t position; /* where the batch starts */
+  int32_t length;   /* bytes of the whole batch */
   int64_t base_offset, last_offset, max_timestamp;
 } batch;
 
@@ -235,7 +236,7 @@ static inline size_t batches_of(const bytes *log, batch *out, size_t max) {
   while (pos + 61 <= log->len && n < max) {
     const uint8_t *h = log->data + pos;
     batch b;
-    b.position = (int32_t)pos;
+    b.position = (int64_t)pos;
     b.base_offset = be64(h);
     b.length = (int32_t)be32(h + 8) + 12;
     b.last_offset = b.base_offset + (int32_t)be32(h + 23);

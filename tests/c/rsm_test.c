@@ -44,18 +44,18 @@ void copy_all(rsm_store *store, fixture *fx) {
   }
 }
 
-bytes fetch(rsm_store *store, const rsm_segment_metadata *md, int32_t start, int32_t end, size_t step) {
+bytes fetch(rsm_store *store, const rsm_segment_metadata *md, int64_t start, int64_t end, size_t step) {
   rsm_stream *s = NULL;
   OK(rsm_fetch(store, md, start, end, &s, ERR));
   return read_all(s, step);
 }
 
-static void check_range(rsm_store *store, const segment *sg, const bytes *log, int32_t start, int32_t end,
+static void check_range(rsm_store *store, const segment *sg, const bytes *log, int64_t start, int64_t end,
                         size_t step) {
   bytes got = fetch(store, &sg->md, start, end, step);
   size_t stop = end == RSM_END_OF_SEGMENT || (size_t)end >= log->len ? log->len : (size_t)end + 1;
   char what[700];
-  snprintf(what, sizeof what, "%s bytes %d..%d (reads of %zu)", sg->log, start, end, step);
+  snprintf(what, sizeof what, "%s bytes %lld..%lld (reads of %zu)", sg->log, (long long)start, (long long)end, step);
   expect_same(got.data, got.len, log->data + start, stop - (size_t)start, what);
   free(got.data);
 }
@@ -166,28 +166,28 @@ static void test_round_trip(fixture *fx, const char *work, int s3) {
 
     /* Offsets and timestamps to positions, against the batches read from the file here. */
     for (size_t k = 0; k < nb; k++) {
-      int32_t p = -2;
+      int64_t p = -2;
       OK(rsm_position_of_offset(store, &sg->md, batches[k].base_offset, &p, ERR));
-      CHECK(p == batches[k].position, "offset %lld at %d, want %d", (long long)batches[k].base_offset, p,
-            batches[k].position);
+      CHECK(p == batches[k].position, "offset %lld at %lld, want %lld", (long long)batches[k].base_offset,
+            (long long)p, (long long)batches[k].position);
       OK(rsm_position_of_offset(store, &sg->md, batches[k].last_offset, &p, ERR));
-      CHECK(p == batches[k].position, "offset %lld at %d", (long long)batches[k].last_offset, p);
+      CHECK(p == batches[k].position, "offset %lld at %lld", (long long)batches[k].last_offset, (long long)p);
     }
     for (size_t k = 0; k < nb; k += 5) {
       int64_t ts = batches[k].max_timestamp;
-      int32_t want = -1;
+      int64_t want = -1;
       for (size_t j = 0; j < nb; j++)
         if (batches[j].max_timestamp >= ts) {
           want = batches[j].position;
           break;
         }
-      int32_t p = -2;
+      int64_t p = -2;
       OK(rsm_position_of_timestamp(store, &sg->md, ts, &p, ERR));
-      CHECK(p == want, "timestamp %lld at %d, want %d", (long long)ts, p, want);
+      CHECK(p == want, "timestamp %lld at %lld, want %lld", (long long)ts, (long long)p, (long long)want);
     }
-    int32_t p = -2;
+    int64_t p = -2;
     OK(rsm_position_of_timestamp(store, &sg->md, sg->max_ts + 1, &p, ERR));
-    CHECK(p == -1, "a timestamp after the segment: %d", p);
+    CHECK(p == -1, "a timestamp after the segment: %lld", (long long)p);
 
     /* Every index, byte for byte. */
     bytes idx = read_file(sg->index), tidx = read_file(sg->timeindex), snap = read_file(sg->snapshot);
@@ -263,7 +263,7 @@ static void test_errors(fixture *fx, const char *work) {
 
   /* NULL and invalid arguments of every call, each named. */
   rsm_stream *s = (rsm_stream *)1, *s2 = NULL;
-  int32_t pos = 0;
+  int64_t pos = 0;
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`store` is NULL", rsm_fetch(NULL, &sg->md, 0, -1, &s, ERR));
   CHECK(s == NULL, "the out-parameter is cleared on failure");
   EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, "`metadata` is NULL", rsm_fetch(store, NULL, 0, -1, &s, ERR));
@@ -366,16 +366,16 @@ static void test_errors(fixture *fx, const char *work) {
     snprintf(want, sizeof want, "`offset` %lld is outside segment", (long long)outside[i]);
     pos = 7;
     EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want, rsm_position_of_offset(store, &sg->md, outside[i], &pos, ERR));
-    CHECK(pos == -1, "position on failure: %d", pos);
+    CHECK(pos == -1, "position on failure: %lld", (long long)pos);
     snprintf(want, sizeof want, "(offsets %lld to %lld inclusive)", (long long)sg->start, (long long)sg->end);
     EXPECT_ERR(RSM_RESULT_INVALID_ARGUMENT, want, rsm_position_of_offset(store, &sg->md, outside[i], &pos, ERR));
   }
   OK(rsm_position_of_offset(store, &sg->md, sg->end, &pos, ERR));
-  CHECK(pos > 0 && pos < sg->size, "the last offset at %d", pos);
+  CHECK(pos > 0 && pos < sg->size, "the last offset at %lld", (long long)pos);
   OK(rsm_position_of_timestamp(store, &sg->md, INT64_MIN, &pos, ERR));
-  CHECK(pos == 0, "INT64_MIN at %d", pos);
+  CHECK(pos == 0, "INT64_MIN at %lld", (long long)pos);
   OK(rsm_position_of_timestamp(store, &sg->md, INT64_MAX, &pos, ERR));
-  CHECK(pos == -1, "INT64_MAX at %d", pos);
+  CHECK(pos == -1, "INT64_MAX at %lld", (long long)pos);
 
   /* Closed and forged handles: errors, never crashes; closing twice is harmless. */
   CHECK(rsm_stream_close(s) == RSM_RESULT_OK, "close");
@@ -394,12 +394,12 @@ static void test_errors(fixture *fx, const char *work) {
   EXPECT_ERR(RSM_RESULT_NOT_FOUND, "", rsm_fetch(store, &md, 0, -1, &s, ERR));
   EXPECT_ERR(RSM_RESULT_NOT_FOUND, "", rsm_fetch_index(store, &md, RSM_INDEX_TYPE_OFFSET, &s, ERR));
   EXPECT_ERR(RSM_RESULT_NOT_FOUND, "", rsm_position_of_offset(store, &md, sg->start, &pos, ERR));
-  CHECK(pos == -1, "position on failure: %d", pos);
+  CHECK(pos == -1, "position on failure: %lld", (long long)pos);
 
   /* A panic inside the library is caught and reported; the library goes on working. */
   EXPECT_ERR(RSM_RESULT_PANIC, "a deliberate panic", rsm_self_test_panic(ERR));
   OK(rsm_position_of_offset(store, &sg->md, sg->start, &pos, ERR));
-  CHECK(pos == 0, "the first offset at %d", pos);
+  CHECK(pos == 0, "the first offset at %lld", (long long)pos);
   rsm_error_free(NULL);
   rsm_buffer_free(NULL);
   rsm_segment_list_free(NULL);
@@ -442,7 +442,7 @@ static void *fetch_worker(void *arg) {
   for (int round = 0; round < 6; round++) {
     size_t i = (size_t)(w->id + round) % w->fx->n;
     const bytes *log = &w->logs[i];
-    int32_t start = (int32_t)(((size_t)w->id * 7919 + (size_t)round * 104729) % log->len);
+    int64_t start = (int64_t)(((size_t)w->id * 7919 + (size_t)round * 104729) % log->len);
     rsm_stream *s = NULL;
     rsm_error *err = NULL;
     if (rsm_fetch(w->store, &w->fx->seg[i].md, start, RSM_END_OF_SEGMENT, &s, &err) != RSM_RESULT_OK) {

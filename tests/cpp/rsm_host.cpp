@@ -119,7 +119,7 @@ class Store {
     const uint8_t *p = rsm_buffer_data(custom);
     return std::vector<uint8_t>(p, p + rsm_buffer_len(custom));
   }
-  Stream fetch(const rsm_segment_metadata &md, int32_t start, int32_t end = RSM_END_OF_SEGMENT) {
+  Stream fetch(const rsm_segment_metadata &md, int64_t start, int64_t end = RSM_END_OF_SEGMENT) {
     rsm_stream *s = nullptr;
     rsm_error *err = nullptr;
     rsm_result r = rsm_fetch(s_, &md, start, end, &s, &err);
@@ -244,7 +244,7 @@ int main(int argc, char **argv) try {
       const std::vector<uint8_t> log = file(s.log);
       expect(store.fetch(s.md, 0).read_all() == log, "the whole segment " + s.log);
       const size_t mid = log.size() / 3;
-      expect(store.fetch(s.md, (int32_t)mid, (int32_t)(mid + 9999)).read_all() ==
+      expect(store.fetch(s.md, (int64_t)mid, (int64_t)(mid + 9999)).read_all() ==
                  std::vector<uint8_t>(log.begin() + mid, log.begin() + mid + 10000),
              "a range of " + s.log);
       expect(store.fetch_index(s.md, RSM_INDEX_TYPE_OFFSET).read_all() == file(s.index), "offset index");

@@ -93,7 +93,7 @@ async fn every_start_end_and_buffer_size_serves_the_segments_own_bytes() {
     for (start, end) in ends {
         for size in [1, 7, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, 1 << 20] {
             let mut r = rsm
-                .local_log_reader(&c.md, start as i32, end.map(|e| e as i32))
+                .local_log_reader(&c.md, start as i64, end.map(|e| e as i64))
                 .await
                 .unwrap()
                 .expect("a segment stored as it is, on local files");
@@ -103,7 +103,7 @@ async fn every_start_end_and_buffer_size_serves_the_segments_own_bytes() {
         }
     }
     // The same positions are refused as the streamed fetch refuses them.
-    for (start, end) in [(-1, None), (len as i32, None), (10, Some(9))] {
+    for (start, end) in [(-1, None), (len as i64, None), (10, Some(9))] {
         let local = rsm.local_log_reader(&c.md, start, end).await.unwrap_err();
         let streamed = rsm.fetch_log_segment(&c.md, start, end).await.err().unwrap();
         assert_eq!((local.kind(), local.message()), (streamed.kind(), streamed.message()));
@@ -140,7 +140,7 @@ async fn a_damaged_block_fails_the_read_that_reaches_it_and_nothing_before() {
     let named = format!("block {}..{}", block.start, block.end);
     assert!(e.message().contains(&named) && e.message().contains(".log"), "{e}");
     // A read of one byte inside it fails too: the block is checked whole.
-    let mut one = rsm.local_log_reader(&c.md, at as i32, Some(at as i32)).await.unwrap().unwrap();
+    let mut one = rsm.local_log_reader(&c.md, at as i64, Some(at as i64)).await.unwrap().unwrap();
     assert_eq!(one.read(&mut [0u8; 1]).unwrap_err().kind(), ErrorKind::Corrupt);
 }
 
@@ -148,7 +148,7 @@ async fn a_damaged_block_fails_the_read_that_reaches_it_and_nothing_before() {
 async fn skips_count_what_was_held_first_and_stop_at_the_end() {
     let c = copied(plain()).await;
     let rsm = TieredStorage::new(c.backend.clone(), plain());
-    let mut r = rsm.local_log_reader(&c.md, 10, Some(3 * BLOCK as i32)).await.unwrap().unwrap();
+    let mut r = rsm.local_log_reader(&c.md, 10, Some(3 * BLOCK as i64)).await.unwrap().unwrap();
     let mut two = [0u8; 2];
     assert_eq!(r.read(&mut two).unwrap(), 2, "a block read whole, two bytes served");
     assert_eq!(r.buffered(), BLOCK - 12);
@@ -169,7 +169,7 @@ async fn only_for_plain_segments_without_faults_and_each_read_is_counted() {
     let mut r = rsm.local_log_reader(&c.md, 0, None).await.unwrap().expect("read from the file, cache or not");
     assert_eq!(drain(&mut r, 4 * BLOCK), c.log[..]);
     for (start, end) in [(0, 3 * BLOCK), (3 * BLOCK, 9 * BLOCK), (BLOCK + 7, 2 * BLOCK)] {
-        let got = rsm.fetch_log_segment(&c.md, start as i32, Some(end as i32 - 1)).await.unwrap();
+        let got = rsm.fetch_log_segment(&c.md, start as i64, Some(end as i64 - 1)).await.unwrap();
         let got: Vec<u8> = got.map(|b| b.unwrap().to_vec()).concat().await;
         assert_eq!(got[..], c.log[start..end], "{start}..{end}");
     }
@@ -183,7 +183,7 @@ async fn only_for_plain_segments_without_faults_and_each_read_is_counted() {
     let counting = Arc::new(CountingLayer::new(c.backend.clone()));
     let counts = counting.counts();
     let rsm = TieredStorage::new(counting, plain());
-    let mut r = rsm.local_log_reader(&c.md, 0, Some(8 * BLOCK as i32 - 1)).await.unwrap().unwrap();
+    let mut r = rsm.local_log_reader(&c.md, 0, Some(8 * BLOCK as i64 - 1)).await.unwrap().unwrap();
     let before = counts.snapshot();
     assert_eq!(drain(&mut r, 4 * BLOCK), c.log[..8 * BLOCK]);
     let gets = counts.snapshot().since(&before).get(Op::Get);
@@ -203,10 +203,10 @@ async fn only_for_plain_segments_without_faults_and_each_read_is_counted() {
     // `open_read` decides the same, once: a stream of the compressed segment, a local read of the plain one.
     assert!(matches!(rsm.open_read(&z.md, 0, None).await.unwrap(), LogRead::Stream(_)));
     let rsm = TieredStorage::new(c.backend.clone(), plain());
-    match rsm.open_read(&c.md, BLOCK as i32 + 7, None).await.unwrap() {
+    match rsm.open_read(&c.md, BLOCK as i64 + 7, None).await.unwrap() {
         LogRead::Local(mut r) => assert_eq!(drain(&mut r, 4 * BLOCK), c.log[BLOCK + 7..]),
         LogRead::Stream(_) => panic!("a plain segment over local files is read from its file"),
     }
-    let e = rsm.open_read(&c.md, c.log.len() as i32, None).await.unwrap_err();
+    let e = rsm.open_read(&c.md, c.log.len() as i64, None).await.unwrap_err();
     assert!(e.to_string().contains("outside segment"), "positions checked as a fetch checks them: {e}");
 }

@@ -101,7 +101,7 @@ async fn segment_over_64_mib_copy_fetch_delete() {
     meter.step("fetch all, cold manifest", t.elapsed(), Some(log.len())).await;
 
     // 1 MiB: from the start of a chunk, and across a chunk boundary; with a cold, then a warm manifest.
-    let boundary = rsm.manifest(&md).await.unwrap().chunks[8].original_position() as i32;
+    let boundary = rsm.manifest(&md).await.unwrap().chunks[8].original_position() as i64;
     for (what, start) in [("1 MiB at a chunk start", boundary), ("1 MiB across chunks", boundary - (1 << 19))] {
         let end = start + (1 << 20) - 1;
         let want = &log[start as usize..=end as usize];
@@ -192,7 +192,7 @@ async fn ranged_reads_of_vanished_keys_are_not_found() {
     assert_eq!(whole, std::fs::read(&data.log_segment).unwrap());
     let keys = f.rsm.keys(&md);
     b.delete(&keys.log).await.unwrap();
-    for (s, e) in [(0, None), (70_000, Some(200_000)), (md.segment_size_in_bytes - 1, None)] {
+    for (s, e) in [(0, None), (70_000, Some(200_000)), (md.segment_size_in_bytes as i64 - 1, None)] {
         let r = match f.rsm.fetch_log_segment(&md, s, e).await {
             Ok(stream) => collect(stream).await.map(|_| ()),
             Err(e) => Err(e),

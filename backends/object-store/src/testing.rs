@@ -378,8 +378,8 @@ pub async fn segment_round_trip(
         measured(&backend, async { rsm.copy_log_segment_data(&md, &data).await.unwrap() }).await;
 
     let cold = TieredStorage::new(dynb.clone(), config.clone());
-    let pos = (log.len() / 2) as i32;
-    async fn one_mib(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: i32) -> Vec<u8> {
+    let pos = (log.len() / 2) as i64;
+    async fn one_mib(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: i64) -> Vec<u8> {
         let s = rsm.fetch_log_segment(md, pos, Some(pos + (1 << 20) - 1)).await.unwrap();
         collect(s).await.unwrap()
     }

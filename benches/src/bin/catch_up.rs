@@ -126,7 +126,7 @@ async fn catch_up(
 
 /// One broker fetch: open at `pos`, read about a mebibyte, close; returns the bytes read.
 async fn broker_fetch(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: u64) -> BoxResult<u64> {
-    let mut s = rsm.fetch_log_segment(md, pos as i32, None).await?;
+    let mut s = rsm.fetch_log_segment(md, pos as i64, None).await?;
     let mut got = 0u64;
     while got < MIB as u64 {
         match s.next().await {

@@ -80,7 +80,7 @@ fn write_json_partition(dir: &std::path::Path, bytes: usize) -> rsm_core::Result
 
 /// One broker fetch: open at `pos`, read about a mebibyte, close; returns the bytes read.
 async fn broker_fetch(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: u64) -> BoxResult<Vec<u8>> {
-    let mut s = rsm.fetch_log_segment(md, pos as i32, None).await?;
+    let mut s = rsm.fetch_log_segment(md, pos as i64, None).await?;
     let mut got = Vec::with_capacity(MIB + (64 << 10));
     while got.len() < MIB {
         match s.next().await {

@@ -113,7 +113,7 @@ pub fn run(
         if whole != local {
             return Err(mismatch(format!("segment {} by position 0", md.start_offset)).into());
         }
-        let mid = (local.len() / 2) as i32;
+        let mid = (local.len() / 2) as i64;
         if read_all(&store, md, mid)? != local[mid as usize..] {
             return Err(mismatch(format!("segment {} from position {mid}", md.start_offset)).into());
         }
@@ -126,13 +126,13 @@ pub fn run(
             if pos as u64 != b.position() {
                 return Err(mismatch(format!("offset {off}: position {pos}, expected {}", b.position())).into());
             }
-            let from = read_all(&store, md, pos as i32)?;
+            let from = read_all(&store, md, pos as i64)?;
             if from != local[pos as usize..] {
                 return Err(mismatch(format!("segment {} from offset {off}", md.start_offset)).into());
             }
             fetched_bytes += from.len() as u64;
             let ts = b.max_timestamp();
-            let want = batches.iter().find(|x| x.max_timestamp() >= ts).map(|x| x.position() as u32);
+            let want = batches.iter().find(|x| x.max_timestamp() >= ts).map(|x| x.position());
             let got = store.position_of_timestamp(md, ts)?;
             if got != want {
                 return Err(mismatch(format!("timestamp {ts}: position {got:?}, expected {want:?}")).into());
@@ -174,7 +174,7 @@ fn partition_file(seg: &LocalSegment, ext: &str) -> PathBuf {
     seg.log.with_extension(ext)
 }
 
-fn read_all(store: &Store, md: &RemoteLogSegmentMetadata, start: i32) -> Result<Vec<u8>> {
+fn read_all(store: &Store, md: &RemoteLogSegmentMetadata, start: i64) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     store.fetch(md, start, None)?.read_to_end(&mut out).map_err(|e| Error::from_io("fetch stream", e))?;
     Ok(out)

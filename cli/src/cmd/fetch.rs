@@ -26,7 +26,7 @@ pub struct FetchArgs {
     pub timestamp: Option<i64>,
     /// Start at this byte position.
     #[arg(long, allow_hyphen_values = true)]
-    pub position: Option<i32>,
+    pub position: Option<i64>,
     /// At most this many bytes (at least 1).
     #[arg(long, allow_hyphen_values = true)]
     pub bytes: Option<i64>,
@@ -93,14 +93,14 @@ pub fn run(
     segment: &str,
     offset: Option<i64>,
     timestamp: Option<i64>,
-    position: Option<i32>,
+    position: Option<i64>,
     bytes: Option<i64>,
     index: Option<String>,
     output: Option<&Path>,
 ) -> CmdResult {
     let bytes = match bytes {
         Some(n) if n < 1 => return Err(Error::invalid(format!("--bytes {n}: must be at least 1")).into()),
-        Some(n) => Some(i32::try_from(n).unwrap_or(i32::MAX)),
+        Some(n) => Some(n),
         None => None,
     };
     let index = index.map(|t| t.parse::<IndexType>()).transpose()?;
@@ -111,11 +111,11 @@ pub fn run(
             return sink.write(&store.fetch_index(md, t)?);
         }
         let start = match (offset, timestamp, position) {
-            (Some(o), _, _) => store.position_of_offset(md, o)? as i32,
+            (Some(o), _, _) => fetch_position(store.position_of_offset(md, o)?)?,
             (_, Some(ts), _) => store
                 .position_of_timestamp(md, ts)?
-                .ok_or_else(|| Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}")))?
-                as i32,
+                .ok_or_else(|| Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}")))
+                .and_then(fetch_position)?,
             (_, _, Some(p)) => p,
             _ => 0,
         };
@@ -151,4 +151,9 @@ fn find_segment(store: &Store, given: &str) -> Result<RemoteLogSegmentMetadata> 
         }
     }
     Ok(m)
+}
+
+/// A position the store found, as a fetch takes it.
+fn fetch_position(p: u64) -> Result<i64> {
+    i64::try_from(p).map_err(|_| Error::corrupt(format!("position {p} is past the largest a fetch takes")))
 }

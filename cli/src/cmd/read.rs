@@ -218,20 +218,20 @@ async fn offset_of_timestamp(
     copied.sort_by_key(|m| m.start_offset);
     for md in copied.iter().filter(|m| m.max_timestamp_ms >= ts) {
         let Some(pos) = engine.storage().position_of_timestamp(md, ts).await? else { continue };
-        let fetch = |len: i32| async move {
+        let fetch = |len: i64| async move {
             let parts: Vec<bytes::Bytes> = engine
                 .storage()
-                .fetch_log_segment(md, pos as i32, Some(pos as i32 + len - 1))
+                .fetch_log_segment(md, pos as i64, Some(pos as i64 + len - 1))
                 .await?
                 .try_collect()
                 .await?;
             Ok::<_, Error>(parts.concat())
         };
         let short = || Error::corrupt(format!("segment {} at position {pos}: short read", md.remote_log_segment_id));
-        let head = fetch(LOG_OVERHEAD as i32).await?;
+        let head = fetch(LOG_OVERHEAD as i64).await?;
         let size = head.get(8..12).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes).ok_or_else(short)?;
-        let bytes = fetch(size.saturating_add(LOG_OVERHEAD as i32)).await?;
-        let batch = BatchIter::new(&bytes, u64::from(pos), false).next_complete()?.ok_or_else(short)?;
+        let bytes = fetch(i64::from(size).saturating_add(LOG_OVERHEAD as i64)).await?;
+        let batch = BatchIter::new(&bytes, pos, false).next_complete()?.ok_or_else(short)?;
         let decoded = rsm_core::format::records::decode_batch(&batch, limits)?;
         let first = decoded.records.iter().find(|r| r.timestamp >= ts).map(|r| r.offset);
         return Ok(first.unwrap_or(decoded.last_offset.saturating_add(1)));

@@ -172,8 +172,8 @@ pub unsafe extern "C" fn rsm_copy_async(
 pub unsafe extern "C" fn rsm_fetch_async(
     store: *const rsm_store,
     metadata: *const types::rsm_segment_metadata,
-    start_position: i32,
-    end_position: i32,
+    start_position: i64,
+    end_position: i64,
     callback: rsm_fetch_callback,
     user_data: *mut c_void,
     operation_out: *mut *mut rsm_operation,

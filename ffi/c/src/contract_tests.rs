@@ -398,7 +398,7 @@ fn every_documented_refusal_and_allowance() {
         // Positions and index types.
         invalid(call(|e| rsm_fetch(w.store, &md, 0, -2, &mut s, e)), &["`end_position` -2 is negative"]);
         invalid(call(|e| rsm_fetch(w.store, &md, -1, -1, &mut s, e)), &["start position -1"]);
-        let size = md.segment_size_in_bytes;
+        let size = md.segment_size_in_bytes as i64;
         invalid(call(|e| rsm_fetch(w.store, &md, size, -1, &mut s, e)), &[&format!("start position {size}")]);
         invalid(call(|e| rsm_fetch(w.store, &md, 10, 9, &mut s, e)), &["end position 9 is before start position 10"]);
         invalid(call(|e| rsm_fetch_index(w.store, &md, 5, &mut s, e)), &["`index_type` 5 is not an rsm_index_type"]);

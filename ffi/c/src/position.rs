@@ -24,7 +24,7 @@ pub unsafe extern "C" fn rsm_position_of_offset(
     store: *const rsm_store,
     metadata: *const rsm_segment_metadata,
     offset: i64,
-    position: *mut i32,
+    position: *mut i64,
     err: *mut *mut rsm_error,
 ) -> rsm_result {
     // SAFETY (this block and the closure's): the caller's contract, argument by argument.
@@ -34,7 +34,7 @@ pub unsafe extern "C" fn rsm_position_of_offset(
             let s = blocking_store_of(store, "rsm_position_of_offset")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             // The core refuses an offset outside the segment, below its start as past its end.
-            out.set(position_i32(s.position_of_offset(&md, offset)?)?);
+            out.set(position_of(s.position_of_offset(&md, offset)?)?);
             Ok(())
         })
     }
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn rsm_position_of_timestamp(
     store: *const rsm_store,
     metadata: *const rsm_segment_metadata,
     timestamp_ms: i64,
-    position: *mut i32,
+    position: *mut i64,
     err: *mut *mut rsm_error,
 ) -> rsm_result {
     // SAFETY (this block and the closure's): the caller's contract, argument by argument.
@@ -66,14 +66,14 @@ pub unsafe extern "C" fn rsm_position_of_timestamp(
             let s = blocking_store_of(store, "rsm_position_of_timestamp")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             if let Some(p) = s.position_of_timestamp(&md, timestamp_ms)? {
-                out.set(position_i32(p)?);
+                out.set(position_of(p)?);
             }
             Ok(())
         })
     }
 }
 
-/// A position as Kafka holds it (an int32); one that does not fit is stored data gone wrong.
-fn position_i32(p: u32) -> Result<i32> {
-    i32::try_from(p).map_err(|_| Error::corrupt(format!("position {p} does not fit a Kafka position (int32)")))
+/// A position as Kafka holds it since KIP-1333 (a long); one that does not fit is stored data gone wrong.
+fn position_of(p: u64) -> Result<i64> {
+    i64::try_from(p).map_err(|_| Error::corrupt(format!("position {p} does not fit a Kafka position (int64)")))
 }

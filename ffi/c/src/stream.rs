@@ -13,7 +13,7 @@ use rsm_facade::SegmentReader;
 use std::sync::Mutex;
 
 /// `rsm_fetch`'s `end_position` that means "to the end of the segment".
-pub const RSM_END_OF_SEGMENT: i32 = -1;
+pub const RSM_END_OF_SEGMENT: i64 = -1;
 
 /// An open read of a segment range or an index: a handle from `rsm_fetch` or `rsm_fetch_index`, read with
 /// `rsm_stream_read`, closed with `rsm_stream_close`. Opaque.
@@ -36,7 +36,7 @@ pub(crate) fn with_stream<T>(s: *const rsm_stream, f: impl FnOnce(&mut SegmentRe
 }
 
 /// `end_position` as the core takes it.
-pub(crate) fn end_of(end_position: i32) -> Result<Option<i32>> {
+pub(crate) fn end_of(end_position: i64) -> Result<Option<i64>> {
     match end_position {
         RSM_END_OF_SEGMENT => Ok(None),
         e if e < 0 => {
@@ -63,8 +63,8 @@ pub(crate) fn end_of(end_position: i32) -> Result<Option<i32>> {
 pub unsafe extern "C" fn rsm_fetch(
     store: *const rsm_store,
     metadata: *const rsm_segment_metadata,
-    start_position: i32,
-    end_position: i32,
+    start_position: i64,
+    end_position: i64,
     stream_out: *mut *mut rsm_stream,
     err: *mut *mut rsm_error,
 ) -> rsm_result {

@@ -5,7 +5,8 @@ use std::ffi::c_char;
 
 /// The version of the C ABI this header describes: it changes whenever a function, struct or code changes
 /// incompatibly. Compare with `rsm_abi_version()` to check that the loaded library matches the header.
-pub const RSM_ABI_VERSION: u32 = 1;
+/// 2: positions are 64-bit (`int64_t`), for segments over 2 GiB (KIP-1333).
+pub const RSM_ABI_VERSION: u32 = 2;
 
 /// The library's version, as "MAJOR.MINOR.PATCH". The string is static: never freed, valid forever.
 #[unsafe(no_mangle)]

@@ -26,7 +26,7 @@ pub(crate) fn with_stream<T>(handle: jlong, f: impl FnOnce(&mut SegmentReader) -
 /// garbage collector waits, for that long).
 pub(crate) const LOCAL_READ_BYTES: usize = 2 << 20;
 
-/// `static native long fetchSegment(long store, byte[] metadata, int start, int end)`: opens a read of the
+/// `static native long fetchSegment(long store, byte[] metadata, long start, long end)`: opens a read of the
 /// segment's bytes `start..=end` (`end < 0`: to the end of the segment). Returns a stream handle that Java
 /// must pass to `closeStream`.
 #[unsafe(no_mangle)]
@@ -35,8 +35,8 @@ pub extern "system" fn Java_io_rsm_kafka_NativeBridge_fetchSegment<'l>(
     _class: JClass<'l>,
     store: jlong,
     md: JByteArray<'l>,
-    start: jint,
-    end: jint,
+    start: jlong,
+    end: jlong,
 ) -> jlong {
     entry(&mut env, |env| {
         let s = STORES.get(store)?;

@@ -17,15 +17,15 @@ impl TieredStorage {
     pub async fn read_batches_from(
         &self,
         segment: &RemoteLogSegmentMetadata,
-        position: u32,
+        position: u64,
         max_bytes: u32,
     ) -> Result<Bytes> {
         let mut bytes = self.read_range(segment, position, u64::from(max_bytes)).await?;
-        let size = match batch_size_at(&bytes, u64::from(position))? {
+        let size = match batch_size_at(&bytes, position)? {
             Some(size) => size,
             None => {
                 let header = self.read_range(segment, position, MAGIC_OFFSET as u64 + 1).await?;
-                batch_size_at(&header, u64::from(position))?.ok_or_else(|| {
+                batch_size_at(&header, position)?.ok_or_else(|| {
                     Error::corrupt(format!(
                         "segment {}: {} bytes at position {position} are too short for a batch header",
                         segment.remote_log_segment_id,
@@ -48,10 +48,10 @@ impl TieredStorage {
     }
 
     /// `len` bytes (at least 1) of the segment from `position`, fewer at its end.
-    async fn read_range(&self, segment: &RemoteLogSegmentMetadata, position: u32, len: u64) -> Result<Bytes> {
-        let start = i32::try_from(position)
+    async fn read_range(&self, segment: &RemoteLogSegmentMetadata, position: u64, len: u64) -> Result<Bytes> {
+        let start = i64::try_from(position)
             .map_err(|_| Error::invalid(format!("position {position} is past the largest segment position")))?;
-        let end = u64::from(position).saturating_add(len.max(1) - 1).min(i32::MAX as u64) as i32;
+        let end = position.saturating_add(len.max(1) - 1).min(i64::MAX as u64) as i64;
         let mut stream = self.fetch_log_segment(segment, start, Some(end)).await?;
         let mut out = BytesMut::with_capacity(len.min(16 << 20) as usize);
         while let Some(b) = stream.next().await {

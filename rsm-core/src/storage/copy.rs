@@ -118,16 +118,10 @@ impl TieredStorage {
         }
     }
 
-    /// The log file of a copy, checked against Kafka's limit, and how it is to be stored.
+    /// The log file of a copy and how it is to be stored. Any length: segments over 2 GiB (KIP-1333) too.
     async fn source(&self, md: &RemoteLogSegmentMetadata, data: &LogSegmentData) -> Result<Source> {
         let log_path = data.log_segment.clone();
         let log_len = tokio::fs::metadata(&log_path).await.map_err(io_err(&log_path))?.len();
-        if log_len > i32::MAX as u64 {
-            return Err(Error::invalid(format!(
-                "{}: {log_len} bytes, above Kafka's 2 GiB segment limit",
-                log_path.display()
-            )));
-        }
         if log_len != md.segment_size_in_bytes as u64 {
             tracing::warn!(segment = %md.remote_log_segment_id, log_len, metadata_size = md.segment_size_in_bytes,
                 "log file size differs from the metadata's segment size; copying the file as it is");

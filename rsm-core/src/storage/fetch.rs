@@ -42,7 +42,7 @@ pub fn plan_reads(manifest: &Manifest, start: u64, end: u64) -> Vec<Range<u64>> 
 /// The original bytes `start..end` a fetch of positions `start_position..=end_position` (to the end of the
 /// log without an end) of the segment of `manifest` serves: a start outside the log, or an end before the
 /// start, is refused naming the segment; an end past the log is cut at its end.
-pub fn fetch_bounds(manifest: &Manifest, start_position: i32, end_position: Option<i32>) -> Result<(u64, u64)> {
+pub fn fetch_bounds(manifest: &Manifest, start_position: i64, end_position: Option<i64>) -> Result<(u64, u64)> {
     log_bounds(manifest.log_length, &manifest.metadata.remote_log_segment_id, start_position, end_position)
 }
 
@@ -50,8 +50,8 @@ pub fn fetch_bounds(manifest: &Manifest, start_position: i32, end_position: Opti
 pub fn log_bounds(
     log_length: u64,
     id: &dyn std::fmt::Display,
-    start_position: i32,
-    end_position: Option<i32>,
+    start_position: i64,
+    end_position: Option<i64>,
 ) -> Result<(u64, u64)> {
     if start_position < 0 || start_position as u64 >= log_length {
         return Err(Error::invalid(format!(
@@ -102,7 +102,7 @@ impl TieredStorage {
 
     /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk. An
     /// offset outside the segment is refused the same way below its start as past its end.
-    pub async fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u32> {
+    pub async fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u64> {
         let outside = || {
             Error::invalid(format!(
                 "`offset` {offset} is outside segment {} (offsets {} to {} inclusive)",
@@ -127,7 +127,7 @@ impl TieredStorage {
 
     /// Byte position of the first batch with a timestamp at or after `timestamp`, or `None` when no record
     /// in the segment is that late.
-    pub async fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u32>> {
+    pub async fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u64>> {
         let m = match self.locate(md).await? {
             super::aiven::Located::Ours(m) => m,
             super::aiven::Located::Aiven(s) => return self.aiven_position_of_timestamp(s, timestamp).await,
@@ -145,7 +145,7 @@ impl TieredStorage {
         m: &Arc<Manifest>,
         i: usize,
         pred: impl Fn(&Batch<'_>) -> bool,
-    ) -> Result<Option<u32>> {
+    ) -> Result<Option<u64>> {
         let c = m.chunks[i];
         let key = placement(&self.config.key_prefix, m).log;
         let bytes = self.chunks.read(m, c.original_position()..c.end()).await?;
@@ -153,7 +153,7 @@ impl TieredStorage {
         for b in BatchIter::new(&bytes, c.original_position(), false) {
             let b = b.map_err(|e| e.context(&key))?;
             if pred(&b) {
-                return Ok(Some(b.position() as u32));
+                return Ok(Some(b.position()));
             }
         }
         Ok(None)

@@ -209,7 +209,7 @@ async fn the_next_one_object_segment_is_read_ahead() {
     let cfg =
         TieredConfig { fetch_cache_bytes: 8 << 20, fetch_prefetch_chunks: 2, ..config(&f, SegmentLayout::Single) };
     let reader = TieredStorage::new(counting.clone(), cfg);
-    let len = first.segment_size_in_bytes;
+    let len = first.segment_size_in_bytes as i64;
     let mut pos = 0;
     while pos < len {
         collect(reader.fetch_log_segment(&first, pos, Some(pos + 40_000)).await.unwrap()).await.unwrap();
@@ -219,7 +219,7 @@ async fn the_next_one_object_segment_is_read_ahead() {
     assert_eq!(counts.snapshot().get(Op::List).requests, 1, "one listing finds the next segment");
     let gets = counts.snapshot().get(Op::Get).requests;
     let next = reader.manifest(&second).await.unwrap();
-    let chunk = next.chunks[0].data_length as i32;
+    let chunk = next.chunks[0].data_length as i64;
     let got = collect(reader.fetch_log_segment(&second, 0, Some(chunk - 1)).await.unwrap()).await.unwrap();
     assert!(got[..] == std::fs::read(&second_data.log_segment).unwrap()[..chunk as usize]);
     assert_eq!(counts.snapshot().get(Op::Get).requests, gets, "no cold read at the segment boundary");

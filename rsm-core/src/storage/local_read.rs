@@ -113,8 +113,8 @@ impl TieredStorage {
     pub async fn open_read(
         &self,
         metadata: &RemoteLogSegmentMetadata,
-        start_position: i32,
-        end_position: Option<i32>,
+        start_position: i64,
+        end_position: Option<i64>,
     ) -> Result<LogRead> {
         let manifest = match self.locate(metadata).await? {
             super::aiven::Located::Ours(m) => m,
@@ -133,8 +133,8 @@ impl TieredStorage {
     pub async fn local_log_reader(
         &self,
         metadata: &RemoteLogSegmentMetadata,
-        start_position: i32,
-        end_position: Option<i32>,
+        start_position: i64,
+        end_position: Option<i64>,
     ) -> Result<Option<LocalLogReader>> {
         let manifest = self.manifest(metadata).await?;
         let (start, end) = super::fetch::fetch_bounds(&manifest, start_position, end_position)?;

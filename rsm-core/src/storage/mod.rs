@@ -400,8 +400,8 @@ impl RemoteStorageManager for TieredStorage {
     async fn fetch_log_segment(
         &self,
         metadata: &RemoteLogSegmentMetadata,
-        start_position: i32,
-        end_position: Option<i32>,
+        start_position: i64,
+        end_position: Option<i64>,
     ) -> Result<ByteStream> {
         let m = match self.locate(metadata).await? {
             aiven::Located::Ours(m) => m,

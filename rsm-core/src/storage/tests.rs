@@ -207,7 +207,7 @@ async fn a_fetch_inside_a_chunk_reads_at_most_a_fetch_first() {
     let counting = Arc::new(CountingLayer::new(Arc::new(MemoryBackend::new())));
     let counts = counting.counts();
     let Big { rsm, md, log, .. } = big_segment(counting).await;
-    let start = 1000i32;
+    let start = 1000i64;
     let bytes_before = counts.snapshot().get(Op::Get).bytes_received;
     let mut s = rsm.fetch_log_segment(&md, start, None).await.unwrap();
     let first = s.next().await.unwrap().unwrap();
@@ -258,7 +258,7 @@ async fn a_broker_fetch_costs_one_or_two_ranged_reads() {
     ];
     for (case, start, wanted, requests, bytes) in cases {
         let (r0, b0) = (tracker.started.load(Ordering::SeqCst), tracker.started_bytes.load(Ordering::SeqCst));
-        let mut s = rsm.fetch_log_segment(&md, start as i32, None).await.unwrap();
+        let mut s = rsm.fetch_log_segment(&md, start as i64, None).await.unwrap();
         let mut got = Vec::new();
         while (got.len() as u64) < wanted {
             got.extend_from_slice(&s.next().await.unwrap().unwrap());
@@ -294,7 +294,7 @@ async fn every_byte_a_fetch_returns_was_checked() {
         damaged[damage_at as usize] ^= 0x40;
         backend.put_bytes(&key, Bytes::from(damaged)).await.unwrap();
         let fresh = TieredStorage::new(backend.clone(), TieredConfig::default());
-        let r = collect(fresh.fetch_log_segment(&md, start as i32, Some(c1.end() as i32 - 1)).await.unwrap()).await;
+        let r = collect(fresh.fetch_log_segment(&md, start as i64, Some(c1.end() as i64 - 1)).await.unwrap()).await;
         match (r, named) {
             (Err(e), Some(c)) => {
                 assert_eq!(e.kind(), ErrorKind::Corrupt, "{case}: {e}");
@@ -388,7 +388,7 @@ fn cached(backend: Arc<dyn StorageBackend>, bytes: u64, prefetch: usize) -> Tier
 
 /// The broker's read of a fetch: open at `pos`, take about a mebibyte, close.
 async fn broker_fetch(rsm: &TieredStorage, md: &RemoteLogSegmentMetadata, pos: u64) -> Vec<u8> {
-    let mut s = rsm.fetch_log_segment(md, pos as i32, None).await.unwrap();
+    let mut s = rsm.fetch_log_segment(md, pos as i64, None).await.unwrap();
     let mut got = Vec::new();
     while got.len() < 1 << 20 {
         match s.next().await {
@@ -420,7 +420,7 @@ async fn concurrent_readers_of_a_chunk_share_one_read_and_failures_are_not_kept(
         .map(|_| {
             let (rsm, md) = (rsm.clone(), md.clone());
             tokio::spawn(async move {
-                collect(rsm.fetch_log_segment(&md, at as i32, Some(at as i32 + 100_000)).await.unwrap()).await.unwrap()
+                collect(rsm.fetch_log_segment(&md, at as i64, Some(at as i64 + 100_000)).await.unwrap()).await.unwrap()
             })
         })
         .collect();
@@ -437,9 +437,9 @@ async fn concurrent_readers_of_a_chunk_share_one_read_and_failures_are_not_kept(
     faults.clear();
     faults.add_rule(FaultRule { op: Some(Op::Get), key: "*.log".into(), fault: Fault::transient(), times: Some(1) });
     let at2 = m.chunks[2].original_position();
-    let e = collect(rsm.fetch_log_segment(&md, at2 as i32, Some(at2 as i32 + 10)).await.unwrap()).await.unwrap_err();
+    let e = collect(rsm.fetch_log_segment(&md, at2 as i64, Some(at2 as i64 + 10)).await.unwrap()).await.unwrap_err();
     assert!(e.is_transient(), "{e}");
-    let got = collect(rsm.fetch_log_segment(&md, at2 as i32, Some(at2 as i32 + 10)).await.unwrap()).await.unwrap();
+    let got = collect(rsm.fetch_log_segment(&md, at2 as i64, Some(at2 as i64 + 10)).await.unwrap()).await.unwrap();
     assert!(got[..] == log[at2 as usize..at2 as usize + 11]);
 }
 
@@ -458,7 +458,7 @@ async fn the_cache_holds_its_bound_and_a_damaged_chunk_is_never_kept() {
     damaged[m.chunks[3].original_position() as usize + 7] ^= 1;
     backend.put_bytes(&key, Bytes::from(damaged)).await.unwrap();
     let fresh = cached(backend.clone(), 64 << 20, 0);
-    let at = m.chunks[3].original_position() as i32;
+    let at = m.chunks[3].original_position() as i64;
     for _ in 0..2 {
         let e = collect(fresh.fetch_log_segment(&md, at, Some(at + 10)).await.unwrap()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");

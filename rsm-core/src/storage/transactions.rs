@@ -121,7 +121,7 @@ mod tests {
             Err(Error::invalid("not in this test"))
         }
 
-        async fn fetch_log_segment(&self, _: &RemoteLogSegmentMetadata, _: i32, _: Option<i32>) -> Result<ByteStream> {
+        async fn fetch_log_segment(&self, _: &RemoteLogSegmentMetadata, _: i64, _: Option<i64>) -> Result<ByteStream> {
             Err(Error::invalid("not in this test"))
         }
 

@@ -206,18 +206,18 @@ impl LogSegment {
             (log.len() as u64 - 7, log.len() as u64 - 1),
         ];
         for (a, b) in ranges {
-            let got = collect(rsm.fetch_log_segment(md, a as i32, Some(b as i32)).await.unwrap()).await.unwrap();
+            let got = collect(rsm.fetch_log_segment(md, a as i64, Some(b as i64)).await.unwrap()).await.unwrap();
             assert!(got[..] == log[a as usize..=b as usize], "{case}: range {a}..={b}");
         }
         let batches: Vec<_> = BatchIter::new(log, 0, false).map(|b| b.unwrap()).collect();
         for b in [&batches[0], &batches[batches.len() / 2], &batches[batches.len() - 1]] {
             let p = rsm.position_of_offset(md, b.last_offset()).await.unwrap();
             assert_eq!(p as u64, b.position(), "{case}: by offset {}", b.last_offset());
-            let got = collect(rsm.fetch_log_segment(md, p as i32, Some(p as i32 + 5000)).await.unwrap()).await.unwrap();
+            let got = collect(rsm.fetch_log_segment(md, p as i64, Some(p as i64 + 5000)).await.unwrap()).await.unwrap();
             let end = (p as usize + 5001).min(log.len());
             assert!(got[..] == log[p as usize..end], "{case}: fetch from offset {}", b.base_offset());
             let t = rsm.position_of_timestamp(md, b.max_timestamp()).await.unwrap();
-            assert_eq!(t.map(u64::from), Some(b.position()), "{case}: by timestamp {}", b.max_timestamp());
+            assert_eq!(t, Some(b.position()), "{case}: by timestamp {}", b.max_timestamp());
         }
         assert_eq!(rsm.position_of_timestamp(md, i64::MAX).await.unwrap(), None, "{case}");
         let report = rsm.verify(md).await.unwrap();

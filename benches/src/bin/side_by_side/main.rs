@@ -165,7 +165,7 @@ async fn fetch_1mib(
     expect: Option<&[u8]>,
 ) -> BoxResult<Duration> {
     let t = Instant::now();
-    let mut stream = tiered.fetch_log_segment(md, pos as i32, Some((pos + MIB as u64 - 1) as i32)).await?;
+    let mut stream = tiered.fetch_log_segment(md, pos as i64, Some((pos + MIB as u64 - 1) as i64)).await?;
     let mut parts = Vec::new();
     while let Some(b) = stream.next().await {
         parts.push(b?);

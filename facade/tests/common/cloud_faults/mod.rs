@@ -331,7 +331,7 @@ pub fn chunked(dir: &std::path::Path) -> Vec<Segment> {
 }
 
 /// The whole of a fetch of `s` from `start`, or the first error (of the open or of a read).
-pub fn read_all(store: &Store, s: &Segment, start: i32, end: Option<i32>) -> rsm_core::Result<Vec<u8>> {
+pub fn read_all(store: &Store, s: &Segment, start: i64, end: Option<i64>) -> rsm_core::Result<Vec<u8>> {
     let mut r = store.fetch(&s.md, start, end)?;
     let mut out = Vec::new();
     while let Some(b) = r.next_bytes()? {

@@ -279,8 +279,8 @@ impl super::TieredStorage {
     pub(super) fn aiven_fetch(
         &self,
         s: Arc<AivenSegment>,
-        start_position: i32,
-        end_position: Option<i32>,
+        start_position: i64,
+        end_position: Option<i64>,
     ) -> Result<ByteStream> {
         let aiven = self.aiven.as_ref().ok_or_else(|| Error::invalid("aiven.read.enabled is false"))?;
         let (start, end) = super::fetch::log_bounds(s.log_length(), &s.id, start_position, end_position)?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 impl super::super::TieredStorage {
     /// The position of the first batch of Aiven segment `s` whose last offset is at least `offset`.
-    pub(in crate::storage) async fn aiven_position_of_offset(&self, s: Arc<AivenSegment>, offset: i64) -> Result<u32> {
+    pub(in crate::storage) async fn aiven_position_of_offset(&self, s: Arc<AivenSegment>, offset: i64) -> Result<u64> {
         let from = self.aiven_index_position(&s, offset).await?;
         self.aiven_first_batch(s.clone(), from, |b| b.last_offset() >= offset)
             .await?
@@ -26,7 +26,7 @@ impl super::super::TieredStorage {
         &self,
         s: Arc<AivenSegment>,
         timestamp: i64,
-    ) -> Result<Option<u32>> {
+    ) -> Result<Option<u64>> {
         let name = format!("of Aiven segment {}", s.id);
         let times = read_time_index(&name, s.start_offset, &self.aiven_index(&s, IndexType::Timestamp).await?)?;
         // Every batch before the last entry earlier than `timestamp` is earlier too.
@@ -51,18 +51,18 @@ impl super::super::TieredStorage {
         s: Arc<AivenSegment>,
         from: u64,
         pred: impl Fn(&Batch<'_>) -> bool,
-    ) -> Result<Option<u32>> {
+    ) -> Result<Option<u64>> {
         if from >= s.log_length() {
             return Ok(None);
         }
-        let mut stream = self.aiven_fetch(s, from as i32, None)?;
+        let mut stream = self.aiven_fetch(s, from as i64, None)?;
         let (mut buf, mut at) = (BytesMut::new(), from);
         while let Some(bytes) = stream.next().await {
             buf.extend_from_slice(&bytes?);
             let mut batches = BatchIter::new(&buf, at, false);
             while let Some(b) = batches.next_complete()? {
                 if pred(&b) {
-                    return Ok(Some(b.position() as u32));
+                    return Ok(Some(b.position()));
                 }
             }
             let used = batches.consumed();

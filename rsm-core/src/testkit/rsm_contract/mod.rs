@@ -168,9 +168,9 @@ pub async fn fetch_ranges(b: B, layout: SegmentLayout) {
     let (_, md, data) = f.segment(1);
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
     let log = file(&data.log_segment);
-    let n = log.len() as i32;
-    let chunk = f.config.chunk_size as i32;
-    let mut cases: Vec<(i32, Option<i32>)> = vec![
+    let n = log.len() as i64;
+    let chunk = f.config.chunk_size as i64;
+    let mut cases: Vec<(i64, Option<i64>)> = vec![
         (0, Some(0)),
         (0, Some(16)),
         (n - 1, None),
@@ -182,8 +182,8 @@ pub async fn fetch_ranges(b: B, layout: SegmentLayout) {
     ];
     let mut rng = crate::testkit::log_writer::Rng::new(9);
     for _ in 0..40 {
-        let s = rng.below(n as u64) as i32;
-        let e = s + rng.below(4 * chunk as u64) as i32;
+        let s = rng.below(n as u64) as i64;
+        let e = s + rng.below(4 * chunk as u64) as i64;
         cases.push((s, Some(e)));
         cases.push((s, None));
     }
@@ -210,7 +210,7 @@ pub async fn fetch_by_offset_and_timestamp(b: B, layout: SegmentLayout) {
         }
         let first_at_or_after = batches.iter().find(|b| b.2 >= max_ts).unwrap().3;
         assert_eq!(
-            f.rsm.position_of_timestamp(&md, max_ts).await.unwrap().map(u64::from),
+            f.rsm.position_of_timestamp(&md, max_ts).await.unwrap(),
             Some(first_at_or_after),
             "timestamp of batch {k}"
         );
@@ -331,8 +331,8 @@ pub async fn bad_positions_are_invalid(b: B, layout: SegmentLayout) {
     let e = f.rsm.fetch_log_segment(&md, 0, None).await.err().expect("not copied yet");
     assert_eq!(e.kind(), ErrorKind::NotFound);
     f.rsm.copy_log_segment_data(&md, &data).await.unwrap();
-    let n = md.segment_size_in_bytes;
-    for (s, e) in [(-1, None), (n, None), (n + 5, Some(n + 10)), (10, Some(9))] {
+    let n = md.segment_size_in_bytes as i64;
+    for (s, e) in [(-1, None), (n, None), (n + 5, Some(n + 10)), (10, Some(9)), (i64::MIN, None), (1 << 40, None)] {
         let err = f.rsm.fetch_log_segment(&md, s, e).await.err().expect("invalid");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{s}..={e:?}");
         assert!(err.to_string().contains(&format!("position {}", if s == 10 { 9 } else { s })), "{err}");

@@ -71,7 +71,7 @@ final class NativeBridge {
     static native byte[] copy(long store, byte[] metadata, String log, String offsetIndex, String timeIndex,
                               String transactionIndex, String producerSnapshot, byte[] leaderEpochCheckpoint);
 
-    static native long fetchSegment(long store, byte[] metadata, int start, int end);
+    static native long fetchSegment(long store, byte[] metadata, long start, long end);
 
     static native long fetchIndex(long store, byte[] metadata, int indexType);
 

@@ -265,8 +265,24 @@ public class RustRemoteStorageManager implements RemoteStorageManager {
         return fetch(metadata, startPosition, endPosition, true);
     }
 
+    /**
+     * The segment's bytes from {@code startPosition} to its end, for positions past 2 GiB (KIP-1333). Kafka's
+     * interface declares it as a default method after 4.4 (the int form deprecated), which this overrides; on
+     * 3.9 to 4.4 it is a method of this class only.
+     */
+    public InputStream fetchLogSegment(RemoteLogSegmentMetadata metadata, long startPosition)
+            throws RemoteStorageException {
+        return fetch(metadata, startPosition, -1, false);
+    }
+
+    /** The segment's bytes from {@code startPosition} to {@code endPosition} inclusive, 64-bit (KIP-1333). */
+    public InputStream fetchLogSegment(RemoteLogSegmentMetadata metadata, long startPosition, long endPosition)
+            throws RemoteStorageException {
+        return fetch(metadata, startPosition, endPosition, true);
+    }
+
     /** A fetch from {@code start} to {@code end} (inclusive) if {@code hasEnd}, else to the segment's end. */
-    private InputStream fetch(RemoteLogSegmentMetadata metadata, int start, int end, boolean hasEnd)
+    private InputStream fetch(RemoteLogSegmentMetadata metadata, long start, long end, boolean hasEnd)
             throws RemoteStorageException {
         String what = "fetchLogSegment";
         long t0 = System.nanoTime();

@@ -281,6 +281,34 @@ class RustRemoteStorageManagerTest {
         assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchIndex(md, IndexType.OFFSET));
     }
 
+    /**
+     * KIP-1333's 64-bit overloads, as a broker after 4.4 calls them: the same bytes as the int ones, an end past
+     * 2 GiB stops at the segment's end, and a start past 2 GiB is outside this segment, not a wrapped int.
+     */
+    @Test
+    void theLongOverloadsServeWhatTheIntOnesServe() throws Exception {
+        RemoteLogSegmentMetadata md = plain.metadata(TP);
+        rsm.copyLogSegmentData(md, plain.data());
+        byte[] log = Files.readAllBytes(plain.log);
+        long start = plain.batchPositions.get(1);
+        assertArrayEquals(readAll(rsm.fetchLogSegment(md, (int) start)), readAll(rsm.fetchLogSegment(md, start)));
+        assertArrayEquals(Arrays.copyOfRange(log, (int) start, (int) start + 100),
+                readAll(rsm.fetchLogSegment(md, start, start + 99L)));
+        assertArrayEquals(Arrays.copyOfRange(log, 100, log.length),
+                readAll(rsm.fetchLogSegment(md, 100L, 5L * Integer.MAX_VALUE)));
+        long past = 1L << 32;
+        RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> rsm.fetchLogSegment(md, past));
+        assertTrue(e.getMessage().contains("start position " + past), e.getMessage());
+        assertThrows(RemoteStorageException.class, () -> rsm.fetchLogSegment(md, -1L));
+        assertThrows(RemoteStorageException.class, () -> rsm.fetchLogSegment(md, 10L, 5L));
+        // Public, so that a broker whose interface declares them (as default methods) calls these.
+        for (Class<?>[] args : List.of(new Class<?>[] {RemoteLogSegmentMetadata.class, long.class},
+                new Class<?>[] {RemoteLogSegmentMetadata.class, long.class, long.class})) {
+            assertTrue(java.lang.reflect.Modifier.isPublic(
+                    RustRemoteStorageManager.class.getMethod("fetchLogSegment", args).getModifiers()));
+        }
+    }
+
     @Test
     void badArgumentsAndBadFilesAreRemoteStorageExceptions() throws Exception {
         RemoteLogSegmentMetadata md = plain.metadata(TP);
