@@ -10,6 +10,7 @@
 
 use object_store::CredentialProvider;
 use object_store::aws::AwsCredential;
+use rsm_core::config::Secret;
 use rsm_core::{Error, Result};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,15 @@ impl FileCredentials {
     /// The access key id in use (for tests and logs: an access key id names the key, it does not open it).
     pub fn key_id(&self) -> String {
         self.credential().key_id.clone()
+    }
+
+    /// The credentials read when the store opened, to scrub from messages (the store's [`Redactor`] is made
+    /// once: credentials the file gets later are not in it).
+    ///
+    /// [`Redactor`]: rsm_backend_object_store::Redactor
+    pub fn initial_secrets(&self) -> Vec<Secret> {
+        let c = self.state.lock().unwrap_or_else(|e| e.into_inner()).current.clone();
+        [Some(&c.key_id), Some(&c.secret_key), c.token.as_ref()].into_iter().flatten().map(Secret::new).collect()
     }
 
     /// The credentials in use, the file looked at first when [`RECHECK`] has passed since the last look.

@@ -233,8 +233,13 @@ impl CloudStore for S3Config {
     }
 
     fn redactor(&self) -> Redactor {
+        let file = self.credentials_file.iter().flat_map(|f| f.initial_secrets());
         Redactor::new(
-            [&self.access_key_id, &self.secret_access_key, &self.session_token].into_iter().flatten().cloned(),
+            [&self.access_key_id, &self.secret_access_key, &self.session_token]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .chain(file),
         )
     }
 

@@ -154,5 +154,6 @@ async fn sha256_checksums_on_every_upload() {
     let without = backend(&[("s3.endpoint.url", &endpoint)]);
     put(&without, &format!("{prefix}plain"), &small).await;
     assert!(proxy.seen()[before..].iter().all(|s| s.checksum_sha256.is_none()), "none by default");
-    assert!(proxy.seen().iter().all(|s| s.status.is_some_and(|c| c < 300)), "{:?}", proxy.seen());
+    let seen = proxy.settled().await;
+    assert!(seen.iter().all(|s| s.status.is_some_and(|c| c < 300)), "{seen:?}");
 }

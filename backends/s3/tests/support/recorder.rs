@@ -102,6 +102,19 @@ impl Recorder {
         format!("{scheme}://{}", self.addr)
     }
 
+    /// Every request so far, once each has its answer's status (the proxy records it after passing the
+    /// answer on, so a caller may see the answer first): waits up to 5 s for that.
+    pub async fn settled(&self) -> Vec<Seen> {
+        let t = std::time::Instant::now();
+        loop {
+            let seen = self.seen();
+            if seen.iter().all(|s| s.status.is_some()) || t.elapsed() > std::time::Duration::from_secs(5) {
+                return seen;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// Every request so far, in the order they came.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
