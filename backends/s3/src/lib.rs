@@ -15,6 +15,14 @@
 //! | `s3.multipart.upload.part.size` | 25 MiB (26214400) | part size in bytes; objects up to one part go in one PUT ([5 MiB (5242880), 1 GiB (1073741824)]) |
 //! | `s3.multipart.upload.parts.in.flight` | 4 | parts uploaded at once per object ([1, 32]) |
 //! | `s3.storage.class` | the bucket's | storage class of every object (`STANDARD`, `STANDARD_IA`, ...) |
+//! | `s3.sse` | `none` | server-side encryption of every object written: `none` sends no header (the bucket's default encryption applies), `AES256` is SSE-S3, `aws:kms` is SSE-KMS under `s3.sse.kms.key.id` (`aws:kms` needs `s3.sse.kms.key.id`) |
+//! | `s3.sse.kms.key.id` | (none) | the KMS key (key id, key ARN or alias ARN) objects are encrypted under with `s3.sse=aws:kms` (required with `s3.sse=aws:kms`, refused otherwise) |
+//! | `s3.topic.<topic>.sse.kms.key.id` | `s3.sse` and `s3.sse.kms.key.id` | the KMS key the objects of topic `<topic>` are written under (SSE-KMS, whatever `s3.sse` says); reads, listings and deletes need no key (the topic is what lies between `s3.topic.` and `.sse.kms.key.id`) |
+//! | `s3.topic.<topic>.storage.class` | `s3.storage.class` | storage class of the objects of topic `<topic>` (the topic is what lies between `s3.topic.` and `.storage.class`) |
+//! | `s3.checksum.algorithm` | `none` | a checksum S3 checks each upload against: `SHA256` sends each PUT's and each part's SHA-256 (`x-amz-checksum-sha256`) and S3 refuses bytes that do not match it |
+//! | `aws.credentials.file` | (none) | credentials from a file in the AWS shared-credentials format (`aws_access_key_id`, `aws_secret_access_key`, `aws_session_token`), read again when it changes (looked at, by its modification time and length, at most once a second as requests need credentials): requests keep the credentials in use until the new file reads completely; a file that does not read is logged once (never its secrets) and the previous credentials kept. Write it by renaming a new file over it (not with `aws.access.key.id`; must hold the profile when the store opens) |
+//! | `aws.credentials.profile` | `default` | the profile (`[name]` or `[profile name]` section) of `aws.credentials.file` (only with `aws.credentials.file`) |
+//! | `aws.sts.endpoint.url` | `AWS_ENDPOINT_URL_STS`, else `https://sts.<region>.amazonaws.com` | the STS endpoint of web identity credentials (the default chain's `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`, as on EKS): AssumeRoleWithWebIdentity is sent there (an `https://` URL) |
 //! | `<p>.api.call.timeout` | 30 s (30000 ms) | (cloud stores) ms for a whole request, retries included (a broker's default: a store that does not answer frees the calling thread in seconds; the broker retries a failed copy or fetch itself) ([1 ms, 1 d (86400000 ms)]) |
 //! | `<p>.api.call.attempt.timeout` | 30 s (30000 ms) | (cloud stores) ms for one HTTP request ([1 ms, 1 d (86400000 ms)]) |
 //! | `s3.connect.timeout`, `azure.connect.timeout`, `gcs.connect.timeout` | 5 s (5000 ms) | (cloud stores) ms to open one connection ([1 ms, 1 h (3600000 ms)]) |
@@ -32,6 +40,14 @@
 //! Incomplete multipart uploads (what a crash mid-upload leaves: invisible, billed) are listed with
 //! ListMultipartUploads and ListParts and aborted with AbortMultipartUpload ([`uploads`]), for `rsm audit`
 //! and `rsm sweep`.
+//!
+//! Server-side encryption (`s3.sse`) and the checksum (`s3.checksum.algorithm`) are object_store's own
+//! builder settings. A topic's own KMS key or storage class (`s3.topic.<topic>.*`) is applied by
+//! [`topics::TopicRouter`], which sends each upload to a client of its topic's KMS key, the topic read from
+//! the object's key. Credentials come from the static keys, from `aws.credentials.file`
+//! ([`credentials_file::FileCredentials`], read again when the file changes), or from object_store's
+//! default chain, whose web identity link (`AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`) asks STS at
+//! `aws.sts.endpoint.url` (HTTPS only).
 
 #![warn(missing_docs)]
 

@@ -3,8 +3,7 @@
 //! [`rsm_core::partition_dir::topic_of_key`], the one parser of that shape), and [`TopicRouter`], the
 //! store's object_store, sends each upload of a topic with settings of its own to the client of that
 //! topic's KMS key (an object_store client carries one SSE setting) with that topic's storage class.
-//! Reads, listings, deletes and copies go to the default client: S3 needs no KMS key to read an SSE-KMS
-//! object.
+//! Reads, listings and deletes go to the default client: S3 needs no KMS key to read an SSE-KMS object.
 
 use crate::config::{TOPIC_SSE_KMS_KEY_ID, TOPIC_STORAGE_CLASS, topic_setting};
 use async_trait::async_trait;
@@ -193,8 +192,10 @@ impl<S: ObjectStore + fmt::Display> ObjectStore for TopicRouter<S> {
         self.default().list_with_delimiter(prefix).await
     }
 
+    /// A copy is written under the KMS key of its destination's topic (the store copies nothing today;
+    /// object_store's copy takes no storage class).
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
-        self.default().copy_opts(from, to, options).await
+        self.clients[self.route(to.as_ref()).client].copy_opts(from, to, options).await
     }
 }
 
