@@ -45,3 +45,34 @@ async fn secrets_never_appear() {
     let e = S3Config::read(&mut ConfigReader::new(&p), None).unwrap_err();
     assert_clean("a settings error", &error_text(&e));
 }
+
+/// Credentials from `aws.credentials.file` show nowhere either: not in the settings' or the backend's
+/// `Debug`, nor in the errors of failing requests, nor in a settings error about the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_credentials_never_appear() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("credentials");
+    std::fs::write(
+        &file,
+        format!("[default]\naws_access_key_id = {ID}\naws_secret_access_key = {KEY}\naws_session_token = {TOKEN}\n"),
+    )
+    .unwrap();
+    let mut p = common::SERVER.settings(&[("aws.credentials.file", file.to_str().unwrap())]);
+    p.remove("aws.access.key.id");
+    p.remove("aws.secret.access.key");
+    let (config, b) = common::SERVER.config_and_backend(&p);
+    assert_clean("the settings' Debug", &format!("{config:?}"));
+    assert_clean("the backend's Debug", &format!("{b:?}"));
+    let e = b.get_range("secrets/missing", 0..10).await.unwrap_err();
+    assert_clean("a not-found error", &error_text(&e));
+
+    p.insert("aws.credentials.profile".into(), "missing".into());
+    let e = S3Config::read(&mut ConfigReader::new(&p), None).unwrap_err();
+    assert!(e.to_string().contains("no profile `missing`"), "{e}");
+    assert_clean("a settings error", &error_text(&e));
+    std::fs::write(&file, format!("[default]\naws_access_key_id {ID}\n")).unwrap();
+    p.remove("aws.credentials.profile");
+    let e = S3Config::read(&mut ConfigReader::new(&p), None).unwrap_err();
+    assert!(e.to_string().contains("`aws.credentials.file`") && e.to_string().contains("line 2"), "{e}");
+    assert_clean("a settings error of a file that does not read", &error_text(&e));
+}
