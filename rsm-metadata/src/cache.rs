@@ -71,11 +71,39 @@ impl MetadataStore {
     /// Returns the segment forgotten, or `None` when the store did not hold it (its deletion finished
     /// already, which is when Kafka sends tombstones) or the key is not a segment's.
     pub fn apply_tombstone(&mut self, tombstone: &Tombstone) -> Option<RemoteLogSegmentMetadata> {
-        let Tombstone::Segment(key) = tombstone else { return None };
-        let state = self.partitions.iter_mut().find_map(|(tp, p)| {
-            (tp.topic_id == key.topic_id && tp.topic_partition.partition == key.partition).then_some(p)
-        })?;
-        let segment = state.segments.get(&key.segment_id)?.clone();
+        let (topic_id, partition) = match tombstone {
+            Tombstone::Segment(k) => (k.topic_id, k.partition),
+            Tombstone::EndOffset(k) => (k.topic_id, k.partition),
+            Tombstone::Unrecognized { .. } => return None,
+        };
+        let state = self
+            .partitions
+            .iter_mut()
+            .find_map(|(tp, p)| (tp.topic_id == topic_id && tp.topic_partition.partition == partition).then_some(p))?;
+        let segment = match tombstone {
+            Tombstone::Segment(k) => state.segments.get(&k.segment_id)?.clone(),
+            // A key that names no segment id: only a segment whose deletion started, of that end offset, is
+            // forgotten (Kafka writes the tombstone after the deletion), never a live copy of the same
+            // offsets (a copy done again after an abandoned one ends at the same offset).
+            Tombstone::EndOffset(k) => {
+                let deleting = |m: &&RemoteLogSegmentMetadata| {
+                    m.end_offset == k.end_offset
+                        && matches!(
+                            m.state,
+                            RemoteLogSegmentState::DeleteSegmentStarted | RemoteLogSegmentState::DeleteSegmentFinished
+                        )
+                };
+                let mut found = state.segments.values().filter(deleting);
+                let segment = found.next()?.clone();
+                if found.next().is_some() {
+                    // Two such segments: the key cannot tell which; keep both (a later tombstone or the
+                    // retention of deleted records forgets them).
+                    return None;
+                }
+                segment
+            }
+            Tombstone::Unrecognized { .. } => return None,
+        };
         state.delete_finished(&segment);
         Some(segment)
     }

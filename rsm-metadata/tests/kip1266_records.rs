@@ -274,3 +274,46 @@ fn tombstones_after_a_finished_deletion_find_nothing_and_fail_nothing() {
     apply(&mut store, "v1_segment_started_no_tags");
     assert_eq!(store.partition(&tp()).unwrap().segments().len(), 1);
 }
+
+/// Pull request 22459's design: one text key for all of a segment's records, naming its partition and end
+/// offset. Its tombstone forgets the segment of that end offset only once its deletion started; a live copy
+/// of the same offsets (a copy done again after an abandoned one) is never forgotten by it.
+#[test]
+fn a_text_keyed_tombstone_forgets_only_a_segment_being_deleted() {
+    use rsm_metadata::records::EndOffsetKey;
+    let id = TOPIC_ID.to_string();
+    let key = |text: &str| match decode_record(Some(text.as_bytes()), None).unwrap() {
+        MetadataRecord::Tombstone(t) => t,
+        other => panic!("{text}: {other:?}"),
+    };
+    let named = EndOffsetKey { topic_id: TOPIC_ID, partition: 3, end_offset: 199, broker_leader_epoch: 7 };
+    // Both forms of the text (with and without the topic's name) and what is not one.
+    let cases: [(String, Option<&EndOffsetKey>); 6] = [
+        (format!("{id}:orders:3:199:7"), Some(&named)),
+        (format!("{id}:3:199:7"), Some(&named)),
+        ("0123:orders:3:199:7".into(), None),
+        (format!("{id}:orders:3:199"), None),
+        (format!("{id}:orders:xy:199:7"), None),
+        (format!("{id}:a:b:3:199:7"), None),
+    ];
+    for (text, want) in &cases {
+        match (key(text), want) {
+            (Tombstone::EndOffset(k), Some(w)) => assert_eq!(&k, *w, "{text}"),
+            (Tombstone::Unrecognized { len }, None) => assert_eq!(len, text.len(), "{text}"),
+            (got, _) => panic!("{text}: {got:?}"),
+        }
+    }
+
+    let tombstone = key(&format!("{id}:orders:3:199:7"));
+    let mut store = MetadataStore::new();
+    apply(&mut store, "v1_segment_started_epoch_7");
+    apply(&mut store, "keyed_v1_update_finished");
+    assert_eq!(store.apply_tombstone(&tombstone), None, "a finished copy ending at 199 is live: kept");
+    assert_eq!(store.partition(&tp()).unwrap().segments().len(), 1);
+    let other_end = key(&format!("{id}:orders:3:198:7"));
+    store.apply(&update(DeleteSegmentStarted)).unwrap();
+    assert_eq!(store.apply_tombstone(&other_end), None, "another end offset names another segment");
+    let gone = store.apply_tombstone(&tombstone).expect("the segment being deleted is forgotten");
+    assert_eq!((gone.remote_log_segment_id.id, gone.end_offset), (SEG, 199));
+    assert!(store.partition(&tp()).unwrap().segments().is_empty());
+}

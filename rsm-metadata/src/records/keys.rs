@@ -79,11 +79,60 @@ impl std::fmt::Display for SegmentKey {
     }
 }
 
+/// The key the other open design of KIP-1266 (apache/kafka pull request 22459) gives all of a segment's
+/// records: the text `topicId:topicName:partition:endOffset:brokerLeaderEpoch` (`topicId:partition:...` in
+/// the KIP's first text), the topic id in Kafka's form (22 characters of URL-safe base64). It names the
+/// segment by its partition and end offset, not by its id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EndOffsetKey {
+    /// The user topic's id.
+    pub topic_id: Uuid,
+    /// The user partition.
+    pub partition: i32,
+    /// The segment's end offset.
+    pub end_offset: i64,
+    /// The leader epoch of the broker that wrote the segment's records.
+    pub broker_leader_epoch: i32,
+}
+
+impl EndOffsetKey {
+    /// Reads the text key of four or five `:`-separated fields; `None` for anything else (a topic name
+    /// cannot hold `:`, nor can a topic id).
+    pub fn decode(key: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(key).ok()?;
+        let fields: Vec<&str> = text.split(':').collect();
+        let (id, rest) = match fields.as_slice() {
+            [id, _topic, rest @ ..] if rest.len() == 3 => (id, rest),
+            [id, rest @ ..] if rest.len() == 3 => (id, rest),
+            _ => return None,
+        };
+        Some(EndOffsetKey {
+            topic_id: id.parse().ok()?,
+            partition: rest[0].parse().ok()?,
+            end_offset: rest[1].parse().ok()?,
+            broker_leader_epoch: rest[2].parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for EndOffsetKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the segment ending at offset {} of topic id {} partition {} (broker leader epoch {})",
+            self.end_offset, self.topic_id, self.partition, self.broker_leader_epoch
+        )
+    }
+}
+
 /// A record of the metadata topic without a value (KIP-1266): what its key names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tombstone {
     /// The records of a segment in one state are deleted (sent once the segment's deletion finished).
     Segment(SegmentKey),
+    /// The records of the segment ending at an offset are deleted (pull request 22459's design, sent once
+    /// the segment's deletion finished).
+    EndOffset(EndOffsetKey),
     /// A key of another shape (`len` bytes): nothing this reader can attribute, so nothing changes.
     Unrecognized {
         /// The key's length.
@@ -95,6 +144,7 @@ impl std::fmt::Display for Tombstone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Tombstone::Segment(k) => write!(f, "tombstone of {k}"),
+            Tombstone::EndOffset(k) => write!(f, "tombstone of {k}"),
             Tombstone::Unrecognized { len } => write!(f, "tombstone with an unrecognized key of {len} bytes"),
         }
     }
@@ -115,10 +165,15 @@ pub enum MetadataRecord {
 pub fn decode_record(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<MetadataRecord> {
     match (key, value) {
         (_, Some(value)) => decode_with_tags(value).map(|(e, t)| MetadataRecord::Event(e, t)),
-        (Some(key), None) => Ok(MetadataRecord::Tombstone(match SegmentKey::decode(key) {
-            Some(k) => Tombstone::Segment(k),
-            None => Tombstone::Unrecognized { len: key.len() },
-        })),
+        // The text first: a text key can be 37 bytes long too, while a binary key that reads as the text form
+        // (`:` at the right places, a topic id and three numbers between) is not one a broker writes.
+        (Some(key), None) => {
+            Ok(MetadataRecord::Tombstone(match (EndOffsetKey::decode(key), SegmentKey::decode(key)) {
+                (Some(k), _) => Tombstone::EndOffset(k),
+                (None, Some(k)) => Tombstone::Segment(k),
+                (None, None) => Tombstone::Unrecognized { len: key.len() },
+            }))
+        }
         (None, None) => {
             Err(Error::corrupt(format!("{METADATA_TOPIC} record with neither a key nor a value (not a tombstone)")))
         }

@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 
 mod keys;
 
-pub use keys::{MetadataRecord, SEGMENT_KEY_LEN, SegmentKey, Tombstone, decode_record};
+pub use keys::{EndOffsetKey, MetadataRecord, SEGMENT_KEY_LEN, SegmentKey, Tombstone, decode_record};
 
 /// The topic Kafka's `TopicBasedRemoteLogMetadataManager` keeps the events in.
 pub const METADATA_TOPIC: &str = "__remote_log_metadata";
