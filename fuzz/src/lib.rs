@@ -298,8 +298,15 @@ pub fn wire_metadata(data: &[u8]) {
 
 /// A record value of Kafka's `__remote_log_metadata` topic: what decodes encodes to bytes that decode to
 /// the same event, are their own encoding, and are never longer than the input (our encoding is Kafka's
-/// canonical one: minimal varints, version 0, no unknown or default tagged fields).
+/// canonical one: minimal varints, version 0, no unknown or default tagged fields). The same bytes as a
+/// tombstone's key (KIP-1266) read as one of the key designs or as unrecognized, never as an error.
 pub fn metadata_records(data: &[u8]) {
+    // The same bytes as a tombstone's key (KIP-1266): any key reads as one of the designs or as unrecognized.
+    match records::decode_record(Some(data), None) {
+        Ok(records::MetadataRecord::Tombstone(records::Tombstone::Unrecognized { len })) => assert_eq!(len, data.len()),
+        Ok(records::MetadataRecord::Tombstone(_)) => {}
+        other => panic!("a key without a value is a tombstone: {other:?}"),
+    }
     if let Ok(event) = records::decode(data) {
         let bytes = records::encode(&event);
         assert!(bytes.len() <= data.len(), "the canonical encoding is not longer than what was read");
