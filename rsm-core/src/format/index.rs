@@ -86,8 +86,13 @@ fn read_entries(name: &str, base_offset: i64, bytes: &[u8], log_size: u64, size:
     for (i, e) in bytes.chunks_exact(size).enumerate() {
         let position = match size {
             OFFSET_ENTRY_SIZE => u32_at(e, 4) as u64,
-            // Kafka writes a Java long: a negative one is past any log, as a u64 is.
-            _ => u64::from_be_bytes(e[4..12].try_into().expect("8 bytes")),
+            // Kafka writes a Java long: a negative one is no position.
+            _ => {
+                let p = i64::from_be_bytes(e[4..12].try_into().expect("8 bytes"));
+                u64::try_from(p).map_err(|_| {
+                    Error::corrupt(format!("offset index {name}: entry {i} has the negative position {p}"))
+                })?
+            }
         };
         let entry = OffsetEntry { offset: absolute("offset", name, i, base_offset, u32_at(e, 0))?, position };
         if let Some(prev) = out.last()
@@ -269,8 +274,14 @@ mod tests {
             assert_eq!(got, want, "{name}");
         }
 
-        let bad: [(&str, Vec<u8>, u64, &str); 3] = [
+        let bad: [(&str, Vec<u8>, u64, &str); 4] = [
             ("past a 4 GiB log", at_5_gib.to_vec(), 4 * GIB, "beyond the log's"),
+            (
+                "a negative long",
+                [&[0, 0, 0, 50][..], &(-1i64).to_be_bytes()].concat(),
+                u64::MAX,
+                "negative position -1",
+            ),
             ("20 bytes", entries(2, true)[..20].to_vec(), 10_000, "multiple of neither 8 nor 12"),
             (
                 "24 bytes valid neither way",
