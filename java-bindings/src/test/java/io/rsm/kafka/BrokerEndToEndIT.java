@@ -172,6 +172,7 @@ class BrokerEndToEndIT {
         String out = Files.readString(work.resolve("bench.out"));
         assertEquals(0, p.exitValue(), out);
         StringBuilder sb = new StringBuilder();
+        out.lines().filter(l -> l.startsWith("MACHINE ")).forEach(l -> sb.append(l).append('\n'));
         for (String[] measure : new String[][] {{"RESULT ", "the broker's read (RemoteLogManager.read)"},
                 {"RESULT-BATCHES ", "batch after batch"}}) {
             List<String> results = out.lines().filter(l -> l.startsWith(measure[0])).collect(Collectors.toList());

@@ -37,7 +37,8 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * {@code RESULT <name> <median us> <p90 us> <n>} (the broker's fetch),
  * {@code RESULT-BATCHES <name> <median us> <p90 us> <n>} (batch after batch),
  * {@code RESULT-SEQ <name> <median MiB/s> MiB/s} and {@code RESULT-COPY <name> <median ms> ms for <MiB> MiB}
- * lines.
+ * lines, after a {@code MACHINE} line naming the processor, the kernel and the cores (ratios differ between
+ * processors of one kind).
  */
 public final class FetchLatencyBench {
     static final int FETCH_BYTES = 1 << 20;
@@ -53,6 +54,7 @@ public final class FetchLatencyBench {
     public static void main(String[] args) throws Exception {
         Path dir = Paths.get(args[0]);
         int iterations = Integer.parseInt(args[1]);
+        System.out.println(machine());
         TopicIdPartition tp = new TopicIdPartition(Uuid.randomUuid(), new TopicPartition("bench", 0));
         List<TestSegments.Segment> segments = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
@@ -272,5 +274,18 @@ public final class FetchLatencyBench {
     static long percentile(List<Long> sorted, int p) {
         int i = (int) Math.ceil(p / 100.0 * sorted.size()) - 1;
         return sorted.get(Math.max(0, Math.min(sorted.size() - 1, i)));
+    }
+
+    /** {@code MACHINE <processor model> | kernel <version> | <n> cores}, from /proc/cpuinfo where it is. */
+    static String machine() {
+        String model = "unknown processor";
+        try (java.util.stream.Stream<String> lines = Files.lines(Paths.get("/proc/cpuinfo"))) {
+            model = lines.filter(l -> l.startsWith("model name")).map(l -> l.substring(l.indexOf(':') + 1).trim())
+                    .findFirst().orElse(model);
+        } catch (java.io.IOException | RuntimeException e) {
+            // Not Linux: the model stays unknown.
+        }
+        return "MACHINE " + model + " | kernel " + System.getProperty("os.name") + " "
+                + System.getProperty("os.version") + " | " + Runtime.getRuntime().availableProcessors() + " cores";
     }
 }
