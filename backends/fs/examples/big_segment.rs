@@ -2,9 +2,9 @@
 //! writes it (12-byte offset index entries): copied, then read by positions past 2 GiB, by offset and by
 //! timestamp, whole, and its indexes served byte for byte.
 //!
-//! Ignored by default: it writes 3 GiB twice (the partition and the store) and reads them back. Run it with
-//! `cargo test --release -p rsm-backend-fs --test big_segment -- --ignored --nocapture`; it prints the time
-//! of each step.
+//! An example, not a test of the test command: it writes 3 GiB twice (the partition and the store) and
+//! reads them back. Run it with `cargo run --release -p rsm-backend-fs --example big_segment`; it checks as it
+//! goes (a mismatch panics, exit status non-zero) and prints the time of each step.
 
 use futures::StreamExt;
 use rsm_backend_fs::FsBackend;
@@ -33,9 +33,8 @@ fn secs(t: Instant) -> String {
     format!("{:.1} s", t.elapsed().as_secs_f64())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "writes and reads 3 GiB twice: run with --ignored (see the file's documentation)"]
-async fn a_3_gib_segment_round_trips() {
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let topic_id = Uuid::random();
@@ -119,4 +118,5 @@ async fn a_3_gib_segment_round_trips() {
     }
     assert_eq!(at, log_len);
     println!("read the whole segment back in {}", secs(t));
+    println!("a 3 GiB segment round trips");
 }
