@@ -286,14 +286,15 @@ impl Store {
         runtime().block_on(self.storage.abort_uploads(uploads))
     }
 
-    /// Byte position of the batch holding `offset`.
-    pub fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<u64> {
-        runtime().block_on(self.storage.position_of_offset(md, offset))
+    /// Byte position of the batch holding `offset`, as Kafka and [`Store::fetch`] take it.
+    pub fn position_of_offset(&self, md: &RemoteLogSegmentMetadata, offset: i64) -> Result<i64> {
+        runtime().block_on(self.storage.position_of_offset(md, offset)).and_then(kafka_position)
     }
 
-    /// Byte position of the first batch with a timestamp at or after `timestamp`.
-    pub fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<u64>> {
-        runtime().block_on(self.storage.position_of_timestamp(md, timestamp))
+    /// Byte position of the first batch with a timestamp at or after `timestamp`, as Kafka and
+    /// [`Store::fetch`] take it.
+    pub fn position_of_timestamp(&self, md: &RemoteLogSegmentMetadata, timestamp: i64) -> Result<Option<i64>> {
+        runtime().block_on(self.storage.position_of_timestamp(md, timestamp))?.map(kafka_position).transpose()
     }
 
     /// Reads the manifest at `key` (refused as corrupt when it is not the segment its key names).
@@ -378,6 +379,12 @@ impl Store {
             read,
         ]
     }
+}
+
+/// A position as Kafka holds it since KIP-1333 (a long); one that does not fit is stored data gone wrong.
+fn kafka_position(p: u64) -> Result<i64> {
+    i64::try_from(p)
+        .map_err(|_| rsm_core::Error::corrupt(format!("position {p} does not fit a Kafka position (int64)")))
 }
 
 #[cfg(test)]

@@ -319,7 +319,7 @@ fn offsets_and_timestamps_find_their_batch() {
                 let be =
                     |from: usize, n: usize| log[at + from..at + from + n].iter().fold(0i64, |a, &b| a << 8 | b as i64);
                 let base = be(0, 8);
-                batches.push((at as u64, base, base + be(23, 4), be(35, 8)));
+                batches.push((at as i64, base, base + be(23, 4), be(35, 8)));
                 at += 12 + be(8, 4) as usize;
             }
             for o in md.start_offset..=md.end_offset {

@@ -126,13 +126,13 @@ pub fn run(
             if pos as u64 != b.position() {
                 return Err(mismatch(format!("offset {off}: position {pos}, expected {}", b.position())).into());
             }
-            let from = read_all(&store, md, pos as i64)?;
+            let from = read_all(&store, md, pos)?;
             if from != local[pos as usize..] {
                 return Err(mismatch(format!("segment {} from offset {off}", md.start_offset)).into());
             }
             fetched_bytes += from.len() as u64;
             let ts = b.max_timestamp();
-            let want = batches.iter().find(|x| x.max_timestamp() >= ts).map(|x| x.position());
+            let want = batches.iter().find(|x| x.max_timestamp() >= ts).map(|x| x.position() as i64);
             let got = store.position_of_timestamp(md, ts)?;
             if got != want {
                 return Err(mismatch(format!("timestamp {ts}: position {got:?}, expected {want:?}")).into());

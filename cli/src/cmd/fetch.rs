@@ -98,11 +98,11 @@ pub fn run(
     index: Option<String>,
     output: Option<&Path>,
 ) -> CmdResult {
-    let bytes = match bytes {
-        Some(n) if n < 1 => return Err(Error::invalid(format!("--bytes {n}: must be at least 1")).into()),
-        Some(n) => Some(n),
-        None => None,
-    };
+    if let Some(n) = bytes
+        && n < 1
+    {
+        return Err(Error::invalid(format!("--bytes {n}: must be at least 1")).into());
+    }
     let index = index.map(|t| t.parse::<IndexType>()).transpose()?;
     let md = &find_segment(store, segment)?;
     let mut sink = Sink::open(output)?;
@@ -111,11 +111,10 @@ pub fn run(
             return sink.write(&store.fetch_index(md, t)?);
         }
         let start = match (offset, timestamp, position) {
-            (Some(o), _, _) => fetch_position(store.position_of_offset(md, o)?)?,
+            (Some(o), _, _) => store.position_of_offset(md, o)?,
             (_, Some(ts), _) => store
                 .position_of_timestamp(md, ts)?
-                .ok_or_else(|| Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}")))
-                .and_then(fetch_position)?,
+                .ok_or_else(|| Error::not_found(format!("a record at or after timestamp {ts} in segment {segment}")))?,
             (_, _, Some(p)) => p,
             _ => 0,
         };
@@ -151,9 +150,4 @@ fn find_segment(store: &Store, given: &str) -> Result<RemoteLogSegmentMetadata> 
         }
     }
     Ok(m)
-}
-
-/// A position the store found, as a fetch takes it.
-fn fetch_position(p: u64) -> Result<i64> {
-    i64::try_from(p).map_err(|_| Error::corrupt(format!("position {p} is past the largest a fetch takes")))
 }

@@ -5,7 +5,6 @@ use crate::boundary::{entry, out_arg, ref_arg};
 use crate::result::{rsm_error, rsm_result};
 use crate::store::{blocking_store_of, rsm_store};
 use crate::types::{self, rsm_segment_metadata};
-use rsm_core::{Error, Result};
 
 /// The byte position of the batch holding `offset` in the segment (or, in a gap of a compacted segment,
 /// of the first batch after it): where a fetch for it starts.
@@ -34,7 +33,7 @@ pub unsafe extern "C" fn rsm_position_of_offset(
             let s = blocking_store_of(store, "rsm_position_of_offset")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             // The core refuses an offset outside the segment, below its start as past its end.
-            out.set(position_of(s.position_of_offset(&md, offset)?)?);
+            out.set(s.position_of_offset(&md, offset)?);
             Ok(())
         })
     }
@@ -66,14 +65,9 @@ pub unsafe extern "C" fn rsm_position_of_timestamp(
             let s = blocking_store_of(store, "rsm_position_of_timestamp")?;
             let md = types::metadata(ref_arg(metadata, "metadata")?, "metadata")?;
             if let Some(p) = s.position_of_timestamp(&md, timestamp_ms)? {
-                out.set(position_of(p)?);
+                out.set(p);
             }
             Ok(())
         })
     }
-}
-
-/// A position as Kafka holds it since KIP-1333 (a long); one that does not fit is stored data gone wrong.
-fn position_of(p: u64) -> Result<i64> {
-    i64::try_from(p).map_err(|_| Error::corrupt(format!("position {p} does not fit a Kafka position (int64)")))
 }
