@@ -4,6 +4,7 @@
 
 use super::TieredStorage;
 use super::layout::placement;
+use super::read_budget::within_budget;
 use crate::backend::ByteStream;
 use crate::error::{Error, Result};
 use crate::format::batch::{Batch, BatchIter};
@@ -73,7 +74,8 @@ pub fn log_bounds(
 impl TieredStorage {
     /// Streams the bytes `start..end` of a committed segment's log, in order, as [`plan_reads`] plans them.
     /// The first two reads go one at a time (a reader that stops early has cost at most one read more than
-    /// it used), then up to `fetch.concurrency` are in flight. Each read is checked block by block
+    /// it used), then up to `fetch.concurrency` are in flight, within [`TieredStorage::read_budget`] bytes
+    /// ([`within_budget`]: a segment of larger chunks has fewer in flight). Each read is checked block by block
     /// ([`Manifest::check_blocks`]) before any of its bytes are yielded, then cut to the fetch.
     pub fn stream_range(&self, manifest: Arc<Manifest>, start: u64, end: u64) -> ByteStream {
         let mut reads = plan_reads(&manifest, start, end);
@@ -94,10 +96,15 @@ impl TieredStorage {
             }
         };
         let rest = reads.split_off(reads.len().min(2));
-        let concurrency = self.config.fetch_concurrency;
         let head = futures::stream::iter(reads).then(read.clone());
-        let rest = futures::stream::iter(rest).map(read).buffered(concurrency);
-        Box::pin(head.chain(rest))
+        let rest = rest.into_iter().map(move |r| (r.end - r.start, read(r)));
+        Box::pin(head.chain(within_budget(rest, self.config.fetch_concurrency, self.read_budget())))
+    }
+
+    /// The most original bytes a whole-segment read (a fetch, a verify) has in flight at once:
+    /// `fetch.concurrency` × `chunk.size`, the settings' bound whatever the chunks' own size.
+    pub fn read_budget(&self) -> u64 {
+        self.config.fetch_concurrency as u64 * self.config.chunk_size as u64
     }
 
     /// Byte position of the first batch holding `offset` or a later one, from the manifest and one chunk. An

@@ -4,6 +4,7 @@
 //! ([`TieredStorage::rewrap_segment`]).
 
 use super::layout::{self, Suffix};
+use super::read_budget::within_budget;
 use super::{ListedSegment, Orphans, TieredStorage, VerifyReport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::manifest::Manifest;
@@ -184,7 +185,8 @@ impl TieredStorage {
     }
 
     /// Reads every chunk and index of a segment and checks them against the manifest: each chunk's blocks
-    /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time. A segment Aiven's plugin stored is
+    /// and its entry's CRC-32C, up to `fetch.concurrency` chunks at a time within
+    /// [`TieredStorage::read_budget`] bytes. A segment Aiven's plugin stored is
     /// read whole as a fetch checks it (its tags, or its batches' CRCs), with its indexes.
     pub async fn verify(&self, md: &RemoteLogSegmentMetadata) -> Result<VerifyReport> {
         let m = match self.locate(md).await? {
@@ -197,14 +199,15 @@ impl TieredStorage {
         let entries: Vec<_> = m.chunks.to_vec();
         let reads = entries.into_iter().map(|c| {
             let (chunks, m, key) = (self.chunks.clone(), m.clone(), key.clone());
-            async move {
+            let read = async move {
                 let bytes = chunks.read(&m, c.original_position()..c.end()).await?;
                 m.check_blocks(c.original_position()..c.end(), &bytes, &key)?;
                 c.verify(&bytes, &key)?;
                 Ok::<_, Error>(bytes.len() as u64)
-            }
+            };
+            (c.end() - c.original_position(), read)
         });
-        let mut checked = futures::stream::iter(reads).buffered(self.config.fetch_concurrency);
+        let mut checked = std::pin::pin!(within_budget(reads, self.config.fetch_concurrency, self.read_budget()));
         while let Some(n) = checked.next().await {
             report.bytes += n?;
             report.chunks += 1;

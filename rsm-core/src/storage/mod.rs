@@ -41,6 +41,7 @@ pub mod layout;
 mod local_read;
 mod maintenance;
 mod manifest_cache;
+mod read_budget;
 mod recheck;
 pub mod settings;
 pub mod single;

@@ -94,6 +94,18 @@ async fn reads_run_concurrently_but_bounded_and_in_order() {
             "reads in flight at most and at least {concurrency}"
         );
     }
+    // A reader whose `chunk.size` is a quarter of the segment's chunks (as chunks of one large batch are):
+    // its budget, 3 x 1 MiB, holds less than one chunk, so chunks are read one at a time, by a fetch and by
+    // a verify, whatever `fetch.concurrency` allows.
+    let cfg = TieredConfig { fetch_concurrency: 3, chunk_size: 1 << 20, ..TieredConfig::default() };
+    let rsm = TieredStorage::new(tracker.clone(), cfg);
+    tracker.max.store(0, Ordering::SeqCst);
+    let got = collect(rsm.fetch_log_segment(&big.md, 0, None).await.unwrap()).await.unwrap();
+    assert!(got == big.log, "bytes in order");
+    assert_eq!(tracker.max.load(Ordering::SeqCst), 1, "a fetch: chunks larger than the budget one at a time");
+    tracker.max.store(0, Ordering::SeqCst);
+    assert_eq!(rsm.verify(&big.md).await.unwrap().bytes, big.log.len() as u64);
+    assert_eq!(tracker.max.load(Ordering::SeqCst), 1, "a verify: chunks larger than the budget one at a time");
 }
 
 #[tokio::test]
