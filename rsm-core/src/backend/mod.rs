@@ -23,7 +23,7 @@ pub use capabilities::Capabilities;
 pub use counts::{CountSnapshot, KeyCounts, MAX_TOPICS, OTHER_TOPICS, Op, OpCount, RequestCounts};
 pub use layers::{CountingLayer, LayeredBackend};
 pub use memory::MemoryBackend;
-pub use pool::BufferPool;
+pub use pool::{BufferPool, UNDONE, VecPool};
 
 use crate::error::{Error, Result};
 use async_trait::async_trait;

@@ -1,4 +1,5 @@
-//! Reusable read buffers for backends that read into memory (the filesystem backend).
+//! Reusable buffers: read buffers for backends that read into memory (the filesystem backend,
+//! [`BufferPool`]), and the buffers chunks are undone into (decompressed, decrypted, [`UNDONE`]).
 //!
 //! A fetch hands out each chunk as [`Bytes`]; when the reader drops it, its buffer goes back to the pool
 //! instead of to the allocator. That saves zeroing and page faults on every read, and keeps freed
@@ -122,6 +123,91 @@ impl BufferPool {
     }
 }
 
+/// Undone bytes smaller than this are plain allocations; at least this many come from [`UNDONE`].
+const VEC_POOL_MIN: usize = 256 << 10;
+
+/// New pooled `Vec`s get a capacity rounded up to a multiple of this, so that chunks a few batches apart in
+/// size share buffers.
+const VEC_POOL_STEP: usize = 256 << 10;
+
+/// Buffers of the bytes chunks are undone into (decompressed, decrypted), at most 32 MiB of them kept.
+///
+/// A whole fetch or verify undoes chunk after chunk on the blocking threads and drops each on the reader's:
+/// glibc keeps such freed megabytes in the per-thread arena of the thread that made them, so the process
+/// grew with the threads, far past the bytes the reads hold (a compressed 500 MiB segment's `rsm fetch`
+/// peaked at 120-200 MiB for 16-64 MiB in flight; benches `fetch_memory`). Reused buffers keep it to what
+/// is in flight plus what the pool keeps, and save the page faults of fresh ones.
+pub static UNDONE: VecPool = VecPool::new(32 << 20);
+
+/// A bounded pool of `Vec<u8>` buffers handed out empty and given back when the [`Bytes`] made of them drop.
+#[derive(Debug)]
+pub struct VecPool {
+    free: Mutex<Vec<Vec<u8>>>,
+    max_retained_bytes: usize,
+}
+
+/// A pooled `Vec` inside [`Bytes`]: goes back to its pool when the last reference drops.
+struct PooledVec(Vec<u8>, &'static VecPool);
+
+impl AsRef<[u8]> for PooledVec {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for PooledVec {
+    fn drop(&mut self) {
+        self.1.give(std::mem::take(&mut self.0));
+    }
+}
+
+impl VecPool {
+    /// A pool that keeps at most `max_retained_bytes` of free buffers (by capacity).
+    pub const fn new(max_retained_bytes: usize) -> Self {
+        VecPool { free: Mutex::new(Vec::new()), max_retained_bytes }
+    }
+
+    /// An empty `Vec` with room for at least `capacity` bytes: a kept one at most a quarter larger, else a
+    /// new one (its capacity rounded up to 256 KiB); below 256 KiB always a plain one.
+    pub fn take(&'static self, capacity: usize) -> Vec<u8> {
+        if capacity < VEC_POOL_MIN {
+            return Vec::with_capacity(capacity);
+        }
+        let fits = |v: &Vec<u8>| v.capacity() >= capacity && v.capacity() <= capacity + capacity / 4 + VEC_POOL_STEP;
+        let reused = {
+            let mut free = self.free.lock().expect("vec pool lock");
+            free.iter().position(fits).map(|i| free.swap_remove(i))
+        };
+        reused.unwrap_or_else(|| Vec::with_capacity(capacity.next_multiple_of(VEC_POOL_STEP)))
+    }
+
+    /// `v` as [`Bytes`] that give its buffer back to this pool when the last reference drops (a small one
+    /// is plain [`Bytes`]).
+    pub fn bytes(&'static self, v: Vec<u8>) -> Bytes {
+        if v.capacity() < VEC_POOL_MIN {
+            return Bytes::from(v);
+        }
+        Bytes::from_owner(PooledVec(v, self))
+    }
+
+    /// Free bytes (capacity) held for reuse.
+    pub fn retained_bytes(&self) -> usize {
+        self.free.lock().expect("vec pool lock").iter().map(Vec::capacity).sum()
+    }
+
+    fn give(&self, mut v: Vec<u8>) {
+        if v.capacity() < VEC_POOL_MIN {
+            return;
+        }
+        v.clear();
+        let mut free = self.free.lock().expect("vec pool lock");
+        let retained: usize = free.iter().map(Vec::capacity).sum();
+        if retained + v.capacity() <= self.max_retained_bytes {
+            free.push(v);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +248,32 @@ mod tests {
         let big = pool.read::<()>(MAX_CLASS + 1, |_| Ok(())).unwrap();
         assert_eq!(big.len(), MAX_CLASS + 1);
         assert_eq!(big.as_ptr() as usize % ALIGN, 0, "unpooled buffers start on a page too");
+    }
+
+    #[test]
+    fn vecs_come_back_when_their_bytes_drop_and_are_bounded() {
+        static POOL: VecPool = VecPool::new(10 << 20);
+        let mut v = POOL.take(4_000_000);
+        assert!(v.is_empty() && v.capacity() >= 4_000_000);
+        v.extend_from_slice(&[9; 4_000_000]);
+        let ptr = v.as_ptr();
+        let b = POOL.bytes(v);
+        let part = b.slice(5..10);
+        drop(b);
+        assert_eq!(POOL.retained_bytes(), 0, "still referenced by a slice");
+        drop(part);
+        assert!(POOL.retained_bytes() >= 4_000_000);
+        let again = POOL.take(4_100_000);
+        assert_eq!((again.as_ptr(), again.len()), (ptr, 0), "reused, empty: a chunk a little larger fits");
+        POOL.give(again);
+        let larger = POOL.take(8 << 20);
+        assert!(larger.as_ptr() != ptr && larger.capacity() >= 8 << 20, "a buffer far smaller than asked is not taken");
+        drop(larger);
+        // Three live 4 MiB buffers given back: two fit under 10 MiB.
+        let live: Vec<Bytes> = (0..3).map(|_| POOL.bytes(POOL.take(4 << 20))).collect();
+        drop(live);
+        assert!(POOL.retained_bytes() <= 10 << 20);
+        let small = POOL.take(1000);
+        assert!(small.capacity() < VEC_POOL_MIN, "small ones are plain");
     }
 }

@@ -174,7 +174,7 @@ impl DataKey {
         }
         // Each block's ciphertext and tag are copied into `out` and decrypted there, the tag then cut off:
         // one copy of the bytes in all.
-        let mut out = Vec::with_capacity((within.end - within.start) as usize + TAG_BYTES);
+        let mut out = crate::backend::UNDONE.take((within.end - within.start) as usize + TAG_BYTES);
         let mut rest = stored;
         let mut at = within.start;
         while at < within.end {

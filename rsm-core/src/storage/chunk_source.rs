@@ -10,13 +10,13 @@
 //! (decompressed), checked chunks.
 
 use super::layout::placement;
-use crate::backend::StorageBackend;
+use crate::backend::{StorageBackend, UNDONE};
 use crate::crypto::{DataKey, DataKeyCache, KeyRing};
 use crate::error::{Error, Result};
 use crate::format::manifest::Manifest;
 use crate::format::transform;
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -241,11 +241,11 @@ pub(crate) fn join_parts(mut parts: Vec<Bytes>, len: u64) -> Bytes {
     if parts.len() == 1 {
         return parts.pop().expect("one part");
     }
-    let mut out = BytesMut::with_capacity(len as usize);
+    let mut out = UNDONE.take(len as usize);
     for p in parts {
         out.extend_from_slice(&p);
     }
-    out.freeze()
+    UNDONE.bytes(out)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The read's side of chunk transforms: a chunk's stored bytes checked against their CRCs, then decrypted and
 //! decompressed, whole, block by block or frame by frame, never into more memory than the chunk's entry says.
 
+use crate::backend::UNDONE;
 use crate::crypto::DataKey;
 use crate::error::{Error, Result};
 use crate::format::chunk::{ChunkEntry, StoredFrame, Transform, crc32c_combine, crc32c_shift};
@@ -55,7 +56,7 @@ pub fn undo_blocks(
             c.original_position()
         ))
     })?;
-    Ok(Bytes::from(key.open_blocks(c, index, within, stored, block, what)?))
+    Ok(UNDONE.bytes(key.open_blocks(c, index, within, stored, block, what)?))
 }
 
 /// The original bytes of chunk `c` from its `stored` bytes (the whole stored range) when it is not stored
@@ -126,7 +127,7 @@ pub fn undo_chunk_prefix(
         let key = key.ok_or_else(|| {
             Error::invalid(format!("{}: is encrypted, and no data key was given to decrypt it", chunk()))
         })?;
-        Bytes::from(match undoes_by_block(c) {
+        UNDONE.bytes(match undoes_by_block(c) {
             true => key.open_blocks(c, index, 0..c.data_length as u64, &stored, block, what)?,
             false => key.open_chunk(c, index, &stored, what)?,
         })
@@ -268,7 +269,7 @@ pub fn undo_frames(
         })?),
     };
     let first = frames.start as u64 * step;
-    let mut out: Vec<u8> = Vec::with_capacity((upto - first) as usize);
+    let mut out: Vec<u8> = UNDONE.take((upto - first) as usize);
     let mut opened = Vec::new();
     let mut at = 0usize;
     with_dctx(|dctx| {
@@ -313,7 +314,7 @@ pub fn undo_frames(
     if whole {
         c.verify(&out, what)?;
     }
-    Ok(Bytes::from(out))
+    Ok(UNDONE.bytes(out))
 }
 
 /// The largest frame whose streaming decode's window buffer the thread's context keeps for the next read
