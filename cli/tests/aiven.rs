@@ -78,6 +78,9 @@ fn the_operator_commands_read_aiven_segments_beside_ours() {
     // verify: every segment read whole and checked.
     let verified = run(&["verify", "--store", &url]);
     assert!(verified.contains(&format!("verified {} segments", aiven.len() + ours)), "{verified}");
+    // Each line says how a segment was checked: Aiven's (encrypted here) by their tags, ours as always.
+    let by_tag = verified.lines().filter(|l| l.starts_with("ok\t") && l.ends_with("by its AES-GCM tag")).count();
+    assert_eq!(by_tag, aiven.len(), "{verified}");
 
     // fetch: whole, from an offset, an index; each compared with the source.
     let out = tmp.path().join("out");

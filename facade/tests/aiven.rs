@@ -172,7 +172,26 @@ fn damage_and_wrong_keys_are_refused_naming_what() {
         if !encrypted {
             let e = fetch(&store, b, 5, None).unwrap_err().to_string();
             assert!(e.contains("starts on a batch"), "{e}");
+            // The producer snapshot is checked by its own CRC-32C: its last byte flipped in the `.indexes`.
+            let c = &segments[3].md;
+            let snapshot = store.fetch_index(c, IndexType::ProducerSnapshot).unwrap();
+            assert!(snapshot.len() >= 10, "a snapshot to damage: {} bytes", snapshot.len());
+            let indexes = dir.path().join(&keys(c).indexes);
+            let mut all = std::fs::read(&indexes).unwrap();
+            let at = all.windows(snapshot.len()).position(|w| w == &snapshot[..]).expect("the snapshot's bytes");
+            all[at + snapshot.len() - 1] ^= 1;
+            std::fs::write(&indexes, &all).unwrap();
+            let fresh = open(dir.path(), &reading("")).unwrap();
+            let e = fresh.fetch_index(c, IndexType::ProducerSnapshot).unwrap_err().to_string();
+            assert!(e.contains("CRC-32C") && e.contains("PRODUCER_SNAPSHOT index of Aiven segment"), "{e}");
         }
+
+        // A segment in neither format: not found, naming where each was looked for.
+        let mut gone = a.clone();
+        gone.remote_log_segment_id.id = rsm_core::model::Uuid::random();
+        let e = fetch(&store, &gone, 0, None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+        assert!(e.to_string().contains(&format!("nor Aiven's manifest {}", keys(&gone).manifest)), "{e}");
 
         std::fs::copy(dir.path().join(&keys(a).manifest), dir.path().join(&keys(b).manifest)).unwrap();
         let fresh = open(dir.path(), &reading("")).unwrap();

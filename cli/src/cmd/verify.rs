@@ -86,10 +86,14 @@ pub fn run(o: &mut Out, store: &Store, dir: Option<&Path>) -> CmdResult {
                 good += 1;
                 out!(
                     o,
-                    "ok\t{id}\t{} chunks checked ({} in {reads} reads)\t{} indexes",
+                    "ok\t{id}\t{} chunks checked ({} in {reads} reads)\t{} indexes{}",
                     report.chunks,
                     human(report.bytes),
-                    report.indexes
+                    report.indexes,
+                    match report.checked_by {
+                        "" => String::new(),
+                        how => format!("\t{how}"),
+                    }
                 );
             }
             // A key or a setting this run lacks: the segment cannot be checked, which says nothing of its data.

@@ -203,9 +203,68 @@ impl TimeIndexWriter {
     }
 }
 
+/// Checks a producer snapshot file as Kafka reads one (`ProducerStateManager`): version 1, then a CRC-32C of
+/// every byte after it. `name` appears in errors. A snapshot of no bytes is not checked (none was kept).
+pub fn check_producer_snapshot(name: &str, bytes: &[u8]) -> Result<()> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let Some((head, rest)) = bytes.split_at_checked(6) else {
+        return Err(Error::corrupt(format!("{name}: {} bytes, shorter than its 6-byte header", bytes.len())));
+    };
+    let version = i16::from_be_bytes([head[0], head[1]]);
+    if version != 1 {
+        return Err(Error::corrupt(format!("{name}: version {version}, Kafka writes 1")));
+    }
+    let (stored, computed) = (u32_at(head, 2), crate::checksum::crc32c(rest));
+    if stored != computed {
+        return Err(Error::corrupt(format!(
+            "{name}: its CRC-32C says {stored:#010x}, its {} bytes give {computed:#010x}",
+            rest.len()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn producer_snapshots_are_checked_by_their_crc() {
+        // Version 1, the CRC-32C of four zero bytes (0x48674bc7, a known value), no producers: what a broker
+        // writes on roll when no idempotent producer wrote.
+        let empty = [0, 1, 0x48, 0x67, 0x4b, 0xc7, 0, 0, 0, 0];
+        assert_eq!(&empty[..], &crate::testkit::log_writer::empty_producer_snapshot()[..]);
+        check_producer_snapshot("s", &empty).unwrap();
+        check_producer_snapshot("s", &[]).unwrap();
+        // (case, bytes, what the error says)
+        let cases: [(&str, Vec<u8>, &str); 3] = [
+            (
+                "a flipped byte",
+                {
+                    let mut b = empty.to_vec();
+                    b[9] ^= 1;
+                    b
+                },
+                "CRC-32C says 0x48674bc7",
+            ),
+            (
+                "another version",
+                {
+                    let mut b = empty.to_vec();
+                    b[1] = 2;
+                    b
+                },
+                "version 2",
+            ),
+            ("cut short", empty[..5].to_vec(), "shorter than its 6-byte header"),
+        ];
+        for (case, bytes, says) in cases {
+            let e = check_producer_snapshot("snapshot of s", &bytes).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("snapshot of s"), "{case}: {e}");
+        }
+    }
 
     #[test]
     fn offset_index_round_trip_and_errors() {

@@ -1,8 +1,14 @@
 //! Segments written in the stored format of Aiven's plugin ([`crate::format::aiven`]), for tests of the
 //! reader: written from that format's definition, as its plugin writes them (chunks of `chunk.size`, each
 //! zstd-compressed as one frame with its size, then sealed `IV ‖ ciphertext ‖ tag`; the indexes one after
-//! another, each sealed as one piece; the JSON manifest last). Checked by hand against segments Aiven's plugin
-//! 1.1.1 wrote; never used to write a store in production.
+//! another, each sealed as one piece; the JSON manifest last). Never used to write a store in production.
+//!
+//! Checked by hand (2026-12-08) against segments Aiven's plugin 1.1.1 (tag `v1.1.1`, built outside this
+//! repository) wrote from the same four segment files in seven settings: the same object keys, manifest
+//! fields and values (the random data key and its AAD aside), chunk framing, RSA-OAEP (SHA3-512) key wrap,
+//! `.indexes` layout, chunk-size list and custom metadata; the `.log` objects byte for byte where not
+//! encrypted. Two things it does not do: compression's heuristic (Aiven's leaves a segment of
+//! producer-compressed batches uncompressed), and custom metadata of only some of the three fields.
 
 use crate::backend::StorageBackend;
 use crate::crypto::{AivenDataKey, AivenKeyPairs};

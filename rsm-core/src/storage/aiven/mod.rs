@@ -12,7 +12,7 @@ use crate::backend::{ByteStream, StorageBackend};
 use crate::crypto::AivenDataKey;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::aiven::{AivenCustomMetadata, AivenKeys, AivenManifest, decompress_chunk};
-use crate::format::index::{read_offset_index, read_time_index};
+use crate::format::index::{check_producer_snapshot, read_offset_index, read_time_index};
 use crate::format::trailer::Trailer;
 use crate::model::{IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, Uuid};
 use bytes::Bytes;
@@ -200,7 +200,7 @@ impl AivenSegments {
         // A batch the end cuts goes on into the next chunks, read one at a time as the walk needs them.
         let more = futures::stream::iter(last + 1..chunks.len()).then(read);
         let what = format!("Aiven segment {} ({})", segment.id, segment.keys.log);
-        walk::checked(wanted.chain(more).boxed(), start, end, what)
+        walk::checked(wanted.chain(more).boxed(), start, end, segment.log_length(), what)
     }
 
     /// The bytes of index `t` of `segment`: not found when the segment has none of that kind; an encrypted
@@ -213,21 +213,25 @@ impl AivenSegments {
         if range.is_empty() {
             return Ok(Bytes::new());
         }
-        let what = format!("{t} index of Aiven segment {} ({})", segment.id, segment.keys.indexes);
+        let of = format!("of Aiven segment {} ({})", segment.id, segment.keys.indexes);
+        let what = format!("{t} index {of}");
         let read = self.backend.get_range(&segment.keys.indexes, range.clone()).await;
         let stored = forget_if_gone(&self.found, &segment.id.id, read)?;
         if stored.len() as u64 != range.end - range.start {
             return Err(Error::corrupt(format!("{what}: the object ends inside it")));
         }
         let bytes = segment.undo(stored, None, &what)?;
-        // Checked as Kafka checks an index it fetches: whole entries, in order, inside the log.
+        // Checked as Kafka checks an index it fetches (whole entries, in order, inside the log), and the
+        // producer snapshot by its own CRC-32C; the leader-epoch checkpoint and the transaction index carry
+        // no check of their own (read from an encrypted segment, its tag checked them).
         match t {
             IndexType::Offset => {
-                read_offset_index(&what, segment.start_offset, &bytes, segment.log_length())?;
+                read_offset_index(&of, segment.start_offset, &bytes, segment.log_length())?;
             }
             IndexType::Timestamp => {
-                read_time_index(&what, segment.start_offset, &bytes)?;
+                read_time_index(&of, segment.start_offset, &bytes)?;
             }
+            IndexType::ProducerSnapshot => check_producer_snapshot(&what, &bytes)?,
             _ => {}
         }
         Ok(bytes)
@@ -268,7 +272,7 @@ impl super::TieredStorage {
         match self.manifest(md).await {
             Err(e) if e.kind() == ErrorKind::NotFound => match aiven.find(md).await? {
                 Some(s) => Ok(Located::Aiven(s)),
-                None => Err(e),
+                None => Err(Error::not_found(format!("{e}; nor Aiven's manifest {}", aiven.keys(md).manifest))),
             },
             found => found.map(Located::Ours),
         }
@@ -335,7 +339,16 @@ impl super::TieredStorage {
     /// [`super::TieredStorage::verify`] of Aiven segment `s`: its whole log read and checked as a fetch checks
     /// it, and each of its indexes.
     pub(super) async fn verify_aiven(&self, s: Arc<AivenSegment>) -> Result<super::VerifyReport> {
-        let mut report = super::VerifyReport { chunks: s.manifest.chunks.len(), ..super::VerifyReport::default() };
+        let checked_by = match s.data_key {
+            Some(_) => "Aiven's format, encrypted: every chunk and index by its AES-GCM tag",
+            None => {
+                "Aiven's format, not encrypted: the log by its batches' CRC-32C, the offset and time indexes by \
+                 their entries, the producer snapshot by its CRC-32C; its leader-epoch checkpoint and \
+                 transaction index carry no check"
+            }
+        };
+        let mut report =
+            super::VerifyReport { chunks: s.manifest.chunks.len(), checked_by, ..super::VerifyReport::default() };
         if s.log_length() > 0 {
             let mut stream = self.aiven_fetch(s.clone(), 0, None)?;
             while let Some(bytes) = stream.next().await {
