@@ -222,7 +222,7 @@ pub fn manifest(data: &[u8]) {
         let log_end = m.chunks.last().map_or(0, |c| c.end());
         let start = (range >> 32) % (log_end + 2);
         let end = start + (range & 0xffff_ffff);
-        let reads = plan_reads(&m, start, end);
+        let reads = plan_reads(&m, start, end, 1 << 20);
         let mut at = reads.first().map_or(0, |r| r.start);
         for r in &reads {
             assert_eq!(r.start, at, "reads follow each other");

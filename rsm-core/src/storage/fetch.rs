@@ -8,6 +8,7 @@ use super::read_budget::within_budget;
 use crate::backend::ByteStream;
 use crate::error::{Error, Result};
 use crate::format::batch::{Batch, BatchIter};
+use crate::format::chunk::Transform;
 use crate::format::manifest::Manifest;
 use crate::model::RemoteLogSegmentMetadata;
 use futures::StreamExt;
@@ -22,9 +23,11 @@ pub const FIRST_READ_BYTES: u64 = (1 << 20) + (128 << 10);
 /// The reads of a fetch of the original bytes `start..end`, each widened to whole blocks
 /// ([`Manifest::align`]) so that it can be checked: the first covers at most [`FIRST_READ_BYTES`] of the fetch
 /// wherever it starts (the broker's usual fetch is that one read), then one read per chunk, the last cut to
-/// the block holding the fetch's last byte. `end` is cut at the end of the last chunk; an empty or
-/// out-of-range fetch has no read.
-pub fn plan_reads(manifest: &Manifest, start: u64, end: u64) -> Vec<Range<u64>> {
+/// the block holding the fetch's last byte. A chunk longer than `max_read` (one of a batch larger than
+/// `chunk.size`) that can be read in parts (stored as it is, sealed block by block, or in frames) is read in
+/// parts of about `max_read` (whole frames of a chunk in frames), so that no read holds more than the settings
+/// say. `end` is cut at the end of the last chunk; an empty or out-of-range fetch has no read.
+pub fn plan_reads(manifest: &Manifest, start: u64, end: u64, max_read: u64) -> Vec<Range<u64>> {
     let end = end.min(manifest.chunks.last().map_or(0, |c| c.end()));
     if start >= end || manifest.chunk_at_position(start).is_none() {
         return Vec::new();
@@ -33,11 +36,66 @@ pub fn plan_reads(manifest: &Manifest, start: u64, end: u64) -> Vec<Range<u64>> 
     let mut reads = vec![manifest.align(start..end.min(start.saturating_add(FIRST_READ_BYTES)))];
     let mut at = reads[0].end;
     while let Some(i) = manifest.chunk_at_position(at).filter(|_| at < last) {
-        let e = last.min(manifest.chunks[i].end());
+        let c = &manifest.chunks[i];
+        let mut e = last.min(c.end());
+        if e - at > max_read
+            && let Some(step) = part_step(manifest, i)
+        {
+            // Parts of whole steps from the chunk's start, at least one step each.
+            let from = at - c.original_position();
+            let part = (max_read / step).max(1) * step;
+            e = e.min(c.original_position() + (from / step) * step + part).max(at + 1);
+            e = manifest.align(at..e).end.min(c.end());
+        }
         reads.push(at..e);
         at = e;
     }
     reads
+}
+
+/// What a read of the original bytes `r` holds at its peak: those bytes, and while a transformed chunk is
+/// undone its stored bytes too (their share of the chunk's stored length).
+pub fn read_weight(manifest: &Manifest, r: &Range<u64>) -> u64 {
+    let Some(first) = manifest.chunk_at_position(r.start) else { return r.end - r.start };
+    manifest.chunks[first..]
+        .iter()
+        .take_while(|c| c.original_position() < r.end)
+        .map(|c| {
+            let part = r.end.min(c.end()) - r.start.max(c.original_position());
+            match c.rdi.transform {
+                Transform::None => part,
+                _ => part + part * c.rdi.stored_length as u64 / (c.data_length as u64).max(1),
+            }
+        })
+        .sum()
+}
+
+/// The reads of chunk `i` whole: one, or when it is longer than `max_read` and can be read in parts, parts
+/// of about `max_read` as [`plan_reads`] cuts them.
+pub fn chunk_reads(manifest: &Manifest, i: usize, max_read: u64) -> Vec<Range<u64>> {
+    let c = &manifest.chunks[i];
+    let whole = c.original_position()..c.end();
+    let Some(step) = part_step(manifest, i).filter(|_| whole.end - whole.start > max_read) else {
+        return vec![whole];
+    };
+    let part = (max_read / step).max(1) * step;
+    (0..(whole.end - whole.start).div_ceil(part))
+        .map(|k| whole.start + k * part..(whole.start + (k + 1) * part).min(whole.end))
+        .collect()
+}
+
+/// The unit chunk `i` can be read in parts of: its frame size when stored in frames, a block when stored as
+/// it is or sealed block by block; `None` for one zstd frame, read whole.
+fn part_step(manifest: &Manifest, i: usize) -> Option<u64> {
+    let c = &manifest.chunks[i];
+    let block = manifest.block_size.max(1) as u64;
+    match c.rdi.transform {
+        Transform::None | Transform::Aes256Gcm => Some(block),
+        Transform::ZstdFrames | Transform::ZstdFramesAes256Gcm => {
+            manifest.frames_of(i).map(|(size, _)| size.max(1) as u64)
+        }
+        Transform::Zstd | Transform::ZstdAes256Gcm => None,
+    }
 }
 
 /// The original bytes `start..end` a fetch of positions `start_position..=end_position` (to the end of the
@@ -75,10 +133,10 @@ impl TieredStorage {
     /// Streams the bytes `start..end` of a committed segment's log, in order, as [`plan_reads`] plans them.
     /// The first two reads go one at a time (a reader that stops early has cost at most one read more than
     /// it used), then up to `fetch.concurrency` are in flight, within [`TieredStorage::read_budget`] bytes
-    /// ([`within_budget`]: a segment of larger chunks has fewer in flight). Each read is checked block by block
+    /// (a segment of larger chunks has fewer in flight). Each read is checked block by block
     /// ([`Manifest::check_blocks`]) before any of its bytes are yielded, then cut to the fetch.
     pub fn stream_range(&self, manifest: Arc<Manifest>, start: u64, end: u64) -> ByteStream {
-        let mut reads = plan_reads(&manifest, start, end);
+        let mut reads = plan_reads(&manifest, start, end, self.config.chunk_size as u64);
         let end = end.min(manifest.log_length);
         let read = {
             let (chunks, manifest) = (self.chunks.clone(), manifest.clone());
@@ -97,11 +155,13 @@ impl TieredStorage {
         };
         let rest = reads.split_off(reads.len().min(2));
         let head = futures::stream::iter(reads).then(read.clone());
-        let rest = rest.into_iter().map(move |r| (r.end - r.start, read(r)));
+        let weigh = manifest.clone();
+        let rest = rest.into_iter().map(move |r| (read_weight(&weigh, &r), read(r)));
         Box::pin(head.chain(within_budget(rest, self.config.fetch_concurrency, self.read_budget())))
     }
 
-    /// The most original bytes a whole-segment read (a fetch, a verify) has in flight at once:
+    /// The most bytes a whole-segment read (a fetch, a verify) holds in reads in flight at once
+    /// ([`read_weight`]: the original bytes, and the stored ones of a transformed chunk while it is undone):
     /// `fetch.concurrency` × `chunk.size`, the settings' bound whatever the chunks' own size.
     pub fn read_budget(&self) -> u64 {
         self.config.fetch_concurrency as u64 * self.config.chunk_size as u64
@@ -222,7 +282,25 @@ mod tests {
         ];
         for (case, start, end, want) in cases {
             let want: Vec<Range<u64>> = want.iter().map(|&(a, b)| a..b).collect();
-            assert_eq!(plan_reads(&m, start, end), want, "{case}");
+            assert_eq!(plan_reads(&m, start, end, 4 * MIB), want, "{case}");
         }
+    }
+
+    #[test]
+    fn a_chunk_longer_than_a_read_may_be_is_read_in_parts_when_it_can_be() {
+        const MIB: u64 = 1 << 20;
+        const F: u64 = FIRST_READ_BYTES;
+        let big = 10 * MIB + 5000;
+        let mut m = chunked(&[big as u32, 4 << 20]);
+        let parts: Vec<Range<u64>> =
+            vec![0..F, F..F + 4 * MIB, F + 4 * MIB..F + 8 * MIB, F + 8 * MIB..big, big..big + 4 * MIB];
+        assert_eq!(plan_reads(&m, 0, u64::MAX, 4 * MIB), parts, "stored as it is: parts of 4 MiB");
+        m.chunks[0].rdi.transform = Transform::Aes256Gcm;
+        assert_eq!(plan_reads(&m, 0, u64::MAX, 4 * MIB), parts, "sealed block by block: the same parts");
+        m.chunks[0].rdi.transform = Transform::Zstd;
+        let whole: Vec<Range<u64>> = vec![0..F, F..big, big..big + 4 * MIB];
+        assert_eq!(plan_reads(&m, 0, u64::MAX, 4 * MIB), whole, "one zstd frame: read whole");
+        m.chunks[0].rdi.transform = Transform::None;
+        assert_eq!(plan_reads(&m, 0, u64::MAX, 64 << 20), whole, "a chunk within the limit: whole");
     }
 }

@@ -7,11 +7,13 @@ use super::layout::{self, Suffix};
 use super::read_budget::within_budget;
 use super::{ListedSegment, Orphans, TieredStorage, VerifyReport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::chunk::{crc32c_combine, crc32c_shift};
 use crate::format::manifest::Manifest;
 use crate::model::{IndexType, RemoteLogSegmentMetadata, TopicIdPartition, Uuid};
 use crate::rsm::RemoteStorageManager;
 use bytes::Bytes;
 use futures::StreamExt;
+use std::ops::Range;
 
 impl TieredStorage {
     /// Every committed segment under the partition `tp` (or under the whole prefix when `None`), by key;
@@ -195,22 +197,45 @@ impl TieredStorage {
         };
         let key = layout::placement(&self.config.key_prefix, &m).log;
         let mut report = VerifyReport::default();
-        // Over owned entries, so that the future is `Send` for any caller (an engine's spawned task).
-        let entries: Vec<_> = m.chunks.to_vec();
-        let reads = entries.into_iter().map(|c| {
+        // Each chunk whole, or in parts when it is larger than a read may be (chunks of one large batch); the
+        // parts' CRC-32Cs combined in order give the chunk's, checked against its entry as a whole read's is.
+        let max_read = self.config.chunk_size as u64;
+        let reads: Vec<(usize, Range<u64>)> = (0..m.chunks.len())
+            .flat_map(|i| super::fetch::chunk_reads(&m, i, max_read).into_iter().map(move |r| (i, r)))
+            .collect();
+        let reads = reads.into_iter().map(|(i, r)| {
+            let weight = super::fetch::read_weight(&m, &r);
             let (chunks, m, key) = (self.chunks.clone(), m.clone(), key.clone());
             let read = async move {
-                let bytes = chunks.read(&m, c.original_position()..c.end()).await?;
-                m.check_blocks(c.original_position()..c.end(), &bytes, &key)?;
-                c.verify(&bytes, &key)?;
-                Ok::<_, Error>(bytes.len() as u64)
+                let bytes = chunks.read(&m, r.clone()).await?;
+                m.check_blocks(r.clone(), &bytes, &key)?;
+                let ends = r.end == m.chunks[i].end();
+                Ok::<_, Error>((i, crate::checksum::crc32c(&bytes), bytes.len() as u64, ends))
             };
-            (c.end() - c.original_position(), read)
+            (weight, read)
         });
         let mut checked = std::pin::pin!(within_budget(reads, self.config.fetch_concurrency, self.read_budget()));
-        while let Some(n) = checked.next().await {
-            report.bytes += n?;
-            report.chunks += 1;
+        let (mut crc, mut len) = (0u32, 0u64);
+        while let Some(part) = checked.next().await {
+            let (i, part_crc, part_len, ends) = part?;
+            (crc, len) = match len {
+                0 => (part_crc, part_len),
+                _ => (crc32c_combine(crc, part_crc, crc32c_shift(part_len)), len + part_len),
+            };
+            report.bytes += part_len;
+            if ends {
+                let c = &m.chunks[i];
+                if len != c.data_length as u64 {
+                    return Err(Error::corrupt(format!(
+                        "{key}: chunk at position {} read as {len} bytes, its entry says {}",
+                        c.original_position(),
+                        c.data_length
+                    )));
+                }
+                c.check_crc(crc, &key)?;
+                (crc, len) = (0, 0);
+                report.chunks += 1;
+            }
         }
         for t in IndexType::ALL {
             if m.index(t).is_some() {

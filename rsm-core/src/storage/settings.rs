@@ -111,12 +111,12 @@ pub const CHUNK_BLOCK_SIZE: Setting = Setting::int("chunk.block.size", 4 << 10, 
     );
 /// `fetch.concurrency`.
 pub const FETCH_CONCURRENCY: Setting = Setting::int("fetch.concurrency", 1, 64).with_default(4).with_doc(
-    "ranged reads in flight per fetch or verify, and at most concurrency × `chunk.size` of original bytes in \
-     flight: a fetch holds about (concurrency + 1) × `chunk.size` of chunks whatever the segment's size or its \
-     batches' (a chunk larger than the budget, of one large batch, is read alone: about twice its size); the \
-     filesystem store also keeps up to 32 MiB of read buffers for reuse. Peak RSS of `rsm fetch` of a whole 500 MiB \
-     segment, benches `fetch_memory`: plain 4 MiB chunks 33 MB at 4 and 129 MB at 16; compressed or encrypted \
-     96-140 MB at 4, 170-230 MB at 16 (memory the allocator keeps); of 40 MiB batches 61-97 MB",
+    "ranged reads in flight per fetch or verify, holding at most concurrency × `chunk.size` (a transformed \
+     read's stored bytes counted beside its original ones; a chunk larger than `chunk.size`, of one large batch, \
+     read in parts of about `chunk.size`), whatever the segment's size or its batches'; the chunks undone and \
+     the filesystem store's read buffers are reused, up to 32 MiB kept of each. Peak RSS of `rsm fetch` of a \
+     whole 500 MiB segment and of `rsm verify`, compressed or encrypted, 16 KiB or 40 MiB batches (benches \
+     `fetch_memory`): 24-41 MB at 4, 66-111 MB at 16; plain 4 MiB chunks 33 MB at 4, 129 MB at 16",
 );
 /// `copy.verify.checksums`.
 pub const COPY_VERIFY_CHECKSUMS: Setting =

@@ -23,6 +23,8 @@ struct InFlight {
     max: AtomicUsize,
     started: AtomicUsize,
     started_bytes: AtomicUsize,
+    /// The longest read asked for with an end.
+    longest: AtomicUsize,
 }
 
 impl InFlight {
@@ -33,6 +35,7 @@ impl InFlight {
             max: 0.into(),
             started: 0.into(),
             started_bytes: 0.into(),
+            longest: 0.into(),
         }
     }
 }
@@ -45,6 +48,10 @@ impl LayeredBackend for InFlight {
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         self.started.fetch_add(1, Ordering::SeqCst);
         self.started_bytes.fetch_add((range.end - range.start) as usize, Ordering::SeqCst);
+        if range.end != u64::MAX {
+            // Not a read "to the end" (a manifest's).
+            self.longest.fetch_max((range.end - range.start) as usize, Ordering::SeqCst);
+        }
         let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
         self.max.fetch_max(n, Ordering::SeqCst);
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -95,17 +102,35 @@ async fn reads_run_concurrently_but_bounded_and_in_order() {
         );
     }
     // A reader whose `chunk.size` is a quarter of the segment's chunks (as chunks of one large batch are):
-    // its budget, 3 x 1 MiB, holds less than one chunk, so chunks are read one at a time, by a fetch and by
-    // a verify, whatever `fetch.concurrency` allows.
+    // a fetch and a verify read them in parts of 1 MiB, three at once (the budget, 3 x 1 MiB), where a read
+    // of a whole chunk would hold 4 MiB.
     let cfg = TieredConfig { fetch_concurrency: 3, chunk_size: 1 << 20, ..TieredConfig::default() };
     let rsm = TieredStorage::new(tracker.clone(), cfg);
     tracker.max.store(0, Ordering::SeqCst);
+    tracker.longest.store(0, Ordering::SeqCst);
     let got = collect(rsm.fetch_log_segment(&big.md, 0, None).await.unwrap()).await.unwrap();
     assert!(got == big.log, "bytes in order");
-    assert_eq!(tracker.max.load(Ordering::SeqCst), 1, "a fetch: chunks larger than the budget one at a time");
+    assert_eq!(tracker.max.load(Ordering::SeqCst), 3, "a fetch: parts of large chunks, as many as the budget holds");
+    let longest = tracker.longest.load(Ordering::SeqCst) as u64;
+    assert!(longest <= super::fetch::FIRST_READ_BYTES, "a fetch: no read past the first is over 1 MiB: {longest}");
     tracker.max.store(0, Ordering::SeqCst);
-    assert_eq!(rsm.verify(&big.md).await.unwrap().bytes, big.log.len() as u64);
-    assert_eq!(tracker.max.load(Ordering::SeqCst), 1, "a verify: chunks larger than the budget one at a time");
+    tracker.longest.store(0, Ordering::SeqCst);
+    let report = rsm.verify(&big.md).await.unwrap();
+    assert_eq!(
+        (report.bytes, report.chunks),
+        (big.log.len() as u64, big.m.chunks.len()),
+        "a verify: every chunk whole"
+    );
+    assert_eq!(tracker.max.load(Ordering::SeqCst), 3, "a verify: parts of large chunks, as many as the budget holds");
+    let longest = tracker.longest.load(Ordering::SeqCst) as u64;
+    assert!(longest <= 1 << 20, "a verify: reads of 1 MiB at most: {longest}");
+    // A flipped byte in the middle of a chunk read in parts fails the verify, naming the object.
+    let key = rsm.keys(&big.md).log;
+    let mut stored = tracker.inner.get_range(&key, 0..u64::MAX).await.unwrap().to_vec();
+    stored[(5 << 20) + 12345] ^= 1;
+    tracker.inner.put_bytes(&key, Bytes::from(stored)).await.unwrap();
+    let e = rsm.verify(&big.md).await.unwrap_err().to_string();
+    assert!(e.contains("CRC-32C") && e.contains(&key), "{e}");
 }
 
 #[tokio::test]
