@@ -10,7 +10,9 @@
 use rsm_core::format::batch::{BatchIter, batch_size_at};
 use rsm_core::format::chunk::{ChunkEntry, Chunker, frame_count};
 use rsm_core::format::codec::Reader;
-use rsm_core::format::index::{OffsetIndexWriter, TimeIndexWriter, read_offset_index, read_time_index};
+use rsm_core::format::index::{
+    OffsetIndexWriter, TimeIndexWriter, check_producer_snapshot, read_offset_index, read_time_index,
+};
 use rsm_core::format::manifest::{MAGIC, Manifest};
 use rsm_core::format::partition::parse_leader_epochs;
 use rsm_core::format::records::compression::{self, Codec};
@@ -154,7 +156,8 @@ pub fn chunker(data: &[u8]) {
     assert!(blocks.next().is_none(), "no block CRC left over");
 }
 
-/// `.index` and `.timeindex`: whatever is accepted is sorted, inside the log, and written back the same.
+/// `.index`, `.timeindex` and a producer snapshot: whatever is accepted is sorted, inside the log, and written
+/// back the same; a snapshot only with its version and CRC right.
 pub fn indexes(data: &[u8]) {
     let (base, data) = take_u64(data);
     let (log_size, data) = take_u64(data);
@@ -175,6 +178,11 @@ pub fn indexes(data: &[u8]) {
             w.append(e.timestamp, e.offset);
         }
         assert_eq!(w.bytes(), data, "time index round trip");
+    }
+    // A producer snapshot: accepted only with version 1 and a CRC-32C over the rest that matches.
+    if check_producer_snapshot("fuzz.snapshot", data).is_ok() && !data.is_empty() {
+        assert_eq!(&data[..2], &[0, 1], "version 1");
+        assert_eq!(&data[2..6], &rsm_core::checksum::crc32c(&data[6..]).to_be_bytes(), "its CRC");
     }
 }
 
