@@ -36,21 +36,24 @@ pub fn plan_reads(manifest: &Manifest, start: u64, end: u64, max_read: u64) -> V
     let mut reads = vec![manifest.align(start..end.min(start.saturating_add(FIRST_READ_BYTES)))];
     let mut at = reads[0].end;
     while let Some(i) = manifest.chunk_at_position(at).filter(|_| at < last) {
-        let c = &manifest.chunks[i];
-        let mut e = last.min(c.end());
-        if e - at > max_read
-            && let Some(step) = part_step(manifest, i)
-        {
-            // Parts of whole steps from the chunk's start, at least one step each.
-            let from = at - c.original_position();
-            let part = (max_read / step).max(1) * step;
-            e = e.min(c.original_position() + (from / step) * step + part).max(at + 1);
-            e = manifest.align(at..e).end.min(c.end());
-        }
+        let e = read_end(manifest, i, at, last, max_read);
         reads.push(at..e);
         at = e;
     }
     reads
+}
+
+/// Where a read of chunk `i` from `at` ends: at the chunk's end or `last`, whichever is first, or, when that is
+/// more than `max_read` away and the chunk can be read in parts, after whole parts' steps of about `max_read`
+/// from the chunk's start (at least one step), widened to its block.
+fn read_end(manifest: &Manifest, i: usize, at: u64, last: u64, max_read: u64) -> u64 {
+    let c = &manifest.chunks[i];
+    let e = last.min(c.end());
+    let Some(step) = part_step(manifest, i).filter(|_| e - at > max_read) else { return e };
+    let part = (max_read / step).max(1) * step;
+    let from = at - c.original_position();
+    let cut = e.min(c.original_position() + (from / step) * step + part).max(at + 1);
+    manifest.align(at..cut).end.min(c.end())
 }
 
 /// What a read of the original bytes `r` holds at its peak: those bytes, and while a transformed chunk is
@@ -74,14 +77,12 @@ pub fn read_weight(manifest: &Manifest, r: &Range<u64>) -> u64 {
 /// of about `max_read` as [`plan_reads`] cuts them.
 pub fn chunk_reads(manifest: &Manifest, i: usize, max_read: u64) -> Vec<Range<u64>> {
     let c = &manifest.chunks[i];
-    let whole = c.original_position()..c.end();
-    let Some(step) = part_step(manifest, i).filter(|_| whole.end - whole.start > max_read) else {
-        return vec![whole];
-    };
-    let part = (max_read / step).max(1) * step;
-    (0..(whole.end - whole.start).div_ceil(part))
-        .map(|k| whole.start + k * part..(whole.start + (k + 1) * part).min(whole.end))
-        .collect()
+    let first = c.original_position()..read_end(manifest, i, c.original_position(), c.end(), max_read);
+    let mut reads = vec![first];
+    while let Some(at) = reads.last().map(|r| r.end).filter(|&at| at < c.end()) {
+        reads.push(at..read_end(manifest, i, at, c.end(), max_read));
+    }
+    reads
 }
 
 /// The unit chunk `i` can be read in parts of: its frame size when stored in frames, a block when stored as
